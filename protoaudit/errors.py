@@ -1,0 +1,32 @@
+"""The one kind of error protoaudit reports to users: bad input, with where it is and what to do."""
+
+
+class InputError(Exception):
+    """A problem with what the user gave us; the CLI prints it on one line and exits with status 2."""
+
+    def __init__(self, message, *, file=None, line=None, layer=None, fix=None):
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.line = line
+        self.layer = layer
+        self.fix = fix
+
+    def located(self, *, file=None, line=None, layer=None):
+        """Fill in whatever location is still unknown and return self (for re-raising)."""
+        self.file = self.file or file
+        self.line = self.line or line
+        self.layer = self.layer or layer
+        return self
+
+    def __str__(self):
+        where = self.file or "<input>"
+        if self.line:
+            where += f":{self.line}"
+        text = f"{where}: "
+        if self.layer:
+            text += f"layer '{self.layer}': "
+        text += self.message
+        if self.fix:
+            text += f" ({self.fix})"
+        return text

@@ -1,0 +1,156 @@
+"""The layer registry: one class per Caffe layer type, holding its blob counts and shape rule.
+
+A layer class is created once per layer of a net, with the layer's (V2) LayerParameter and the
+build context, and answers for that layer alone; the net driver (`protoaudit.net`) does the rest.
+"""
+from dataclasses import dataclass, field
+
+from ..errors import InputError
+
+REGISTRY = {}
+
+
+def register(*type_names):
+    """Class decorator: the Caffe type names (as in `type: "..."`) the class implements."""
+
+    def deco(cls):
+        for name in type_names:
+            if name in REGISTRY:
+                raise RuntimeError(f"layer type {name} registered twice")
+            REGISTRY[name] = cls
+        cls.type_names = type_names
+        return cls
+
+    return deco
+
+
+@dataclass
+class Context:
+    """What a layer may need beyond its own parameters: the net's phase and the user's overrides."""
+
+    phase: str = "TRAIN"  # the layer's phase (Caffe: the net's, unless the layer sets its own)
+    inputs: dict = field(default_factory=dict)  # top name -> full shape, from --input
+    batch: int = None  # --batch: the first dimension of every data source
+    schema: str = "bvlc"
+    used_inputs: set = field(default_factory=set)  # which --input names some layer took
+
+
+class Layer:
+    """A Caffe layer type. Subclasses set their blob counts and implement `reshape`."""
+
+    exact_bottoms = None
+    min_bottoms = None
+    max_bottoms = None
+    exact_tops = None
+    min_tops = None
+    max_tops = None
+    auto_top_blobs = False  # Caffe adds anonymous tops up to the required count
+    loss_by_default = False  # LossLayer: top 0 has loss weight 1 unless loss_weight is given
+    data_source = False  # has no bottoms and makes a batch: --batch and --input apply
+
+    def __init__(self, lp, ctx):
+        self.lp = View(lp)
+        self.ctx = ctx
+
+    # --- the shape rule -------------------------------------------------------------------
+    def reshape(self, bottoms):
+        """The top shapes (tuples of ints) for these bottom shapes."""
+        raise NotImplementedError
+
+    def param_shapes(self, bottoms):
+        """The shapes of the layer's parameter blobs (Caffe's `blobs_`), in Caffe's order."""
+        return []
+
+    def allow_force_backward(self, bottom_index):
+        return True
+
+    # --- helpers for subclasses -----------------------------------------------------------
+    def fail(self, message, fix=None):
+        raise InputError(message, layer=self.lp.name, fix=fix)
+
+    def check(self, condition, message, fix=None):
+        if not condition:
+            self.fail(message, fix)
+
+    def override(self, top_index, shape):
+        """A data source's top shape after --input and --batch."""
+        top = self.lp.top[top_index] if top_index < len(self.lp.top) else None
+        if top is not None and top in self.ctx.inputs:
+            self.ctx.used_inputs.add(top)
+            return tuple(self.ctx.inputs[top])
+        if shape is None:
+            return None
+        if self.ctx.batch is not None and len(shape) > 0:
+            return (self.ctx.batch,) + tuple(shape[1:])
+        return tuple(shape)
+
+    def need_input(self, what):
+        tops = ", ".join(f"--input {t}=NxCxHxW" for t in self.lp.top) or "--input TOP=NxCxHxW"
+        self.fail(f"{what}; the shape of its tops comes from the dataset", fix=f"give {tops}")
+
+
+def canonical_axis(layer, axis, num_axes):
+    """Caffe's Blob::CanonicalAxisIndex: negative axes count from the end."""
+    if not -num_axes <= axis < num_axes:
+        layer.fail(f"axis {axis} is out of range for a {num_axes}-axis blob")
+    return axis + num_axes if axis < 0 else axis
+
+
+def count(shape, start=0, end=None):
+    n = 1
+    for d in shape[start:end]:
+        n *= d
+    return n
+
+
+
+class View:
+    """A layer's parameters read as BVLC's schema describes them, whatever fork schema parsed them.
+
+    Older forks lack some fields (then BVLC's default is returned) or declare as single a field
+    BVLC repeats, such as `kernel_size` (then it reads as a list), so layer code is written once.
+    """
+
+    __slots__ = ("_msg", "_bvlc")
+
+    def __init__(self, msg):
+        self._msg = msg
+        self._bvlc = _bvlc_fields(msg.DESCRIPTOR.full_name)
+
+    def __getattr__(self, name):
+        mine = self._msg.DESCRIPTOR.fields_by_name.get(name)
+        theirs = self._bvlc.get(name)
+        if mine is None:
+            if theirs is None:
+                raise AttributeError(name)
+            if theirs.is_repeated:
+                return []
+            if theirs.message_type is not None:
+                return View(_bvlc_message(theirs.message_type.full_name)())
+            return theirs.default_value
+        got = getattr(self._msg, name)
+        if mine.message_type is not None and not mine.is_repeated:
+            return View(got)
+        if theirs is not None and theirs.is_repeated and not mine.is_repeated:
+            return [got] if self._msg.HasField(name) else []
+        return got
+
+    def HasField(self, name):
+        fd = self._msg.DESCRIPTOR.fields_by_name.get(name)
+        return fd is not None and not fd.is_repeated and self._msg.HasField(name)
+
+
+def _bvlc_fields(full_name):
+    from ..schema import load_schema
+
+    schema = load_schema("bvlc")
+    try:
+        return schema.pool.FindMessageTypeByName(full_name).fields_by_name
+    except KeyError:
+        return {}
+
+
+def _bvlc_message(full_name):
+    from ..schema import load_schema
+
+    return load_schema("bvlc").message(full_name.split(".", 1)[1])

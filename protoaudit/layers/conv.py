@@ -1,0 +1,123 @@
+"""Convolution, Deconvolution and Im2col: BaseConvolutionLayer's geometry (N-D, groups, dilation)."""
+from dataclasses import dataclass
+
+from .base import Layer, canonical_axis, count, register
+
+
+def cdiv(a, b):
+    """C++ integer division (truncates toward zero), as Caffe's shape arithmetic uses."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+@dataclass
+class Geometry:
+    axis: int  # the channel axis
+    kernel: tuple
+    stride: tuple
+    pad: tuple
+    dilation: tuple
+
+    def conv_out(self, sizes):
+        return tuple(
+            cdiv(size + 2 * p - (d * (k - 1) + 1), s) + 1
+            for size, k, s, p, d in zip(sizes, self.kernel, self.stride, self.pad, self.dilation)
+        )
+
+    def deconv_out(self, sizes):
+        return tuple(
+            s * (size - 1) + (d * (k - 1) + 1) - 2 * p
+            for size, k, s, p, d in zip(sizes, self.kernel, self.stride, self.pad, self.dilation)
+        )
+
+
+def geometry(layer, param, shape, *, kernel_required=True):
+    """Kernel, stride, pad and dilation per spatial axis, with Caffe's checks and defaults."""
+    axis = canonical_axis(layer, param.axis, len(shape))
+    n = len(shape) - axis - 1
+    layer.check(n >= 0, "the bottom has no spatial axes after the channel axis")
+
+    def per_axis(name, values, default, hw=None):
+        if hw is not None and (param.HasField(f"{name}_h") or param.HasField(f"{name}_w")):
+            layer.check(n == 2, f"{name}_h and {name}_w can only be used for 2D convolution")
+            layer.check(not values, f"either {name} or {name}_h/{name}_w should be specified; not both")
+            return (getattr(param, f"{name}_h"), getattr(param, f"{name}_w"))
+        values = list(values)
+        layer.check(
+            len(values) in ((0, 1, n) if default is not None else (1, n)),
+            f"{name} must be specified once, or once per spatial dimension ({name} given {len(values)} "
+            f"times; {n} spatial dimensions)",
+        )
+        if not values:
+            return (default,) * n
+        return tuple(values) * n if len(values) == 1 else tuple(values)
+
+    kernel = per_axis("kernel", param.kernel_size, None if kernel_required else 1, hw=True)
+    layer.check(all(k > 0 for k in kernel), "filter dimensions must be nonzero")
+    stride = per_axis("stride", param.stride, 1, hw=True)
+    layer.check(all(s > 0 for s in stride), "stride dimensions must be nonzero")
+    pad = per_axis("pad", param.pad, 0, hw=True)
+    dilation = per_axis("dilation", param.dilation, 1)
+    return Geometry(axis, kernel, stride, pad, dilation)
+
+
+class _ConvolutionBase(Layer):
+    min_bottoms = 1
+    min_tops = 1
+    equal_bottoms_tops = True
+    transposed = False
+
+    @property
+    def param(self):
+        return self.lp.convolution_param
+
+    def _setup(self, bottoms):
+        shape = bottoms[0]
+        geo = geometry(self, self.param, shape)
+        channels = shape[geo.axis]
+        num_output = self.param.num_output
+        group = self.param.group
+        self.check(num_output > 0, "num_output must be set and positive")
+        self.check(group > 0 and channels % group == 0, f"{channels} input channels are not divisible by group {group}")
+        self.check(num_output % group == 0, f"num_output {num_output} is not divisible by group {group}")
+        for other in bottoms[1:]:
+            self.check(tuple(other) == tuple(shape), "all bottoms must have the same shape")
+        return geo, channels, num_output, group
+
+    def reshape(self, bottoms):
+        geo, channels, num_output, group = self._setup(bottoms)
+        spatial = bottoms[0][geo.axis + 1:]
+        out = geo.deconv_out(spatial) if self.transposed else geo.conv_out(spatial)
+        top = tuple(bottoms[0][: geo.axis]) + (num_output,) + out
+        return [top for _ in bottoms]
+
+    def param_shapes(self, bottoms):
+        geo, channels, num_output, group = self._setup(bottoms)
+        if self.transposed:
+            weight = (channels, num_output // group) + geo.kernel
+        else:
+            weight = (num_output, channels // group) + geo.kernel
+        return [weight, (num_output,)] if self.param.bias_term else [weight]
+
+
+@register("Convolution")
+class Convolution(_ConvolutionBase):
+    pass
+
+
+@register("Deconvolution")
+class Deconvolution(_ConvolutionBase):
+    transposed = True
+
+
+@register("Im2col")
+class Im2col(Layer):
+    exact_bottoms = 1
+    exact_tops = 1
+
+    def reshape(self, bottoms):
+        shape = bottoms[0]
+        geo = geometry(self, self.lp.convolution_param, shape)
+        channels = shape[geo.axis]
+        out = geo.conv_out(shape[geo.axis + 1:])
+        return [tuple(shape[: geo.axis]) + (channels * count(geo.kernel),) + out]

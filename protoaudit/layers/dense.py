@@ -1,0 +1,40 @@
+"""Fully connected layers: InnerProduct and Embed."""
+from .base import Layer, canonical_axis, count, register
+
+
+@register("InnerProduct")
+class InnerProduct(Layer):
+    exact_bottoms = 1
+    exact_tops = 1
+
+    def _dims(self, bottoms):
+        p = self.lp.inner_product_param
+        axis = canonical_axis(self, p.axis, len(bottoms[0]))
+        self.check(p.num_output > 0, "num_output must be set and positive")
+        return axis, count(bottoms[0], axis), p.num_output
+
+    def reshape(self, bottoms):
+        axis, _, n = self._dims(bottoms)
+        return [tuple(bottoms[0][:axis]) + (n,)]
+
+    def param_shapes(self, bottoms):
+        _, k, n = self._dims(bottoms)
+        p = self.lp.inner_product_param
+        weight = (k, n) if p.transpose else (n, k)
+        return [weight, (n,)] if p.bias_term else [weight]
+
+
+@register("Embed")
+class Embed(Layer):
+    exact_bottoms = 1
+    exact_tops = 1
+
+    def reshape(self, bottoms):
+        p = self.lp.embed_param
+        self.check(p.num_output > 0 and p.input_dim > 0, "Embed needs num_output and input_dim")
+        return [tuple(bottoms[0]) + (p.num_output,)]
+
+    def param_shapes(self, bottoms):
+        p = self.lp.embed_param
+        weight = (p.input_dim, p.num_output)
+        return [weight, (p.num_output,)] if p.bias_term else [weight]

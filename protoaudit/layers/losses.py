@@ -1,0 +1,102 @@
+"""Loss layers (a scalar top, loss weight 1 by default) and Accuracy."""
+from .base import Layer, canonical_axis, count, register
+
+
+class Loss(Layer):
+    """Caffe's LossLayer: two bottoms with the same first dimension, one scalar top."""
+
+    exact_bottoms = 2
+    exact_tops = 1
+    auto_top_blobs = True
+    loss_by_default = True
+
+    def reshape(self, bottoms):
+        self.check(len(bottoms[0]) and len(bottoms[1]) and bottoms[0][0] == bottoms[1][0],
+                   f"the data {bottoms[0]} and label {bottoms[1]} should have the same first dimension")
+        self.check_bottoms(bottoms)
+        return [()]
+
+    def check_bottoms(self, bottoms):
+        pass
+
+    def allow_force_backward(self, bottom_index):
+        return bottom_index != 1  # never into the labels
+
+
+@register("SoftmaxWithLoss")
+class SoftmaxWithLoss(Loss):
+    exact_tops = None
+    min_tops = 1
+    max_tops = 2
+
+    def reshape(self, bottoms):
+        axis = canonical_axis(self, self.lp.softmax_param.axis, len(bottoms[0]))
+        outer, inner = count(bottoms[0], 0, axis), count(bottoms[0], axis + 1)
+        self.check(outer * inner == count(bottoms[1]),
+                   f"number of labels must match number of predictions: {bottoms[1]} labels for "
+                   f"{bottoms[0]} predictions along axis {axis}",
+                   fix="with spatial output (N, C, H, W) the label must have N*H*W entries")
+        tops = super().reshape(bottoms)
+        return tops + [tuple(bottoms[0])] if len(self.lp.top) > 1 else tops
+
+
+@register("EuclideanLoss")
+class EuclideanLoss(Loss):
+    def allow_force_backward(self, bottom_index):
+        return True  # both bottoms may be predictions
+
+    def check_bottoms(self, bottoms):
+        self.check(count(bottoms[0], 1) == count(bottoms[1], 1),
+                   f"inputs must have the same dimension: {bottoms[0]} vs {bottoms[1]}")
+
+
+@register("SigmoidCrossEntropyLoss")
+class SigmoidCrossEntropyLoss(Loss):
+    def check_bottoms(self, bottoms):
+        self.check(count(bottoms[0]) == count(bottoms[1]),
+                   "SigmoidCrossEntropyLoss needs inputs of the same count")
+
+
+register("HingeLoss", "MultinomialLogisticLoss")(type("PlainLoss", (Loss,), {"__doc__": "No further checks."}))
+
+
+@register("InfogainLoss")
+class InfogainLoss(Loss):
+    exact_bottoms = None
+    min_bottoms = 2
+    max_bottoms = 3
+    exact_tops = None
+    min_tops = 1
+    max_tops = 2
+
+    def reshape(self, bottoms):
+        tops = super().reshape(bottoms)
+        return tops + [tuple(bottoms[0])] if len(self.lp.top) > 1 else tops
+
+
+@register("ContrastiveLoss")
+class ContrastiveLoss(Loss):
+    exact_bottoms = 3
+
+    def allow_force_backward(self, bottom_index):
+        return bottom_index != 2
+
+
+@register("Accuracy")
+class Accuracy(Layer):
+    exact_bottoms = 2
+    min_tops = 1
+    max_tops = 2
+
+    def reshape(self, bottoms):
+        p = self.lp.accuracy_param
+        axis = canonical_axis(self, p.axis, len(bottoms[0]))
+        outer, inner = count(bottoms[0], 0, axis), count(bottoms[0], axis + 1)
+        self.check(p.top_k <= count(bottoms[0]) // max(count(bottoms[1]), 1),
+                   "top_k must be less than or equal to the number of classes")
+        self.check(outer * inner == count(bottoms[1]),
+                   f"number of labels must match number of predictions: {bottoms[1]} vs {bottoms[0]}")
+        tops = [()]
+        if len(self.lp.top) > 1:
+            tops.append((bottoms[0][axis],))
+        return tops

@@ -1,0 +1,1 @@
+"""Recurrent layers (RNN, LSTM, LSTMUnit)."""

@@ -1,0 +1,1 @@
+"""caffe-segnet's own layers (BN, Upsample, DenseImageData)."""

@@ -1,0 +1,246 @@
+"""Layers that move, split, join or select data without learning: Split, Concat, Slice, Eltwise,
+Flatten, Reshape, Crop, Tile, Reduction, ArgMax, Filter, BatchReindex, Parameter, Silence,
+HDF5Output."""
+from .base import Layer, canonical_axis, count, register
+
+
+@register("Split")
+class Split(Layer):
+    exact_bottoms = 1
+    min_tops = 1
+
+    def reshape(self, bottoms):
+        return [tuple(bottoms[0])] * len(self.lp.top)
+
+
+@register("Concat")
+class Concat(Layer):
+    min_bottoms = 1
+    exact_tops = 1
+
+    def reshape(self, bottoms):
+        p = self.lp.concat_param
+        first = bottoms[0]
+        if p.HasField("concat_dim"):
+            axis = p.concat_dim
+            self.check(axis < len(first), f"concat_dim {axis} is out of range for {len(first)} axes")
+        else:
+            axis = canonical_axis(self, p.axis, len(first))
+        total = 0
+        for i, shape in enumerate(bottoms):
+            self.check(len(shape) == len(first), f"all inputs must have the same number of axes: bottom 0 "
+                       f"is {tuple(first)}, bottom {i} is {tuple(shape)}")
+            for a, (d0, d) in enumerate(zip(first, shape)):
+                self.check(a == axis or d0 == d, f"all inputs must have the same shape except along axis "
+                           f"{axis}: bottom 0 is {tuple(first)}, bottom {i} is {tuple(shape)}")
+            total += shape[axis]
+        return [tuple(first[:axis]) + (total,) + tuple(first[axis + 1:])]
+
+
+@register("Slice")
+class Slice(Layer):
+    exact_bottoms = 1
+    min_tops = 1
+
+    def reshape(self, bottoms):
+        p = self.lp.slice_param
+        shape = bottoms[0]
+        axis = p.slice_dim if p.HasField("slice_dim") else canonical_axis(self, p.axis, len(shape))
+        size, n = shape[axis], len(self.lp.top)
+        if p.slice_point:
+            self.check(len(p.slice_point) == n - 1, f"{len(p.slice_point)} slice points need {len(p.slice_point) + 1} tops")
+            self.check(n <= size, f"cannot slice {size} into {n} parts")
+            points = [0] + list(p.slice_point) + [size]
+            sizes = [b - a for a, b in zip(points, points[1:])]
+            self.check(all(s > 0 for s in sizes), f"slice points {list(p.slice_point)} must increase within {size}")
+        else:
+            self.check(size % n == 0, f"axis {axis} of size {size} cannot be sliced into {n} equal parts")
+            sizes = [size // n] * n
+        return [tuple(shape[:axis]) + (s,) + tuple(shape[axis + 1:]) for s in sizes]
+
+
+@register("Eltwise")
+class Eltwise(Layer):
+    min_bottoms = 2
+    exact_tops = 1
+
+    def reshape(self, bottoms):
+        p = self.lp.eltwise_param
+        self.check(not p.coeff or len(p.coeff) == len(bottoms), "Eltwise takes one coefficient per bottom blob")
+        self.check(not (p.coeff and p.operation == 0), "Eltwise PROD does not take coefficients")
+        for i, shape in enumerate(bottoms[1:], 1):
+            self.check(tuple(shape) == tuple(bottoms[0]),
+                       f"bottom {i} has shape {tuple(shape)}, but bottom 0 has {tuple(bottoms[0])}",
+                       fix="Eltwise needs bottoms of identical shape")
+        return [tuple(bottoms[0])]
+
+
+@register("Flatten")
+class Flatten(Layer):
+    exact_bottoms = 1
+    exact_tops = 1
+
+    def reshape(self, bottoms):
+        p = self.lp.flatten_param
+        shape = bottoms[0]
+        start = canonical_axis(self, p.axis, len(shape))
+        end = canonical_axis(self, p.end_axis, len(shape))
+        return [tuple(shape[:start]) + (count(shape, start, end + 1),) + tuple(shape[end + 1:])]
+
+
+@register("Reshape")
+class Reshape(Layer):
+    exact_bottoms = 1
+    exact_tops = 1
+
+    def reshape(self, bottoms):
+        p = self.lp.reshape_param
+        shape = tuple(bottoms[0])
+        dims = list(p.shape.dim)
+        self.check(dims.count(-1) <= 1, "new shape contains multiple -1 dims")
+        start = p.axis if p.axis >= 0 else len(shape) + p.axis + 1
+        self.check(0 <= start <= len(shape), f"axis {p.axis} out of range for {len(shape)} axes")
+        self.check(p.num_axes >= -1, "num_axes must be >= 0, or -1 for all")
+        end = len(shape) if p.num_axes == -1 else start + p.num_axes
+        self.check(end <= len(shape), f"axis {p.axis} + num_axes {p.num_axes} exceeds {len(shape)} axes")
+        top = list(shape[:start]) + dims + list(shape[end:])
+        for i, d in enumerate(dims):
+            if d == 0:
+                self.check(start + i < len(shape), f"dim {i} is 0 (copy) but the bottom has no axis {start + i}")
+                top[start + i] = shape[start + i]
+        if -1 in dims:
+            explicit = count([d for d in top if d != -1])
+            self.check(explicit > 0 and count(shape) % explicit == 0,
+                       f"cannot reshape {shape} ({count(shape)} elements) into {tuple(dims)}")
+            top[start + dims.index(-1)] = count(shape) // explicit
+        self.check(count(top) == count(shape),
+                   f"output count {count(top)} of {tuple(top)} must match input count {count(shape)} of {shape}")
+        return [tuple(top)]
+
+
+@register("Crop")
+class Crop(Layer):
+    exact_bottoms = 2
+    exact_tops = 1
+
+    def reshape(self, bottoms):
+        p = self.lp.crop_param
+        big, small = bottoms
+        axis = canonical_axis(self, p.axis, len(big))
+        self.check(len(big) == len(small), "Crop needs bottoms with the same number of axes")
+        spatial = len(big) - axis
+        offsets = list(p.offset)
+        self.check(len(offsets) in (0, 1, spatial),
+                   f"crop offset must be given 0, 1 or {spatial} times (once per cropped axis)")
+        top = list(big)
+        for i in range(axis, len(big)):
+            offset = 0 if not offsets else offsets[0] if len(offsets) == 1 else offsets[i - axis]
+            self.check(big[i] - offset >= small[i],
+                       f"invalid crop on axis {i}: {big[i]} - offset {offset} is smaller than {small[i]}")
+            top[i] = small[i]
+        return [tuple(top)]
+
+
+@register("Tile")
+class Tile(Layer):
+    exact_bottoms = 1
+    exact_tops = 1
+
+    def reshape(self, bottoms):
+        p = self.lp.tile_param
+        shape = list(bottoms[0])
+        axis = canonical_axis(self, p.axis, len(shape))
+        self.check(p.tiles > 0, "number of tiles must be positive")
+        shape[axis] *= p.tiles
+        return [tuple(shape)]
+
+
+@register("Reduction")
+class Reduction(Layer):
+    exact_bottoms = 1
+    exact_tops = 1
+
+    def reshape(self, bottoms):
+        axis = canonical_axis(self, self.lp.reduction_param.axis, len(bottoms[0]))
+        return [tuple(bottoms[0][:axis])]
+
+
+@register("ArgMax")
+class ArgMax(Layer):
+    exact_bottoms = 1
+    exact_tops = 1
+
+    def reshape(self, bottoms):
+        p = self.lp.argmax_param
+        shape = tuple(bottoms[0])
+        self.check(p.top_k >= 1, "top_k must be at least 1")
+        if p.HasField("axis"):
+            axis = canonical_axis(self, p.axis, len(shape))
+            self.check(p.top_k <= shape[axis], f"top_k {p.top_k} must be at most the axis size {shape[axis]}")
+            top = list(shape)
+            top[axis] = p.top_k
+        else:
+            self.check(p.top_k <= count(shape, 1), f"top_k {p.top_k} must be at most {count(shape, 1)}")
+            top = [1] * max(len(shape), 3)
+            top[0] = shape[0]
+            top[2] = p.top_k
+            if p.out_max_val:
+                top[1] = 2
+        return [tuple(top)]
+
+
+@register("Filter")
+class Filter(Layer):
+    """The number of items kept depends on the selector's values: Caffe sets up (and protoaudit
+    counts) the worst case, every item kept."""
+
+    min_bottoms = 2
+    min_tops = 1
+
+    def reshape(self, bottoms):
+        self.check(len(self.lp.top) == len(bottoms) - 1, "Filter needs one top per bottom, less the selector")
+        selector = bottoms[-1]
+        self.check(all(d == 1 for d in selector[1:]), "selector dimensions must be singletons (1), except the first")
+        for shape in bottoms[:-1]:
+            self.check(shape[0] == selector[0], "each bottom must have the selector's first dimension")
+        return [tuple(shape) for shape in bottoms[:-1]]
+
+
+@register("BatchReindex")
+class BatchReindex(Layer):
+    exact_bottoms = 2
+    exact_tops = 1
+
+    def reshape(self, bottoms):
+        self.check(len(bottoms[1]) == 1, "the index blob (bottom 1) must have one axis")
+        return [(bottoms[1][0],) + tuple(bottoms[0][1:])]
+
+
+@register("Parameter")
+class Parameter(Layer):
+    exact_bottoms = 0
+    exact_tops = 1
+
+    def reshape(self, bottoms):
+        return [tuple(self.lp.parameter_param.shape.dim)]
+
+    def param_shapes(self, bottoms):
+        return [tuple(self.lp.parameter_param.shape.dim)]
+
+
+@register("Silence")
+class Silence(Layer):
+    min_bottoms = 1
+    exact_tops = 0
+
+    def reshape(self, bottoms):
+        return []
+
+
+@register("HDF5Output")
+class HDF5Output(Layer):
+    exact_bottoms = 2
+    exact_tops = 0
+
+    def reshape(self, bottoms):
+        return []

@@ -1,0 +1,204 @@
+"""Read a prototxt through the compiled Caffe schema: a net or a solver, BVLC or a fork.
+
+protobuf's own text parser does the reading; its tokenizer also gives the line where each layer
+starts, so later errors can point at the layer in the user's file.
+"""
+import os
+from dataclasses import dataclass, field
+
+from google.protobuf import text_format
+
+from .errors import InputError
+from .schema import FORK_LAYER_TYPES, SCHEMA_NAMES, load_schema
+
+
+@dataclass
+class Block:
+    """A message-valued field in the text: where it starts and ends, and the blocks inside it."""
+
+    name: str
+    line: int
+    end: int = 0
+    label: str = ""  # the block's own `name: "..."`, if it has one
+    children: list = field(default_factory=list)
+
+    def blocks(self, *names):
+        return [c for c in self.children if c.name in names]
+
+
+@dataclass
+class Source:
+    """A file read through one schema: what kind of message it is, and where its parts are."""
+
+    path: str
+    kind: str  # "net" or "solver"
+    message: object
+    schema: object
+    text: str
+    outline: Block
+
+
+def read_text(path):
+    """The file's text, or a clear error for a missing, empty or binary file."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise InputError("no such file", file=path, fix="check the path") from None
+    except IsADirectoryError:
+        raise InputError("this is a folder, not a prototxt file", file=path) from None
+    except OSError as e:
+        raise InputError(f"cannot read the file: {e.strerror}", file=path) from None
+    if b"\0" in data[:65536]:
+        raise InputError(
+            "this is a binary file, not a text prototxt",
+            file=path,
+            fix="a .caffemodel or .binaryproto holds weights or a mean, not a net; give the "
+            "train_val.prototxt, deploy.prototxt or solver.prototxt instead",
+        )
+    text = data.decode("utf-8", errors="replace")
+    if not text.strip() or not _has_tokens(text):
+        raise InputError("the file is empty", file=path, fix="give a net or solver prototxt")
+    return text
+
+
+def _has_tokens(text):
+    try:
+        return not text_format.Tokenizer(text.splitlines()).AtEnd()
+    except text_format.ParseError:
+        return True
+
+
+def outline(text):
+    """The tree of message blocks in the text, from protobuf's tokenizer (never a parser of ours)."""
+    root = Block("", 1)
+    stack = [root]
+    tok = text_format.Tokenizer(text.splitlines())
+    prev = None  # the identifier that may name the next block
+    try:
+        while not tok.AtEnd():
+            t = tok.token
+            line = tok._line + 1
+            if t in ("{", "<"):
+                name, at = prev if prev else ("", line)
+                block = Block(name, at)
+                stack[-1].children.append(block)
+                stack.append(block)
+                prev = None
+            elif t in ("}", ">"):
+                if len(stack) > 1:
+                    stack.pop().end = line
+                prev = None
+            elif t == ":":
+                pass
+            else:
+                if prev and prev[0] == "name" and t.startswith(("'", '"')):
+                    stack[-1].label = t[1:-1]
+                prev = (t, line) if _is_identifier(t) else None
+            tok.NextToken()
+    except text_format.ParseError:
+        pass  # the parser reports the fault itself
+    return root
+
+
+def _is_identifier(token):
+    return token[:1].isalpha() or token[:1] == "_"
+
+
+def layer_at(root, line):
+    """The innermost `layer`/`layers` block containing `line`, for naming a layer in a parse error."""
+    found = None
+    stack = [root]
+    while stack:
+        block = stack.pop()
+        for child in block.children:
+            if child.line <= line and (child.end == 0 or line <= child.end):
+                if child.name in ("layer", "layers"):
+                    found = child
+                stack.append(child)
+    return found
+
+
+def _parse(text, schema, kind):
+    message = (schema.NetParameter if kind == "net" else schema.SolverParameter)()
+    text_format.Parse(text, message, allow_unknown_extension=False)
+    return message
+
+
+def _fork_types_used(message, kind):
+    """Which fork a parsed message needs, judged by the layer types it names."""
+    nets = [message] if kind == "net" else [m for m in _embedded_nets(message)]
+    used = {layer.type for net in nets for layer in net.layer}
+    for fork, types in FORK_LAYER_TYPES.items():
+        if used & types:
+            return fork
+    return None
+
+
+def _embedded_nets(solver):
+    if solver.HasField("net_param"):
+        yield solver.net_param
+    if solver.HasField("train_net_param"):
+        yield solver.train_net_param
+    yield from solver.test_net_param
+
+
+def load(path, schema_name=None):
+    """Read `path` as a net or a solver, choosing the schema (BVLC, else the fork it needs)."""
+    text = read_text(path)
+    tree = outline(text)
+    names = (schema_name,) if schema_name else SCHEMA_NAMES
+    failures = []
+    for name in names:
+        schema = load_schema(name)
+        for kind in ("net", "solver"):
+            try:
+                message = _parse(text, schema, kind)
+            except text_format.ParseError as e:
+                failures.append((e, name, kind))
+                continue
+            fork = _fork_types_used(message, kind) if name == "bvlc" and not schema_name else None
+            if fork:
+                try:
+                    message, schema = _parse(text, load_schema(fork), kind), load_schema(fork)
+                except text_format.ParseError:
+                    pass  # keep BVLC's reading; the layer registry will say what is missing
+            return Source(path, kind, message, schema, text, tree)
+    raise _parse_failure(path, text, tree, failures)
+
+
+def _parse_failure(path, text, tree, failures):
+    """One message for a file no schema could read: the fault that came furthest into the file."""
+
+    def position(failure):
+        e = failure[0]
+        return (e.GetLine() or 0, e.GetColumn() or 0, failure[1] == "bvlc", failure[2] == "net")
+
+    error, schema, kind = max(failures, key=position)
+    line = error.GetLine()
+    detail = str(error)
+    if detail.startswith(f"{line}:"):
+        detail = detail.split(" : ", 1)[-1]
+    fix = "fix the syntax at that line"
+    if "${" in text:
+        fix = "the file is a template with ${...} placeholders; substitute them first"
+    elif "has no field named" in detail:
+        fix = "check the spelling against caffe.proto; a field of a Caffe fork needs that fork's schema"
+    elif "Enum type" in detail and "has no value named" in detail:
+        fix = "use one of the values caffe.proto lists for that field"
+    layer = layer_at(tree, line) if line else None
+    return InputError(detail, file=path, line=line, layer=layer.label if layer else None, fix=fix)
+
+
+def resolve_path(ref, solver_path):
+    """A net path named in a solver: against the solver's folder first, then the working directory."""
+    beside = os.path.join(os.path.dirname(os.path.abspath(solver_path)), ref)
+    if os.path.exists(beside):
+        return beside
+    if os.path.exists(ref):
+        return ref
+    raise InputError(
+        f"the net file '{ref}' named in the solver was not found",
+        file=solver_path,
+        fix="paths are tried against the solver's folder, then the working directory",
+    )

@@ -1,0 +1,386 @@
+"""What Caffe's Net::Init builds from a filtered V2 net: splits, blobs, shapes, params, backward flags.
+
+This follows net.cpp step by step (InsertSplits, AppendBottom/AppendTop/AppendParam, SetUp, the
+loss-contribution pass, force_backward) so the layer list, the names and the order are Caffe's.
+"""
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from . import layers as _layers  # noqa: F401  (registers every layer type)
+from .errors import InputError
+from .layers.base import REGISTRY, Context, count
+from .netstate import included, phase_name
+from .splits import insert_splits
+
+
+@dataclass
+class Blob:
+    """A blob of the net: one per distinct top name (in-place tops reuse their bottom's blob)."""
+
+    index: int
+    name: str
+    shape: tuple = ()
+    producer: int = -1  # index of the layer that first made it; -1 for a legacy net input
+    need_backward: bool = False
+
+    @property
+    def count(self):
+        return count(self.shape)
+
+
+@dataclass
+class ParamBlob:
+    """A layer's parameter blob, and whether it is this net's own or shares another's by name."""
+
+    shape: tuple
+    name: str = ""  # the ParamSpec name, if any
+    owner: tuple = None  # (layer index, param index) of the owner when shared, else None
+    lr_mult: float = 1.0
+    decay_mult: float = 1.0
+    need_backward: bool = True
+
+    @property
+    def count(self):
+        return count(self.shape)
+
+
+@dataclass
+class LayerNode:
+    """One layer of the built net, with everything net.cpp records about it."""
+
+    index: int
+    name: str
+    type: str
+    lp: object  # the LayerParameter it was built from (after splits)
+    impl: object  # the registered Layer instance
+    line: int = None  # where the layer starts in the user's file (None for inserted splits)
+    bottoms: list = field(default_factory=list)  # blob indices
+    tops: list = field(default_factory=list)  # blob indices
+    in_place: list = field(default_factory=list)  # per top: is it its bottom's blob
+    bottom_shapes: list = field(default_factory=list)
+    top_shapes: list = field(default_factory=list)
+    loss_weights: list = field(default_factory=list)  # per top
+    params: list = field(default_factory=list)  # ParamBlob
+    need_backward: bool = False
+    bottom_need_backward: list = field(default_factory=list)
+    memory_after: int = 0  # Caffe's cumulative "Memory required for data" after this layer
+
+    @property
+    def is_split(self):
+        return self.type == "Split" and self.line is None
+
+
+@dataclass
+class Net:
+    """The built net. `graph` has a node per layer and per blob version, edges in data-flow order."""
+
+    name: str
+    phase: str
+    layers: list
+    blobs: list
+    inputs: list  # blob indices of legacy net-level inputs (forks without the Input layer)
+    force_backward: bool
+    graph: object
+    path: str = None
+
+    @property
+    def memory_required_for_data(self):
+        return self.layers[-1].memory_after if self.layers else 0
+
+    def layer(self, name):
+        for layer in self.layers:
+            if layer.name == name:
+                return layer
+        raise KeyError(name)
+
+
+def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=None, path=None):
+    """Build the net `net_param` (V2, upgraded) for `state`, as Caffe's Net::Init would."""
+    inputs = dict(inputs or {})
+    filtered = type(net_param)()
+    filtered.CopyFrom(net_param)
+    del filtered.layer[:]
+    kept_lines = []
+    for i, lp in enumerate(net_param.layer):
+        try:
+            keep = included(lp, state)
+        except InputError as e:
+            raise e.located(file=path, line=_line(lines, i)) from None
+        if keep:
+            filtered.layer.add().CopyFrom(lp)
+            kept_lines.append(_line(lines, i))
+    try:
+        layer_params, origin = insert_splits(filtered)
+    except InputError as e:
+        raise e.located(file=path, line=kept_lines[e.layer_index] if hasattr(e, "layer_index") else None) from None
+    phase = phase_name(state)
+    builder = _Builder(phase, inputs, batch, schema, path)
+    builder.add_legacy_inputs(filtered)
+    for lp, src in zip(layer_params, origin):
+        line = kept_lines[src] if src is not None else None
+        try:
+            builder.add_layer(lp, line, auto=src is None)
+        except InputError as e:
+            raise e.located(file=path, line=line, layer=lp.name) from None
+    unused = set(inputs) - builder.ctx.used_inputs - {builder.blobs[i].name for i in builder.inputs}
+    if unused:
+        names = ", ".join(sorted(unused))
+        raise InputError(
+            f"--input names {names}, which no data layer or net input of the {phase} net produces",
+            file=path,
+            fix="--input takes the name of a top of a data or Input layer",
+        )
+    builder.backward_pass(filtered.force_backward)
+    return Net(
+        name=filtered.name,
+        phase=phase,
+        layers=builder.layers,
+        blobs=builder.blobs,
+        inputs=builder.inputs,
+        force_backward=filtered.force_backward,
+        graph=_graph(builder.layers, builder.blobs),
+        path=path,
+    )
+
+
+def _line(lines, i):
+    return lines[i] if lines and i < len(lines) else None
+
+
+class _Builder:
+    """Net::Init's loop state: blobs by name, the blobs still unconsumed, the layers so far."""
+
+    def __init__(self, phase, inputs, batch, schema, path):
+        self.ctx = Context(phase=phase, inputs=inputs, batch=batch, schema=schema)
+        self.layers = []
+        self.blobs = []
+        self.by_name = {}
+        self.available = set()
+        self.inputs = []
+        self.memory = 0
+        self.param_owner = {}  # param name -> (layer index, param index)
+
+    def new_blob(self, name, shape, producer):
+        blob = Blob(len(self.blobs), name, tuple(shape), producer)
+        self.blobs.append(blob)
+        return blob
+
+    def add_legacy_inputs(self, net):
+        """Old Caffe (and forks before the Input layer) keep net inputs as blobs, uncounted."""
+        if not net.input:
+            return
+        if net.input_dim and len(net.input_dim) != 4 * len(net.input):
+            raise InputError("input_dim must give 4 numbers per input", fix="or use input_shape")
+        if not net.input_dim and len(net.input_shape) != len(net.input):
+            raise InputError("give exactly one input_shape per input")
+        for i, name in enumerate(net.input):
+            if name in self.inputs_given():
+                shape = tuple(self.ctx.inputs[name])
+            elif net.input_dim:
+                shape = tuple(net.input_dim[4 * i : 4 * i + 4])
+            else:
+                shape = tuple(net.input_shape[i].dim)
+            if self.ctx.batch is not None and shape and name not in self.ctx.inputs:
+                shape = (self.ctx.batch,) + shape[1:]
+            blob = self.new_blob(name, shape, -1)
+            self.by_name[name] = blob.index
+            self.available.add(name)
+            self.inputs.append(blob.index)
+
+    def inputs_given(self):
+        return self.ctx.inputs
+
+    def add_layer(self, lp, line, auto):
+        cls = REGISTRY.get(lp.type)
+        if cls is None:
+            raise _unknown_type(lp)
+        ctx = self.ctx
+        if lp.HasField("phase"):
+            ctx = Context(**{**vars(self.ctx), "phase": lp.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_number[lp.phase].name})
+            ctx.used_inputs = self.ctx.used_inputs
+        impl = cls(lp, ctx)
+        node = LayerNode(len(self.layers), lp.name, lp.type, lp, impl, None if auto else line)
+        if lp.propagate_down and len(lp.propagate_down) != len(lp.bottom):
+            raise InputError("propagate_down must be given either 0 or bottom_size times")
+        need_backward = False
+        for j, name in enumerate(lp.bottom):
+            if name not in self.available:
+                raise self._unknown_bottom(lp, j, name)
+            index = self.by_name[name]
+            node.bottoms.append(index)
+            self.available.discard(name)
+            blob_nb = self.blobs[index].need_backward
+            node.bottom_need_backward.append(lp.propagate_down[j] if lp.propagate_down else blob_nb)
+            need_backward |= blob_nb
+        node.bottom_shapes = [self.blobs[i].shape for i in node.bottoms]
+        _check_counts(impl, len(lp.bottom), "bottom")
+        tops = list(lp.top)
+        if impl.auto_top_blobs:
+            needed = max(impl.min_tops or 0, impl.exact_tops or 0)
+            tops += [None] * max(0, needed - len(tops))
+        _check_counts(impl, len(tops), "top")
+        if getattr(impl, "equal_bottoms_tops", False) and len(tops) != len(lp.bottom):
+            raise InputError("needs as many tops as bottoms")
+        shapes = impl.reshape(list(node.bottom_shapes))
+        if len(shapes) != len(tops):
+            raise InputError(f"makes {len(shapes)} tops but {len(tops)} are named")
+        for j, name in enumerate(tops):
+            shape = tuple(int(d) for d in shapes[j])
+            if any(d < 0 for d in shape):
+                raise InputError(f"top '{name}' would have a negative dimension {shape}",
+                                 fix="the input is too small for this layer's kernel, stride or crop")
+            in_place = name is not None and j < len(lp.bottom) and name == lp.bottom[j]
+            if in_place:
+                blob = self.blobs[self.by_name[name]]
+                blob.shape = shape
+            elif name is not None and name in self.by_name:
+                raise InputError(f"top blob '{name}' is produced by multiple sources",
+                                 fix="give the top a new name, or the same name as the bottom at the same "
+                                 "position for an in-place layer")
+            else:
+                blob = self.new_blob(name if name is not None else "(automatic)", shape, node.index)
+                if name is not None:
+                    self.by_name[name] = blob.index
+            if name is not None:
+                self.available.add(name)
+            node.tops.append(blob.index)
+            node.in_place.append(in_place)
+            node.top_shapes.append(shape)
+            self.memory += count(shape)
+        node.memory_after = self.memory * 4
+        node.loss_weights = _loss_weights(impl, lp, len(tops))
+        self._add_params(node, impl)
+        need_backward |= any(p.lr_mult != 0 for p in node.params)
+        node.need_backward = need_backward
+        if need_backward:
+            for index in node.tops:
+                self.blobs[index].need_backward = True
+        self.layers.append(node)
+
+    def _add_params(self, node, impl):
+        lp = node.lp
+        shapes = impl.param_shapes(list(node.bottom_shapes))
+        if len(lp.param) > len(shapes):
+            raise InputError(f"gives {len(lp.param)} param specs but the layer has {len(shapes)} parameter blobs",
+                             fix="remove the extra param { } entries")
+        for k, shape in enumerate(shapes):
+            spec = lp.param[k] if k < len(lp.param) else None
+            p = ParamBlob(tuple(int(d) for d in shape))
+            if spec is not None:
+                p.name, p.lr_mult, p.decay_mult = spec.name, spec.lr_mult, spec.decay_mult
+            p.need_backward = p.lr_mult != 0
+            if p.name and p.name in self.param_owner:
+                owner_layer, owner_k = self.param_owner[p.name]
+                owner = self.layers[owner_layer].params[owner_k] if owner_layer < len(self.layers) else node.params[owner_k]
+                strict = spec.share_mode == 0
+                if (strict and owner.shape != p.shape) or count(owner.shape) != count(p.shape):
+                    raise InputError(
+                        f"cannot share param '{p.name}': its shape {p.shape} differs from {owner.shape} "
+                        f"in layer '{self.layers[owner_layer].name if owner_layer < len(self.layers) else node.name}'",
+                        fix="shared params need the same shape (or the same count with share_mode: PERMISSIVE)",
+                    )
+                p.owner = (owner_layer, owner_k)
+            elif p.name:
+                self.param_owner[p.name] = (node.index, k)
+            node.params.append(p)
+
+    def _unknown_bottom(self, lp, j, name):
+        if name in self.by_name:
+            return InputError(f"bottom '{name}' was already consumed",
+                              fix="Caffe inserts splits only for tops used by several layers; check the names")
+        return InputError(
+            f"unknown bottom blob '{name}' (bottom {j}): no earlier layer produces it",
+            fix="Caffe builds layers in file order: check the name, make sure the producing layer comes "
+            "first and is included in this phase and stage, and that the net has no cycle",
+        )
+
+    def backward_pass(self, force_backward):
+        """Net::Init's backward walk: which layers contribute to a loss; then force_backward."""
+        under_loss, skip = set(), set()
+        for node in reversed(self.layers):
+            contributes = False
+            skip_down = True
+            for j, index in enumerate(node.tops):
+                name = self.blobs[index].name
+                if node.loss_weights[j] or name in under_loss:
+                    contributes = True
+                if name not in skip:
+                    skip_down = False
+                if contributes and not skip_down:
+                    break
+            if node.need_backward and skip_down:
+                node.need_backward = False
+                node.bottom_need_backward = [False] * len(node.bottoms)
+            if not contributes:
+                node.need_backward = False
+            for j, index in enumerate(node.bottoms):
+                name = self.blobs[index].name
+                if contributes:
+                    under_loss.add(name)
+                else:
+                    node.bottom_need_backward[j] = False
+                if not node.bottom_need_backward[j]:
+                    skip.add(name)
+        if force_backward:
+            for node in self.layers:
+                node.need_backward = True
+                for j, index in enumerate(node.bottoms):
+                    nb = node.bottom_need_backward[j] or node.impl.allow_force_backward(j)
+                    node.bottom_need_backward[j] = nb
+                    self.blobs[index].need_backward |= nb
+                for p in node.params:
+                    p.need_backward = True
+
+
+def _check_counts(impl, n, kind):
+    exact = getattr(impl, f"exact_{kind}s")
+    low = getattr(impl, f"min_{kind}s")
+    high = getattr(impl, f"max_{kind}s")
+    plural = kind + "s"
+    if exact is not None and n != exact:
+        raise InputError(f"takes exactly {exact} {kind} blob{'s' if exact != 1 else ''}, got {n}",
+                         fix=f"check the layer's {kind} entries")
+    if low is not None and n < low:
+        raise InputError(f"takes at least {low} {plural}, got {n}", fix=f"check the layer's {kind} entries")
+    if high is not None and n > high:
+        raise InputError(f"takes at most {high} {plural}, got {n}", fix=f"check the layer's {kind} entries")
+
+
+def _loss_weights(impl, lp, num_tops):
+    """Layer::SetLossWeights, after LossLayer's default of 1 for its first top."""
+    weights = list(lp.loss_weight)
+    if not weights and impl.loss_by_default:
+        weights = [1.0]
+    if weights and len(weights) != num_tops:
+        raise InputError("loss_weight must be unspecified or given once per top blob")
+    return weights or [0.0] * num_tops
+
+
+def _unknown_type(lp):
+    from .layers import suggest
+
+    hint = suggest(lp.type)
+    fix = f"did you mean '{hint}'? " if hint else ""
+    fix += ("protoaudit knows BVLC Caffe's layers and those of the forks it supports; for another "
+            "layer, cut the net before it, or feed what follows with a declared input (--input)")
+    return InputError(f"unknown layer type '{lp.type}'", layer=lp.name, fix=fix)
+
+
+def _graph(layers, blobs):
+    """The data-flow graph: layer nodes ('layer', i) and blob-version nodes ('blob', j, version)."""
+    g = nx.DiGraph()
+    version = {}
+    for blob in blobs:
+        if blob.producer == -1:
+            version[blob.index] = 0
+            g.add_node(("blob", blob.index, 0), name=blob.name)
+    for node in layers:
+        g.add_node(("layer", node.index), name=node.name, type=node.type)
+        for index in node.bottoms:
+            g.add_edge(("blob", index, version[index]), ("layer", node.index))
+        for index in node.tops:
+            version[index] = version.get(index, -1) + 1
+            g.add_node(("blob", index, version[index]), name=blobs[index].name)
+            g.add_edge(("layer", node.index), ("blob", index, version[index]))
+    return g

@@ -1,0 +1,138 @@
+"""From a loaded file to the nets Caffe would build: a net file's one net, or a solver's train and
+test nets (Solver::InitTrainNet / InitTestNets), each with its NetState and upgraded to V2."""
+from dataclasses import dataclass
+
+from . import load as loader
+from .errors import InputError
+from .netstate import make_state
+from .upgrade import upgrade
+
+
+@dataclass
+class NetSpec:
+    """One net to build: its parameters (V2), state, where its layers are in the text, its schema."""
+
+    role: str  # "train", "test", or "net" for a plain net file
+    param: object
+    state: object
+    schema: object
+    path: str
+    lines: list  # start line of each layer in param.layer, in the file `path`
+    solver: object = None  # the SolverParameter that named it, if any
+
+
+def _layer_lines(block):
+    return [b.line for b in block.blocks("layer", "layers")] if block else []
+
+
+def _upgraded(param, schema, path, lines):
+    try:
+        upgrade(param, schema)
+    except InputError as e:
+        raise e.located(file=path) from None
+    if param.layer and len(lines) < len(param.layer):
+        # Caffe's UpgradeNetInput put an "input" layer in front (no line of its own)
+        lines = [None] * (len(param.layer) - len(lines)) + list(lines)
+    return lines
+
+
+def net_specs(path, *, phase=None, stages=(), level=None, schema=None):
+    """The nets a file stands for. A net file gives one net in `phase` (TRAIN by default)."""
+    src = loader.load(path, schema)
+    if src.kind == "net":
+        lines = _upgraded(src.message, src.schema, path, _layer_lines(src.outline))
+        state = make_state(src.message, phase or "TRAIN", stages, level)
+        return [NetSpec("net", src.message, state, src.schema, path, lines)]
+    return _solver_specs(src, phase, stages, level)
+
+
+def _solver_specs(src, phase, stages, level):
+    solver = src.message
+    specs = []
+    if phase in (None, "TRAIN"):
+        specs.append(_train_spec(src, stages, level))
+    if phase in (None, "TEST"):
+        specs.extend(_test_specs(src, stages, level))
+    return specs
+
+
+def _net_from(src, field_name, file_value=None, index=None):
+    """A solver's net: embedded (`*_param`) or a file it names (resolved beside the solver)."""
+    if file_value is None:
+        param = getattr(src.message, field_name)
+        if index is not None:
+            param = param[index]
+        clone = type(param)()
+        clone.CopyFrom(param)
+        blocks = src.outline.blocks(field_name)
+        block = blocks[index or 0] if len(blocks) > (index or 0) else None
+        return clone, src.schema, src.path, _layer_lines(block)
+    net_path = loader.resolve_path(file_value, src.path)
+    net_src = loader.load(net_path)
+    if net_src.kind != "net":
+        raise InputError("the solver names this file as a net, but it is a solver", file=net_path)
+    return net_src.message, net_src.schema, net_path, _layer_lines(net_src.outline)
+
+
+def _merge_state(state, extra):
+    """NetState::MergeFrom: set fields overwrite, stages append."""
+    if extra.HasField("phase"):
+        state.phase = extra.phase
+    if extra.HasField("level"):
+        state.level = extra.level
+    state.stage.extend(extra.stage)
+
+
+def _solver_state(param, phase):
+    """A solver's net state: its phase, then the net's own `state` merged over it."""
+    state = type(param.state)()
+    state.phase = state.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_name[phase].number
+    _merge_state(state, param.state)
+    return state
+
+
+def _train_spec(src, stages, level):
+    s = src.message
+    sources = [("train_net_param", None) if s.HasField("train_net_param") else None,
+               ("train_net", s.train_net) if s.HasField("train_net") else None,
+               ("net_param", None) if s.HasField("net_param") else None,
+               ("net", s.net) if s.HasField("net") else None]
+    given = [x for x in sources if x]
+    if len(given) != 1:
+        raise InputError(
+            "a solver must name exactly one train net" + (f" (it names {len(given)})" if given else ""),
+            file=src.path, fix="use one of net, net_param, train_net, train_net_param",
+        )
+    field_name, file_value = given[0]
+    param, schema, path, lines = _net_from(src, field_name, file_value)
+    lines = _upgraded(param, schema, path, lines)
+    state = _solver_state(param, "TRAIN")
+    _merge_state(state, s.train_state)
+    state.stage.extend(stages)
+    if level is not None:
+        state.level = level
+    return NetSpec("train", param, state, schema, path, lines, s)
+
+
+def _test_specs(src, stages, level):
+    s = src.message
+    has_generic = s.HasField("net_param") or s.HasField("net")
+    n_generic = len(s.test_iter) - len(s.test_net_param) - len(s.test_net) if has_generic else 0
+    if s.test_state and len(s.test_state) != len(s.test_net_param) + len(s.test_net) + max(n_generic, 0):
+        raise InputError("test_state must be unspecified, or given once per test net", file=src.path)
+    found = [("test_net_param", None, i) for i in range(len(s.test_net_param))]
+    found += [("test_net", name, None) for name in s.test_net]
+    generic = ("net_param", None, None) if s.HasField("net_param") else ("net", s.net, None)
+    found += [generic] * max(n_generic, 0)
+    specs = []
+    for k, (field_name, file_value, index) in enumerate(found):
+        param, schema, path, lines = _net_from(src, field_name, file_value, index)
+        lines = _upgraded(param, schema, path, lines)
+        state = _solver_state(param, "TEST")
+        if s.test_state:
+            _merge_state(state, s.test_state[k])
+        state.stage.extend(stages)
+        if level is not None:
+            state.level = level
+        specs.append(NetSpec("test", param, state, schema, path, lines, s))
+    return specs

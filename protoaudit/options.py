@@ -1,0 +1,35 @@
+"""Parsing the user's option values: shapes (`data=128x3x32x32`) and sizes (`8G`, `11.5GiB`)."""
+from .errors import InputError
+
+INT_MAX = 2**31 - 1
+
+
+def parse_input(text):
+    """`TOP=N[xC[xH[xW...]]]` -> (top, shape)."""
+    name, sep, dims = text.partition("=")
+    if not sep or not name or not dims:
+        raise InputError(f"--input '{text}' is not TOP=SHAPE", fix="write it as data=128x3x32x32")
+    try:
+        shape = tuple(int(d) for d in dims.lower().replace("*", "x").replace(",", "x").split("x"))
+    except ValueError:
+        raise InputError(f"--input '{text}': the shape must be whole numbers joined by x",
+                         fix="write it as data=128x3x32x32") from None
+    if any(d < 0 for d in shape):
+        raise InputError(f"--input '{text}': dimensions cannot be negative")
+    return name, shape
+
+
+def parse_inputs(values):
+    inputs = {}
+    for text in values or ():
+        name, shape = parse_input(text)
+        inputs[name] = shape
+    return inputs
+
+
+def parse_batch(value):
+    if value is None:
+        return None
+    if value < 1:
+        raise InputError(f"--batch {value}: the batch size must be at least 1")
+    return value

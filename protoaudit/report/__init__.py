@@ -1,0 +1,1 @@
+"""Formatting of audits: text, markdown, json, csv and Caffe's own log lines. No arithmetic here."""

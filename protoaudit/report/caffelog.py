@@ -1,0 +1,34 @@
+"""Caffe's Net::Init log lines, as `caffe train` prints them, so users can hold them against theirs."""
+
+
+def shape_string(shape):
+    """Blob::shape_string: the dimensions, then the count in parentheses."""
+    n = 1
+    for d in shape:
+        n *= d
+    return "".join(f"{d} " for d in shape) + f"({n})"
+
+
+def caffe_log(net):
+    """The lines Caffe logs while it sets up `net`, layer by layer."""
+    lines = [f"Net {net.name or '(unnamed)'}, phase {net.phase}: {net.path}"]
+    for blob_index in net.inputs:
+        blob = net.blobs[blob_index]
+        lines.append(f"Input {net.inputs.index(blob_index)} -> {blob.name}")
+    for layer in net.layers:
+        lines.append(f"Creating Layer {layer.name}")
+        for index in layer.bottoms:
+            lines.append(f"{layer.name} <- {net.blobs[index].name}")
+        for index, in_place in zip(layer.tops, layer.in_place):
+            lines.append(f"{layer.name} -> {net.blobs[index].name}" + (" (in-place)" if in_place else ""))
+        lines.append(f"Setting up {layer.name}")
+        for shape, weight in zip(layer.top_shapes, layer.loss_weights):
+            lines.append(f"Top shape: {shape_string(shape)}")
+            if weight:
+                lines.append(f"    with loss weight {weight:g}")
+        lines.append(f"Memory required for data: {layer.memory_after}")
+    for layer in reversed(net.layers):
+        verdict = "needs" if layer.need_backward else "does not need"
+        lines.append(f"{layer.name} {verdict} backward computation.")
+    lines.append("Network initialization done.")
+    return lines
