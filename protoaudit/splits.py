@@ -15,7 +15,8 @@ def split_blob_name(layer, blob, k, i):
 
 def insert_splits(net):
     """The layer list with splits inserted, and for each layer the index it came from (None: split)."""
-    last_top = {}  # blob name -> (layer index, top index) of its latest producer
+    # blob name -> (layer index, top index) of its latest producer; -1: a legacy net-level input
+    last_top = {name: (-1, i) for i, name in enumerate(net.input)}
     source = {}  # (layer, bottom) -> (layer, top)
     consumers = {}  # (layer, top) -> count
     loss = {}
@@ -36,6 +37,12 @@ def insert_splits(net):
     next_split = {}
     LayerParameter = type(net.layer.add())
     del net.layer[-1]
+    for i, name in enumerate(net.input):  # old Caffe splits net-level inputs first, as layer "input"
+        if consumers.get((-1, i), 0) > 1:
+            split = LayerParameter(name=split_layer_name("input", name, i), type="Split", bottom=[name])
+            split.top.extend(split_blob_name("input", name, i, k) for k in range(consumers[(-1, i)]))
+            out.append(split)
+            origin.append(None)
     for i, original in enumerate(net.layer):
         lp = LayerParameter()
         lp.CopyFrom(original)
@@ -44,7 +51,8 @@ def insert_splits(net):
             if top is not None and consumers.get(top, 0) > 1:
                 k = next_split.get(top, 0)
                 next_split[top] = k + 1
-                lp.bottom[j] = split_blob_name(net.layer[top[0]].name, name, top[1], k)
+                producer = net.layer[top[0]].name if top[0] >= 0 else "input"
+                lp.bottom[j] = split_blob_name(producer, name, top[1], k)
         out.append(lp)
         origin.append(i)
         for j, name in enumerate(lp.top):

@@ -1,1 +1,131 @@
-"""caffe-segnet's own layers (BN, Upsample, DenseImageData)."""
+"""caffe-segnet's own layers (BN, Upsample, DenseImageData), as the fork's layer sources shape them.
+
+The fork's layers read their bottoms through Blob's legacy accessors (num, channels, height, width:
+a missing axis reads as 1, more than four axes is an error) and always make 4-axis tops.
+"""
+from .base import Layer, register
+from .data import DataSource
+
+
+def legacy_nchw(layer, shape):
+    """Blob::LegacyShape(0..3): the shape padded with 1s to four axes."""
+    layer.check(len(shape) <= 4, f"{layer.lp.type} reads its bottom as (num, channels, height, width); "
+                f"got {len(shape)} axes {tuple(shape)}")
+    return tuple(shape) + (1,) * (4 - len(shape))
+
+
+def fork_param(layer, name):
+    """The layer's fork-only message (e.g. bn_param); missing only when the net was read as BVLC's."""
+    try:
+        return getattr(layer.lp, name)
+    except AttributeError:
+        layer.fail(f"{layer.lp.type} is a caffe-segnet layer, but the net was not readable with that "
+                   "fork's caffe.proto",
+                   fix="the net mixes caffe-segnet layers with fields the fork does not have")
+
+
+@register("BN")
+class BN(Layer):
+    """BNLayer: per-channel normalisation with a learnt scale and shift of shape (1, C, 1, 1) each.
+
+    In LEARN mode it may also output the batch mean and variance, each (1, C, 1, 1).
+    """
+
+    exact_bottoms = 1
+    min_tops = 1
+
+    @property
+    def max_tops(self):
+        learn = fork_param(self, "bn_param").bn_mode == 0
+        return 3 if learn else 1
+
+    def reshape(self, bottoms):
+        n, c, h, w = legacy_nchw(self, bottoms[0])
+        return [(n, c, h, w)] + [(1, c, 1, 1)] * (len(self.lp.top) - 1)
+
+    def param_shapes(self, bottoms):
+        c = legacy_nchw(self, bottoms[0])[1]
+        return [(1, c, 1, 1), (1, c, 1, 1)]
+
+
+@register("Upsample")
+class Upsample(Layer):
+    """UpsampleLayer: scatters bottom 0 through the pooling mask (bottom 1) into a larger map.
+
+    The output size is upsample_h x upsample_w when both are given, else the bottom's size times
+    scale (or scale_h/scale_w), minus 1 where pad_out_h/pad_out_w undo an odd size's ceil pooling.
+    """
+
+    exact_bottoms = 2
+    exact_tops = 1
+
+    def _output_size(self, height, width):
+        p = fork_param(self, "upsample_param")
+        has = p.HasField
+        self.check((has("upsample_h") and has("upsample_w"))
+                   or (not has("scale") and has("scale_h") and has("scale_w"))
+                   or (not has("scale_h") and not has("scale_w")),
+                   "give upsample_h and upsample_w, else (deprecated) scale, or scale_h and scale_w")
+        if has("upsample_h") and has("upsample_w"):
+            self.check(p.upsample_h > 1 and p.upsample_w > 1, "upsample_h and upsample_w must be > 1")
+            return p.upsample_h, p.upsample_w
+        scale_h, scale_w = (p.scale_h, p.scale_w) if has("scale_h") else (p.scale, p.scale)
+        self.check(scale_h > 1 and scale_w > 1, f"the scale must be > 1, got {scale_h}x{scale_w}")
+        self.check(not p.pad_out_h or scale_h == 2, "pad_out_h needs scale_h == 2")
+        self.check(not p.pad_out_w or scale_w == 2, "pad_out_w needs scale_w == 2")
+        return height * scale_h - int(p.pad_out_h), width * scale_w - int(p.pad_out_w)
+
+    def reshape(self, bottoms):
+        data, mask = bottoms
+        self.check(len(data) == 4 and len(mask) == 4,
+                   f"the input {tuple(data)} and the mask {tuple(mask)} must have 4 axes (N, C, H, W)",
+                   fix="bottom 1 is the mask top of a MAX Pooling layer")
+        self.check(tuple(data) == tuple(mask),
+                   f"the input {tuple(data)} and the mask {tuple(mask)} must have the same shape",
+                   fix="feed the mask of the pooling layer whose output this decoder stage mirrors")
+        height, width = self._output_size(data[2], data[3])
+        return [(data[0], data[1], height, width)]
+
+
+@register("DenseImageData")
+class DenseImageData(DataSource):
+    """DenseImageDataLayer: image and label image pairs; data (N, C, H, W) and label (N, 1, H, W).
+
+    C is 3 with is_color (OpenCV's colour read), else 1. H x W is transform_param.crop_size, else
+    crop_height x crop_width, else new_height x new_width, else the first image's size, which
+    protoaudit never reads: then --input gives the data top (the label follows it).
+    """
+
+    exact_tops = 2
+
+    def batch_size(self):
+        return fork_param(self, "dense_image_data_param").batch_size
+
+    def image_shape(self):
+        p = fork_param(self, "dense_image_data_param")
+        self.check((p.new_height == 0) == (p.new_width == 0), "set new_height and new_width together")
+        self.check((p.crop_height == 0) == (p.crop_width == 0), "set crop_height and crop_width together")
+        channels = 3 if p.is_color else 1
+        if self.crop():
+            return (channels, self.crop(), self.crop())
+        if p.crop_height:
+            return (channels, p.crop_height, p.crop_width)
+        if p.new_height:
+            return (channels, p.new_height, p.new_width)
+        return None
+
+    def reshape(self, bottoms):
+        image = self.image_shape()
+        data = self.override(0, (self.batch_size(),) + image if image else None)
+        if data is None:
+            data_top = self.lp.top[0]
+            self.fail("DenseImageData layer: its image size is in the dataset; the shape of its tops "
+                      "comes from the images",
+                      fix=f"give --input {data_top}=NxCxHxW (the label follows as Nx1xHxW), or set "
+                      "new_height and new_width, or crop_height and crop_width")
+        self.check(len(data) == 4, f"the data top must have 4 axes (N, C, H, W), got {data}")
+        self.check(data[0] > 0, "batch_size must be set and positive", fix="set batch_size, or use --batch")
+        label = (data[0], 1, data[2], data[3])
+        if self.lp.top[1] in self.ctx.inputs:
+            label = self.override(1, label)
+        return [data, label]
