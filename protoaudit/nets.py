@@ -22,18 +22,16 @@ class NetSpec:
 
 
 def _layer_lines(block):
-    return [b.line for b in block.blocks("layer", "layers")] if block else []
+    # where a net has legacy `layers` blocks, Caffe's upgrade builds the net from those alone
+    return [b.line for b in (block.blocks("layers") or block.blocks("layer"))] if block else []
 
 
 def _upgraded(param, schema, path, lines):
+    """Upgrade `param` in place; the start line of each resulting layer (None for made-up ones)."""
     try:
-        upgrade(param, schema)
+        return upgrade(param, schema, lines)
     except InputError as e:
         raise e.located(file=path) from None
-    if param.layer and len(lines) < len(param.layer):
-        # Caffe's UpgradeNetInput put an "input" layer in front (no line of its own)
-        lines = [None] * (len(param.layer) - len(lines)) + list(lines)
-    return lines
 
 
 def net_specs(path, *, phase=None, stages=(), level=None, schema=None):
