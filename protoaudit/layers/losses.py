@@ -36,6 +36,10 @@ class SoftmaxWithLoss(Loss):
                    f"number of labels must match number of predictions: {bottoms[1]} labels for "
                    f"{bottoms[0]} predictions along axis {axis}",
                    fix="with spatial output (N, C, H, W) the label must have N*H*W entries")
+        if self.ctx.schema == "segnet" and self.lp.loss_param.weight_by_label_freqs:
+            weights, classes = len(self.lp.loss_param.class_weighting), (tuple(bottoms[0]) + (1, 1))[1]
+            self.check(weights == classes, f"{weights} class_weighting values for {classes} classes",
+                       fix="give one class_weighting per channel of the prediction")
         tops = super().reshape(bottoms)
         return tops + [tuple(bottoms[0])] if len(self.lp.top) > 1 else tops
 
@@ -97,6 +101,9 @@ class Accuracy(Layer):
         self.check(outer * inner == count(bottoms[1]),
                    f"number of labels must match number of predictions: {bottoms[1]} vs {bottoms[0]}")
         tops = [()]
-        if len(self.lp.top) > 1:
+        if len(self.lp.top) > 1 and self.ctx.schema == "segnet":
+            self.check(len(bottoms[0]) > 1, "the per-class accuracy top needs a prediction with a channel axis")
+            tops.append((bottoms[0][1], 1, 1, 1))  # the fork's per-class top is 4-axis
+        elif len(self.lp.top) > 1:
             tops.append((bottoms[0][axis],))
         return tops
