@@ -103,6 +103,21 @@ def count(shape, start=0, end=None):
     return n
 
 
+def legacy_shape(layer, shape):
+    """Blob's legacy (num, channels, height, width) accessors: missing axes read as 1, and a blob
+    of more than four axes is a failed CHECK."""
+    layer.check(len(shape) <= 4, f"{layer.lp.type} reads its bottom as (num, channels, height, width), "
+                f"which needs at most 4 axes; got {tuple(shape)}")
+    return tuple(shape) + (1,) * (4 - len(shape))
+
+
+def refuse_in_place(layer):
+    """The CHECK of the layers that cannot compute in place (top 0 named as bottom 0)."""
+    if layer.lp.top and layer.lp.bottom and layer.lp.top[0] == layer.lp.bottom[0]:
+        layer.fail(f"{layer.lp.type} does not allow in-place computation",
+                   fix=f"give top '{layer.lp.top[0]}' a new name")
+
+
 
 class View:
     """A layer's parameters read as BVLC's schema describes them, whatever fork schema parsed them.

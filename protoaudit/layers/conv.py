@@ -43,9 +43,10 @@ def geometry(layer, param, shape, *, kernel_required=True):
             layer.check(not values, f"either {name} or {name}_h/{name}_w should be specified; not both")
             return (getattr(param, f"{name}_h"), getattr(param, f"{name}_w"))
         values = list(values)
+        field = "kernel_size" if name == "kernel" else name
         layer.check(
             len(values) in ((0, 1, n) if default is not None else (1, n)),
-            f"{name} must be specified once, or once per spatial dimension ({name} given {len(values)} "
+            f"{field} must be specified once, or once per spatial dimension ({field} given {len(values)} "
             f"times; {n} spatial dimensions)",
         )
         if not values:
@@ -118,6 +119,8 @@ class Im2col(Layer):
     def reshape(self, bottoms):
         shape = bottoms[0]
         geo = geometry(self, self.lp.convolution_param, shape)
+        self.check(len(shape) - geo.axis - 1 >= 1, f"Im2col needs a spatial axis after the channel axis "
+                   f"{geo.axis}; the bottom is {tuple(shape)}")
         channels = shape[geo.axis]
         out = geo.conv_out(shape[geo.axis + 1:])
         return [tuple(shape[: geo.axis]) + (channels * count(geo.kernel),) + out]

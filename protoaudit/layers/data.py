@@ -51,40 +51,56 @@ class Data(DataSource):
 
 @register("ImageData")
 class ImageData(DataSource):
-    min_tops = 1
-    max_tops = 2
+    """Images decoded in colour (3 channels) or grey (1), resized to new_height x new_width when
+    given, then cropped to crop_size; the label top is always there."""
+
+    exact_tops = 2
 
     def batch_size(self):
-        return self.lp.image_data_param.batch_size
+        batch = self.lp.image_data_param.batch_size
+        self.check(batch > 0, "ImageData needs a positive batch_size")
+        return batch
 
     def image_shape(self):
         p = self.lp.image_data_param
+        self.check((p.new_height == 0) == (p.new_width == 0), "new_height and new_width must be set together")
         channels = 3 if p.is_color else 1
-        if self.crop():
-            return (channels, self.crop(), self.crop())
-        if p.new_height and p.new_width:
+        crop = self.crop()
+        if p.new_height:
+            self.check(crop <= min(p.new_height, p.new_width),
+                       f"crop_size {crop} is larger than the resized image {p.new_height}x{p.new_width}")
+        if crop:
+            return (channels, crop, crop)
+        if p.new_height:
             return (channels, p.new_height, p.new_width)
         return None
 
 
 @register("WindowData")
 class WindowData(DataSource):
+    """Windows warped to transform_param's crop_size. The channel count is the window file's, and
+    the images are always decoded in colour, so a working window file says 3."""
+
     exact_tops = 2
 
     def batch_size(self):
         return self.lp.window_data_param.batch_size
 
     def image_shape(self):
-        crop = self.lp.window_data_param.crop_size or self.crop()
-        self.check(crop > 0, "WindowData needs crop_size")
+        crop = self.crop()
+        self.check(crop > 0, "WindowData needs transform_param { crop_size } (the window size)")
         return (3, crop, crop)
 
 
 @register("HDF5Data")
 class HDF5Data(DataSource):
+    """Every top is a dataset of the HDF5 files (batch_size rows of it), so its shape is the user's."""
+
     min_tops = 1
 
     def reshape(self, bottoms):
+        self.check(not self.lp.HasField("transform_param"), "HDF5Data does not transform data",
+                   fix="remove transform_param")
         tops = []
         for j, name in enumerate(self.lp.top):
             shape = self.override(j, None)
@@ -100,48 +116,57 @@ class MemoryData(DataSource):
 
     def reshape(self, bottoms):
         p = self.lp.memory_data_param
-        self.check(p.batch_size > 0 and p.channels > 0 and p.height > 0 and p.width > 0,
-                   "MemoryData needs batch_size, channels, height and width")
+        self.check(p.batch_size * p.channels * p.height * p.width > 0,
+                   "batch_size, channels, height and width must be specified and positive in memory_data_param")
         data = self.override(0, (p.batch_size, p.channels, p.height, p.width))
-        label = self.override(1, (data[0], 1, 1, 1))
+        label = self.override(1, (data[0],))
         return [data, label]
 
 
-def blob_shapes(layer, shapes, legacy, what):
-    """Shapes given as 1 or N BlobShapes (or the legacy num/channels/height/width lists)."""
+def once_or_per_top(layer, values, what):
+    """Caffe's rule for shape lists: one entry for every top, or one per top; the entry for each top."""
     tops = len(layer.lp.top)
-    if shapes:
-        layer.check(len(shapes) in (1, tops), f"{what} must give 1 shape or one per top ({tops})")
-        dims = [tuple(s.dim) for s in shapes]
-    elif legacy is not None and any(legacy):
-        num, channels, height, width = legacy
-        n = max(len(num), len(channels), len(height), len(width))
-        layer.check(all(len(v) in (1, n) for v in legacy) and n in (1, tops),
-                    f"{what}: num, channels, height and width must each be given 1 or {tops} times")
-        pick = lambda values, i: values[0] if len(values) == 1 else values[i]  # noqa: E731
-        dims = [(pick(num, i), pick(channels, i), pick(height, i), pick(width, i)) for i in range(n)]
-    else:
-        layer.fail(f"{what} gives no shape")
-    return [dims[0] if len(dims) == 1 else dims[i] for i in range(tops)]
+    layer.check(len(values) in (1, tops), f"give {what} once, or once per top ({tops}); it is given "
+                f"{len(values)} times")
+    return [values[0] if len(values) == 1 else values[j] for j in range(tops)]
 
 
 @register("Input")
 class Input(DataSource):
+    """Shapes from input_param (once, or once per top); with none, the user's --input."""
+
     min_tops = 1
 
     def reshape(self, bottoms):
-        shapes = blob_shapes(self, self.lp.input_param.shape, None, "input_param")
-        return [self.override(j, shape) for j, shape in enumerate(shapes)]
+        shapes = self.lp.input_param.shape
+        if not shapes:
+            tops = [self.override(j, None) for j in range(len(self.lp.top))]
+            if None in tops:
+                self.need_input("Input layer without input_param { shape }")
+            return tops
+        return [self.override(j, tuple(s.dim)) for j, s in enumerate(once_or_per_top(self, shapes, "shape"))]
 
 
 @register("DummyData")
 class DummyData(DataSource):
+    """Shapes from `shape` (once, or once per top), or from the legacy num/channels/height/width
+    lists (each once, or once per top), which make 4-axis tops."""
+
     min_tops = 1
 
     def reshape(self, bottoms):
         p = self.lp.dummy_data_param
-        legacy = (list(p.num), list(p.channels), list(p.height), list(p.width))
-        shapes = blob_shapes(self, p.shape, legacy, "dummy_data_param")
+        fillers = len(p.data_filler)
+        self.check(fillers in (0, 1, len(self.lp.top)),
+                   f"give 0, 1 or one data_filler per top ({len(self.lp.top)}); {fillers} are given")
+        legacy = [list(p.num), list(p.channels), list(p.height), list(p.width)]
+        if any(legacy):
+            self.check(not p.shape, "dummy_data_param gives both shape and the legacy num/channels/height/width")
+            columns = [once_or_per_top(self, values, name)
+                       for values, name in zip(legacy, ("num", "channels", "height", "width"))]
+            shapes = list(zip(*columns))
+        else:
+            shapes = [tuple(s.dim) for s in once_or_per_top(self, p.shape, "shape")]
         return [self.override(j, shape) for j, shape in enumerate(shapes)]
 
 

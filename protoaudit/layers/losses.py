@@ -1,5 +1,5 @@
 """Loss layers (a scalar top, loss weight 1 by default) and Accuracy."""
-from .base import Layer, canonical_axis, count, register
+from .base import Layer, canonical_axis, count, legacy_shape, register
 
 
 class Loss(Layer):
@@ -23,19 +23,27 @@ class Loss(Layer):
         return bottom_index != 1  # never into the labels
 
 
+def check_label_count(layer, bottoms, axis):
+    """One label per prediction: bottom 1 counts bottom 0's items less its class axis; returns the axis."""
+    axis = canonical_axis(layer, axis, len(bottoms[0]))
+    outer, inner = count(bottoms[0], 0, axis), count(bottoms[0], axis + 1)
+    layer.check(outer * inner == count(bottoms[1]),
+                f"number of labels must match number of predictions: {tuple(bottoms[1])} labels for "
+                f"{tuple(bottoms[0])} predictions along axis {axis}",
+                fix="with spatial output (N, C, H, W) the label must have N*H*W entries")
+    return axis
+
+
 @register("SoftmaxWithLoss")
 class SoftmaxWithLoss(Loss):
     exact_tops = None
     min_tops = 1
     max_tops = 2
 
+    def check_bottoms(self, bottoms):
+        check_label_count(self, bottoms, self.lp.softmax_param.axis)
+
     def reshape(self, bottoms):
-        axis = canonical_axis(self, self.lp.softmax_param.axis, len(bottoms[0]))
-        outer, inner = count(bottoms[0], 0, axis), count(bottoms[0], axis + 1)
-        self.check(outer * inner == count(bottoms[1]),
-                   f"number of labels must match number of predictions: {bottoms[1]} labels for "
-                   f"{bottoms[0]} predictions along axis {axis}",
-                   fix="with spatial output (N, C, H, W) the label must have N*H*W entries")
         if self.ctx.schema == "segnet" and self.lp.loss_param.weight_by_label_freqs:
             weights, classes = len(self.lp.loss_param.class_weighting), (tuple(bottoms[0]) + (1, 1))[1]
             self.check(weights == classes, f"{weights} class_weighting values for {classes} classes",
@@ -61,7 +69,14 @@ class SigmoidCrossEntropyLoss(Loss):
                    "SigmoidCrossEntropyLoss needs inputs of the same count")
 
 
-register("HingeLoss", "MultinomialLogisticLoss")(type("PlainLoss", (Loss,), {"__doc__": "No further checks."}))
+register("HingeLoss")(type("HingeLoss", (Loss,), {"__doc__": "LossLayer's checks only."}))
+
+
+@register("MultinomialLogisticLoss")
+class MultinomialLogisticLoss(Loss):
+    def check_bottoms(self, bottoms):
+        self.check(legacy_shape(self, bottoms[1])[1:] == (1, 1, 1),
+                   f"the label {tuple(bottoms[1])} must hold one value per item: (N) or (N, 1, 1, 1)")
 
 
 @register("InfogainLoss")
@@ -73,6 +88,19 @@ class InfogainLoss(Loss):
     min_tops = 1
     max_tops = 2
 
+    def check_bottoms(self, bottoms):
+        p = self.lp.infogain_loss_param
+        self.check(not self.lp.loss_param.HasField("normalize"), "normalize is deprecated for InfogainLoss",
+                   fix='use loss_param { normalization: ... }')
+        axis = check_label_count(self, bottoms, p.axis)
+        labels = bottoms[0][axis]
+        if len(bottoms) < 3:
+            self.check(p.HasField("source"), "the infogain matrix H has no source",
+                       fix="set infogain_loss_param { source: ... }, or give H as a third bottom")
+        else:
+            self.check(count(bottoms[2]) == labels * labels, f"the infogain matrix (bottom 2) "
+                       f"{tuple(bottoms[2])} must be {labels}x{labels}")
+
     def reshape(self, bottoms):
         tops = super().reshape(bottoms)
         return tops + [tuple(bottoms[0])] if len(self.lp.top) > 1 else tops
@@ -80,7 +108,16 @@ class InfogainLoss(Loss):
 
 @register("ContrastiveLoss")
 class ContrastiveLoss(Loss):
+    """Two (N, C, 1, 1) feature bottoms and an (N, 1, 1, 1) similarity label."""
+
     exact_bottoms = 3
+
+    def check_bottoms(self, bottoms):
+        a, b, same = (legacy_shape(self, shape) for shape in bottoms)
+        self.check(a[1] == b[1] and a[2:] == b[2:] == (1, 1),
+                   f"the two features must be (N, C, 1, 1) with the same C: {tuple(bottoms[0])} and "
+                   f"{tuple(bottoms[1])}")
+        self.check(same[1:] == (1, 1, 1), f"the similarity label {tuple(bottoms[2])} must be (N, 1, 1, 1)")
 
     def allow_force_backward(self, bottom_index):
         return bottom_index != 2

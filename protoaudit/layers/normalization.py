@@ -1,6 +1,6 @@
 """Normalisation and affine layers: LRN, MVN, BatchNorm, Scale, Bias, Softmax."""
 from .activations import Neuron
-from .base import Layer, canonical_axis, register
+from .base import Layer, canonical_axis, legacy_shape, register
 
 
 @register("LRN")
@@ -11,24 +11,55 @@ class LRN(Neuron):
         return [tuple(bottoms[0])]
 
 
-@register("MVN", "Softmax")
-class SameShape(Neuron):
-    pass
+@register("MVN")
+class MVN(Neuron):
+    """MVNLayer shapes its top through the legacy 4-axis accessors: an (N, C) bottom gives (N, C, 1, 1)."""
+
+    def reshape(self, bottoms):
+        return [legacy_shape(self, bottoms[0])]
+
+
+@register("Softmax")
+class Softmax(Neuron):
+    def reshape(self, bottoms):
+        canonical_axis(self, self.lp.softmax_param.axis, len(bottoms[0]))
+        return [tuple(bottoms[0])]
 
 
 @register("BatchNorm")
 class BatchNorm(Neuron):
+    """Running mean and variance per channel (axis 1), and the moving-average factor.
+
+    Caffe's setup gives these statistics lr_mult 0 by adding the param specs the layer lacks to its
+    own LayerParameter (which Net::Init then reads), and refuses a nonzero lr_mult for them.
+    """
+
+    def __init__(self, lp, ctx):
+        super().__init__(lp, ctx)
+        self._specs = lp.param  # this layer's own copy, as Caffe's layer_param_
+
+    def reshape(self, bottoms):
+        self.check(len(bottoms[0]) >= 2, f"BatchNorm normalises per channel (axis 1); the bottom "
+                   f"{tuple(bottoms[0])} has no axis 1")
+        return [tuple(bottoms[0])]
+
     def param_shapes(self, bottoms):
-        shape = bottoms[0]
-        channels = shape[1] if len(shape) > 1 else 1
+        for i in range(3):
+            if len(self._specs) == i:
+                self._specs.add().lr_mult = 0
+            else:
+                self.check(self._specs[i].lr_mult == 0, "cannot configure batch normalization statistics "
+                           f"as layer parameters (param {i} has lr_mult {self._specs[i].lr_mult})",
+                           fix="give BatchNorm's param { } entries lr_mult: 0, or none at all")
+        channels = bottoms[0][1]
         return [(channels,), (channels,), (1,)]  # running mean, variance, moving-average factor
 
 
 def _affine_shape(layer, bottoms, axis, num_axes):
     """The shape of a Scale/Bias parameter: bottom[0]'s axes [axis, axis+num_axes)."""
     shape = bottoms[0]
+    axis = canonical_axis(layer, axis, len(shape))
     layer.check(num_axes >= -1, "num_axes must be non-negative, or -1 to extend to the end of bottom[0]")
-    axis = canonical_axis(layer, axis, len(shape)) if shape else 0
     end = len(shape) if num_axes == -1 else axis + num_axes
     layer.check(end <= len(shape), f"bottom[0] has {len(shape)} axes; axis {axis} + num_axes {num_axes} is beyond")
     return tuple(shape[axis:end])
@@ -60,12 +91,9 @@ class Scale(_Affine):
         shapes = []
         if len(bottoms) == 1:
             shapes.append(_affine_shape(self, bottoms, p.axis, p.num_axes))
-        if p.bias_term:
-            if len(bottoms) == 1:
-                shapes.append(shapes[0])
-            else:
-                axis = canonical_axis(self, p.axis, len(bottoms[0]))
-                shapes.append(tuple(bottoms[0][axis:axis + len(bottoms[1])]))
+        if p.bias_term:  # an inner Bias layer over bottom[0], spanning bottom[1]'s axes if given
+            num_axes = p.num_axes if len(bottoms) == 1 else len(bottoms[1])
+            shapes.append(_affine_shape(self, bottoms, p.axis, num_axes))
         return shapes
 
 

@@ -1,47 +1,63 @@
-"""Pooling (MAX/AVE/STOCHASTIC, global, the ceil rounding and pad clip rule) and SPP."""
+"""Pooling (MAX/AVE/STOCHASTIC, global, ceil or floor rounding and the pad clip rule) and SPP."""
 import math
 
 import numpy as np
 
 from .base import Layer, register
 
+MAX, AVE, STOCHASTIC = 0, 1, 2
+CEIL, FLOOR = 0, 1
+
 
 def pooling_geometry(layer, param, shape):
     """(kernel, stride, pad) as (h, w) pairs: PoolingLayer::LayerSetUp's rules and checks."""
-    layer.check(len(shape) == 4, f"Pooling needs a 4-axis bottom (N, C, H, W), got {len(shape)} axes")
-    has_size = param.HasField("kernel_size")
-    has_hw = param.HasField("kernel_h") or param.HasField("kernel_w")
+    has = param.HasField
     if param.global_pooling:
-        layer.check(not (has_size or has_hw), "with global_pooling: true, the filter size cannot be specified")
+        layer.check(not (has("kernel_size") or has("kernel_h") or has("kernel_w")),
+                    "with global_pooling: true the filter size cannot be specified",
+                    fix="remove kernel_size / kernel_h / kernel_w")
+    else:
+        layer.check(has("kernel_size") != (has("kernel_h") and has("kernel_w")),
+                    "the filter size is kernel_size OR kernel_h and kernel_w; not both")
+        layer.check(has("kernel_size") or (has("kernel_h") and has("kernel_w")),
+                    "for non-square filters both kernel_h and kernel_w are required")
+    for name in ("pad", "stride"):
+        one, h, w = has(name), has(f"{name}_h"), has(f"{name}_w")
+        layer.check((not one and h and w) or (not h and not w),
+                    f"{name} is {name} OR {name}_h and {name}_w (both of them)")
+    layer.check(len(shape) == 4, f"Pooling needs a 4-axis bottom (num, channels, height, width), got {tuple(shape)}")
+    if param.global_pooling:
         kernel = (shape[2], shape[3])
+    elif has("kernel_size"):
+        kernel = (param.kernel_size,) * 2
     else:
-        layer.check(has_size != has_hw, "give either kernel_size or kernel_h and kernel_w, not both",
-                    fix="pooling needs a kernel size")
-        layer.check(has_size or (param.HasField("kernel_h") and param.HasField("kernel_w")),
-                    "for a non-square filter both kernel_h and kernel_w are required")
-        kernel = (param.kernel_size,) * 2 if has_size else (param.kernel_h, param.kernel_w)
+        kernel = (param.kernel_h, param.kernel_w)
     layer.check(kernel[0] > 0 and kernel[1] > 0, "filter dimensions cannot be zero")
-    if param.HasField("pad_h") or param.HasField("pad_w"):
-        pad = (param.pad_h, param.pad_w)
-    else:
-        pad = (param.pad, param.pad)
-    if param.HasField("stride_h") or param.HasField("stride_w"):
-        stride = (param.stride_h, param.stride_w)
-    else:
-        stride = (param.stride, param.stride)
+    pad = (param.pad_h, param.pad_w) if has("pad_h") else (param.pad, param.pad)
+    stride = (param.stride_h, param.stride_w) if has("stride_h") else (param.stride, param.stride)
     if param.global_pooling:
-        layer.check(pad == (0, 0) and stride == (1, 1), "with global pooling, stride must be 1 and pad 0")
+        layer.check(pad == (0, 0) and stride == (1, 1), "with global_pooling: true only pad 0 and stride 1 work")
     if pad != (0, 0):
-        layer.check(param.pool in (0, 1), "padding is implemented only for average and max pooling")
-        layer.check(pad[0] < kernel[0] and pad[1] < kernel[1], "pad must be smaller than the kernel")
+        check_pad(layer, param.pool, kernel, pad)
     return kernel, stride, pad
 
 
-def pooled_size(size, kernel, stride, pad):
-    """Caffe's ceil rounding in float, then the clip that keeps the last window inside the padding."""
-    out = int(math.ceil(np.float32(size + 2 * pad - kernel) / np.float32(stride))) + 1
-    if pad and (out - 1) * stride >= size + pad:
-        out -= 1
+def check_pad(layer, pool, kernel, pad):
+    layer.check(pool in (MAX, AVE), "padding is implemented only for average and max pooling")
+    layer.check(pad[0] < kernel[0] and pad[1] < kernel[1],
+                f"pad {pad} must be smaller than the kernel {kernel}")
+
+
+def pooled_size(layer, size, kernel, stride, pad, round_mode=CEIL):
+    """Caffe's rounding (in float), then the clip that starts the last window inside the image."""
+    layer.check(stride > 0, "stride must be positive")  # Caffe would divide by zero
+    ratio = np.float32(size + 2 * pad - kernel) / np.float32(stride)
+    out = int(math.ceil(ratio) if round_mode == CEIL else math.floor(ratio)) + 1
+    if pad:
+        if (out - 1) * stride >= size + pad:
+            out -= 1
+        layer.check((out - 1) * stride < size + pad,
+                    f"the last pooling window would start in the padding ({size} + pad {pad}, stride {stride})")
     return out
 
 
@@ -52,42 +68,45 @@ class Pooling(Layer):
 
     @property
     def max_tops(self):
-        return 2 if self.lp.pooling_param.pool == 0 else 1  # MAX pooling may output its mask
+        return 2 if self.lp.pooling_param.pool == MAX else 1  # MAX pooling may output its mask
 
     def reshape(self, bottoms):
         shape = bottoms[0]
-        kernel, stride, pad = pooling_geometry(self, self.lp.pooling_param, shape)
-        h = pooled_size(shape[2], kernel[0], stride[0], pad[0])
-        w = pooled_size(shape[3], kernel[1], stride[1], pad[1])
+        p = self.lp.pooling_param
+        kernel, stride, pad = pooling_geometry(self, p, shape)
+        h = pooled_size(self, shape[2], kernel[0], stride[0], pad[0], p.round_mode)
+        w = pooled_size(self, shape[3], kernel[1], stride[1], pad[1], p.round_mode)
         top = (shape[0], shape[1], h, w)
         return [top] * max(1, len(self.lp.top))
 
 
 @register("SPP")
 class SPP(Layer):
-    """Spatial pyramid pooling: level l pools into 2^l x 2^l bins, flattened and concatenated."""
+    """Spatial pyramid pooling: level l pools into 2^l x 2^l bins, flattened and concatenated on axis 1.
+
+    Each level is an internal Pooling layer whose kernel and stride are ceil(size / bins) and whose pad
+    is (kernel * bins - size + 1) / 2, so Pooling's pad checks apply to it.
+    """
 
     exact_bottoms = 1
     exact_tops = 1
 
     def reshape(self, bottoms):
-        n, c, h, w = self._shape(bottoms[0])
+        shape = bottoms[0]
+        self.check(len(shape) == 4, f"SPP needs a 4-axis bottom (num, channels, height, width), got {tuple(shape)}")
+        n, c, h, w = shape
+        self.check(h > 0 and w > 0, "input dimensions cannot be zero")
         levels = self.lp.spp_param.pyramid_height
+        self.check(levels >= 1, "SPP needs pyramid_height of at least 1", fix="set spp_param { pyramid_height: N }")
+        bins = [self._bins(level, h, w) for level in range(levels)]
         if levels == 1:
-            return [(n, c) + self._bins(0, h, w)]
-        return [(n, sum(c * ph * pw for ph, pw in (self._bins(level, h, w) for level in range(levels))))]
+            return [(n, c) + bins[0]]
+        return [(n, sum(c * ph * pw for ph, pw in bins))]
 
-    def _shape(self, shape):
-        self.check(len(shape) == 4, "SPP needs a 4-axis bottom (N, C, H, W)")
-        self.check(shape[2] > 0 and shape[3] > 0, "input dimensions cannot be zero")
-        return shape
-
-    @staticmethod
-    def _bins(level, h, w):
+    def _bins(self, level, h, w):
         bins = 2 ** level
-        out = []
-        for size in (h, w):
-            kernel = math.ceil(size / bins)
-            pad = (kernel * bins - size + 1) // 2
-            out.append(pooled_size(size, kernel, kernel, pad))
-        return tuple(out)
+        kernels = [math.ceil(size / bins) for size in (h, w)]
+        pads = [(k * bins - size + 1) // 2 for k, size in zip(kernels, (h, w))]
+        if pads != [0, 0]:
+            check_pad(self, self.lp.spp_param.pool, tuple(kernels), tuple(pads))
+        return tuple(pooled_size(self, size, k, k, p) for size, k, p in zip((h, w), kernels, pads))

@@ -1,7 +1,7 @@
 """Layers that move, split, join or select data without learning: Split, Concat, Slice, Eltwise,
 Flatten, Reshape, Crop, Tile, Reduction, ArgMax, Filter, BatchReindex, Parameter, Silence,
 HDF5Output."""
-from .base import Layer, canonical_axis, count, register
+from .base import Layer, canonical_axis, count, refuse_in_place, register
 
 
 @register("Split")
@@ -10,6 +10,7 @@ class Split(Layer):
     min_tops = 1
 
     def reshape(self, bottoms):
+        refuse_in_place(self)  # each Split top keeps its own diff
         return [tuple(bottoms[0])] * len(self.lp.top)
 
 
@@ -21,6 +22,8 @@ class Concat(Layer):
     def reshape(self, bottoms):
         p = self.lp.concat_param
         first = bottoms[0]
+        self.check(not (p.HasField("axis") and p.HasField("concat_dim")),
+                   "give either axis or concat_dim, not both")
         if p.HasField("concat_dim"):
             axis = p.concat_dim
             self.check(axis < len(first), f"concat_dim {axis} is out of range for {len(first)} axes")
@@ -45,14 +48,25 @@ class Slice(Layer):
     def reshape(self, bottoms):
         p = self.lp.slice_param
         shape = bottoms[0]
-        axis = p.slice_dim if p.HasField("slice_dim") else canonical_axis(self, p.axis, len(shape))
+        self.check(not (p.HasField("axis") and p.HasField("slice_dim")), "give either axis or slice_dim, not both")
+        if p.HasField("slice_dim"):
+            axis = p.slice_dim
+            self.check(axis < len(shape), f"slice_dim {axis} is out of range for {len(shape)} axes")
+        else:
+            axis = canonical_axis(self, p.axis, len(shape))
         size, n = shape[axis], len(self.lp.top)
         if p.slice_point:
-            self.check(len(p.slice_point) == n - 1, f"{len(p.slice_point)} slice points need {len(p.slice_point) + 1} tops")
-            self.check(n <= size, f"cannot slice {size} into {n} parts")
-            points = [0] + list(p.slice_point) + [size]
-            sizes = [b - a for a, b in zip(points, points[1:])]
-            self.check(all(s > 0 for s in sizes), f"slice points {list(p.slice_point)} must increase within {size}")
+            points = list(p.slice_point)
+            self.check(len(points) == n - 1, f"{len(points)} slice points make {len(points) + 1} tops, "
+                       f"but the layer has {n}")
+            self.check(n <= size, f"cannot slice axis {axis} of size {size} into {n} tops")
+            sizes, prev = [], 0
+            for point in points:
+                self.check(point > prev, f"slice points {points} must strictly increase from above 0")
+                sizes.append(point - prev)
+                prev = point
+            sizes.append(size - prev)  # may be 0 (an empty top); negative is a failed Reshape
+            self.check(sizes[-1] >= 0, f"slice point {prev} lies beyond axis {axis} of size {size}")
         else:
             self.check(size % n == 0, f"axis {axis} of size {size} cannot be sliced into {n} equal parts")
             sizes = [size // n] * n
@@ -81,6 +95,7 @@ class Flatten(Layer):
     exact_tops = 1
 
     def reshape(self, bottoms):
+        refuse_in_place(self)
         p = self.lp.flatten_param
         shape = bottoms[0]
         start = canonical_axis(self, p.axis, len(shape))
@@ -94,6 +109,7 @@ class Reshape(Layer):
     exact_tops = 1
 
     def reshape(self, bottoms):
+        refuse_in_place(self)
         p = self.lp.reshape_param
         shape = tuple(bottoms[0])
         dims = list(p.shape.dim)
@@ -127,7 +143,8 @@ class Crop(Layer):
         p = self.lp.crop_param
         big, small = bottoms
         axis = canonical_axis(self, p.axis, len(big))
-        self.check(len(big) == len(small), "Crop needs bottoms with the same number of axes")
+        self.check(len(small) >= len(big), f"bottom 1 {tuple(small)} needs at least the {len(big)} axes of "
+                   f"bottom 0 {tuple(big)}: its sizes from axis {axis} on are the crop's")
         spatial = len(big) - axis
         offsets = list(p.offset)
         self.check(len(offsets) in (0, 1, spatial),
@@ -150,7 +167,8 @@ class Tile(Layer):
         p = self.lp.tile_param
         shape = list(bottoms[0])
         axis = canonical_axis(self, p.axis, len(shape))
-        self.check(p.tiles > 0, "number of tiles must be positive")
+        self.check(p.HasField("tiles"), "the number of tiles must be specified", fix="set tile_param { tiles: N }")
+        self.check(p.tiles > 0, "the number of tiles must be positive")
         shape[axis] *= p.tiles
         return [tuple(shape)]
 
