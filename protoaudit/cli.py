@@ -10,8 +10,15 @@ from .report.caffelog import caffe_log
 EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (exit 2), like every other bad input."""
+
+    def error(self, message):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def parser():
-    p = argparse.ArgumentParser(
+    p = _OneLineParser(
         prog="protoaudit",
         description="Tell what a Caffe net will allocate, before it touches a GPU.",
     )
@@ -41,7 +48,8 @@ def main(argv=None):
             print("\n".join(caffe_log(net)))
         return EXIT_FITS
     except InputError as e:
-        print(f"protoaudit: {e}", file=sys.stderr)
+        text = str(e) if e.file or e.line else str(e).removeprefix("<input>: ")  # an option's value
+        print(f"protoaudit: {text}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except RecursionError:
         print(f"protoaudit: {args.path}: the net is too deeply nested to read", file=sys.stderr)

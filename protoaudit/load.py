@@ -11,6 +11,14 @@ from google.protobuf import text_format
 from .errors import InputError
 from .schema import FORK_LAYER_TYPES, SCHEMA_NAMES, load_schema
 
+# Larger than any real net (the biggest public ones are well under 1 MiB): reading such a file
+# through protobuf's text parser would take minutes, so it is refused at once.
+MAX_FILE_BYTES = 16 * 2**20
+# protobuf's own text parser refuses messages nested deeper than this (its recursion limit).
+MAX_DEPTH = 100
+# Bytes that never occur in a text prototxt but do in binary protobuf (field tags, lengths).
+_BINARY_BYTES = bytes(set(range(32)) - set(b"\t\n\r\f\v"))
+
 
 @dataclass
 class Block:
@@ -42,14 +50,20 @@ def read_text(path):
     """The file's text, or a clear error for a missing, empty or binary file."""
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            data = f.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise InputError("no such file", file=path, fix="check the path") from None
     except IsADirectoryError:
         raise InputError("this is a folder, not a prototxt file", file=path) from None
     except OSError as e:
         raise InputError(f"cannot read the file: {e.strerror}", file=path) from None
-    if b"\0" in data[:65536]:
+    if len(data) > MAX_FILE_BYTES:
+        raise InputError(
+            f"the file is over {MAX_FILE_BYTES // 2**20} MiB, far larger than any Caffe net or solver",
+            file=path, fix="give the net's train_val.prototxt, deploy.prototxt or solver.prototxt",
+        )
+    head = data[:65536]
+    if head.translate(None, _BINARY_BYTES) != head:
         raise InputError(
             "this is a binary file, not a text prototxt",
             file=path,
@@ -69,8 +83,9 @@ def _has_tokens(text):
         return True
 
 
-def outline(text):
-    """The tree of message blocks in the text, from protobuf's tokenizer (never a parser of ours)."""
+def outline(text, until=None):
+    """The tree of message blocks in the text, from protobuf's tokenizer (never a parser of ours);
+    up to line `until` only, when that is all an error message needs."""
     root = Block("", 1)
     stack = [root]
     tok = text_format.Tokenizer(text.splitlines())
@@ -79,7 +94,12 @@ def outline(text):
         while not tok.AtEnd():
             t = tok.token
             line = tok._line + 1
+            if until is not None and line > until:
+                break
             if t in ("{", "<"):
+                if len(stack) > MAX_DEPTH:
+                    raise InputError(f"messages are nested more than {MAX_DEPTH} levels deep",
+                                     line=line, fix="no Caffe net or solver nests so deep; check the braces")
                 name, at = prev if prev else ("", line)
                 block = Block(name, at)
                 stack[-1].children.append(block)
@@ -146,7 +166,6 @@ def _embedded_nets(solver):
 def load(path, schema_name=None):
     """Read `path` as a net or a solver, choosing the schema (BVLC, else the fork it needs)."""
     text = read_text(path)
-    tree = outline(text)
     names = (schema_name,) if schema_name else SCHEMA_NAMES
     failures = []
     for name in names:
@@ -163,11 +182,18 @@ def load(path, schema_name=None):
                     message, schema = _parse(text, load_schema(fork), kind), load_schema(fork)
                 except text_format.ParseError:
                     pass  # keep BVLC's reading; the layer registry will say what is missing
-            return Source(path, kind, message, schema, text, tree)
-    raise _parse_failure(path, text, tree, failures)
+            return Source(path, kind, message, schema, text, _outline(text, path))
+    raise _parse_failure(path, text, failures)
 
 
-def _parse_failure(path, text, tree, failures):
+def _outline(text, path, until=None):
+    try:
+        return outline(text, until)
+    except InputError as e:
+        raise e.located(file=path) from None
+
+
+def _parse_failure(path, text, failures):
     """One message for a file no schema could read: the fault that came furthest into the file."""
 
     def position(failure):
@@ -179,15 +205,36 @@ def _parse_failure(path, text, tree, failures):
     detail = str(error)
     if detail.startswith(f"{line}:"):
         detail = detail.split(" : ", 1)[-1]
-    fix = "fix the syntax at that line"
-    if "${" in text:
-        fix = "the file is a template with ${...} placeholders; substitute them first"
-    elif "has no field named" in detail:
-        fix = "check the spelling against caffe.proto; a field of a Caffe fork needs that fork's schema"
-    elif "Enum type" in detail and "has no value named" in detail:
-        fix = "use one of the values caffe.proto lists for that field"
-    layer = layer_at(tree, line) if line else None
+    fix = _parse_fix(detail, _line_text(text, line))
+    if schema != "bvlc" and ("has no field named" in detail or "should not have multiple" in detail):
+        detail += f" (read with the {schema} fork's caffe.proto, the one that came furthest)"
+    layer = layer_at(_outline(text, path, until=line), line) if line else None
     return InputError(detail, file=path, line=line, layer=layer.label if layer else None, fix=fix)
+
+
+FORK_FIELD_FIX = (
+    "check the spelling against caffe.proto; protoaudit reads BVLC Caffe, caffe-segnet and "
+    "ducha-aiki's fork, so a field of another fork means a layer it cannot size: replace that layer "
+    "with BVLC layers, or cut the net before it and let an Input layer stand for what came before"
+)
+
+
+def _parse_fix(detail, line_text):
+    """What to do about one protobuf text-format fault."""
+    if "${" in line_text:
+        return "the file is a template with ${...} placeholders; substitute them first"
+    if "has no field named" in detail or "should not have multiple" in detail:
+        return FORK_FIELD_FIX
+    if "Enum type" in detail and "has no value named" in detail:
+        return "use one of the values caffe.proto lists for that field"
+    if "out of range" in detail:
+        return "use a value the field's type in caffe.proto holds (pad, kernel_size, stride... are unsigned)"
+    return "fix the syntax at that line"
+
+
+def _line_text(text, line):
+    lines = text.splitlines()
+    return lines[line - 1] if line and 0 < line <= len(lines) else ""
 
 
 def resolve_path(ref, solver_path):
@@ -197,8 +244,10 @@ def resolve_path(ref, solver_path):
         return beside
     if os.path.exists(ref):
         return ref
+    lines = read_text(solver_path).splitlines()
+    line = next((i + 1 for i, l in enumerate(lines) if f'"{ref}"' in l or f"'{ref}'" in l), None)
     raise InputError(
         f"the net file '{ref}' named in the solver was not found",
-        file=solver_path,
+        file=solver_path, line=line,
         fix="paths are tried against the solver's folder, then the working directory",
     )

@@ -116,6 +116,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
         raise e.located(file=path, line=kept_lines[e.layer_index] if hasattr(e, "layer_index") else None) from None
     phase = phase_name(state)
     builder = _Builder(phase, inputs, batch, schema, path)
+    builder.planned = layer_params
     builder.add_legacy_inputs(filtered)
     for lp, src in zip(layer_params, origin):
         line = kept_lines[src] if src is not None else None
@@ -160,6 +161,7 @@ class _Builder:
         self.inputs = []
         self.memory = 0
         self.param_owner = {}  # param name -> (layer index, param index)
+        self.planned = []  # every layer Net::Init will set up, for naming a later producer
 
     def new_blob(self, name, shape, producer):
         blob = Blob(len(self.blobs), name, tuple(shape), producer)
@@ -229,7 +231,8 @@ class _Builder:
             shape = tuple(int(d) for d in shapes[j])
             if any(d < 0 for d in shape):
                 raise InputError(f"top '{name}' would have a negative dimension {shape}",
-                                 fix="the input is too small for this layer's kernel, stride or crop")
+                                 fix="the input is too small for this layer's kernel, stride or crop"
+                                 if lp.bottom else "a shape's dimensions cannot be negative")
             in_place = name is not None and j < len(lp.bottom) and name == lp.bottom[j]
             if in_place:
                 blob = self.blobs[self.by_name[name]]
@@ -289,6 +292,13 @@ class _Builder:
         if name in self.by_name:
             return InputError(f"bottom '{name}' was already consumed",
                               fix="Caffe inserts splits only for tops used by several layers; check the names")
+        later = next((p.name for p in self.planned[len(self.layers) + 1:] if name in p.top), None)
+        if later is not None:
+            return InputError(
+                f"bottom '{name}' (bottom {j}) is produced only by a later layer, '{later}'",
+                fix="Caffe builds layers in file order and a net cannot have a cycle: move the producing "
+                "layer before this one, or break the cycle",
+            )
         return InputError(
             f"unknown bottom blob '{name}' (bottom {j}): no earlier layer produces it",
             fix="Caffe builds layers in file order: check the name, make sure the producing layer comes "

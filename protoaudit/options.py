@@ -15,7 +15,7 @@ def parse_input(text):
         raise InputError(f"--input '{text}': the shape must be whole numbers joined by x",
                          fix="write it as data=128x3x32x32") from None
     if any(d < 0 for d in shape):
-        raise InputError(f"--input '{text}': dimensions cannot be negative")
+        raise InputError(f"--input '{text}': dimensions cannot be negative", fix="write it as data=128x3x32x32")
     return name, shape
 
 
