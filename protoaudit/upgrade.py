@@ -42,24 +42,22 @@ def upgrade(net, schema, lines=()):
             origins = upgrade_v0(net)
         upgrade_data_transformation(net)
         if net.layers:
-            upgrade_v1(net, schema)
+            upgrade_v1(net)
     except InputError as e:
         index = getattr(e, "layer_index", None)
-        raise e.located(line=lines[index] if index is not None and index < len(lines) else None)
+        raise e.located(line=lines[index] if index is not None and index < len(lines) else None) from None
     if schema.has_message("InputParameter") and upgrade_input(net):
         origins.insert(0, None)
     upgrade_batch_norm(net)
     return [lines[i] if i is not None and i < len(lines) else None for i in origins]
 
 
-def _type_name(v1_layer):
-    return v1_layer.DESCRIPTOR.fields_by_name["type"].enum_type.values_by_number[v1_layer.type].name
-
-
 def upgrade_data_transformation(net):
     """scale/mean_file/crop_size/mirror set in a V1 data layer's own param move to transform_param."""
+    types = net.DESCRIPTOR.fields_by_name["layers"].message_type.fields_by_name["type"].enum_type
+    owners = {types.values_by_name[t].number: param for t, param in DATA_TRANSFORM_OWNERS.items()}
     for legacy in net.layers:
-        owner = DATA_TRANSFORM_OWNERS.get(_type_name(legacy))
+        owner = owners.get(legacy.type)
         if owner is None:
             continue
         param = getattr(legacy, owner)
@@ -69,45 +67,52 @@ def upgrade_data_transformation(net):
                 param.ClearField(name)
 
 
-def upgrade_v1(net, schema):
+def upgrade_v1(net):
     """V1 `layers` (enum types, blobs_lr, weight_decay) become V2 `layer` (string types, ParamSpec)."""
     if net.layer:
         raise InputError(
             "the net has both `layer` and `layers` blocks; Caffe refuses to upgrade such a net",
             fix="write every layer in one form: V2 `layer { type: \"...\" }` or V1 `layers { type: ENUM }`",
         )
-    legacy_layers = list(net.layers)
-    del net.layers[:]
-    for index, legacy in enumerate(legacy_layers):
+    for index, legacy in enumerate(net.layers):
         try:
             _upgrade_v1_layer(legacy, net.layer.add())
         except InputError as e:
             e.layer_index = index
             raise e.located(layer=legacy.name) from None
+    del net.layers[:]
+
+
+# V1 fields that fill the V2 layer's ParamSpecs, index by index, and the ParamSpec field each sets
+SPEC_FIELDS = {"param": "name", "blob_share_mode": "share_mode", "blobs_lr": "lr_mult",
+               "weight_decay": "decay_mult"}
+# V1 fields copied as they are (every *_param message is copied too)
+SAME_FIELDS = {"bottom", "top", "name", "include", "exclude", "blobs", "loss_weight"}
 
 
 def _upgrade_v1_layer(v1, layer):
-    layer.bottom.extend(v1.bottom)
-    layer.top.extend(v1.top)
-    if v1.HasField("name"):
-        layer.name = v1.name
-    for rule in v1.include:
-        layer.include.add().CopyFrom(rule)
-    for rule in v1.exclude:
-        layer.exclude.add().CopyFrom(rule)
-    if v1.HasField("type"):
-        layer.type = _v2_type(v1)
-    for blob in v1.blobs:
-        layer.blobs.add().CopyFrom(blob)
-    _upgrade_param_specs(v1, layer)
-    layer.loss_weight.extend(v1.loss_weight)
+    """UpgradeV1LayerParameter, in one pass over the fields the V1 layer sets."""
+    specs = []
     for field, value in v1.ListFields():
-        if field.name.endswith("_param"):
-            getattr(layer, field.name).CopyFrom(value)
+        name = field.name
+        if name in SPEC_FIELDS:
+            specs.append((SPEC_FIELDS[name], value))
+        elif name.endswith("_param"):
+            getattr(layer, name).CopyFrom(value)
+        elif name == "type":
+            layer.type = _v2_type(field, value)
+        elif name not in SAME_FIELDS:
+            continue  # a V0 `layer` left in: the V0 upgrade has already replaced every one
+        elif field.is_repeated:
+            getattr(layer, name).extend(value)
+        else:
+            setattr(layer, name, value)
+    if specs:
+        _fill_param_specs(layer, specs, v1.DESCRIPTOR.fields_by_name["blob_share_mode"].enum_type)
 
 
-def _v2_type(v1):
-    name = _type_name(v1)
+def _v2_type(field, value):
+    name = field.enum_type.values_by_number[value].name
     if name not in V1_TYPES:
         raise InputError(
             f"V1 layer type {name} has no V2 equivalent in Caffe's upgrade",
@@ -116,25 +121,16 @@ def _v2_type(v1):
     return V1_TYPES[name]
 
 
-def _upgrade_param_specs(v1, layer):
-    """param (names), blob_share_mode, blobs_lr and weight_decay fill ParamSpecs index by index."""
-
-    def spec(i):
-        while len(layer.param) <= i:
-            layer.param.add()
-        return layer.param[i]
-
-    spec_fields = layer.DESCRIPTOR.fields_by_name["param"].message_type.fields_by_name
-    share_modes = spec_fields["share_mode"].enum_type.values_by_name
-    v1_modes = v1.DESCRIPTOR.fields_by_name["blob_share_mode"].enum_type.values_by_number
-    for i, name in enumerate(v1.param):
-        spec(i).name = name
-    for i, mode in enumerate(v1.blob_share_mode):
-        spec(i).share_mode = share_modes[v1_modes[mode].name].number
-    for i, lr in enumerate(v1.blobs_lr):
-        spec(i).lr_mult = lr
-    for i, decay in enumerate(v1.weight_decay):
-        spec(i).decay_mult = decay
+def _fill_param_specs(layer, specs, v1_modes):
+    """ParamSpec i gets the i-th param name, blob_share_mode, blobs_lr and weight_decay given."""
+    for _ in range(max(len(values) for _, values in specs)):
+        layer.param.add()
+    for target, values in specs:
+        if target == "share_mode":
+            modes = layer.param[0].DESCRIPTOR.fields_by_name["share_mode"].enum_type.values_by_name
+            values = [modes[v1_modes.values_by_number[v].name].number for v in values]
+        for spec, value in zip(layer.param, values):
+            setattr(spec, target, value)
 
 
 def upgrade_input(net):

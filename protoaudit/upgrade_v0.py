@@ -22,44 +22,45 @@ _DATA_PARAMS = {"data": "data_param", "hdf5_data": "hdf5_data_param", "images": 
                 "window_data": "window_data_param"}
 
 # V0 field -> where it goes in the V1 layer: one path for every type, or a path per V0 type that
-# owns the field (UpgradeV0LayerParameter, in its order).
-V0_FIELDS = (
-    ("num_output", {"conv": "convolution_param.num_output",
-                    "innerproduct": "inner_product_param.num_output"}),
-    ("biasterm", {"conv": "convolution_param.bias_term", "innerproduct": "inner_product_param.bias_term"}),
-    ("weight_filler", {"conv": "convolution_param.weight_filler",
-                       "innerproduct": "inner_product_param.weight_filler"}),
-    ("bias_filler", {"conv": "convolution_param.bias_filler",
-                     "innerproduct": "inner_product_param.bias_filler"}),
-    ("pad", {"conv": "convolution_param.pad", "pool": "pooling_param.pad"}),
-    ("kernelsize", {"conv": "convolution_param.kernel_size", "pool": "pooling_param.kernel_size"}),
-    ("group", {"conv": "convolution_param.group"}),
-    ("stride", {"conv": "convolution_param.stride", "pool": "pooling_param.stride"}),
-    ("pool", {"pool": "pooling_param.pool"}),
-    ("dropout_ratio", {"dropout": "dropout_param.dropout_ratio"}),
-    ("local_size", {"lrn": "lrn_param.local_size"}),
-    ("alpha", {"lrn": "lrn_param.alpha"}),
-    ("beta", {"lrn": "lrn_param.beta"}),
-    ("k", {"lrn": "lrn_param.k"}),
-    ("source", {**{t: f"{p}.source" for t, p in _DATA_PARAMS.items()},
-                "infogain_loss": "infogain_loss_param.source"}),
-    ("scale", "transform_param.scale"),
-    ("meanfile", "transform_param.mean_file"),
-    ("batchsize", {t: f"{p}.batch_size" for t, p in _DATA_PARAMS.items()}),
-    ("cropsize", "transform_param.crop_size"),
-    ("mirror", "transform_param.mirror"),
-    ("rand_skip", {"data": "data_param.rand_skip", "images": "image_data_param.rand_skip"}),
-    ("shuffle_images", {"images": "image_data_param.shuffle"}),
-    ("new_height", {"images": "image_data_param.new_height"}),
-    ("new_width", {"images": "image_data_param.new_width"}),
-    ("concat_dim", {"concat": "concat_param.concat_dim"}),
-    ("det_fg_threshold", {"window_data": "window_data_param.fg_threshold"}),
-    ("det_bg_threshold", {"window_data": "window_data_param.bg_threshold"}),
-    ("det_fg_fraction", {"window_data": "window_data_param.fg_fraction"}),
-    ("det_context_pad", {"window_data": "window_data_param.context_pad"}),
-    ("det_crop_mode", {"window_data": "window_data_param.crop_mode"}),
-    ("hdf5_output_param", {"hdf5_output": "hdf5_output_param"}),
-)
+# owns the field (UpgradeV0LayerParameter). Fields not here are dropped, as Caffe drops new_num and
+# new_channels; name, type, blobs, blobs_lr and weight_decay are copied on their own.
+V0_FIELDS = {
+    "num_output": {"conv": "convolution_param.num_output",
+                   "innerproduct": "inner_product_param.num_output"},
+    "biasterm": {"conv": "convolution_param.bias_term", "innerproduct": "inner_product_param.bias_term"},
+    "weight_filler": {"conv": "convolution_param.weight_filler",
+                      "innerproduct": "inner_product_param.weight_filler"},
+    "bias_filler": {"conv": "convolution_param.bias_filler",
+                    "innerproduct": "inner_product_param.bias_filler"},
+    "pad": {"conv": "convolution_param.pad", "pool": "pooling_param.pad"},
+    "kernelsize": {"conv": "convolution_param.kernel_size", "pool": "pooling_param.kernel_size"},
+    "group": {"conv": "convolution_param.group"},
+    "stride": {"conv": "convolution_param.stride", "pool": "pooling_param.stride"},
+    "pool": {"pool": "pooling_param.pool"},
+    "dropout_ratio": {"dropout": "dropout_param.dropout_ratio"},
+    "local_size": {"lrn": "lrn_param.local_size"},
+    "alpha": {"lrn": "lrn_param.alpha"},
+    "beta": {"lrn": "lrn_param.beta"},
+    "k": {"lrn": "lrn_param.k"},
+    "source": {**{t: f"{p}.source" for t, p in _DATA_PARAMS.items()},
+               "infogain_loss": "infogain_loss_param.source"},
+    "scale": "transform_param.scale",
+    "meanfile": "transform_param.mean_file",
+    "batchsize": {t: f"{p}.batch_size" for t, p in _DATA_PARAMS.items()},
+    "cropsize": "transform_param.crop_size",
+    "mirror": "transform_param.mirror",
+    "rand_skip": {"data": "data_param.rand_skip", "images": "image_data_param.rand_skip"},
+    "shuffle_images": {"images": "image_data_param.shuffle"},
+    "new_height": {"images": "image_data_param.new_height"},
+    "new_width": {"images": "image_data_param.new_width"},
+    "concat_dim": {"concat": "concat_param.concat_dim"},
+    "det_fg_threshold": {"window_data": "window_data_param.fg_threshold"},
+    "det_bg_threshold": {"window_data": "window_data_param.bg_threshold"},
+    "det_fg_fraction": {"window_data": "window_data_param.fg_fraction"},
+    "det_context_pad": {"window_data": "window_data_param.context_pad"},
+    "det_crop_mode": {"window_data": "window_data_param.crop_mode"},
+    "hdf5_output_param": {"hdf5_output": "hdf5_output_param"},
+}
 
 # What UpgradeV0Net keeps of the net itself; everything else (state, input_shape, ...) is dropped.
 KEPT_NET_FIELDS = ("name", "input", "input_dim", "force_backward")
@@ -75,9 +76,8 @@ def upgrade_v0(net):
             getattr(saved, name).extend(getattr(net, name))
         elif net.HasField(name):
             setattr(saved, name, getattr(net, name))
-    old = [net.layers[i] for i in kept]
-    for index, connection in zip(kept, old):
-        saved.layers.add().CopyFrom(_upgrade_layer(connection, index))
+    for index in kept:
+        saved.layers.add().CopyFrom(_upgrade_layer(net.layers[index], index))
     net.CopyFrom(saved)
     return kept
 
@@ -145,28 +145,27 @@ def _upgrade_layer(connection, index):
         v1.blobs.add().CopyFrom(blob)
     v1.blobs_lr.extend(v0.blobs_lr)
     v1.weight_decay.extend(v0.weight_decay)
-    for field, targets in V0_FIELDS:
-        if not v0.HasField(field):
+    for field, value in v0.ListFields():
+        targets = V0_FIELDS.get(field.name)
+        if targets is None:
             continue
         target = targets if isinstance(targets, str) else targets.get(v0.type)
         if target is None:
-            raise _fail(f"a V0 '{v0.type}' layer has no `{field}`; Caffe's upgrade drops it with an error",
-                        index, v0.name, f"remove `{field}` from the layer")
-        _assign(v1, target, v0, field)
+            raise _fail(f"a V0 '{v0.type}' layer has no `{field.name}`; Caffe's upgrade drops it with an "
+                        "error", index, v0.name, f"remove `{field.name}` from the layer")
+        _assign(v1, target, field, value)
     return v1
 
 
-def _assign(v1, path, v0, field):
-    """Set the V1 field at dotted `path` from the V0 field: append, copy or set, as its kind needs."""
+def _assign(v1, path, field, value):
+    """Set the V1 field at dotted `path` to the V0 `field`'s value: append, copy or set, as its kind needs."""
     *parents, leaf = path.split(".")
     message = v1
     for name in parents:
         message = getattr(message, name)
-    value = getattr(v0, field)
     target = message.DESCRIPTOR.fields_by_name[leaf]
     if target.enum_type is not None:
-        source_enum = v0.DESCRIPTOR.fields_by_name[field].enum_type
-        value = target.enum_type.values_by_name[source_enum.values_by_number[value].name].number
+        value = target.enum_type.values_by_name[field.enum_type.values_by_number[value].name].number
     if target.is_repeated:
         getattr(message, leaf).append(value)
     elif target.message_type is not None:

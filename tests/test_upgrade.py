@@ -341,6 +341,29 @@ def test_an_unfixable_legacy_net_exits_2_naming_file_line_and_layer(tmp_path):
     assert "Traceback" not in run.stderr
 
 
+def test_v1_layers_keep_their_own_lines():
+    path = os.path.join(NETS, "v1_lenet_train_test.prototxt")
+    (net,) = build_nets(path, phase="test", inputs={"data": (100, 1, 28, 28)})
+    text = open(path).read().splitlines()
+    for layer in net.layers:
+        if layer.is_split:
+            assert layer.line is None
+            continue
+        assert text[layer.line - 1] == "layers {"
+        block = text[layer.line:text.index("}", layer.line)]  # up to the block's first closing brace
+        assert f'  name: "{layer.name}"' in block, layer.name
+
+
+def test_v2_layers_in_a_v0_net_are_dropped_as_caffe_drops_them(tmp_path):
+    # UpgradeV0Net builds a new net from the V0 `layers` only; lines follow the kept layers
+    path = tmp_path / "mixed.prototxt"
+    path.write_text('input: "data"\ninput_dim: 1\ninput_dim: 1\ninput_dim: 4\ninput_dim: 4\n'
+                    'layer { name: "v2" type: "ReLU" bottom: "data" top: "data" }\n'
+                    'layers {\n  layer { name: "r" type: "relu" }\n  bottom: "data"\n  top: "data"\n}\n')
+    (net,) = build_nets(str(path))
+    assert [(l.name, l.line) for l in net.layers] == [("input", None), ("r", 7)]
+
+
 # CaffeNet deploy in V0 with padding layers (models/imagenet.prototxt, Feb 2014), input 10x3x227x227:
 #   conv1  k11 s4:            (227 - 11) / 4 + 1 = 55
 #   pool1  MAX k3 s2:         ceil((55 - 3) / 2) + 1 = 27
