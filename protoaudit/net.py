@@ -123,6 +123,8 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
         try:
             builder.add_layer(lp, line, auto=src is None)
         except InputError as e:
+            if e.fix is None:  # a layer's own CHECK: say what stands behind it
+                e.fix = f"Caffe stops here too: fix this {lp.type} layer's parameters or the layers that feed it"
             raise e.located(file=path, line=line, layer=lp.name) from None
     unused = set(inputs) - builder.ctx.used_inputs - {builder.blobs[i].name for i in builder.inputs}
     if unused:

@@ -1,0 +1,298 @@
+"""Bad input: exit status 2, one line on stderr naming the file, the line and the layer (where there is
+one) and what to do; never a traceback, never a hang. Every case runs the command as a user does."""
+import pytest
+
+TIMEOUT = 30  # seconds: any bad input must be refused well within this
+
+NET = """\
+name: "tiny"
+layer {
+  name: "data"
+  type: "Input"
+  top: "data"
+  input_param { shape { dim: 2 dim: 3 dim: 8 dim: 8 } }
+}
+layer {
+  name: "conv1"
+  type: "Convolution"
+  bottom: "data"
+  top: "conv1"
+  convolution_param { num_output: 4 kernel_size: 3 }
+}
+"""
+# NET's layer "conv1" starts on line 8; its convolution_param is on line 13.
+
+TWO_BOTTOMS = NET + """\
+layer {
+  name: "join"
+  type: "Eltwise"
+  bottom: "data"
+  bottom: "conv1"
+  top: "join"
+}
+"""
+# "join" starts on line 15: data is 2x3x8x8, conv1 is 2x4x6x6 ((8 - 3) / 1 + 1 = 6, 4 outputs)
+
+
+def write(tmp_path, name, content):
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    return path
+
+
+def refused(run):
+    """The one line protoaudit printed for a refused input, after checking how it was refused."""
+    assert run.returncode == 2, (run.returncode, run.stdout[-500:], run.stderr)
+    assert "Traceback" not in run.stderr
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1, run.stderr
+    assert lines[0].startswith("protoaudit: ")
+    return lines[0]
+
+
+def says_what_to_do(message):
+    """Every message ends with the way out, in parentheses."""
+    assert message.endswith(")") and " (" in message, message
+
+
+@pytest.fixture
+def cli(protoaudit, tmp_path):
+    """Run protoaudit from tmp_path, where the test's files are."""
+    return lambda *args: protoaudit(*args, cwd=tmp_path, timeout=TIMEOUT)
+
+
+def test_syntax_error(cli, tmp_path):
+    write(tmp_path, "net.prototxt", NET.replace("num_output: 4 kernel_size: 3", "num_output: 4 kernel_size: : 3"))
+    msg = refused(cli("net.prototxt"))
+    assert msg.startswith("protoaudit: net.prototxt:13: layer 'conv1': ")
+    says_what_to_do(msg)
+
+
+def test_unclosed_brace_names_the_last_line(cli, tmp_path):
+    write(tmp_path, "net.prototxt", NET.rstrip("}\n") + "\n")
+    msg = refused(cli("net.prototxt"))
+    assert "net.prototxt:" in msg and "layer 'conv1'" in msg
+    says_what_to_do(msg)
+
+
+def test_unknown_field(cli, tmp_path):
+    write(tmp_path, "net.prototxt", NET.replace("kernel_size", "kernel_sise"))
+    msg = refused(cli("net.prototxt"))
+    assert msg.startswith("protoaudit: net.prototxt:13: layer 'conv1': ")
+    assert '"kernel_sise"' in msg and "caffe.proto" in msg
+    says_what_to_do(msg)
+
+
+def test_unknown_layer_type_suggests_the_near_one(cli, tmp_path):
+    write(tmp_path, "net.prototxt", NET.replace('"Convolution"', '"Convolutoin"'))
+    msg = refused(cli("net.prototxt"))
+    assert msg.startswith("protoaudit: net.prototxt:8: layer 'conv1': ")
+    assert "unknown layer type 'Convolutoin'" in msg and "'Convolution'" in msg
+    says_what_to_do(msg)
+
+
+def test_unknown_layer_type_of_another_fork(cli, tmp_path):
+    write(tmp_path, "net.prototxt", NET.replace('"Convolution"', '"ROIPooling"').replace(
+        "convolution_param { num_output: 4 kernel_size: 3 }", ""))
+    msg = refused(cli("net.prototxt"))
+    assert msg.startswith("protoaudit: net.prototxt:8: layer 'conv1': ")
+    assert "unknown layer type 'ROIPooling'" in msg
+    says_what_to_do(msg)
+
+
+def test_missing_bottom(cli, tmp_path):
+    write(tmp_path, "net.prototxt", NET.replace('bottom: "data"', 'bottom: "dat"'))
+    msg = refused(cli("net.prototxt"))
+    assert msg.startswith("protoaudit: net.prototxt:8: layer 'conv1': ")
+    assert "'dat'" in msg
+    says_what_to_do(msg)
+
+
+def test_eltwise_shapes_differ(cli, tmp_path):
+    write(tmp_path, "net.prototxt", TWO_BOTTOMS)
+    msg = refused(cli("net.prototxt"))
+    assert msg.startswith("protoaudit: net.prototxt:15: layer 'join': ")
+    assert "(2, 3, 8, 8)" in msg and "(2, 4, 6, 6)" in msg
+    says_what_to_do(msg)
+
+
+def test_concat_shapes_differ_off_the_axis(cli, tmp_path):
+    write(tmp_path, "net.prototxt", TWO_BOTTOMS.replace('"Eltwise"', '"Concat"'))
+    msg = refused(cli("net.prototxt"))
+    assert msg.startswith("protoaudit: net.prototxt:15: layer 'join': ")
+    assert "(2, 3, 8, 8)" in msg and "(2, 4, 6, 6)" in msg
+    says_what_to_do(msg)
+
+
+def test_cycle_names_the_later_producer(cli, tmp_path):
+    net = NET + """\
+layer {
+  name: "a"
+  type: "ReLU"
+  bottom: "b"
+  top: "a"
+}
+layer {
+  name: "b"
+  type: "ReLU"
+  bottom: "a"
+  top: "b"
+}
+"""
+    write(tmp_path, "net.prototxt", net)
+    msg = refused(cli("net.prototxt"))
+    assert msg.startswith("protoaudit: net.prototxt:15: layer 'a': ")  # "a" starts on line 15
+    assert "'b'" in msg and "later" in msg and "cycle" in msg
+    says_what_to_do(msg)
+
+
+def test_include_and_exclude_in_one_layer(cli, tmp_path):
+    write(tmp_path, "net.prototxt", NET.replace(
+        '  name: "conv1"\n', '  name: "conv1"\n  include { phase: TRAIN }\n  exclude { phase: TEST }\n'))
+    msg = refused(cli("net.prototxt"))
+    assert msg.startswith("protoaudit: net.prototxt:8: layer 'conv1': ")
+    assert "include" in msg and "exclude" in msg
+    says_what_to_do(msg)
+
+
+# A NetParameter in protobuf's binary wire format: name "tiny" (field 1), then a layer (field 100,
+# tag 0xa2 0x06) holding name "conv1" (field 1) and an empty type (field 2, length 0: a NUL byte).
+CAFFEMODEL = b"\x0a\x04tiny" + b"\xa2\x06\x09" + b"\x0a\x05conv1" + b"\x12\x00"
+
+
+@pytest.mark.parametrize("content", [CAFFEMODEL, CAFFEMODEL[:6]], ids=["with-nul", "without-nul"])
+def test_binary_caffemodel(cli, tmp_path, content):
+    write(tmp_path, "bvlc_alexnet.caffemodel", content)
+    msg = refused(cli("bvlc_alexnet.caffemodel"))
+    assert msg.startswith("protoaudit: bvlc_alexnet.caffemodel: ")
+    assert "binary" in msg and "prototxt" in msg
+    says_what_to_do(msg)
+
+
+@pytest.mark.parametrize("content", ["", "\n\n   \n", "# a comment, nothing else\n"],
+                         ids=["empty", "blank", "comment-only"])
+def test_empty_file(cli, tmp_path, content):
+    write(tmp_path, "net.prototxt", content)
+    msg = refused(cli("net.prototxt"))
+    assert msg.startswith("protoaudit: net.prototxt: ") and "empty" in msg
+    says_what_to_do(msg)
+
+
+def test_missing_file(cli):
+    msg = refused(cli("no_such_net.prototxt"))
+    assert msg.startswith("protoaudit: no_such_net.prototxt: ") and "no such file" in msg
+    says_what_to_do(msg)
+
+
+def test_folder_instead_of_file(cli, tmp_path):
+    (tmp_path / "models").mkdir()
+    msg = refused(cli("models"))
+    assert msg.startswith("protoaudit: models: ") and "folder" in msg
+
+
+def test_solver_naming_a_missing_net(cli, tmp_path):
+    write(tmp_path, "solver.prototxt", 'base_lr: 0.01\nnet: "models/train_val.prototxt"\nmax_iter: 10\n')
+    msg = refused(cli("solver.prototxt"))
+    assert msg.startswith("protoaudit: solver.prototxt:2: ")  # the `net:` line
+    assert "'models/train_val.prototxt'" in msg
+    says_what_to_do(msg)
+
+
+def test_absurd_input_size(cli, tmp_path):
+    write(tmp_path, "net.prototxt", NET)
+    msg = refused(cli("net.prototxt", "--input", "data=100000x3x100000x100000"))
+    assert msg.startswith("protoaudit: net.prototxt:2: layer 'data': ")
+    # 100000 * 3 * 100000 * 100000 = 3e15 elements; a Caffe blob counts at most INT_MAX = 2147483647
+    assert "3,000,000,000,000,000" in msg and "2,147,483,647" in msg
+    says_what_to_do(msg)
+
+
+def test_huge_input_dim_does_not_hang(cli, tmp_path):
+    net = ('name: "huge"\ninput: "data"\ninput_dim: 100000\ninput_dim: 3\ninput_dim: 100000\n'
+           'input_dim: 100000\nlayer { name: "fc" type: "InnerProduct" bottom: "data" top: "fc" '
+           "inner_product_param { num_output: 1000000 } }\n")
+    write(tmp_path, "deploy.prototxt", net)
+    msg = refused(cli("deploy.prototxt"))
+    assert msg.startswith("protoaudit: deploy.prototxt") and "3,000,000,000,000,000" in msg
+    says_what_to_do(msg)
+
+
+@pytest.mark.parametrize("value", ["data", "data=", "=2x3x8x8", "data=2xfoo", "data=2x3x-8x8", "data=2..3"])
+def test_bad_input_option(cli, tmp_path, value):
+    write(tmp_path, "net.prototxt", NET)
+    msg = refused(cli("net.prototxt", "--input", value))
+    assert f"--input '{value}'" in msg and "<input>" not in msg
+    says_what_to_do(msg)
+
+
+def test_input_naming_no_data_top(cli, tmp_path):
+    write(tmp_path, "net.prototxt", NET)
+    msg = refused(cli("net.prototxt", "--input", "image=2x3x8x8"))
+    assert msg.startswith("protoaudit: net.prototxt: ") and "image" in msg
+    says_what_to_do(msg)
+
+
+@pytest.mark.parametrize("args", [["--phase", "val"], ["--batch", "many"], []], ids=["phase", "batch", "no-path"])
+def test_usage_errors_are_one_line(cli, tmp_path, args):
+    write(tmp_path, "net.prototxt", NET)
+    msg = refused(cli(*(["net.prototxt"] if args else []), *args))
+    says_what_to_do(msg)
+
+
+def test_negative_shape_in_the_net(cli, tmp_path):
+    write(tmp_path, "net.prototxt", NET.replace("dim: 2 dim: 3", "dim: -2 dim: 3"))
+    msg = refused(cli("net.prototxt"))
+    assert msg.startswith("protoaudit: net.prototxt:2: layer 'data': ") and "(-2, 3, 8, 8)" in msg
+    says_what_to_do(msg)
+
+
+def test_kernel_larger_than_input(cli, tmp_path):
+    write(tmp_path, "net.prototxt", NET.replace("kernel_size: 3", "kernel_size: 11"))
+    msg = refused(cli("net.prototxt"))
+    # (8 - 11) / 1 + 1 = -2
+    assert msg.startswith("protoaudit: net.prototxt:8: layer 'conv1': ") and "-2" in msg
+    says_what_to_do(msg)
+
+
+def test_unsigned_field_given_a_negative_value(cli, tmp_path):
+    write(tmp_path, "net.prototxt", NET.replace("kernel_size: 3", "kernel_size: 3 pad: -1"))
+    msg = refused(cli("net.prototxt"))
+    assert msg.startswith("protoaudit: net.prototxt:13: layer 'conv1': ") and "-1" in msg
+    says_what_to_do(msg)
+
+
+@pytest.mark.parametrize("text", ["layer { " * 20000 + "}" * 20000, "{" * 200000, "a { " * 5000],
+                         ids=["layers-in-layers", "braces", "unknown-blocks"])
+def test_deeply_nested_file(cli, tmp_path, text):
+    write(tmp_path, "net.prototxt", text)
+    msg = refused(cli("net.prototxt"))
+    assert msg.startswith("protoaudit: net.prototxt:1: ")
+    says_what_to_do(msg)
+
+
+def test_gigantic_file(cli, tmp_path):
+    path = tmp_path / "net.prototxt"
+    with open(path, "w") as f:
+        line = 'layer { name: "r" type: "ReLU" bottom: "data" top: "data" }\n'
+        f.write(line * (17 * 2**20 // len(line) + 1))  # a little over 17 MiB
+    msg = refused(cli("net.prototxt"))
+    assert msg.startswith("protoaudit: net.prototxt: ") and "MiB" in msg
+    says_what_to_do(msg)
+
+
+def test_truncated_net_is_refused_or_read_never_crashes(cli, tmp_path, data_dir):
+    """A real net cut anywhere: protoaudit reads it (a cut between layers is a valid, shorter net)
+    or refuses it with one line; it never fails inside."""
+    with open(f"{data_dir}/logs/cvgj_alexnet_test.train.as_run.prototxt") as f:
+        text = f.read()
+    for k in range(1, 16):
+        cut = len(text) * k // 16
+        write(tmp_path, "cut.prototxt", text[:cut])
+        run = cli("cut.prototxt", "--input", "data=2x3x227x227", "--input", "label=2")
+        assert "Traceback" not in run.stderr
+        assert run.returncode in (0, 2), (cut, run.stderr)
+        if run.returncode == 2:
+            refused(run)
