@@ -207,16 +207,14 @@ def _parse_failure(path, text, failures):
         detail = detail.split(" : ", 1)[-1]
     fix = _parse_fix(detail, _line_text(text, line))
     if schema != "bvlc" and ("has no field named" in detail or "should not have multiple" in detail):
-        detail += f" (read with the {schema} fork's caffe.proto, the one that came furthest)"
+        detail = f"{detail.rstrip('.')} in the {schema} fork's caffe.proto, which read furthest of those protoaudit knows"
     layer = layer_at(_outline(text, path, until=line), line) if line else None
     return InputError(detail, file=path, line=line, layer=layer.label if layer else None, fix=fix)
 
 
-FORK_FIELD_FIX = (
-    "check the spelling against caffe.proto; protoaudit reads BVLC Caffe, caffe-segnet and "
-    "ducha-aiki's fork, so a field of another fork means a layer it cannot size: replace that layer "
-    "with BVLC layers, or cut the net before it and let an Input layer stand for what came before"
-)
+WAY_OUT = "replace that layer with BVLC layers, or cut the net before it and let an Input layer stand for what came before"
+FORK_FIELD_FIX = ("check the spelling against caffe.proto; protoaudit reads BVLC Caffe, caffe-segnet and "
+                  "ducha-aiki's fork, so a field of another fork means a layer it cannot size: " + WAY_OUT)
 
 
 def _parse_fix(detail, line_text):
@@ -226,6 +224,8 @@ def _parse_fix(detail, line_text):
     if "has no field named" in detail or "should not have multiple" in detail:
         return FORK_FIELD_FIX
     if "Enum type" in detail and "has no value named" in detail:
+        if "LayerType" in detail:  # a V1 net's `type: NAME`: a layer no schema protoaudit reads has
+            return "a layer type of another Caffe fork, which protoaudit cannot size: " + WAY_OUT
         return "use one of the values caffe.proto lists for that field"
     if "out of range" in detail:
         return "use a value the field's type in caffe.proto holds (pad, kernel_size, stride... are unsigned)"
