@@ -256,7 +256,7 @@ class _Builder:
         node.memory_after = self.memory * 4
         node.loss_weights = _loss_weights(impl, lp, len(tops))
         self._add_params(node, impl)
-        need_backward |= any(p.lr_mult != 0 for p in node.params)
+        need_backward |= any(p.need_backward for p in node.params)
         node.need_backward = need_backward
         if need_backward:
             for index in node.tops:
@@ -269,12 +269,14 @@ class _Builder:
         if len(lp.param) > len(shapes):
             raise InputError(f"gives {len(lp.param)} param specs but the layer has {len(shapes)} parameter blobs",
                              fix="remove the extra param { } entries")
+        own = impl.param_specs()
         for k, shape in enumerate(shapes):
             spec = lp.param[k] if k < len(lp.param) else None
             p = ParamBlob(tuple(int(d) for d in shape))
-            if spec is not None:
-                p.name, p.lr_mult, p.decay_mult = spec.name, spec.lr_mult, spec.decay_mult
-            p.need_backward = p.lr_mult != 0
+            # Net::Init reads the net's copy for need-backward; the solver, the layer's own copy
+            p.need_backward = (spec.lr_mult if spec is not None else 1.0) != 0
+            if k < len(own):
+                p.name, p.lr_mult, p.decay_mult = own[k].name, own[k].lr_mult, own[k].decay_mult
             if p.name and p.name in self.param_owner:
                 owner_layer, owner_k = self.param_owner[p.name]
                 owner = self.layers[owner_layer].params[owner_k] if owner_layer < len(self.layers) else node.params[owner_k]

@@ -1,7 +1,8 @@
 """Element-wise (neuron) layers: NeuronLayer's one bottom and one top of the bottom's shape."""
 import numpy as np
 
-from .base import Layer, legacy_shape, refuse_in_place, register
+from .. import touch
+from .base import Layer, count, legacy_shape, refuse_in_place, register
 
 
 class Neuron(Layer):
@@ -12,8 +13,19 @@ class Neuron(Layer):
         return [tuple(bottoms[0])]
 
 
-register("ReLU", "Sigmoid", "TanH", "BNLL", "ELU", "Power", "Threshold", "Clip", "Swish", "Dropout")(
+register("ReLU", "Sigmoid", "TanH", "BNLL", "ELU", "Power", "Threshold", "Clip", "Swish")(
     type("Elementwise", (Neuron,), {"__doc__": "Same shape out as in; no checks in Caffe's setup."}))
+
+
+@register("Dropout")
+class Dropout(Neuron):
+    def touches(self, run):
+        """Training draws a mask of uint32, one per bottom element (rand_vec_). The CPU forward
+        takes the mask as mutable before it checks the phase, so there a test net allocates it too."""
+        t = super().touches(run)
+        if run.phase == "TRAIN" or run.mode == "cpu":
+            t.append(touch.buffer("rand_vec_", count(run.bottoms[0]), "forward", per_sample=True))
+        return t
 
 
 @register("AbsVal")
@@ -49,3 +61,14 @@ class PReLU(Neuron):
         if self.lp.prelu_param.channel_shared:
             return [()]
         return [(legacy_shape(self, bottoms[0])[1],)]
+
+    def touches(self, run):
+        """multiplier_ (one image) is set at setup; in place, forward copies the bottom into
+        bottom_memory_; the GPU backward stages the slope gradient in backward_buff_."""
+        per_image = count(run.bottoms[0], 1)
+        t = super().touches(run) + [touch.buffer("multiplier_", per_image, "setup", per_sample=False)]
+        if run.in_place[0]:
+            t.append(touch.buffer("bottom_memory_", count(run.bottoms[0]), "forward", per_sample=True))
+        if run.mode == "gpu":
+            t.append(touch.buffer("backward_buff_", per_image, "backward", per_sample=False))
+        return t

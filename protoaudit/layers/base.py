@@ -5,6 +5,7 @@ build context, and answers for that layer alone; the net driver (`protoaudit.net
 """
 from dataclasses import dataclass, field
 
+from .. import touch
 from ..errors import InputError
 
 REGISTRY = {}
@@ -63,6 +64,28 @@ class Layer:
 
     def allow_force_backward(self, bottom_index):
         return True
+
+    def param_specs(self):
+        """The ParamSpecs the layer keeps for its own blobs (Caffe's layer_param_), which the
+        solver's learning rates come from. Call after param_shapes."""
+        return self.lp.param
+
+    # --- what it touches (see protoaudit.touch) --------------------------------------------
+    def touches(self, run):
+        """Everything the layer touches, by stage. The default is a plain layer: params filled at
+        setup; bottoms read and tops written forward; backward reads the top diffs and writes the
+        diffs Net::Init asked for. Layers add their private buffers and Caffe's quirks."""
+        t = [touch.param(k, "data", "setup") for k in range(run.num_params)]
+        t += [touch.bottom(j, "data", "forward") for j in range(len(run.bottoms))]
+        t += [touch.top(j, "data", "forward") for j in range(len(run.tops))]
+        t += [touch.top(j, "diff", "backward") for j in range(len(run.tops))]
+        t += [touch.bottom(j, "diff", "backward") for j, down in enumerate(run.propagate_down) if down]
+        t += [touch.param(k, "diff", "backward") for k, down in enumerate(run.param_propagate_down) if down]
+        return t
+
+    def shares(self):
+        """(top, bottom, part) triples: tops whose data or diff is the bottom's (ShareData/ShareDiff)."""
+        return []
 
     # --- helpers for subclasses -----------------------------------------------------------
     def fail(self, message, fix=None):

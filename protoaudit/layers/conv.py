@@ -1,6 +1,7 @@
 """Convolution, Deconvolution and Im2col: BaseConvolutionLayer's geometry (N-D, groups, dilation)."""
 from dataclasses import dataclass
 
+from .. import touch
 from .base import Layer, canonical_axis, count, register
 
 
@@ -100,6 +101,58 @@ class _ConvolutionBase(Layer):
             weight = (num_output, channels // group) + geo.kernel
         return [weight, (num_output,)] if self.param.bias_term else [weight]
 
+    # --- what it allocates ------------------------------------------------------------------
+    def uses_cudnn(self, run):
+        """Caffe's layer factory: cuDNN in a cuDNN build unless the layer asks for CAFFE or dilates."""
+        geo = geometry(self, self.param, run.bottoms[0])
+        return (run.mode == "gpu" and run.engine == "cudnn" and self.param.engine != 1
+                and all(d == 1 for d in geo.dilation))
+
+    def touches(self, run):
+        geo, channels, num_output, group = self._setup(run.bottoms)
+        top_spatial = count(run.tops[0], geo.axis + 1)
+        one_by_one = all(k == 1 for k in geo.kernel) and all(s == 1 for s in geo.stride) and not any(geo.pad)
+        t = [touch.param(k, "data", "setup") for k in range(run.num_params)]
+        if self.param.bias_term:  # set to ones in Reshape
+            t.append(touch.buffer("bias_multiplier_", top_spatial, "setup", per_sample=False))
+        t += [touch.bottom(j, "data", "forward") for j in range(len(run.bottoms))]
+        t += [touch.top(j, "data", "forward") for j in range(len(run.tops))]
+        t += [touch.top(j, "diff", "backward") for j in range(len(run.tops))]
+        t.append(touch.param(0, "diff", "backward"))  # taken as mutable before any check
+        if self.param.bias_term and run.param_propagate_down[1]:
+            t.append(touch.param(1, "diff", "backward"))
+        t += [touch.bottom(j, "diff", "backward") for j in range(len(run.bottoms))]  # likewise
+        if self.uses_cudnn(run):
+            return t + [self.workspace(run, geo, channels, num_output, group)]
+        return t + self.col_buffer_touches(run, geo, channels, num_output, one_by_one)
+
+    def col_buffer_touches(self, run, geo, channels, num_output, one_by_one):
+        """The im2col buffer, for one image: (C_in * prod(kernel)) x prod(out spatial) floats.
+
+        The forward GEMM skips it for a 1x1, stride-1, unpadded kernel, but the backward-data GEMM
+        takes it as mutable before that check, so such a layer allocates it in backward."""
+        spatial = run.bottoms[0][geo.axis + 1:]
+        elements = channels * count(geo.kernel) * count(geo.conv_out(spatial))
+        col = lambda stage: touch.buffer("col_buffer_", elements, stage, per_sample=False)  # noqa: E731
+        if not one_by_one:
+            return [col("forward")]
+        return [col("backward")] if any(run.propagate_down) else []
+
+    def workspace(self, run, geo, channels, num_output, group):
+        """cuDNN's workspace: max of the forward, backward-data and backward-filter algorithms'
+        needs, each picked under Caffe's 8 MiB limit, times group times 3 streams. protoaudit
+        takes a GEMM algorithm's need (one group's im2col for one image) capped at the limit."""
+        spatial = run.bottoms[0][geo.axis + 1:]
+        out = geo.deconv_out(spatial) if self.transposed else geo.conv_out(spatial)
+        per_group = (channels // group) * count(geo.kernel) * count(out if not self.transposed else spatial) * 4
+        per_group = min(per_group, CUDNN_WORKSPACE_LIMIT)
+        return touch.buffer("workspace", per_group * group * CUDNN_STREAMS_PER_GROUP // 4, "setup",
+                            per_sample=False, kind="workspace")
+
+
+CUDNN_WORKSPACE_LIMIT = 8 * 1024 * 1024  # cudnn_conv_layer.cpp: workspace_limit_bytes
+CUDNN_STREAMS_PER_GROUP = 3
+
 
 @register("Convolution")
 class Convolution(_ConvolutionBase):
@@ -109,6 +162,13 @@ class Convolution(_ConvolutionBase):
 @register("Deconvolution")
 class Deconvolution(_ConvolutionBase):
     transposed = True
+
+    def col_buffer_touches(self, run, geo, channels, num_output, one_by_one):
+        """Deconvolution's forward is convolution's backward-data GEMM: its column buffer,
+        (C_out * prod(kernel)) x prod(in spatial) floats for one image, is taken even for 1x1."""
+        spatial = run.bottoms[0][geo.axis + 1:]
+        elements = num_output * count(geo.kernel) * count(spatial)
+        return [touch.buffer("col_buffer_", elements, "forward", per_sample=False)]
 
 
 @register("Im2col")

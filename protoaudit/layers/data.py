@@ -4,6 +4,7 @@ A dataset reader's image size often lives in the dataset, which protoaudit never
 layer asks for `--input`. What the prototxt does state (batch_size, crop_size, new_height/new_width,
 is_color) is used, and `--batch` replaces the batch size.
 """
+from .. import touch
 from .base import Layer, register
 
 
@@ -146,6 +147,10 @@ class Input(DataSource):
             return tops
         return [self.override(j, tuple(s.dim)) for j, s in enumerate(once_or_per_top(self, shapes, "shape"))]
 
+    def touches(self, run):
+        """Input's forward does nothing: its tops are allocated when a consumer first reads them."""
+        return []
+
 
 @register("DummyData")
 class DummyData(DataSource):
@@ -168,6 +173,10 @@ class DummyData(DataSource):
         else:
             shapes = [tuple(s.dim) for s in once_or_per_top(self, p.shape, "shape")]
         return [self.override(j, shape) for j, shape in enumerate(shapes)]
+
+    def touches(self, run):
+        """LayerSetUp runs one forward to fill the constant tops: every top is allocated at setup."""
+        return [touch.top(j, "data", "setup") for j in range(len(run.tops))]
 
 
 @register("Python")

@@ -1,4 +1,5 @@
 """Fully connected layers: InnerProduct and Embed."""
+from .. import touch
 from .base import Layer, canonical_axis, count, register
 
 
@@ -22,6 +23,14 @@ class InnerProduct(Layer):
         p = self.lp.inner_product_param
         weight = (k, n) if p.transpose else (n, k)
         return [weight, (n,)] if p.bias_term else [weight]
+
+    def touches(self, run):
+        """bias_multiplier_ has one entry per row (the batch and the axes before `axis`)."""
+        t = super().touches(run)
+        if self.lp.inner_product_param.bias_term:
+            axis = canonical_axis(self, self.lp.inner_product_param.axis, len(run.bottoms[0]))
+            t.append(touch.buffer("bias_multiplier_", count(run.bottoms[0], 0, axis), "setup", per_sample=True))
+        return t
 
 
 @register("Embed")

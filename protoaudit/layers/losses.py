@@ -1,5 +1,7 @@
 """Loss layers (a scalar top, loss weight 1 by default) and Accuracy."""
+from .. import touch
 from .base import Layer, canonical_axis, count, legacy_shape, register
+from .normalization import softmax_buffers
 
 
 class Loss(Layer):
@@ -51,6 +53,22 @@ class SoftmaxWithLoss(Loss):
         tops = super().reshape(bottoms)
         return tops + [tuple(bottoms[0])] if len(self.lp.top) > 1 else tops
 
+    def touches(self, run):
+        """The inner Softmax's top prob_ (the bottom's size; a second top shares it) and its
+        buffers; SetLossWeights fills prob_'s diff at setup. On the GPU the forward pass borrows
+        the bottom's diff as scratch, so even a forward-only (test) net allocates it."""
+        shape = run.bottoms[0]
+        t = [x for x in super().touches(run) if not (x.what == "top" and x.index == 1)]
+        t += softmax_buffers(self, shape)
+        t.append(touch.buffer("prob_.diff", count(shape), "setup", per_sample=True))
+        if len(run.tops) > 1:
+            t.append(touch.top(1, "data", "forward"))
+        else:
+            t.append(touch.buffer("prob_", count(shape), "forward", per_sample=True))
+        if run.mode == "gpu":
+            t.append(touch.bottom(0, "diff", "forward"))
+        return t
+
 
 @register("EuclideanLoss")
 class EuclideanLoss(Loss):
@@ -61,12 +79,24 @@ class EuclideanLoss(Loss):
         self.check(count(bottoms[0], 1) == count(bottoms[1], 1),
                    f"inputs must have the same dimension: {bottoms[0]} vs {bottoms[1]}")
 
+    def touches(self, run):
+        return super().touches(run) + [touch.buffer("diff_", count(run.bottoms[0]), "forward", per_sample=True)]
+
 
 @register("SigmoidCrossEntropyLoss")
 class SigmoidCrossEntropyLoss(Loss):
     def check_bottoms(self, bottoms):
         self.check(count(bottoms[0]) == count(bottoms[1]),
                    "SigmoidCrossEntropyLoss needs inputs of the same count")
+
+    def touches(self, run):
+        """The inner Sigmoid's output (the bottom's size); the GPU forward borrows both bottoms'
+        diffs as scratch."""
+        t = super().touches(run)
+        t.append(touch.buffer("sigmoid_output_", count(run.bottoms[0]), "forward", per_sample=True))
+        if run.mode == "gpu":
+            t += [touch.bottom(0, "diff", "forward"), touch.bottom(1, "diff", "forward")]
+        return t
 
 
 register("HingeLoss")(type("HingeLoss", (Loss,), {"__doc__": "LossLayer's checks only."}))
@@ -122,6 +152,19 @@ class ContrastiveLoss(Loss):
     def allow_force_backward(self, bottom_index):
         return bottom_index != 2
 
+    def touches(self, run):
+        """diff_ and diff_sq_ (N x C), dist_sq_ (N) and summer_vec_ (C, ones at setup); the CPU
+        forward leaves diff_sq_ untouched."""
+        n, c = run.bottoms[0][0], count(run.bottoms[0], 1)
+        t = super().touches(run) + [
+            touch.buffer("summer_vec_", c, "setup", per_sample=False),
+            touch.buffer("diff_", n * c, "forward", per_sample=True),
+            touch.buffer("dist_sq_", n, "forward", per_sample=True),
+        ]
+        if run.mode == "gpu":
+            t.append(touch.buffer("diff_sq_", n * c, "forward", per_sample=True))
+        return t
+
 
 @register("Accuracy")
 class Accuracy(Layer):
@@ -144,3 +187,9 @@ class Accuracy(Layer):
         elif len(self.lp.top) > 1:
             tops.append((bottoms[0][axis],))
         return tops
+
+    def touches(self, run):
+        t = super().touches(run)
+        if len(run.tops) > 1:
+            t.append(touch.buffer("nums_buffer_", count(run.tops[1]), "forward", per_sample=False))
+        return t

@@ -3,7 +3,8 @@ import math
 
 import numpy as np
 
-from .base import Layer, register
+from .. import touch
+from .base import Layer, count, register
 
 MAX, AVE, STOCHASTIC = 0, 1, 2
 CEIL, FLOOR = 0, 1
@@ -78,6 +79,18 @@ class Pooling(Layer):
         w = pooled_size(self, shape[3], kernel[1], stride[1], pad[1], p.round_mode)
         top = (shape[0], shape[1], h, w)
         return [top] * max(1, len(self.lp.top))
+
+    def touches(self, run):
+        """MAX pooling keeps each output's argmax in max_idx_ (int32) unless a second top holds the
+        mask (Caffe's engine even in cuDNN builds); STOCHASTIC keeps rand_idx_ in training.
+        Backward reads only the first top's diff."""
+        t = [x for x in super().touches(run) if not (x.what == "top" and x.part == "diff" and x.index > 0)]
+        pool = self.lp.pooling_param.pool
+        if pool == 0 and len(run.tops) == 1:
+            t.append(touch.buffer("max_idx_", count(run.tops[0]), "forward", per_sample=True))
+        elif pool == 2 and run.phase == "TRAIN":
+            t.append(touch.buffer("rand_idx_", count(run.tops[0]), "forward", per_sample=True))
+        return t
 
 
 @register("SPP")

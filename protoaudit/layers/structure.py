@@ -1,6 +1,7 @@
 """Layers that move, split, join or select data without learning: Split, Concat, Slice, Eltwise,
 Flatten, Reshape, Crop, Tile, Reduction, ArgMax, Filter, BatchReindex, Parameter, Silence,
 HDF5Output."""
+from .. import touch
 from .base import Layer, canonical_axis, count, refuse_in_place, register
 
 
@@ -12,6 +13,10 @@ class Split(Layer):
     def reshape(self, bottoms):
         refuse_in_place(self)  # each Split top keeps its own diff
         return [tuple(bottoms[0])] * len(self.lp.top)
+
+    def shares(self):
+        """Every top is the bottom's data (ShareData); each keeps a diff of its own."""
+        return [(j, 0, "data") for j in range(len(self.lp.top))]
 
 
 @register("Concat")
@@ -38,6 +43,10 @@ class Concat(Layer):
                            f"{axis}: bottom 0 is {tuple(first)}, bottom {i} is {tuple(shape)}")
             total += shape[axis]
         return [tuple(first[:axis]) + (total,) + tuple(first[axis + 1:])]
+
+    def shares(self):
+        """With a single bottom Caffe shares its data and diff instead of copying."""
+        return [(0, 0, "data"), (0, 0, "diff")] if len(self.lp.bottom) == 1 else []
 
 
 @register("Slice")
@@ -72,6 +81,10 @@ class Slice(Layer):
             sizes = [size // n] * n
         return [tuple(shape[:axis]) + (s,) + tuple(shape[axis + 1:]) for s in sizes]
 
+    def shares(self):
+        """With a single top Caffe shares the bottom's data and diff instead of copying."""
+        return [(0, 0, "data"), (0, 0, "diff")] if len(self.lp.top) == 1 else []
+
 
 @register("Eltwise")
 class Eltwise(Layer):
@@ -88,6 +101,13 @@ class Eltwise(Layer):
                        fix="Eltwise needs bottoms of identical shape")
         return [tuple(bottoms[0])]
 
+    def touches(self, run):
+        """MAX keeps the index of each output's winning bottom (max_idx_, int32)."""
+        t = super().touches(run)
+        if self.lp.eltwise_param.operation == 2:
+            t.append(touch.buffer("max_idx_", count(run.tops[0]), "forward", per_sample=True))
+        return t
+
 
 @register("Flatten")
 class Flatten(Layer):
@@ -101,6 +121,9 @@ class Flatten(Layer):
         start = canonical_axis(self, p.axis, len(shape))
         end = canonical_axis(self, p.end_axis, len(shape))
         return [tuple(shape[:start]) + (count(shape, start, end + 1),) + tuple(shape[end + 1:])]
+
+    def shares(self):
+        return [(0, 0, "data"), (0, 0, "diff")]
 
 
 @register("Reshape")
@@ -133,6 +156,9 @@ class Reshape(Layer):
                    f"output count {count(top)} of {tuple(top)} must match input count {count(shape)} of {shape}")
         return [tuple(top)]
 
+    def shares(self):
+        return [(0, 0, "data"), (0, 0, "diff")]
+
 
 @register("Crop")
 class Crop(Layer):
@@ -156,6 +182,13 @@ class Crop(Layer):
                        f"invalid crop on axis {i}: {big[i]} - offset {offset} is smaller than {small[i]}")
             top[i] = small[i]
         return [tuple(top)]
+
+    def touches(self, run):
+        """Reshape fills three int vectors of one entry per axis (offsets, src_strides_,
+        dest_strides_); backward zeroes the bottom's diff before copying into it."""
+        t = super().touches(run)
+        return t + [touch.buffer(name, len(run.bottoms[0]), "setup", per_sample=False)
+                    for name in ("offsets", "src_strides_", "dest_strides_")]
 
 
 @register("Tile")

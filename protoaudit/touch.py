@@ -1,0 +1,55 @@
+"""What a layer touches when Caffe sets it up, runs it forward and runs it backward.
+
+Caffe allocates a buffer the first time it is touched and never frees it, so a layer's memory is
+described by what it touches: blobs it shares with the net (its bottoms' and tops' data and diffs,
+its parameters) by reference, and its private buffers by size. Each layer class lists its touches
+(`Layer.touches`); `protoaudit.memory` turns them into allocations.
+"""
+from dataclasses import dataclass
+
+STAGES = ("setup", "forward", "backward")
+
+
+@dataclass(frozen=True)
+class Touch:
+    stage: str  # setup | forward | backward
+    what: str  # bottom | top | param | buffer
+    index: int = 0  # which bottom, top or param
+    part: str = "data"  # data | diff (for blobs and params)
+    name: str = ""  # a private buffer's name, as in Caffe's source (col_buffer_, max_idx_, ...)
+    elements: int = 0
+    itemsize: int = 4
+    per_sample: bool = False  # does it grow with the batch
+    kind: str = "layer buffer"  # layer buffer | workspace | prefetch
+
+
+def bottom(j, part, stage):
+    return Touch(stage, "bottom", j, part)
+
+
+def top(j, part, stage):
+    return Touch(stage, "top", j, part)
+
+
+def param(k, part, stage):
+    return Touch(stage, "param", k, part)
+
+
+def buffer(name, elements, stage, *, per_sample, itemsize=4, kind="layer buffer"):
+    return Touch(stage, "buffer", name=name, elements=int(elements), itemsize=itemsize,
+                 per_sample=per_sample, kind=kind)
+
+
+@dataclass
+class Run:
+    """How a layer runs in this audit: the build (engine, mode) and its flags from Net::Init."""
+
+    mode: str  # gpu | cpu (Caffe's solver_mode)
+    engine: str  # caffe | cudnn
+    phase: str  # TRAIN | TEST (the layer's)
+    bottoms: list  # shapes
+    tops: list  # shapes
+    in_place: list  # per top: is it its bottom's blob
+    propagate_down: list  # per bottom: does backward write its diff (bottom_need_backward)
+    param_propagate_down: list  # per param: does backward write its diff
+    num_params: int
