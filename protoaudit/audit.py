@@ -1,18 +1,88 @@
-"""The public entry point: `audit(path, **options)` builds every net a file stands for."""
+"""The public entry point: `audit(path, **options)`: the nets a file stands for, built, and every
+allocation Caffe would make for them, held at once as `caffe train` (or the chosen run) holds them."""
 from dataclasses import dataclass, field
 
 from .errors import InputError
+from .memory import Buffer, host_objects, net_buffers, runs_backward
 from .net import build
 from .nets import net_specs
 from .options import INT_MAX, parse_batch
 
+ENGINES = ("caffe", "cudnn")
+MODES = ("gpu", "cpu")
+# The CUDA context and library handles: device memory Caffe holds before its first buffer. The
+# default is read off users' nvidia-smi figures (see README, "The CUDA context").
+DEFAULT_CONTEXT_BYTES = 300 * 2**20
+
+
+@dataclass
+class NetAudit:
+    """One net of the audit, with how it runs (forward only or not) and what it allocates."""
+
+    net: object
+    role: str  # train | test | net
+    forward_only: bool
+    buffers: list  # Buffer, for the audit's engine and mode
+
+    @property
+    def name(self):
+        return self.net.name
+
+    @property
+    def phase(self):
+        return self.net.phase
+
+    @property
+    def batch(self):
+        return net_batch(self.net)
+
+    def device_bytes(self):
+        return sum(b.bytes for b in self.buffers if b.device == "device")
+
+    def total_bytes(self):
+        return sum(b.bytes for b in self.buffers)
+
 
 @dataclass
 class Audit:
-    """What protoaudit found for one file: the nets Caffe would build, in Caffe's order."""
+    """What protoaudit found for one file: the nets, the solver's state, and the totals."""
 
     path: str
-    nets: list = field(default_factory=list)
+    mode: str
+    engine: str
+    solver_type: str  # a Caffe solver type, or "none"
+    iter_size: int
+    nets: list = field(default_factory=list)  # NetAudit
+    extra: list = field(default_factory=list)  # Buffer: solver history, the CUDA context
+    other_engine_total: int = None  # the same run's total under the other engine (gpu mode)
+
+    @property
+    def buffers(self):
+        return [b for n in self.nets for b in n.buffers] + self.extra
+
+    @property
+    def total_bytes(self):
+        """Everything audited that counts against the budget: device bytes on the GPU, all on the CPU."""
+        return sum(b.bytes for b in self.buffers if self.mode == "cpu" or b.device == "device")
+
+    @property
+    def batch(self):
+        return self.nets[0].batch if self.nets else None
+
+    @property
+    def train(self):
+        return next((n for n in self.nets if n.role in ("train", "net")), None)
+
+
+def net_batch(net):
+    """The batch of a net: the first dimension of its first data source's first top."""
+    for index in net.inputs:
+        if net.blobs[index].shape:
+            return net.blobs[index].shape[0]
+    for node in net.layers:
+        if getattr(node.impl, "data_source", False) and node.top_shapes and node.top_shapes[0]:
+            return node.top_shapes[0][0]
+    return None
 
 
 def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, schema=None):
@@ -45,6 +115,88 @@ def _check_sizes(net):
                 )
 
 
-def audit(path, **options):
-    """Build the nets of `path` (a net or solver prototxt); see the CLI for the options."""
-    return Audit(path, build_nets(path, **options))
+def _check_choice(name, value, choices):
+    if value not in choices:
+        raise InputError(f"--{name} {value}: choose one of {', '.join(choices)}")
+
+
+def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, test_batch=None,
+          mode="gpu", engine="caffe", solver_type=None, inference=False, context=None, schema=None,
+          compare_engines=True):
+    """Audit `path` (a net or solver prototxt) as Caffe would run it.
+
+    A net file stands for what `caffe train` holds at once: its TRAIN net (forward, backward, the
+    solver's state) and, if the file has TEST-phase layers, its TEST net (forward only, sharing the
+    train net's weights). `phase` keeps one net; `solver_type="none"` runs a bare net forward and
+    backward as pycaffe does; `inference` runs forward only. `batch` replaces the batch of every
+    data source of the train (or only) net, `test_batch` that of the test nets.
+    """
+    _check_choice("mode", mode, MODES)
+    _check_choice("engine", engine, ENGINES)
+    if mode == "cpu":
+        engine = "caffe"  # Caffe's CPU code has no cuDNN
+    nets = _nets_to_audit(path, phase, stages, level, inputs, batch, test_batch, schema, inference)
+    from .solver import solver_buffers, solver_type_of
+    solver = next((n.solver for n in nets if n.solver is not None), None)
+    if inference or solver_type == "none":
+        kind = "none"
+    elif solver_type:
+        kind = solver_type_of(None, solver_type)
+    elif solver is not None:
+        kind = solver_type_of(solver)
+    else:
+        kind = "SGD"
+    regularization = solver.regularization_type if solver is not None else "L2"
+    result = Audit(path, mode, engine, kind, solver.iter_size if solver is not None else 1)
+    result.nets = _net_audits(nets, mode, engine, kind, inference)
+    train = result.train
+    if kind != "none" and train is not None:
+        result.extra += solver_buffers(train.net, kind, mode=mode, regularization=regularization)
+    if mode == "gpu":
+        size = DEFAULT_CONTEXT_BYTES if context is None else int(context)
+        if size:
+            result.extra.append(Buffer("process", "(CUDA)", "CUDA context and library handles", "context",
+                                       size, 1, "setup", False))
+        if compare_engines:
+            other = "cudnn" if engine == "caffe" else "caffe"
+            others = _net_audits(nets, mode, other, kind, inference)
+            result.other_engine_total = (sum(n.device_bytes() for n in others)
+                                         + sum(b.bytes for b in result.extra if b.device == "device"))
+    return result
+
+
+def _nets_to_audit(path, phase, stages, level, inputs, batch, test_batch, schema, inference):
+    if inference:
+        return build_nets(path, phase=phase or "TEST", stages=stages, level=level, inputs=inputs,
+                          batch=batch, schema=schema)[:1]
+    nets = build_nets(path, phase=phase, stages=stages, level=level, inputs=inputs, batch=batch, schema=schema)
+    if nets and nets[0].role == "net" and phase is None:
+        test = build_nets(path, phase="TEST", stages=stages, level=level, inputs=inputs,
+                          batch=test_batch or batch, schema=schema)[0]
+        if [n.name for n in test.layers] != [n.name for n in nets[0].layers]:
+            test.role = "test"
+            nets[0].role = "train"
+            nets.append(test)
+    elif test_batch is not None:
+        nets = [n for n in nets if n.role != "test"] + [
+            n for n in build_nets(path, phase="TEST", stages=stages, level=level, inputs=inputs,
+                                  batch=test_batch, schema=schema) if n.role == "test"]
+    return nets
+
+
+def _net_audits(nets, mode, engine, kind, inference):
+    """Each net's buffers: the train net forward and backward (plus ClearParamDiffs under a
+    solver), a solver's test nets forward only on the train net's weights."""
+    out = []
+    train = next((n for n in nets if n.role in ("train", "net")), None)
+    shared = {layer.name for layer in train.layers if layer.params} if train is not None else set()
+    for k, net in enumerate(nets):
+        is_test = net.role == "test" and train is not None and not inference
+        label = net.role if net.role != "test" else f"test#{k}" if len(nets) > 2 else "test"
+        forward_only = inference or is_test or (net.role == "net" and net.phase == "TEST" and kind != "none")
+        backward = not forward_only and runs_backward(net)
+        buffers = net_buffers(net, mode=mode, engine=engine, backward=backward, label=label,
+                              shared_params=shared if is_test else None)
+        buffers.append(host_objects(net, label))
+        out.append(NetAudit(net, net.role, not backward, buffers))
+    return out

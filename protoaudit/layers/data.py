@@ -5,7 +5,7 @@ layer asks for `--input`. What the prototxt does state (batch_size, crop_size, n
 is_color) is used, and `--batch` replaces the batch size.
 """
 from .. import touch
-from .base import Layer, register
+from .base import Layer, count, register
 
 
 class DataSource(Layer):
@@ -41,8 +41,19 @@ class DataSource(Layer):
         return self.lp.transform_param.crop_size
 
 
+class Prefetching(DataSource):
+    """BasePrefetchingDataLayer: a reader thread fills `data_param.prefetch` batches (default 4) of
+    every top at setup, on the device in GPU mode (with host copies, which do not count there)."""
+
+    def touches(self, run):
+        t = super().touches(run)
+        batches = self.lp.data_param.prefetch
+        return t + [touch.buffer(f"prefetch[{batches}].{self.lp.top[j]}", batches * count(shape), "setup",
+                                 per_sample=True, kind="prefetch") for j, shape in enumerate(run.tops)]
+
+
 @register("Data")
-class Data(DataSource):
+class Data(Prefetching):
     min_tops = 1
     max_tops = 2
 
@@ -51,7 +62,7 @@ class Data(DataSource):
 
 
 @register("ImageData")
-class ImageData(DataSource):
+class ImageData(Prefetching):
     """Images decoded in colour (3 channels) or grey (1), resized to new_height x new_width when
     given, then cropped to crop_size; the label top is always there."""
 
@@ -78,7 +89,7 @@ class ImageData(DataSource):
 
 
 @register("WindowData")
-class WindowData(DataSource):
+class WindowData(Prefetching):
     """Windows warped to transform_param's crop_size. The channel count is the window file's, and
     the images are always decoded in colour, so a working window file says 3."""
 

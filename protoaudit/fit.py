@@ -1,0 +1,110 @@
+"""Does it fit a card, and what batch would: the answer to `--gpu-mem`.
+
+The largest batch is found by auditing the net again at each candidate batch (shapes re-inferred),
+never by scaling a total: nets that hard-code a dimension do not grow linearly.
+"""
+import math
+import re
+from dataclasses import dataclass
+
+from .errors import InputError
+
+UNITS = {"": 1, "B": 1, "K": 2**10, "KIB": 2**10, "KB": 10**3, "M": 2**20, "MIB": 2**20, "MB": 10**6,
+         "G": 2**30, "GIB": 2**30, "GB": 10**9, "T": 2**40, "TIB": 2**40, "TB": 10**12}
+MAX_BATCH = 1 << 20
+
+
+def parse_size(text):
+    """`8G`, `8GiB`, `11.5G`, `8000M`, `8GB`: G means GiB unless GB is written."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", str(text))
+    unit = m.group(2).upper() if m else None
+    if not m or unit not in UNITS:
+        raise InputError(f"--gpu-mem {text}: not a size", fix="write it like 8G, 8GiB, 11.5G, 8000M or 8GB")
+    size = int(float(m.group(1)) * UNITS[unit])
+    if size <= 0:
+        raise InputError(f"--gpu-mem {text}: the size must be positive")
+    return size
+
+
+@dataclass
+class Fit:
+    budget: int
+    total: int
+    fits: bool
+    batch: int  # the audited batch
+    largest_batch: int  # largest that fits (0: not even batch 1); None when the net has no batch
+    effective_batch: int  # batch x iter_size as the prototxt/solver states
+    suggested_batch: int  # a batch that fits and divides the effective batch
+    suggested_iter_size: int
+
+    @property
+    def headroom(self):
+        return self.budget - self.total
+
+
+def check_fit(audit, budget, audit_at):
+    """The verdict for `audit` on a card of `budget` bytes; `audit_at(batch)` re-audits at a batch."""
+    total = audit.total_bytes
+    batch = audit.batch
+    fit = Fit(budget, total, total <= budget, batch, None, None, None, None)
+    if batch is None:
+        return fit
+    totals = {batch: total}
+
+    def total_at(b):
+        if b not in totals:
+            totals[b] = audit_at(b).total_bytes
+        return totals[b]
+
+    fit.largest_batch = largest_batch(total_at, budget, batch)
+    fit.effective_batch = batch * audit.iter_size
+    if fit.largest_batch:
+        fit.suggested_batch, fit.suggested_iter_size = keep_effective_batch(fit.effective_batch, fit.largest_batch)
+    return fit
+
+
+def largest_batch(total_at, budget, known):
+    """The largest batch whose exact audit fits `budget` (0 if batch 1 does not).
+
+    Two audits give a guess (most of a net grows linearly with the batch); exact audits around
+    the guess confirm it, and a bisection takes over where the guess is wrong. Fitting is taken to
+    be monotone in the batch."""
+    fits = lambda b: total_at(b) <= budget  # noqa: E731
+    if not fits(1):
+        return 0
+    other = known * 2 if known > 1 else 2
+    slope = (total_at(other) - total_at(known)) / (other - known)
+    guess = known + math.floor((budget - total_at(known)) / slope) if slope > 0 else MAX_BATCH
+    guess = min(max(guess, 1), MAX_BATCH)
+    if fits(guess):
+        if guess == MAX_BATCH or not fits(guess + 1):
+            return guess
+        low, step = guess + 1, 2
+        while low + step <= MAX_BATCH and fits(low + step):
+            low, step = low + step, step * 2
+        return _bisect(fits, low, min(low + step, MAX_BATCH + 1))
+    if fits(guess - 1):
+        return guess - 1
+    return _bisect(fits, 1, guess - 1)
+
+
+def _bisect(fits, low, high):
+    """The largest fitting batch in [low, high): low fits, high does not (or is past the cap)."""
+    while high - low > 1:
+        mid = (low + high) // 2
+        if fits(mid):
+            low = mid
+        else:
+            high = mid
+    return low
+
+
+def keep_effective_batch(effective, largest):
+    """A batch that fits, with the iter_size that keeps batch x iter_size at `effective`: the largest
+    divisor of `effective` that fits, unless that is far smaller than what fits (then round up)."""
+    if largest >= effective:
+        return effective, 1
+    divisor = max(d for d in range(1, largest + 1) if effective % d == 0)
+    if divisor * 2 > largest:
+        return divisor, effective // divisor
+    return largest, math.ceil(effective / largest)

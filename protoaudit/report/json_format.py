@@ -1,0 +1,60 @@
+"""`--format json`: the audit's facts, machine-readable. The schema is documented in the README and
+kept stable: fields may be added, never renamed or removed."""
+import json
+
+from .. import __version__
+
+SCHEMA_VERSION = 1
+
+
+def buffer_dict(b):
+    return {"owner": b.owner, "kind": b.kind, "elements": b.elements, "itemsize": b.itemsize, "bytes": b.bytes,
+            "touch": b.touch, "per_sample": b.per_sample, "device": b.device}
+
+
+def fit_dict(fit):
+    if fit is None:
+        return None
+    return {"budget_bytes": fit.budget, "total_bytes": fit.total, "fits": fit.fits, "headroom_bytes": fit.headroom,
+            "batch": fit.batch, "largest_batch": fit.largest_batch, "effective_batch": fit.effective_batch,
+            "suggested_batch": fit.suggested_batch, "suggested_iter_size": fit.suggested_iter_size}
+
+
+def to_dict(audit, summary, fit=None):
+    nets = []
+    for net_audit in audit.nets:
+        label = net_audit.buffers[0].net if net_audit.buffers else net_audit.role
+        rows = [r for r in summary.rows if r.net == label]
+        nets.append({
+            "name": net_audit.name,
+            "label": label,
+            "role": net_audit.role,
+            "phase": net_audit.phase,
+            "batch": net_audit.batch,
+            "forward_only": net_audit.forward_only,
+            "total_bytes": summary.by_net.get(label, 0),
+            "memory_required_for_data": net_audit.net.memory_required_for_data,
+            "layers": [{"name": r.name, "type": r.type, "tops": [list(t) for t in r.tops], "bytes": r.total,
+                        "buffers": [buffer_dict(b) for b in r.buffers]} for r in rows],
+        })
+    return {
+        "protoaudit": __version__,
+        "schema": SCHEMA_VERSION,
+        "path": audit.path,
+        "mode": audit.mode,
+        "engine": audit.engine,
+        "solver_type": audit.solver_type,
+        "iter_size": audit.iter_size,
+        "total_bytes": summary.total,
+        "other_engine_total_bytes": audit.other_engine_total,
+        "uncounted_host_bytes": summary.host,
+        "by_kind": summary.by_kind,
+        "by_touch": summary.by_touch,
+        "nets": nets,
+        "extra": [buffer_dict(b) | {"net": b.net} for b in audit.extra],
+        "fit": fit_dict(fit),
+    }
+
+
+def render(audit, summary, fit=None):
+    return json.dumps(to_dict(audit, summary, fit), indent=1)

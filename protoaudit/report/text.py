@@ -1,0 +1,74 @@
+"""The plain terminal report: what runs, the per-layer table, the totals, the verdict."""
+from tabulate import tabulate
+
+from .units import shapes, size
+
+ENGINE_NAMES = {"caffe": "Caffe engine (im2col)", "cudnn": "cuDNN"}
+
+
+def describe(audit):
+    """One sentence: what protoaudit audited, as Caffe would hold it."""
+    parts = []
+    for n in audit.nets:
+        how = "forward only" if n.forward_only else "forward and backward"
+        parts.append(f"the {n.phase} net '{n.name or '(unnamed)'}' (batch {n.batch}, {how})")
+    solver = "no solver" if audit.solver_type == "none" else f"the {audit.solver_type} solver's state"
+    mode = "GPU" if audit.mode == "gpu" else "CPU"
+    return (f"{mode} mode, {ENGINE_NAMES[audit.engine] if audit.mode == 'gpu' else 'CPU code'}: "
+            + ", ".join(parts) + f", with {solver}, held at once.")
+
+
+def layer_table(summary):
+    rows = []
+    for r in summary.rows:
+        rows.append([r.net, r.name, r.type, shapes(r.tops), size(r.columns["params"]) if r.columns["params"] else "",
+                     size(r.columns["data"]) if r.columns["data"] else "",
+                     size(r.columns["diffs"]) if r.columns["diffs"] else "",
+                     size(r.columns["buffers"]) if r.columns["buffers"] else "",
+                     size(r.columns["workspace"]) if r.columns["workspace"] else "",
+                     size(r.total), size(r.cumulative)])
+    head = ["net", "layer", "type", "top shapes", "params", "data", "diffs", "buffers", "workspace", "total",
+            "cumulative"]
+    return tabulate(rows, headers=head, tablefmt="simple", disable_numparse=True)
+
+
+def totals(summary):
+    lines = ["By category:"]
+    lines += [f"  {kind:14s} {size(b):>11s}  {b:>16,} B" for kind, b in summary.by_kind.items()]
+    lines.append("By first touch:")
+    lines += [f"  {touch:14s} {size(b):>11s}  {b:>16,} B" for touch, b in summary.by_touch.items()]
+    lines.append(f"Grows with the batch: {size(summary.per_sample)}; does not: {size(summary.invariant)}")
+    return lines
+
+
+def verdict_lines(fit, audit):
+    if fit is None:
+        return []
+    if fit.fits:
+        lines = [f"FITS a {size(fit.budget)} card: {size(fit.total)} needed, {size(fit.headroom)} to spare."]
+    else:
+        lines = [f"DOES NOT FIT a {size(fit.budget)} card: {size(fit.total)} needed, {size(-fit.headroom)} too much."]
+    if fit.largest_batch is not None:
+        if fit.largest_batch == 0:
+            lines.append("Even batch 1 does not fit.")
+        else:
+            lines.append(f"Largest batch that fits: {fit.largest_batch} (audited at batch {fit.batch}).")
+            if fit.suggested_iter_size and fit.suggested_iter_size > 1:
+                lines.append(f"To keep the effective batch of {fit.effective_batch}: batch {fit.suggested_batch} "
+                             f"with iter_size {fit.suggested_iter_size}.")
+    return lines
+
+
+def render(audit, summary, fit=None, other_engine=None):
+    out = [f"protoaudit: {audit.path}", describe(audit), "", layer_table(summary), ""]
+    out += totals(summary)
+    out.append("")
+    out.append(f"Total: {size(summary.total)} ({summary.total:,} bytes)"
+               + (" on the device" if audit.mode == "gpu" else " of host memory"))
+    if audit.other_engine_total is not None:
+        other = "cudnn" if audit.engine == "caffe" else "caffe"
+        out.append(f"  with {ENGINE_NAMES[other]} instead: {size(audit.other_engine_total)}")
+    for label, figure in summary.caffe_figure.items():
+        out.append(f"Caffe's own 'Memory required for data' ({label} net): {figure:,} bytes ({size(figure)})")
+    out += verdict_lines(fit, audit)
+    return "\n".join(out)

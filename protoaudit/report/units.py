@@ -1,0 +1,19 @@
+"""How sizes and shapes are written for people."""
+
+
+def size(n):
+    """Bytes in binary units with three significant figures: 1.5 GiB, 832 MiB, 4.0 KiB, 12 B."""
+    n = int(n)
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= scale:
+            value = n / scale
+            return f"{value:.3g} {unit}" if abs(value) < 1000 else f"{value:.0f} {unit}"
+    return f"{n} B"
+
+
+def shape(dims):
+    return "x".join(str(d) for d in dims) if dims else "scalar"
+
+
+def shapes(list_of_dims):
+    return ", ".join(shape(d) for d in list_of_dims)

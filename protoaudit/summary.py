@@ -1,0 +1,96 @@
+"""The figures the reports show, computed once from an audit: per-layer rows and totals.
+
+Reports only format these; every sum is made here.
+"""
+from dataclasses import dataclass, field
+
+from .memory import KINDS
+
+# the per-layer table's columns, by buffer kind
+COLUMNS = {
+    "params": ("param data",),
+    "data": ("top data",),
+    "diffs": ("top diff", "param diff"),
+    "buffers": ("layer buffer", "prefetch"),
+    "workspace": ("workspace",),
+}
+TOUCHES = ("setup", "forward", "backward", "solver")
+
+
+@dataclass
+class LayerRow:
+    net: str  # the net's label: train, test, net, ...
+    name: str
+    type: str
+    tops: list  # shapes
+    columns: dict  # column -> bytes
+    total: int
+    cumulative: int
+    buffers: list = field(default_factory=list)  # the Buffers it first touches
+
+
+@dataclass
+class Summary:
+    rows: list
+    by_kind: dict  # kind -> bytes, counted ones only
+    by_touch: dict  # first touch -> bytes
+    by_net: dict  # net label -> bytes
+    total: int
+    host: int  # host bytes not counted (gpu mode)
+    caffe_figure: dict  # net label -> Caffe's "Memory required for data"
+    per_sample: int  # bytes that grow with the batch
+    invariant: int
+
+
+def counted(audit, buffer):
+    return audit.mode == "cpu" or buffer.device == "device"
+
+
+def summarize(audit):
+    rows, running = [], 0
+    for net_audit in audit.nets:
+        label = net_audit.buffers[0].net if net_audit.buffers else net_audit.role
+        by_layer = {}
+        for b in net_audit.buffers:
+            if counted(audit, b):
+                by_layer.setdefault(b.layer, []).append(b)
+        for node in net_audit.net.layers:
+            mine = by_layer.get(node.name, [])
+            columns = {c: sum(b.bytes for b in mine if b.kind in kinds) for c, kinds in COLUMNS.items()}
+            total = sum(b.bytes for b in mine)
+            running += total
+            rows.append(LayerRow(label, node.name, node.type, list(node.top_shapes), columns, total, running, mine))
+        rest = [b for name, bs in by_layer.items() if name not in {n.name for n in net_audit.net.layers} for b in bs]
+        if rest:
+            total = sum(b.bytes for b in rest)
+            running += total
+            rows.append(LayerRow(label, rest[0].layer, "", [], {c: 0 for c in COLUMNS}, total, running, rest))
+    extra = [b for b in audit.extra if counted(audit, b)]
+    for kind in ("history", "param diff", "context"):
+        mine = [b for b in extra if b.kind == kind]
+        if mine:
+            total = sum(b.bytes for b in mine)
+            running += total
+            name = {"history": f"{audit.solver_type} solver state", "param diff": "ClearParamDiffs",
+                    "context": "CUDA context"}[kind]
+            rows.append(LayerRow(mine[0].net, name, "", [], {c: 0 for c in COLUMNS}, total, running, mine))
+    all_counted = [b for b in audit.buffers if counted(audit, b)]
+    by_kind = {k: sum(b.bytes for b in all_counted if b.kind == k) for k in KINDS}
+    by_touch = {}
+    for b in all_counted:
+        key = "test" if b.net.startswith("test") and b.kind != "context" else b.touch
+        by_touch[key] = by_touch.get(key, 0) + b.bytes
+    by_net = {}
+    for b in all_counted:
+        by_net[b.net] = by_net.get(b.net, 0) + b.bytes
+    return Summary(
+        rows=rows,
+        by_kind={k: v for k, v in by_kind.items() if v},
+        by_touch=by_touch,
+        by_net=by_net,
+        total=sum(b.bytes for b in all_counted),
+        host=sum(b.bytes for b in audit.buffers if not counted(audit, b)),
+        caffe_figure={n.buffers[0].net if n.buffers else n.role: n.net.memory_required_for_data for n in audit.nets},
+        per_sample=sum(b.bytes for b in all_counted if b.per_sample),
+        invariant=sum(b.bytes for b in all_counted if not b.per_sample),
+    )
