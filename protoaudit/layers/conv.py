@@ -103,13 +103,18 @@ class _ConvolutionBase(Layer):
 
     # --- what it allocates ------------------------------------------------------------------
     def uses_cudnn(self, run):
-        """Caffe's layer factory: cuDNN in a cuDNN build unless the layer asks for CAFFE or dilates."""
+        """Caffe's layer factory: cuDNN in a cuDNN build unless the layer asks for CAFFE or dilates.
+        caffe-segnet's factory has no cuDNN Deconvolution: there it is always Caffe's."""
+        if self.transposed and self.ctx.schema == "segnet":
+            return False
         geo = geometry(self, self.param, run.bottoms[0])
         return (run.mode == "gpu" and run.engine == "cudnn" and self.param.engine != 1
                 and all(d == 1 for d in geo.dilation))
 
     def touches(self, run):
         geo, channels, num_output, group = self._setup(run.bottoms)
+        if self.ctx.schema == "segnet" and self.uses_cudnn(run):
+            return self.segnet_cudnn_touches(run, geo, channels)
         top_spatial = count(run.tops[0], geo.axis + 1)
         one_by_one = all(k == 1 for k in geo.kernel) and all(s == 1 for s in geo.stride) and not any(geo.pad)
         t = [touch.param(k, "data", "setup") for k in range(run.num_params)]
@@ -137,6 +142,22 @@ class _ConvolutionBase(Layer):
         if not one_by_one:
             return [col("forward")]
         return [col("backward")] if any(run.propagate_down) else []
+
+    def segnet_cudnn_touches(self, run, geo, channels):
+        """caffe-segnet's cuDNN (v2 API) convolution differs from BVLC's: Forward_gpu grows ONE
+        workspace per layer to what the forward algorithm needs, picked under a limit of
+        kh*kw*C_in ints plus a byte (protoaudit takes that limit, less the byte); backward uses
+        none, and writes the weight, bias and bottom diffs only where they are asked for. Its
+        bias_multiplier_ (set on the host in Reshape) never reaches the device."""
+        t = [touch.param(k, "data", "setup") for k in range(run.num_params)]
+        t += [touch.bottom(j, "data", "forward") for j in range(len(run.bottoms))]
+        t += [touch.top(j, "data", "forward") for j in range(len(run.tops))]
+        t.append(touch.buffer("workspace", channels * count(geo.kernel), "forward", per_sample=False,
+                              kind="workspace"))
+        t += [touch.top(j, "diff", "backward") for j in range(len(run.tops))]
+        t += [touch.param(k, "diff", "backward") for k, down in enumerate(run.param_propagate_down) if down]
+        t += [touch.bottom(j, "diff", "backward") for j, down in enumerate(run.propagate_down) if down]
+        return t
 
     def workspace(self, run, geo, channels, num_output, group):
         """cuDNN's workspace: max of the forward, backward-data and backward-filter algorithms'

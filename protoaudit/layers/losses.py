@@ -67,6 +67,10 @@ class SoftmaxWithLoss(Loss):
             t.append(touch.buffer("prob_", count(shape), "forward", per_sample=True))
         if run.mode == "gpu":
             t.append(touch.bottom(0, "diff", "forward"))
+        if self.ctx.schema == "segnet" and self.lp.loss_param.weight_by_label_freqs:
+            # caffe-segnet's class weighting: LayerSetUp copies class_weighting into label_counts_.
+            t.append(touch.buffer("label_counts_", len(self.lp.loss_param.class_weighting), "setup",
+                                  per_sample=False))
         return t
 
 
@@ -190,6 +194,7 @@ class Accuracy(Layer):
 
     def touches(self, run):
         t = super().touches(run)
-        if len(run.tops) > 1:
+        # caffe-segnet's Accuracy counts per class in host std::vectors: it has no nums_buffer_.
+        if len(run.tops) > 1 and self.ctx.schema != "segnet":
             t.append(touch.buffer("nums_buffer_", count(run.tops[1]), "forward", per_sample=False))
         return t

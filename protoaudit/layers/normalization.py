@@ -24,7 +24,8 @@ class LRN(Neuron):
             t += [touch.buffer(name, size, "forward", per_sample=True) for name in inner]
             t += [touch.buffer(name + ".diff", size, "backward", per_sample=True)
                   for name in inner + ("product_input_", "square_input_")]
-        elif not (run.mode == "gpu" and run.engine == "cudnn" and p.engine != 1):
+        # caffe-segnet has no cuDNN LRN: its LRN is always Caffe's.
+        elif not (run.mode == "gpu" and run.engine == "cudnn" and p.engine != 1 and self.ctx.schema != "segnet"):
             t.append(touch.buffer("scale_", size, "forward", per_sample=True))
         return t
 

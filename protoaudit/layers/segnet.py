@@ -3,8 +3,11 @@
 The fork's layers read their bottoms through Blob's legacy accessors (num, channels, height, width:
 a missing axis reads as 1, more than four axes is an error) and always make 4-axis tops.
 """
-from .base import Layer, register
+from .. import touch
+from .base import Layer, count, register
 from .data import DataSource
+
+LEARN = 0  # BNParameter.BNMode
 
 
 def legacy_nchw(layer, shape):
@@ -36,7 +39,7 @@ class BN(Layer):
 
     @property
     def max_tops(self):
-        learn = fork_param(self, "bn_param").bn_mode == 0
+        learn = fork_param(self, "bn_param").bn_mode == LEARN
         return 3 if learn else 1
 
     def reshape(self, bottoms):
@@ -46,6 +49,43 @@ class BN(Layer):
     def param_shapes(self, bottoms):
         c = legacy_nchw(self, bottoms[0])[1]
         return [(1, c, 1, 1), (1, c, 1, 1)]
+
+    def touches(self, run):
+        """BNLayer's blobs, from bn_layer.cpp/.cu (N, C, H, W as LayerSetUp read them).
+
+        Reshape (at setup) fills the ones of spatial_sum_multiplier_ (H*W) and
+        batch_sum_multiplier_ (N), and zeroes their diffs on the host (the GPU code never reads
+        those diffs, so they are no device memory). Forward squares and normalises through
+        buffer_blob_ (bottom-sized) and the per-sample spatial_mean_/spatial_variance_ (N*C);
+        LEARN also keeps batch_mean_/batch_variance_ (C) and x_norm_ (bottom-sized) and may copy
+        them to tops 1 and 2. Backward always writes both param diffs and the bottom's diff (no
+        propagate_down check); on the CPU it sums through spatial_variance_'s and spatial_mean_'s
+        diffs (N*C each), where the GPU code uses their data. It reads only top 0's diff."""
+        n, c, h, w = legacy_nchw(self, run.bottoms[0])
+        learn = fork_param(self, "bn_param").bn_mode == LEARN
+        cpu = run.mode == "cpu"
+        t = [touch.param(k, "data", "setup") for k in range(run.num_params)]
+        t += [touch.buffer("spatial_sum_multiplier_", h * w, "setup", per_sample=False),
+              touch.buffer("batch_sum_multiplier_", n, "setup", per_sample=True)]
+        if cpu:
+            t += [touch.buffer("spatial_sum_multiplier_.diff", h * w, "setup", per_sample=False),
+                  touch.buffer("batch_sum_multiplier_.diff", n, "setup", per_sample=True)]
+        size = n * c * h * w
+        t += [touch.bottom(0, "data", "forward"), touch.top(0, "data", "forward"),
+              touch.buffer("buffer_blob_", size, "forward", per_sample=True),
+              touch.buffer("spatial_mean_", n * c, "forward", per_sample=True),
+              touch.buffer("spatial_variance_", n * c, "forward", per_sample=True)]
+        if learn:
+            t += [touch.buffer("batch_mean_", c, "forward", per_sample=False),
+                  touch.buffer("batch_variance_", c, "forward", per_sample=False),
+                  touch.buffer("x_norm_", size, "forward", per_sample=True)]
+            t += [touch.top(j, "data", "forward") for j in range(1, len(run.tops))]
+        t += [touch.top(0, "diff", "backward"), touch.bottom(0, "diff", "backward"),
+              touch.param(0, "diff", "backward"), touch.param(1, "diff", "backward")]
+        if cpu:
+            t += [touch.buffer("spatial_variance_.diff", n * c, "backward", per_sample=True),
+                  touch.buffer("spatial_mean_.diff", n * c, "backward", per_sample=True)]
+        return t
 
 
 @register("Upsample")
@@ -85,6 +125,16 @@ class Upsample(Layer):
                    fix="feed the mask of the pooling layer whose output this decoder stage mirrors")
         height, width = self._output_size(data[2], data[3])
         return [(data[0], data[1], height, width)]
+
+    def touches(self, run):
+        """UpsampleLayer keeps no buffer: forward scatters into its top; backward, only when
+        bottom 0 needs it, gathers top 0's diff into bottom 0's diff through the mask's data.
+        The mask (bottom 1) never gets a diff."""
+        t = [touch.bottom(0, "data", "forward"), touch.bottom(1, "data", "forward"),
+             touch.top(0, "data", "forward")]
+        if run.propagate_down[0]:
+            t += [touch.top(0, "diff", "backward"), touch.bottom(0, "diff", "backward")]
+        return t
 
 
 @register("DenseImageData")
@@ -129,3 +179,11 @@ class DenseImageData(DataSource):
         if self.lp.top[1] in self.ctx.inputs:
             label = self.override(1, label)
         return [data, label]
+
+    def touches(self, run):
+        """The fork's BasePrefetchingDataLayer holds ONE prefetch batch (prefetch_data_ and
+        prefetch_label_, the tops' sizes), allocated at setup before its reader thread starts,
+        then copied into the tops each forward. (In GPU mode these live in pinned host memory.)"""
+        return super().touches(run) + [
+            touch.buffer(f"prefetch[1].{self.lp.top[j]}", count(shape), "setup", per_sample=True, kind="prefetch")
+            for j, shape in enumerate(run.tops)]
