@@ -136,7 +136,8 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
     if mode == "cpu":
         engine = "caffe"  # Caffe's CPU code has no cuDNN
     nets = _nets_to_audit(path, phase, stages, level, inputs, batch, test_batch, schema, inference)
-    from .solver import solver_buffers, solver_type_of
+    from .solver import added_to, solver_buffers, solver_options, solver_type_of
+
     solver = next((n.solver for n in nets if n.solver is not None), None)
     if inference or solver_type == "none":
         kind = "none"
@@ -146,12 +147,20 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
         kind = solver_type_of(solver)
     else:
         kind = "SGD"
-    regularization = solver.regularization_type if solver is not None else "L2"
+    try:
+        settings = solver_options(solver) if solver is not None else {}
+    except InputError as e:
+        raise e.located(file=path) from None
     result = Audit(path, mode, engine, kind, solver.iter_size if solver is not None else 1)
     result.nets = _net_audits(nets, mode, engine, kind, inference)
     train = result.train
     if kind != "none" and train is not None:
-        result.extra += solver_buffers(train.net, kind, mode=mode, regularization=regularization)
+        label = train.buffers[0].net if train.buffers else train.role
+        try:
+            state = solver_buffers(train.net, kind, mode=mode, label=label, **settings)
+        except InputError as e:
+            raise e.located(file=path) from None
+        result.extra += added_to(train.buffers, state)
     if mode == "gpu":
         size = DEFAULT_CONTEXT_BYTES if context is None else int(context)
         if size:
