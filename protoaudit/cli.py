@@ -3,10 +3,11 @@ import argparse
 import sys
 
 from .audit import audit, build_nets
+from .explain import compare
 from .errors import InputError
 from .fit import check_fit, parse_size
 from .options import parse_inputs
-from .report import json_format
+from .report import diff_text, json_format
 from .report import text as text_report
 from .report.caffelog import caffe_log
 from .summary import summarize
@@ -24,19 +25,44 @@ class _OneLineParser(argparse.ArgumentParser):
 def parser():
     p = _OneLineParser(
         prog="protoaudit",
-        description="Tell what a Caffe net will allocate, before it touches a GPU.",
+        description="Tell what a Caffe net will allocate, before it touches a GPU. "
+        "`protoaudit diff A B` compares two nets.",
     )
     p.add_argument("path", help="a net (train_val.prototxt, deploy.prototxt) or a solver.prototxt")
+    p.add_argument("--input", action="append", default=[], metavar="TOP=NxCxHxW",
+                   help="the full shape of a data layer's (or net input's) top, batch included (repeatable)")
+    p.add_argument("--batch", type=int, help="the first dimension of every data source")
+    p.add_argument("--caffe-log", action="store_true",
+                   help="print the Top shape and Memory required for data lines as Caffe logs them")
+    _common(p)
+    return p
+
+
+def diff_parser():
+    p = _OneLineParser(
+        prog="protoaudit diff",
+        description="Two nets side by side: the change per layer and per category, and why.",
+    )
+    p.add_argument("path_a", help="the old net (A)")
+    p.add_argument("path_b", help="the new net (B)")
+    for side in ("a", "b"):
+        p.add_argument(f"--input-{side}", action="append", default=[], metavar="TOP=NxCxHxW",
+                       help=f"a data top's shape for {side.upper()} only (repeatable)")
+        p.add_argument(f"--batch-{side}", type=int, help=f"the batch of {side.upper()} only")
+    p.add_argument("--input", action="append", default=[], metavar="TOP=NxCxHxW",
+                   help="a data top's shape for both nets (repeatable)")
+    p.add_argument("--batch", type=int, help="the batch of both nets")
+    _common(p)
+    return p
+
+
+def _common(p):
+    """The options that apply to an audit, and to both sides of a diff."""
     p.add_argument("--phase", choices=["train", "test"], type=str.lower,
                    help="build this phase's net only (default: train for a net file; all nets of a solver)")
     p.add_argument("--stage", action="append", default=[], help="a NetState stage (repeatable)")
     p.add_argument("--level", type=int, help="the NetState level")
-    p.add_argument("--input", action="append", default=[], metavar="TOP=NxCxHxW",
-                   help="the full shape of a data layer's (or net input's) top, batch included (repeatable)")
-    p.add_argument("--batch", type=int, help="the first dimension of every data source")
     p.add_argument("--test-batch", type=int, help="the batch of the test nets (default: as the file says)")
-    p.add_argument("--caffe-log", action="store_true",
-                   help="print the Top shape and Memory required for data lines as Caffe logs them")
     p.add_argument("--gpu-mem", metavar="SIZE",
                    help="the card's memory (8G, 8GiB, 11.5G, 8000M; G is GiB unless GB is written): "
                    "a verdict, the largest batch that fits, and the iter_size that keeps the effective batch; "
@@ -52,7 +78,6 @@ def parser():
     p.add_argument("--context", metavar="BYTES", type=_bytes,
                    help="the CUDA context and library handles (default 300 MiB; 0 leaves it out)")
     p.add_argument("--format", choices=["text", "json"], default="text", type=str.lower)
-    return p
 
 
 def _bytes(value):
@@ -60,36 +85,72 @@ def _bytes(value):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["diff"]:
+        args = diff_parser().parse_args(argv[1:])
+        return _guarded(lambda: _diff(args), f"{args.path_a} / {args.path_b}")
     args = parser().parse_args(argv)
+    return _guarded(lambda: _audit(args), args.path)
+
+
+def _options(args):
+    return dict(phase=args.phase, stages=args.stage, level=args.level, test_batch=args.test_batch,
+                mode=args.mode, engine=args.engine, solver_type=args.solver_type, inference=args.inference,
+                context=args.context)
+
+
+def _audit_and_fit(path, args, inputs, batch):
+    options = dict(_options(args), inputs=inputs)
+    result = audit(path, batch=batch, **options)
+    fit = None
+    if args.gpu_mem:
+        fit = check_fit(result, parse_size(args.gpu_mem),
+                        lambda b: audit(path, batch=b, compare_engines=False, **options))
+    return result, fit
+
+
+def _audit(args):
+    inputs = parse_inputs(args.input)
+    if args.caffe_log:
+        for net in build_nets(args.path, phase=args.phase, stages=args.stage, level=args.level,
+                              inputs=inputs, batch=args.batch):
+            print("\n".join(caffe_log(net)))
+        return EXIT_FITS
+    result, fit = _audit_and_fit(args.path, args, inputs, args.batch)
+    summary = summarize(result)
+    if args.format == "json":
+        print(json_format.render(result, summary, fit))
+    else:
+        print(text_report.render(result, summary, fit))
+    return EXIT_DOES_NOT_FIT if fit is not None and not fit.fits else EXIT_FITS
+
+
+def _diff(args):
+    shared = parse_inputs(args.input)
+    a, fit_a = _audit_and_fit(args.path_a, args, {**shared, **parse_inputs(args.input_a)},
+                              args.batch_a if args.batch_a is not None else args.batch)
+    b, fit_b = _audit_and_fit(args.path_b, args, {**shared, **parse_inputs(args.input_b)},
+                              args.batch_b if args.batch_b is not None else args.batch)
+    comparison = compare(a, b)
+    if args.format == "json":
+        print(json_format.render_diff(comparison, fit_a, fit_b))
+    else:
+        print(diff_text.render(comparison, fit_a, fit_b))
+    return EXIT_DOES_NOT_FIT if fit_b is not None and not fit_b.fits else EXIT_FITS
+
+
+def _guarded(run, what):
+    """Run a command: bad input is one line and exit 2; never a traceback."""
     try:
-        inputs = parse_inputs(args.input)
-        if args.caffe_log:
-            for net in build_nets(args.path, phase=args.phase, stages=args.stage, level=args.level,
-                                  inputs=inputs, batch=args.batch):
-                print("\n".join(caffe_log(net)))
-            return EXIT_FITS
-        options = dict(phase=args.phase, stages=args.stage, level=args.level, inputs=inputs,
-                       test_batch=args.test_batch, mode=args.mode, engine=args.engine,
-                       solver_type=args.solver_type, inference=args.inference, context=args.context)
-        result = audit(args.path, batch=args.batch, **options)
-        fit = None
-        if args.gpu_mem:
-            budget = parse_size(args.gpu_mem)
-            fit = check_fit(result, budget, lambda b: audit(args.path, batch=b, compare_engines=False, **options))
-        summary = summarize(result)
-        if args.format == "json":
-            print(json_format.render(result, summary, fit))
-        else:
-            print(text_report.render(result, summary, fit))
-        return EXIT_DOES_NOT_FIT if fit is not None and not fit.fits else EXIT_FITS
+        return run()
     except InputError as e:
         text = str(e) if e.file or e.line else str(e).removeprefix("<input>: ")  # an option's value
         print(f"protoaudit: {text}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except RecursionError:
-        print(f"protoaudit: {args.path}: the net is too deeply nested to read", file=sys.stderr)
+        print(f"protoaudit: {what}: the net is too deeply nested to read", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except Exception as e:  # never a traceback: one line, and a way to report it
-        print(f"protoaudit: internal error on {args.path}: {type(e).__name__}: {e} "
+    except Exception as e:  # one line, and a way to report it
+        print(f"protoaudit: internal error on {what}: {type(e).__name__}: {e} "
               "(please report this with the prototxt)", file=sys.stderr)
         return EXIT_INTERNAL

@@ -38,6 +38,7 @@ class Buffer:
     touch: str  # setup | forward | backward | solver | test
     per_sample: bool
     device: str = "device"
+    note: str = ""  # how its size comes about (a formula or a shape), for explanations
 
     @property
     def bytes(self):
@@ -86,17 +87,17 @@ def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", 
     out = []
     batch_axis = {b.index: bool(b.shape) for b in net.blobs}
 
-    def add(key, layer, owner, kind, elements, itemsize, stage, per_sample):
+    def add(key, layer, owner, kind, elements, itemsize, stage, per_sample, note=""):
         if key in seen:
             return
         seen.add(key)
-        out.append(Buffer(label, layer, owner, kind, elements, itemsize, stage, per_sample))
+        out.append(Buffer(label, layer, owner, kind, elements, itemsize, stage, per_sample, note=note))
 
     def blob(node, index, part, stage):
         root_index, root_part = storage.find((index, part))
         b = net.blobs[root_index]
         add(("blob", root_index, root_part), node.name, b.name, f"top {root_part}", b.count, 4, stage,
-            batch_axis[root_index])
+            batch_axis[root_index], "x".join(map(str, b.shape)))
 
     def param(node, k, part, stage):
         p = node.params[k]
@@ -104,8 +105,9 @@ def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", 
         if part == "data" and shared_params and net.layers[owner_layer].name in shared_params:
             return
         owner = net.layers[owner_layer]
+        shape = owner.params[owner_k].shape
         add(("param", owner_layer, owner_k, part), node.name, f"{owner.name}.param{owner_k}",
-            f"param {part}", count(owner.params[owner_k].shape), 4, stage, False)
+            f"param {part}", count(shape), 4, stage, False, "x".join(map(str, shape)))
 
     def apply(node, t):
         if t.what == "bottom":
@@ -116,7 +118,7 @@ def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", 
             param(node, t.index, t.part, t.stage)
         else:
             add(("buffer", node.index, t.name), node.name, f"{node.name}.{t.name}", t.kind, t.elements,
-                t.itemsize, t.stage, t.per_sample)
+                t.itemsize, t.stage, t.per_sample, t.note)
 
     touches = [(node, node.impl.touches(run_of(node, mode, engine))) for node in net.layers]
     for node, ts in touches:

@@ -21,6 +21,7 @@ class Touch:
     itemsize: int = 4
     per_sample: bool = False  # does it grow with the batch
     kind: str = "layer buffer"  # layer buffer | workspace | prefetch
+    note: str = ""  # how its size comes about, for explanations: "64x7x7x384x512 (one image)"
 
 
 def bottom(j, part, stage):
@@ -35,9 +36,9 @@ def param(k, part, stage):
     return Touch(stage, "param", k, part)
 
 
-def buffer(name, elements, stage, *, per_sample, itemsize=4, kind="layer buffer"):
+def buffer(name, elements, stage, *, per_sample, itemsize=4, kind="layer buffer", note=""):
     return Touch(stage, "buffer", name=name, elements=int(elements), itemsize=itemsize,
-                 per_sample=per_sample, kind=kind)
+                 per_sample=per_sample, kind=kind, note=note)
 
 
 @dataclass

@@ -137,8 +137,10 @@ class _ConvolutionBase(Layer):
         The forward GEMM skips it for a 1x1, stride-1, unpadded kernel, but the backward-data GEMM
         takes it as mutable before that check, so such a layer allocates it in backward."""
         spatial = run.bottoms[0][geo.axis + 1:]
-        elements = channels * count(geo.kernel) * count(geo.conv_out(spatial))
-        col = lambda stage: touch.buffer("col_buffer_", elements, stage, per_sample=False)  # noqa: E731
+        out = geo.conv_out(spatial)
+        elements = channels * count(geo.kernel) * count(out)
+        note = "x".join(map(str, (channels,) + geo.kernel + out)) + " (C_in x kernel x output, one image)"
+        col = lambda stage: touch.buffer("col_buffer_", elements, stage, per_sample=False, note=note)  # noqa: E731
         if not one_by_one:
             return [col("forward")]
         return [col("backward")] if any(run.propagate_down) else []
@@ -189,7 +191,8 @@ class Deconvolution(_ConvolutionBase):
         (C_out * prod(kernel)) x prod(in spatial) floats for one image, is taken even for 1x1."""
         spatial = run.bottoms[0][geo.axis + 1:]
         elements = num_output * count(geo.kernel) * count(spatial)
-        return [touch.buffer("col_buffer_", elements, "forward", per_sample=False)]
+        note = "x".join(map(str, (num_output,) + geo.kernel + tuple(spatial))) + " (C_out x kernel x input, one image)"
+        return [touch.buffer("col_buffer_", elements, "forward", per_sample=False, note=note)]
 
 
 @register("Im2col")

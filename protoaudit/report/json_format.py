@@ -58,3 +58,23 @@ def to_dict(audit, summary, fit=None):
 
 def render(audit, summary, fit=None):
     return json.dumps(to_dict(audit, summary, fit), indent=1)
+
+
+def render_diff(c, fit_a=None, fit_b=None):
+    """`protoaudit diff --format json`: both audits in full, the aligned layers, the explanation."""
+    return json.dumps({
+        "protoaudit": __version__,
+        "schema": SCHEMA_VERSION,
+        "a": to_dict(c.a, c.summary_a, fit_a),
+        "b": to_dict(c.b, c.summary_b, fit_b),
+        "change_bytes": c.delta,
+        "by_kind": {k: {"a": x, "b": y, "change": y - x} for k, (x, y) in c.by_kind.items()},
+        "batch_invariant": {"a": c.invariant[0], "b": c.invariant[1]},
+        "per_sample": {"a": c.per_sample[0], "b": c.per_sample[1]},
+        "layers": [{"net": d.net, "name": d.name, "status": d.status, "type_a": d.type_a, "type_b": d.type_b,
+                    "tops_a": [list(t) for t in d.tops_a], "tops_b": [list(t) for t in d.tops_b],
+                    "bytes_a": d.bytes_a, "bytes_b": d.bytes_b, "change": d.delta} for d in c.layers],
+        "causes": [{"net": d.net, "layer": d.layer, "owner": d.owner, "kind": d.kind, "bytes_a": d.bytes_a,
+                    "bytes_b": d.bytes_b, "change": d.delta} for d in c.causes],
+        "explanation": c.sentences,
+    }, indent=1)
