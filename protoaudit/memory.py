@@ -87,11 +87,12 @@ def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", 
     out = []
     batch_axis = {b.index: bool(b.shape) for b in net.blobs}
 
-    def add(key, layer, owner, kind, elements, itemsize, stage, per_sample, note=""):
+    def add(key, layer, owner, kind, elements, itemsize, stage, per_sample, note="", device="device"):
         if key in seen:
             return
         seen.add(key)
-        out.append(Buffer(label, layer, owner, kind, elements, itemsize, stage, per_sample, note=note))
+        where = "host" if mode == "cpu" else device
+        out.append(Buffer(label, layer, owner, kind, elements, itemsize, stage, per_sample, where, note))
 
     def blob(node, index, part, stage):
         root_index, root_part = storage.find((index, part))
@@ -118,7 +119,7 @@ def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", 
             param(node, t.index, t.part, t.stage)
         else:
             add(("buffer", node.index, t.name), node.name, f"{node.name}.{t.name}", t.kind, t.elements,
-                t.itemsize, t.stage, t.per_sample, t.note)
+                t.itemsize, t.stage, t.per_sample, t.note, t.device)
 
     touches = [(node, node.impl.touches(run_of(node, mode, engine))) for node in net.layers]
     for node, ts in touches:

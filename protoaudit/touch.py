@@ -22,6 +22,7 @@ class Touch:
     per_sample: bool = False  # does it grow with the batch
     kind: str = "layer buffer"  # layer buffer | workspace | prefetch
     note: str = ""  # how its size comes about, for explanations: "64x7x7x384x512 (one image)"
+    device: str = "device"  # "host" for a buffer only ever touched by CPU code, even in GPU mode
 
 
 def bottom(j, part, stage):
@@ -36,9 +37,9 @@ def param(k, part, stage):
     return Touch(stage, "param", k, part)
 
 
-def buffer(name, elements, stage, *, per_sample, itemsize=4, kind="layer buffer", note=""):
+def buffer(name, elements, stage, *, per_sample, itemsize=4, kind="layer buffer", note="", device="device"):
     return Touch(stage, "buffer", name=name, elements=int(elements), itemsize=itemsize,
-                 per_sample=per_sample, kind=kind, note=note)
+                 per_sample=per_sample, kind=kind, note=note, device=device)
 
 
 @dataclass

@@ -117,6 +117,13 @@ class _ConvolutionBase(Layer):
             return self.segnet_cudnn_touches(run, geo, channels)
         top_spatial = count(run.tops[0], geo.axis + 1)
         one_by_one = all(k == 1 for k in geo.kernel) and all(s == 1 for s in geo.stride) and not any(geo.pad)
+        if self.uses_cudnn(run):
+            # cuDNN adds the bias itself: the multiplier Reshape sets stays on the host; its
+            # backward writes the diffs it is asked for, no more
+            t = super().touches(run) + [self.workspace(run, geo, channels, num_output, group)]
+            if self.param.bias_term:
+                t.append(touch.buffer("bias_multiplier_", top_spatial, "setup", per_sample=False, device="host"))
+            return t
         t = [touch.param(k, "data", "setup") for k in range(run.num_params)]
         if self.param.bias_term:  # set to ones in Reshape
             t.append(touch.buffer("bias_multiplier_", top_spatial, "setup", per_sample=False))
@@ -127,8 +134,6 @@ class _ConvolutionBase(Layer):
         if self.param.bias_term and run.param_propagate_down[1]:
             t.append(touch.param(1, "diff", "backward"))
         t += [touch.bottom(j, "diff", "backward") for j in range(len(run.bottoms))]  # likewise
-        if self.uses_cudnn(run):
-            return t + [self.workspace(run, geo, channels, num_output, group)]
         return t + self.col_buffer_touches(run, geo, channels, num_output, one_by_one)
 
     def col_buffer_touches(self, run, geo, channels, num_output, one_by_one):

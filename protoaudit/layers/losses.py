@@ -59,7 +59,7 @@ class SoftmaxWithLoss(Loss):
         the bottom's diff as scratch, so even a forward-only (test) net allocates it."""
         shape = run.bottoms[0]
         t = [x for x in super().touches(run) if not (x.what == "top" and x.index == 1)]
-        t += softmax_buffers(self, shape)
+        t += softmax_buffers(self, shape, run)
         t.append(touch.buffer("prob_.diff", count(shape), "setup", per_sample=True))
         if len(run.tops) > 1:
             t.append(touch.top(1, "data", "forward"))

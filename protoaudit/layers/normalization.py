@@ -45,7 +45,7 @@ class Softmax(Neuron):
         return [tuple(bottoms[0])]
 
     def touches(self, run):
-        return super().touches(run) + softmax_buffers(self, run.bottoms[0])
+        return super().touches(run) + softmax_buffers(self, run.bottoms[0], run)
 
 
 @register("BatchNorm")
@@ -192,9 +192,14 @@ class Bias(_Affine):
         return t + [touch.buffer("bias_multiplier_", inner, "setup", per_sample=False)]
 
 
-def softmax_buffers(layer, shape):
-    """SoftmaxLayer's sum_multiplier_ (the class axis, set to ones in Reshape) and scale_ (the
-    bottom with the class axis cut to 1), as Softmax and SoftmaxWithLoss's inner softmax keep."""
+def softmax_buffers(layer, shape, run):
+    """SoftmaxLayer's sum_multiplier_ (the class axis, set to ones in Reshape; only the CPU code
+    reads it, so in GPU mode it stays on the host) and scale_ (the bottom with the class axis cut
+    to 1), as Softmax and SoftmaxWithLoss's inner softmax keep. cuDNN's softmax (the default in a
+    cuDNN build, for the inner one too) never touches scale_."""
     axis = canonical_axis(layer, layer.lp.softmax_param.axis, len(shape))
-    return [touch.buffer("sum_multiplier_", shape[axis], "setup", per_sample=False),
-            touch.buffer("scale_", count(shape) // shape[axis], "forward", per_sample=True)]
+    t = [touch.buffer("sum_multiplier_", shape[axis], "setup", per_sample=False, device="host")]
+    cudnn = run.mode == "gpu" and run.engine == "cudnn" and layer.lp.softmax_param.engine != 1
+    if not cudnn:
+        t.append(touch.buffer("scale_", count(shape) // shape[axis], "forward", per_sample=True))
+    return t

@@ -18,6 +18,10 @@ class Split(Layer):
         """Every top is the bottom's data (ShareData); each keeps a diff of its own."""
         return [(j, 0, "data") for j in range(len(self.lp.top))]
 
+    def touches(self, run):
+        """Forward only shares the bottom's data; backward sums the tops' diffs into the bottom's."""
+        return [x for x in super().touches(run) if x.stage != "forward"]
+
 
 @register("Concat")
 class Concat(Layer):
