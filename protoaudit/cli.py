@@ -1,5 +1,6 @@
 """The `protoaudit` command: a thin layer over `protoaudit.audit` and the reports."""
 import argparse
+import signal
 import sys
 
 from .audit import audit, build_nets
@@ -85,6 +86,8 @@ def _bytes(value):
 
 
 def main(argv=None):
+    if hasattr(signal, "SIGPIPE"):  # `protoaudit ... | head` ends quietly, as Unix tools do
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["diff"]:
         args = diff_parser().parse_args(argv[1:])

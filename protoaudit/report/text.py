@@ -68,7 +68,9 @@ def render(audit, summary, fit=None, other_engine=None):
     if audit.other_engine_total is not None:
         other = "cudnn" if audit.engine == "caffe" else "caffe"
         out.append(f"  with {ENGINE_NAMES[other]} instead: {size(audit.other_engine_total)}")
-    for label, figure in summary.caffe_figure.items():
-        out.append(f"Caffe's own 'Memory required for data' ({label} net): {figure:,} bytes ({size(figure)})")
+    for net_audit in audit.nets:
+        figure = net_audit.net.memory_required_for_data
+        out.append(f"Caffe's own 'Memory required for data' for the {net_audit.phase} net: {figure:,} bytes "
+                   f"({size(figure)})")
     out += verdict_lines(fit, audit)
     return "\n".join(out)
