@@ -10,6 +10,7 @@ import networkx as nx
 from . import layers as _layers  # noqa: F401  (registers every layer type)
 from .errors import InputError
 from .layers.base import REGISTRY, Context, count
+from .layers.data import Declared
 from .netstate import included, phase_name
 from .splits import insert_splits
 
@@ -198,7 +199,9 @@ class _Builder:
     def add_layer(self, lp, line, auto):
         cls = REGISTRY.get(lp.type)
         if cls is None:
-            raise _unknown_type(lp)
+            if not lp.top or any(t not in self.ctx.inputs for t in lp.top):
+                raise _unknown_type(lp)
+            cls = Declared  # the user declared its tops: build on, and report the gap
         ctx = self.ctx
         if lp.HasField("phase"):
             ctx = Context(**{**vars(self.ctx), "phase": lp.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_number[lp.phase].name})
@@ -376,8 +379,9 @@ def _unknown_type(lp):
 
     hint = suggest(lp.type)
     fix = f"did you mean '{hint}'? " if hint else ""
-    fix += ("protoaudit knows BVLC Caffe's layers and those of the forks it supports; for another "
-            "layer, cut the net before it, or feed what follows with a declared input (--input)")
+    tops = ", ".join(f"--input {t}=NxCxHxW" for t in lp.top) or "--input TOP=NxCxHxW"
+    fix += ("protoaudit knows BVLC Caffe's layers and those of the forks it supports; declare this "
+            f"layer's tops ({tops}) to audit the rest of the net around it")
     return InputError(f"unknown layer type '{lp.type}'", layer=lp.name, fix=fix)
 
 

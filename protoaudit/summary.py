@@ -40,6 +40,7 @@ class Summary:
     caffe_figure: dict  # net label -> Caffe's "Memory required for data"
     per_sample: int  # bytes that grow with the batch
     invariant: int
+    gaps: list = field(default_factory=list)  # (net, layer, type, what is not counted)
 
 
 def counted(audit, buffer):
@@ -60,7 +61,8 @@ def summarize(audit):
             total = sum(b.bytes for b in mine)
             running += total
             rows.append(LayerRow(label, node.name, node.type, list(node.top_shapes), columns, total, running, mine))
-        rest = [b for name, bs in by_layer.items() if name not in {n.name for n in net_audit.net.layers} for b in bs]
+        names = {n.name for n in net_audit.net.layers}
+        rest = [b for name, bs in by_layer.items() if name not in names for b in bs]
         if rest:
             total = sum(b.bytes for b in rest)
             running += total
@@ -93,4 +95,6 @@ def summarize(audit):
         caffe_figure={n.buffers[0].net if n.buffers else n.role: n.net.memory_required_for_data for n in audit.nets},
         per_sample=sum(b.bytes for b in all_counted if b.per_sample),
         invariant=sum(b.bytes for b in all_counted if not b.per_sample),
+        gaps=[(n.role, node.name, node.type, node.impl.gap) for n in audit.nets for node in n.net.layers
+              if getattr(node.impl, "gap", None)],
     )

@@ -190,20 +190,29 @@ class DummyData(DataSource):
         return [touch.top(j, "data", "setup") for j in range(len(run.tops))]
 
 
-@register("Python")
-class Python(Layer):
-    """A Python layer's shapes are set by code protoaudit never imports: the user declares them."""
+class Declared(Layer):
+    """A layer whose top shapes protoaudit cannot compute: the user declares every top with --input.
+    Its tops and their diffs are counted; whatever its own code allocates is a gap, reported."""
+
+    gap = "its own buffers (protoaudit cannot see into it)"
 
     def reshape(self, bottoms):
-        tops = []
-        for j, _ in enumerate(self.lp.top):
-            shape = self.override(j, None) if self.lp.top[j] in self.ctx.inputs else None
-            if shape is None:
-                module = self.lp.python_param.module
-                self.fail(
-                    f"Python layer ({module}.{self.lp.python_param.layer}): its top shapes are set by "
-                    "Python code, which protoaudit never runs",
-                    fix="declare every top: " + ", ".join(f"--input {t}=NxCxHxW" for t in self.lp.top),
-                )
-            tops.append(shape)
-        return tops
+        missing = [t for t in self.lp.top if t not in self.ctx.inputs]
+        if missing:
+            self.fail(self.why_declared(), fix="declare every top: " + ", ".join(f"--input {t}=NxCxHxW" for t in missing))
+        return [self.override(j, None) for j in range(len(self.lp.top))]
+
+    def why_declared(self):
+        return f"unknown layer type '{self.lp.type}'"
+
+
+@register("Python")
+class Python(Declared):
+    """A Python layer's shapes are set by code protoaudit never imports: the user declares them."""
+
+    gap = "what its Python code allocates (protoaudit never runs it)"
+
+    def why_declared(self):
+        p = self.lp.python_param
+        return (f"Python layer ({p.module}.{p.layer}): its top shapes are set by Python code, which protoaudit "
+                "never runs")

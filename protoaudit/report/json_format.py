@@ -53,6 +53,8 @@ def to_dict(audit, summary, fit=None):
         "nets": nets,
         "extra": [buffer_dict(b) | {"net": b.net} for b in audit.extra],
         "fit": fit_dict(fit),
+        "gaps": [{"net": net, "layer": layer, "type": kind, "not_counted": what}
+                 for net, layer, kind, what in summary.gaps],
     }
 
 

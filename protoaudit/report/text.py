@@ -72,5 +72,7 @@ def render(audit, summary, fit=None, other_engine=None):
         figure = net_audit.net.memory_required_for_data
         out.append(f"Caffe's own 'Memory required for data' for the {net_audit.phase} net: {figure:,} bytes "
                    f"({size(figure)})")
+    for net, layer, kind, what in summary.gaps:
+        out.append(f"Not counted: layer '{layer}' ({kind}) of the {net} net: {what}; its tops are as declared.")
     out += verdict_lines(fit, audit)
     return "\n".join(out)
