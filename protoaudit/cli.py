@@ -35,6 +35,9 @@ def parser():
     p.add_argument("--batch", type=int, help="the first dimension of every data source")
     p.add_argument("--caffe-log", action="store_true",
                    help="print the Top shape and Memory required for data lines as Caffe logs them")
+    p.add_argument("--plot", metavar="FILE",
+                   help="also draw memory by layer, stacked by category, with the running total and the card, "
+                   "into FILE.svg or FILE.png (needs pip install 'protoaudit[plot]')")
     _common(p)
     return p
 
@@ -119,12 +122,17 @@ def _audit(args):
                               inputs=inputs, batch=args.batch):
             print("\n".join(caffe_log(net)))
         return EXIT_FITS
+    if args.plot:  # matplotlib is imported only here; a missing one is refused before the audit
+        from .report import chart
+        chart.check(args.plot)
     result, fit = _audit_and_fit(args.path, args, inputs, args.batch)
     summary = summarize(result)
     if args.format == "json":
         print(json_format.render(result, summary, fit))
     else:
         print(text_report.render(result, summary, fit))
+    if args.plot:
+        chart.draw(result, summary, fit, args.plot)
     return EXIT_DOES_NOT_FIT if fit is not None and not fit.fits else EXIT_FITS
 
 
