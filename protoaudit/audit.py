@@ -95,11 +95,29 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     for spec in net_specs(path, phase=phase, stages=stages, level=level, schema=schema):
         net = build(spec.param, spec.state, inputs=inputs, batch=batch, schema=spec.schema.name,
                     lines=spec.lines, path=spec.path)
+        rebatched = _rebatched(net, inputs, batch)
+        if rebatched is not None:
+            net = build(spec.param, spec.state, inputs=rebatched, batch=batch, schema=spec.schema.name,
+                        lines=spec.lines, path=spec.path)
         net.role = spec.role
         net.solver = spec.solver
         _check_sizes(net)
         nets.append(net)
     return nets
+
+
+def _rebatched(net, inputs, batch):
+    """`batch` over `--input`: the --input shapes of the net's data sources and net inputs with
+    `batch` as their first dimension (None when none changes), so that `--batch` (and the
+    largest-batch search, which re-audits at each batch) also moves a batch given by --input."""
+    if batch is None or not inputs:
+        return None
+    sources = {net.blobs[i].name for i in net.inputs}
+    sources |= {net.blobs[i].name for node in net.layers if getattr(node.impl, "data_source", False)
+                for i in node.tops}
+    changed = {top: (batch,) + tuple(shape[1:]) for top, shape in inputs.items()
+               if top in sources and shape and shape[0] != batch}
+    return {**inputs, **changed} if changed else None
 
 
 def _check_sizes(net):
