@@ -8,12 +8,14 @@ from .explain import compare
 from .errors import InputError
 from .fit import check_fit, parse_size
 from .options import parse_inputs
-from .report import diff_text, json_format
+from .report import csv_format, diff_text, json_format, markdown
 from .report import text as text_report
 from .report.caffelog import caffe_log
 from .summary import summarize
 
 EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+# --format: the modules with render() and render_diff(), besides the default text
+FORMATS = {"json": json_format, "markdown": markdown, "csv": csv_format}
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -81,7 +83,7 @@ def _common(p):
     p.add_argument("--inference", action="store_true", help="a forward-only deployment (TEST phase by default)")
     p.add_argument("--context", metavar="BYTES", type=_bytes,
                    help="the CUDA context and library handles (default 300 MiB; 0 leaves it out)")
-    p.add_argument("--format", choices=["text", "json"], default="text", type=str.lower)
+    p.add_argument("--format", choices=["text", *FORMATS], default="text", type=str.lower)
 
 
 def _bytes(value):
@@ -127,8 +129,8 @@ def _audit(args):
         chart.check(args.plot)
     result, fit = _audit_and_fit(args.path, args, inputs, args.batch)
     summary = summarize(result)
-    if args.format == "json":
-        print(json_format.render(result, summary, fit))
+    if args.format in FORMATS:
+        print(FORMATS[args.format].render(result, summary, fit))
     else:
         print(text_report.render(result, summary, fit))
     if args.plot:
@@ -143,8 +145,8 @@ def _diff(args):
     b, fit_b = _audit_and_fit(args.path_b, args, {**shared, **parse_inputs(args.input_b)},
                               args.batch_b if args.batch_b is not None else args.batch)
     comparison = compare(a, b)
-    if args.format == "json":
-        print(json_format.render_diff(comparison, fit_a, fit_b))
+    if args.format in FORMATS:
+        print(FORMATS[args.format].render_diff(comparison, fit_a, fit_b))
     else:
         print(diff_text.render(comparison, fit_a, fit_b))
     return EXIT_DOES_NOT_FIT if fit_b is not None and not fit_b.fits else EXIT_FITS

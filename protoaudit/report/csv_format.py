@@ -1,0 +1,34 @@
+"""`--format csv`: one row per layer, every figure an integer number of bytes, for a spreadsheet.
+
+The rows are the per-layer table's (the nets' layers, then the solver's state and the CUDA
+context), so the last cumulative figure is the total. Shapes are written as in the text report.
+"""
+import csv
+import io
+
+from .units import shapes
+
+AUDIT_HEAD = ["net", "layer", "type", "top_shapes", "params_bytes", "data_bytes", "diffs_bytes", "buffers_bytes",
+              "workspace_bytes", "total_bytes", "cumulative_bytes"]
+DIFF_HEAD = ["net", "layer", "status", "type_a", "type_b", "tops_a", "tops_b", "bytes_a", "bytes_b", "change_bytes"]
+
+
+def _write(head, rows):
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(head)
+    writer.writerows(rows)
+    return out.getvalue().rstrip("\n")
+
+
+def render(audit, summary, fit=None):
+    return _write(AUDIT_HEAD, [
+        [r.net, r.name, r.type, shapes(r.tops)]
+        + [r.columns[c] for c in ("params", "data", "diffs", "buffers", "workspace")] + [r.total, r.cumulative]
+        for r in summary.rows])
+
+
+def render_diff(c, fit_a=None, fit_b=None):
+    return _write(DIFF_HEAD, [
+        [d.net, d.name, d.status, d.type_a, d.type_b, shapes(d.tops_a), shapes(d.tops_b), d.bytes_a, d.bytes_b,
+         d.delta] for d in c.layers])
