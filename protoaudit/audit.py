@@ -3,6 +3,7 @@ allocation Caffe would make for them, held at once as `caffe train` (or the chos
 from dataclasses import dataclass, field
 
 from .errors import InputError
+from .freeze import freeze as freeze_param
 from .memory import Buffer, host_objects, net_buffers, runs_backward
 from .net import build
 from .nets import net_specs
@@ -85,14 +86,22 @@ def net_batch(net):
     return None
 
 
-def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, schema=None):
-    """Every net the file stands for (one for a net file, train then tests for a solver), built."""
+def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, schema=None, freeze=()):
+    """Every net the file stands for (one for a net file, train then tests for a solver), built.
+    `freeze` names layers frozen with their ancestors (protoaudit.freeze) in every net but the
+    test nets, which run forward only."""
     phase = phase.upper() if phase else None
     if phase not in (None, "TRAIN", "TEST"):
         raise InputError(f"--phase {phase.lower()}: the phase is train or test")
     batch = parse_batch(batch)
     nets = []
     for spec in net_specs(path, phase=phase, stages=stages, level=level, schema=schema):
+        frozen = []
+        if freeze and spec.role != "test":
+            spec.param, frozen = freeze_param(
+                spec.param, spec.state, freeze, lambda param, spec=spec: build(
+                    param, spec.state, inputs=inputs, batch=batch, schema=spec.schema.name, lines=spec.lines,
+                    path=spec.path), spec.path)
         net = build(spec.param, spec.state, inputs=inputs, batch=batch, schema=spec.schema.name,
                     lines=spec.lines, path=spec.path)
         rebatched = _rebatched(net, inputs, batch)
@@ -101,6 +110,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
                         lines=spec.lines, path=spec.path)
         net.role = spec.role
         net.solver = spec.solver
+        net.frozen = frozen
         _check_sizes(net)
         nets.append(net)
     return nets
@@ -140,20 +150,21 @@ def _check_choice(name, value, choices):
 
 def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, test_batch=None,
           mode="gpu", engine="caffe", solver_type=None, inference=False, context=None, schema=None,
-          compare_engines=True):
+          compare_engines=True, freeze=()):
     """Audit `path` (a net or solver prototxt) as Caffe would run it.
 
     A net file stands for what `caffe train` holds at once: its TRAIN net (forward, backward, the
     solver's state) and, if the file has TEST-phase layers, its TEST net (forward only, sharing the
     train net's weights). `phase` keeps one net; `solver_type="none"` runs a bare net forward and
     backward as pycaffe does; `inference` runs forward only. `batch` replaces the batch of every
-    data source of the train (or only) net, `test_batch` that of the test nets.
+    data source of the train (or only) net, `test_batch` that of the test nets. `freeze` names
+    layers frozen, with every layer they depend on, in the train (or only) net.
     """
     _check_choice("mode", mode, MODES)
     _check_choice("engine", engine, ENGINES)
     if mode == "cpu":
         engine = "caffe"  # Caffe's CPU code has no cuDNN
-    nets = _nets_to_audit(path, phase, stages, level, inputs, batch, test_batch, schema, inference)
+    nets = _nets_to_audit(path, phase, stages, level, inputs, batch, test_batch, schema, inference, freeze)
     from .solver import added_to, solver_buffers, solver_options, solver_type_of
 
     solver = next((n.solver for n in nets if n.solver is not None), None)
@@ -192,11 +203,12 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
     return result
 
 
-def _nets_to_audit(path, phase, stages, level, inputs, batch, test_batch, schema, inference):
+def _nets_to_audit(path, phase, stages, level, inputs, batch, test_batch, schema, inference, freeze):
     if inference:
         return build_nets(path, phase=phase or "TEST", stages=stages, level=level, inputs=inputs,
-                          batch=batch, schema=schema)[:1]
-    nets = build_nets(path, phase=phase, stages=stages, level=level, inputs=inputs, batch=batch, schema=schema)
+                          batch=batch, schema=schema, freeze=freeze)[:1]
+    nets = build_nets(path, phase=phase, stages=stages, level=level, inputs=inputs, batch=batch, schema=schema,
+                      freeze=freeze)
     if nets and nets[0].role == "net" and phase is None:
         test = build_nets(path, phase="TEST", stages=stages, level=level, inputs=inputs,
                           batch=test_batch or batch, schema=schema)[0]

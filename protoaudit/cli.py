@@ -55,6 +55,9 @@ def diff_parser():
         p.add_argument(f"--input-{side}", action="append", default=[], metavar="TOP=NxCxHxW",
                        help=f"a data top's shape for {side.upper()} only (repeatable)")
         p.add_argument(f"--batch-{side}", type=int, help=f"the batch of {side.upper()} only")
+        p.add_argument(f"--freeze-{side}", action="append", default=[], metavar="LAYER",
+                       help=f"freeze LAYER and what it depends on in {side.upper()} only (repeatable; "
+                       "adds to --freeze)")
     p.add_argument("--input", action="append", default=[], metavar="TOP=NxCxHxW",
                    help="a data top's shape for both nets (repeatable)")
     p.add_argument("--batch", type=int, help="the batch of both nets")
@@ -83,6 +86,10 @@ def _common(p):
     p.add_argument("--inference", action="store_true", help="a forward-only deployment (TEST phase by default)")
     p.add_argument("--context", metavar="BYTES", type=_bytes,
                    help="the CUDA context and library handles (default 300 MiB; 0 leaves it out)")
+    p.add_argument("--freeze", action="append", default=[], metavar="LAYER",
+                   help="train as if LAYER and every layer it depends on (its ancestors in the blob graph, "
+                   "not every earlier layer) were frozen: param { lr_mult: 0 } on their params and "
+                   "propagate_down: false where their outputs enter the rest (repeatable; in diff, both nets)")
     p.add_argument("--format", choices=["text", *FORMATS], default="text", type=str.lower)
 
 
@@ -107,8 +114,8 @@ def _options(args):
                 context=args.context)
 
 
-def _audit_and_fit(path, args, inputs, batch):
-    options = dict(_options(args), inputs=inputs)
+def _audit_and_fit(path, args, inputs, batch, freeze=None):
+    options = dict(_options(args), inputs=inputs, freeze=args.freeze if freeze is None else freeze)
     result = audit(path, batch=batch, **options)
     fit = None
     if args.gpu_mem:
@@ -141,9 +148,9 @@ def _audit(args):
 def _diff(args):
     shared = parse_inputs(args.input)
     a, fit_a = _audit_and_fit(args.path_a, args, {**shared, **parse_inputs(args.input_a)},
-                              args.batch_a if args.batch_a is not None else args.batch)
+                              args.batch_a if args.batch_a is not None else args.batch, args.freeze + args.freeze_a)
     b, fit_b = _audit_and_fit(args.path_b, args, {**shared, **parse_inputs(args.input_b)},
-                              args.batch_b if args.batch_b is not None else args.batch)
+                              args.batch_b if args.batch_b is not None else args.batch, args.freeze + args.freeze_b)
     comparison = compare(a, b)
     if args.format in FORMATS:
         print(FORMATS[args.format].render_diff(comparison, fit_a, fit_b))

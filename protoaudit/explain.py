@@ -4,6 +4,7 @@ Every figure and sentence of `protoaudit diff` is made here; the reports only la
 """
 from dataclasses import dataclass, field
 
+from .freeze import freeze_sentences
 from .memory import KINDS
 from .report.units import shape, size
 from .summary import counted, summarize
@@ -148,6 +149,7 @@ def _explain(c):
     biggest = max(a.total, b.total, 1)
     named = [d for d in c.causes if abs(d.delta) >= NAMED_SHARE * biggest][:MOST] or c.causes[:3]
     out += [_why(c, d) for d in named]
+    out += freeze_sentences(c)
     out += _column_buffers(c)
     return out
 

@@ -4,6 +4,7 @@ Reports only format these; every sum is made here.
 """
 from dataclasses import dataclass, field
 
+from .freeze import frozen_cost
 from .memory import KINDS
 
 # the per-layer table's columns, by buffer kind
@@ -41,6 +42,32 @@ class Summary:
     per_sample: int  # bytes that grow with the batch
     invariant: int
     gaps: list = field(default_factory=list)  # (net, layer, type, what is not counted)
+    recipe: object = None  # Recipe, for a net that trains
+    frozen: object = None  # protoaudit.freeze.FrozenCost, with --freeze
+
+
+@dataclass
+class Recipe:
+    """Seed 002's hand recipe for training memory, "activations x2, params x3", for the train net.
+
+    Activations are Caffe's own count (its "Memory required for data": every top of every layer,
+    in-place and Split tops again), times 2 for data and gradient; params are Caffe's learnable
+    params (each owned blob once, lr_mult 0 included), times 3 for weights, gradients and momentum.
+    """
+
+    activation_elements: int
+    param_elements: int
+    total: int  # bytes: 4 x (2 x activations + 3 x params)
+    ratio: float  # the audit's total over the recipe's
+    misses: dict  # what it leaves out: category -> bytes, largest first, nonzero only
+
+    @property
+    def activation_bytes(self):
+        return 2 * 4 * self.activation_elements
+
+    @property
+    def param_bytes(self):
+        return 3 * 4 * self.param_elements
 
 
 def counted(audit, buffer):
@@ -97,4 +124,33 @@ def summarize(audit):
         invariant=sum(b.bytes for b in all_counted if not b.per_sample),
         gaps=[(n.role, node.name, node.type, node.impl.gap) for n in audit.nets for node in n.net.layers
               if getattr(node.impl, "gap", None)],
+        recipe=recipe(audit, all_counted),
+        frozen=frozen_cost(audit, counted),
     )
+
+
+def recipe(audit, all_counted):
+    """The Recipe for `audit`'s train net (None when no net trains), with what it leaves out: the
+    test nets, then by kind (column buffers apart from other layer buffers) for the rest."""
+    train = audit.train
+    if train is None or train.forward_only:
+        return None
+    params = sum(p.count for node in train.net.layers for p in node.params if p.owner is None)
+    activations = train.net.memory_required_for_data // 4
+    total = 4 * (2 * activations + 3 * params)
+    misses = {"test nets": 0, "column buffers": 0, "other layer buffers": 0, "cuDNN workspace": 0,
+              "data prefetch": 0, "CUDA context": 0, "C++ objects": 0}
+    named = {"workspace": "cuDNN workspace", "prefetch": "data prefetch", "context": "CUDA context",
+             "host objects": "C++ objects"}
+    for b in all_counted:
+        if b.net.startswith("test"):
+            misses["test nets"] += b.bytes
+        elif b.owner.endswith(".col_buffer_"):
+            misses["column buffers"] += b.bytes
+        elif b.kind == "layer buffer":
+            misses["other layer buffers"] += b.bytes
+        elif b.kind in named:
+            misses[named[b.kind]] += b.bytes
+    misses = dict(sorted(((k, v) for k, v in misses.items() if v), key=lambda kv: -kv[1]))
+    total_counted = sum(b.bytes for b in all_counted)
+    return Recipe(activations, params, total, total_counted / total if total else 0.0, misses)

@@ -20,6 +20,21 @@ def fit_dict(fit):
             "suggested_batch": fit.suggested_batch, "suggested_iter_size": fit.suggested_iter_size}
 
 
+def recipe_dict(r):
+    if r is None:
+        return None
+    return {"activation_elements": r.activation_elements, "param_elements": r.param_elements,
+            "activation_bytes": r.activation_bytes, "param_bytes": r.param_bytes, "total_bytes": r.total,
+            "ratio": r.ratio, "misses": r.misses}
+
+
+def frozen_dict(f):
+    if f is None:
+        return None
+    return {"layers": f.layers, "param_elements": f.param_elements, "param_bytes": f.param_bytes,
+            "param_diff_bytes": f.diff_bytes, "history_bytes": f.history_bytes, "top_diff_bytes": f.top_diff_bytes}
+
+
 def to_dict(audit, summary, fit=None):
     nets = []
     for net_audit in audit.nets:
@@ -53,6 +68,8 @@ def to_dict(audit, summary, fit=None):
         "nets": nets,
         "extra": [buffer_dict(b) | {"net": b.net} for b in audit.extra],
         "fit": fit_dict(fit),
+        "recipe": recipe_dict(summary.recipe),
+        "frozen": frozen_dict(summary.frozen),
         "gaps": [{"net": net, "layer": layer, "type": kind, "not_counted": what}
                  for net, layer, kind, what in summary.gaps],
     }

@@ -1,6 +1,7 @@
 """The plain terminal report: what runs, the per-layer table, the totals, the verdict."""
 from tabulate import tabulate
 
+from ..freeze import frozen_lines
 from .units import shapes, size
 
 ENGINE_NAMES = {"caffe": "Caffe engine (im2col)", "cudnn": "cuDNN"}
@@ -59,6 +60,19 @@ def verdict_lines(fit, audit):
     return lines
 
 
+def recipe_lines(recipe):
+    """The hand recipe beside the total, and what it leaves out."""
+    if recipe is None:
+        return []
+    lines = [f"Hand recipe (activations x2 + params x3, 4 bytes each): {size(recipe.total)} = 2 x "
+             f"{recipe.activation_elements:,} activations (Caffe's count) + 3 x {recipe.param_elements:,} "
+             f"params; the total is {recipe.ratio:.2f}x that."]
+    if recipe.misses:
+        lines.append("  It leaves out: " + ", ".join(f"{k} {size(v)}" for k, v in list(recipe.misses.items())[:4])
+                     + ".")
+    return lines
+
+
 def render(audit, summary, fit=None, other_engine=None):
     out = [f"protoaudit: {audit.path}", describe(audit), "", layer_table(summary), ""]
     out += totals(summary)
@@ -68,6 +82,8 @@ def render(audit, summary, fit=None, other_engine=None):
     if audit.other_engine_total is not None:
         other = "cudnn" if audit.engine == "caffe" else "caffe"
         out.append(f"  with {ENGINE_NAMES[other]} instead: {size(audit.other_engine_total)}")
+    out += recipe_lines(summary.recipe)
+    out += frozen_lines(summary.frozen, audit.solver_type)
     for net_audit in audit.nets:
         figure = net_audit.net.memory_required_for_data
         out.append(f"Caffe's own 'Memory required for data' for the {net_audit.phase} net: {figure:,} bytes "
