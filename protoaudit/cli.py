@@ -89,7 +89,8 @@ def _common(p):
     p.add_argument("--freeze", action="append", default=[], metavar="LAYER",
                    help="train as if LAYER and every layer it depends on (its ancestors in the blob graph, "
                    "not every earlier layer) were frozen: param { lr_mult: 0 } on their params and "
-                   "propagate_down: false where their outputs enter the rest (repeatable; in diff, both nets)")
+                   "propagate_down: false where their outputs enter the rest; Caffe's solver still keeps their "
+                   "param diffs and history (repeatable; in diff, both nets)")
     p.add_argument("--format", choices=["text", *FORMATS], default="text", type=str.lower)
 
 
