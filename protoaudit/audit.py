@@ -183,6 +183,8 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
     result = Audit(path, mode, engine, kind, solver.iter_size if solver is not None else 1)
     result.nets = _net_audits(nets, mode, engine, kind, inference)
     train = result.train
+    if kind != "none" and (train is None or train.phase != "TRAIN"):
+        kind = result.solver_type = "none"  # a solver steps its TRAIN net only; a TEST net alone runs forward only
     if kind != "none" and train is not None:
         label = train.buffers[0].net if train.buffers else train.role
         try:
@@ -230,7 +232,7 @@ def _net_audits(nets, mode, engine, kind, inference):
     train = next((n for n in nets if n.role in ("train", "net")), None)
     shared = {layer.name for layer in train.layers if layer.params} if train is not None else set()
     for k, net in enumerate(nets):
-        is_test = net.role == "test" and train is not None and not inference
+        is_test = net.role == "test" and not inference  # a solver's test net runs forward only
         label = net.role if net.role != "test" else f"test#{k}" if len(nets) > 2 else "test"
         forward_only = inference or is_test or (net.role == "net" and net.phase == "TEST" and kind != "none")
         backward = not forward_only and runs_backward(net)

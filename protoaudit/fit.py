@@ -53,7 +53,10 @@ def check_fit(audit, budget, audit_at):
 
     def total_at(b):
         if b not in totals:
-            totals[b] = audit_at(b).total_bytes
+            try:
+                totals[b] = audit_at(b).total_bytes
+            except InputError:  # Caffe refuses the net at this batch (a blob over INT_MAX elements)
+                totals[b] = math.inf
         return totals[b]
 
     fit.largest_batch = largest_batch(total_at, budget, batch)
