@@ -119,7 +119,7 @@ def _audit_and_fit(path, args, inputs, batch, freeze=None):
     options = dict(_options(args), inputs=inputs, freeze=args.freeze if freeze is None else freeze)
     result = audit(path, batch=batch, **options)
     fit = None
-    if args.gpu_mem:
+    if args.gpu_mem is not None:  # an empty size is refused by parse_size, never ignored
         fit = check_fit(result, parse_size(args.gpu_mem),
                         lambda b: audit(path, batch=b, compare_engines=False, **options))
     return result, fit
