@@ -1,6 +1,6 @@
 """The public entry point: `audit(path, **options)`: the nets a file stands for, built, and every
 allocation Caffe would make for them, held at once as `caffe train` (or the chosen run) holds them."""
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .errors import InputError
 from .freeze import freeze as freeze_param
@@ -35,7 +35,7 @@ class NetAudit:
 
     @property
     def batch(self):
-        return net_batch(self.net)
+        return self.net.batch
 
     def device_bytes(self):
         return sum(b.bytes for b in self.buffers if b.device == "device")
@@ -73,17 +73,6 @@ class Audit:
     @property
     def train(self):
         return next((n for n in self.nets if n.role in ("train", "net")), None)
-
-
-def net_batch(net):
-    """The batch of a net: the first dimension of its first data source's first top."""
-    for index in net.inputs:
-        if net.blobs[index].shape:
-            return net.blobs[index].shape[0]
-    for node in net.layers:
-        if getattr(node.impl, "data_source", False) and node.top_shapes and node.top_shapes[0]:
-            return node.top_shapes[0][0]
-    return None
 
 
 def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, schema=None, freeze=()):
@@ -192,6 +181,11 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
         except InputError as e:
             raise e.located(file=path) from None
         result.extra += added_to(train.buffers, state)
+        # Solver::Step zeroes every param diff (ClearParamDiffs) before its first forward pass:
+        # the solver, not the backward pass, touches them first
+        cleared = {b.owner for b in state if b.kind == "param diff"}
+        train.buffers = [replace(b, touch="solver") if b.kind == "param diff" and b.owner in cleared else b
+                         for b in train.buffers]
     if mode == "gpu":
         size = DEFAULT_CONTEXT_BYTES if context is None else int(context)
         if size:

@@ -85,7 +85,9 @@ def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", 
     storage = _Storage(net)
     seen = set()
     out = []
-    batch_axis = {b.index: bool(b.shape) for b in net.blobs}
+    batch = net.batch
+    # a blob grows with the batch when its first axis is the batch (Caffe keeps N first)
+    batch_axis = {b.index: bool(b.shape) and b.shape[0] == batch for b in net.blobs}
 
     def add(key, layer, owner, kind, elements, itemsize, stage, per_sample, note="", device="device"):
         if key in seen:
@@ -94,15 +96,19 @@ def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", 
         where = "host" if mode == "cpu" else device
         out.append(Buffer(label, layer, owner, kind, elements, itemsize, stage, per_sample, where, note))
 
-    def blob(node, index, part, stage):
+    def blob(node, index, part, stage, device="device"):
         root_index, root_part = storage.find((index, part))
+        if ("blob", root_index, root_part) in seen:  # most touches find it allocated: skip the strings
+            return
         b = net.blobs[root_index]
         add(("blob", root_index, root_part), node.name, b.name, f"top {root_part}", b.count, 4, stage,
-            batch_axis[root_index], "x".join(map(str, b.shape)))
+            batch_axis[root_index], "x".join(map(str, b.shape)), device)
 
     def param(node, k, part, stage):
         p = node.params[k]
         owner_layer, owner_k = p.owner or (node.index, k)
+        if ("param", owner_layer, owner_k, part) in seen:
+            return
         if part == "data" and shared_params and net.layers[owner_layer].name in shared_params:
             return
         owner = net.layers[owner_layer]
@@ -112,9 +118,9 @@ def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", 
 
     def apply(node, t):
         if t.what == "bottom":
-            blob(node, node.bottoms[t.index], t.part, t.stage)
+            blob(node, node.bottoms[t.index], t.part, t.stage, t.device)
         elif t.what == "top":
-            blob(node, node.tops[t.index], t.part, t.stage)
+            blob(node, node.tops[t.index], t.part, t.stage, t.device)
         elif t.what == "param":
             param(node, t.index, t.part, t.stage)
         else:

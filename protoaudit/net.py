@@ -3,9 +3,8 @@
 This follows net.cpp step by step (InsertSplits, AppendBottom/AppendTop/AppendParam, SetUp, the
 loss-contribution pass, force_backward) so the layer list, the names and the order are Caffe's.
 """
+import functools
 from dataclasses import dataclass, field
-
-import networkx as nx
 
 from . import layers as _layers  # noqa: F401  (registers every layer type)
 from .errors import InputError
@@ -74,7 +73,8 @@ class LayerNode:
 
 @dataclass
 class Net:
-    """The built net. `graph` has a node per layer and per blob version, edges in data-flow order."""
+    """The built net. `graph` has a node per layer and per blob version, edges in data-flow order
+    (made when first asked for: most audits never walk it)."""
 
     name: str
     phase: str
@@ -82,8 +82,22 @@ class Net:
     blobs: list
     inputs: list  # blob indices of legacy net-level inputs (forks without the Input layer)
     force_backward: bool
-    graph: object
     path: str = None
+
+    @functools.cached_property
+    def graph(self):
+        return _graph(self.layers, self.blobs)
+
+    @property
+    def batch(self):
+        """The first dimension of the first data source's first top (or net input): the batch."""
+        for index in self.inputs:
+            if self.blobs[index].shape:
+                return self.blobs[index].shape[0]
+        for node in self.layers:
+            if getattr(node.impl, "data_source", False) and node.top_shapes and node.top_shapes[0]:
+                return node.top_shapes[0][0]
+        return None
 
     @property
     def memory_required_for_data(self):
@@ -143,7 +157,6 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
         blobs=builder.blobs,
         inputs=builder.inputs,
         force_backward=filtered.force_backward,
-        graph=_graph(builder.layers, builder.blobs),
         path=path,
     )
 
@@ -387,6 +400,8 @@ def _unknown_type(lp):
 
 def _graph(layers, blobs):
     """The data-flow graph: layer nodes ('layer', i) and blob-version nodes ('blob', j, version)."""
+    import networkx as nx  # only here: importing it takes longer than auditing most nets
+
     g = nx.DiGraph()
     version = {}
     for blob in blobs:

@@ -5,6 +5,7 @@ described by what it touches: blobs it shares with the net (its bottoms' and top
 its parameters) by reference, and its private buffers by size. Each layer class lists its touches
 (`Layer.touches`); `protoaudit.memory` turns them into allocations.
 """
+import functools
 from dataclasses import dataclass
 
 STAGES = ("setup", "forward", "backward")
@@ -25,14 +26,19 @@ class Touch:
     device: str = "device"  # "host" for a buffer only ever touched by CPU code, even in GPU mode
 
 
-def bottom(j, part, stage):
-    return Touch(stage, "bottom", j, part)
+# Touches of shared blobs are few distinct values, asked for on every layer of every pass: each
+# is made once (a Touch is frozen, so one instance serves every layer).
+@functools.cache
+def bottom(j, part, stage, device="device"):
+    return Touch(stage, "bottom", j, part, device=device)
 
 
-def top(j, part, stage):
-    return Touch(stage, "top", j, part)
+@functools.cache
+def top(j, part, stage, device="device"):
+    return Touch(stage, "top", j, part, device=device)
 
 
+@functools.cache
 def param(k, part, stage):
     return Touch(stage, "param", k, part)
 

@@ -4,10 +4,7 @@ derived by hand from caffe-segnet's sources.
 The files in tests/data/golden/ were written from the hand derivation below (`python
 tests/test_golden.py` writes them again from it; tests/data/golden/README.md writes the key figures
 out), never from protoaudit's output. Each test holds
-a golden file to the hand figures, and protoaudit's whole output to the golden file. Where
-protoaudit disagrees with the hand figures, the exact comparison is an expected failure that says
-why (KNOWN), and the output is still compared whole with the golden file carrying protoaudit's
-known deviations, so no other line may drift.
+a golden file to the hand figures, and protoaudit's whole output to the golden file.
 
 Facts (from alexgkendall/caffe-segnet, src/caffe/...; Caffe allocates a buffer the first time
 it is touched, host or device, and never frees it; a float is 4 bytes):
@@ -441,40 +438,11 @@ def diff_csv(old, new):
     return out.getvalue().rstrip("\n")
 
 
-# --- where protoaudit disagrees with the hand figures ---------------------------------------------
-KNOWN = (
-    "protoaudit counts the Accuracy layer's two tops (4 + 12 bytes) as device memory, and its per-class "
-    "3x1x1x1 top as growing with the batch; caffe-segnet's Accuracy has CPU code only "
-    "(accuracy_layer.cpp, no .cu), so its tops stay on the host, and (3, 1, 1, 1) has no batch axis",
-    "protoaudit has DummyData touch every top at setup; LayerSetUp's one Forward fills only the tops "
-    "with a constant filler (label), and the gaussian 'data' top is first filled by the first forward "
-    "(dummy_data_layer.cpp, refill_)",
-    "protoaudit files the param diffs under the backward pass; Solver::Step zeroes every param diff "
-    "before the forward pass (solver.cpp, 'zero-init the params'; BVLC's ClearParamDiffs), so the "
-    "solver touches them first",
-)
-
-
-def as_protoaudit(rows):
-    """The hand rows with protoaudit's KNOWN deviations, so that its output can still be held
-    whole against them: every other figure and line must match."""
-    out = []
-    for r in rows:
-        allocs = [Alloc(a.kind, a.elements, "backward" if a.kind == "param diff" else
-                        "setup" if r.name == "data" else a.touch, a.per_sample) for a in r.allocs]
-        if r.name == "accuracy":
-            allocs = [Alloc("top data", 1, "forward", False), Alloc("top data", 3, "forward", True)]
-        out.append(Row(r.name, r.type, r.tops, allocs, r.net))
-    return out
-
-
 # --- the golden files ------------------------------------------------------------------------------
-def expected(deviate=False):
-    """Every golden file's text, from the hand figures alone (with protoaudit's KNOWN deviations
-    when `deviate`)."""
-    fix = as_protoaudit if deviate else (lambda rows: rows)
-    old, new = fix(seed001(False, 4)), fix(seed001(True, 1))
-    cudnn_old, cudnn_new = total(fix(seed001(False, 4, "cudnn"))), total(fix(seed001(True, 1, "cudnn")))
+def expected():
+    """Every golden file's text, from the hand figures alone."""
+    old, new = seed001(False, 4), seed001(True, 1)
+    cudnn_old, cudnn_new = total(seed001(False, 4, "cudnn")), total(seed001(True, 1, "cudnn"))
     return {
         "seed001_new.txt": audit_text(new, cudnn_new),
         "seed001_new.md": audit_markdown(new, cudnn_new),
@@ -510,12 +478,6 @@ def test_golden_file_holds_the_hand_figures(name):
     assert golden(name) == expected()[name] + "\n"
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_protoaudit_writes_the_golden_file_but_for_known_errors(name):
-    assert tool_output(name) == expected(deviate=True)[name] + "\n"
-
-
-@pytest.mark.xfail(strict=True, reason="; ".join(KNOWN))
 @pytest.mark.parametrize("name", NAMES)
 def test_protoaudit_writes_the_golden_file(name):
     assert tool_output(name) == golden(name)

@@ -186,8 +186,12 @@ class DummyData(DataSource):
         return [self.override(j, shape) for j, shape in enumerate(shapes)]
 
     def touches(self, run):
-        """LayerSetUp runs one forward to fill the constant tops: every top is allocated at setup."""
-        return [touch.top(j, "data", "setup") for j in range(len(run.tops))]
+        """LayerSetUp runs one forward that fills only the tops with a constant filler (the
+        default); the others are first filled by the first forward."""
+        fillers = self.lp.dummy_data_param.data_filler
+        constant = [(fillers[0] if len(fillers) == 1 else fillers[j]).type == "constant" if fillers else True
+                    for j in range(len(run.tops))]
+        return [touch.top(j, "data", "setup" if constant[j] else "forward") for j in range(len(run.tops))]
 
 
 class Declared(Layer):

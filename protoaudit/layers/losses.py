@@ -194,7 +194,10 @@ class Accuracy(Layer):
 
     def touches(self, run):
         t = super().touches(run)
-        # caffe-segnet's Accuracy counts per class in host std::vectors: it has no nums_buffer_.
-        if len(run.tops) > 1 and self.ctx.schema != "segnet":
+        if self.ctx.schema == "segnet":
+            # caffe-segnet's Accuracy has CPU code only (no .cu), so in GPU mode its tops stay on
+            # the host; it counts per class in host std::vectors, with no nums_buffer_
+            return [x if x.what != "top" else touch.top(x.index, x.part, x.stage, device="host") for x in t]
+        if len(run.tops) > 1:
             t.append(touch.buffer("nums_buffer_", count(run.tops[1]), "forward", per_sample=False))
         return t
