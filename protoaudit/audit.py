@@ -24,6 +24,7 @@ class NetAudit:
     role: str  # train | test | net
     forward_only: bool
     buffers: list  # Buffer, for the audit's engine and mode
+    runs: bool = True  # False: built but never run (a solver that never tests)
 
     @property
     def name(self):
@@ -230,8 +231,18 @@ def _net_audits(nets, mode, engine, kind, inference):
         label = net.role if net.role != "test" else f"test#{k}" if len(nets) > 2 else "test"
         forward_only = inference or is_test or (net.role == "net" and net.phase == "TEST" and kind != "none")
         backward = not forward_only and runs_backward(net)
+        runs = not is_test or solver_tests(net.solver)
         buffers = net_buffers(net, mode=mode, engine=engine, backward=backward, label=label,
-                              shared_params=shared if is_test else None)
+                              shared_params=shared if is_test else None, forward=runs)
         buffers.append(host_objects(net, label))
-        out.append(NetAudit(net, net.role, not backward, buffers))
+        out.append(NetAudit(net, net.role, not backward, buffers, runs))
     return out
+
+
+def solver_tests(solver):
+    """Whether Solver::Step ever runs the test nets: every test_interval iterations, the first at
+    iteration 0 only with test_initialization. (A net file's test net is taken to be tested.)"""
+    if solver is None:
+        return True
+    interval = solver.test_interval
+    return interval > 0 and (solver.test_initialization or interval <= solver.max_iter)

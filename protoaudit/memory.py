@@ -76,8 +76,9 @@ class _Storage:
         return key
 
 
-def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", shared_params=None):
-    """The buffers one forward (and, if `backward`, one backward) pass of `net` allocates.
+def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", shared_params=None, forward=True):
+    """The buffers one forward (and, if `backward`, one backward) pass of `net` allocates; with
+    `forward` false, what setting it up alone allocates (a test net a solver never runs).
 
     `shared_params` names layers whose parameter data belongs to another net (a solver's test net
     shares the train net's), so they are not counted here.
@@ -137,9 +138,9 @@ def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", 
                 blob(node, node.tops[j], "diff", "setup")
     for node, ts in touches:
         for t in ts:
-            if t.stage == "forward":
+            if t.stage == "forward" and forward:
                 apply(node, t)
-    if backward:
+    if backward and forward:
         for node, ts in reversed(touches):
             if node.need_backward:
                 for t in ts:

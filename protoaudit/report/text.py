@@ -11,7 +11,8 @@ def describe(audit):
     """One sentence: what protoaudit audited, as Caffe would hold it."""
     parts = []
     for n in audit.nets:
-        how = "forward only" if n.forward_only else "forward and backward"
+        how = ("built, never run: the solver never tests" if not n.runs else
+               "forward only" if n.forward_only else "forward and backward")
         parts.append(f"the {n.phase} net '{n.name or '(unnamed)'}' (batch {n.batch}, {how})")
     solver = "no solver" if audit.solver_type == "none" else f"the {audit.solver_type} solver's state"
     mode = "GPU" if audit.mode == "gpu" else "CPU"
