@@ -4,6 +4,7 @@ import signal
 import sys
 
 from .audit import audit, build_nets
+from .collector import paused
 from .explain import compare
 from .errors import InputError
 from .fit import check_fit, parse_size
@@ -98,6 +99,7 @@ def _bytes(value):
     return parse_size(value) if not value.isdigit() else int(value)
 
 
+@paused
 def main(argv=None):
     if hasattr(signal, "SIGPIPE"):  # `protoaudit ... | head` ends quietly, as Unix tools do
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)

@@ -15,8 +15,6 @@ top diffs and backward buffers, not its parameter memory.
 import difflib
 from dataclasses import dataclass
 
-import networkx as nx
-
 from .errors import InputError
 from .netstate import included
 from .report.units import size
@@ -56,6 +54,8 @@ def freeze(net_param, state, layers, build, path=None):
 
 
 def _frozen_indices(net, layers, path):
+    import networkx as nx  # only here: importing it takes longer than auditing most nets
+
     g = net.graph
     out = set()
     for name in layers:

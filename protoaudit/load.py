@@ -1,8 +1,10 @@
 """Read a prototxt through the compiled Caffe schema: a net or a solver, BVLC or a fork.
 
-protobuf's own text parser does the reading; its tokenizer also gives the line where each layer
-starts, so later errors can point at the layer in the user's file.
+protobuf's own text parser does the reading; its tokens also give the line where each layer
+starts, so later errors can point at the layer in the user's file. A file is read once per content
+(protoaudit.tokens): an audit, its test net and a batch search all ask for the same file.
 """
+import functools
 import os
 from dataclasses import dataclass, field
 
@@ -10,6 +12,7 @@ from google.protobuf import text_format
 
 from .errors import InputError
 from .schema import FORK_LAYER_TYPES, SCHEMA_NAMES, load_schema
+from .tokens import Text, has_tokens, parse
 
 # Larger than any real net (the biggest public ones are well under 1 MiB): reading such a file
 # through protobuf's text parser would take minutes, so it is refused at once.
@@ -71,54 +74,50 @@ def read_text(path):
             "train_val.prototxt, deploy.prototxt or solver.prototxt instead",
         )
     text = data.decode("utf-8", errors="replace")
-    if not text.strip() or not _has_tokens(text):
+    if not text.strip() or not has_tokens(text):
         raise InputError("the file is empty", file=path, fix="give a net or solver prototxt")
     return text
 
 
-def _has_tokens(text):
-    try:
-        return not text_format.Tokenizer(text.splitlines()).AtEnd()
-    except text_format.ParseError:
-        return True
-
-
 def outline(text, until=None):
-    """The tree of message blocks in the text, from protobuf's tokenizer (never a parser of ours);
-    up to line `until` only, when that is all an error message needs."""
+    """The tree of message blocks in `text` (a protoaudit.tokens.Text), from protobuf's tokens
+    (never a parser of ours); up to line `until` only, when that is all an error message needs.
+
+    A block is named by the identifier before its brace (colons between), and labelled by the
+    string after a `name` (colons between) inside it; other tokens are passed over."""
     root = Block("", 1)
     stack = [root]
-    tok = text_format.Tokenizer(text.splitlines())
-    prev = None  # the identifier that may name the next block
-    try:
-        while not tok.AtEnd():
-            t = tok.token
-            line = tok._line + 1
-            if until is not None and line > until:
-                break
-            if t in ("{", "<"):
-                if len(stack) > MAX_DEPTH:
-                    raise InputError(f"messages are nested more than {MAX_DEPTH} levels deep",
-                                     line=line, fix="no Caffe net or solver nests so deep; check the braces")
-                name, at = prev if prev else ("", line)
-                block = Block(name, at)
-                stack[-1].children.append(block)
-                stack.append(block)
-                prev = None
-            elif t in ("}", ">"):
-                if len(stack) > 1:
-                    stack.pop().end = line
-                prev = None
-            elif t == ":":
-                pass
-            else:
-                if prev and prev[0] == "name" and t.startswith(("'", '"')):
-                    stack[-1].label = t[1:-1]
-                prev = (t, line) if _is_identifier(t) else None
-            tok.NextToken()
-    except text_format.ParseError:
-        pass  # the parser reports the fault itself
+    tokens, line_of = text.outline_tokens
+    for i in [i for i, t in enumerate(tokens) if t in _MARKS]:
+        t, line = tokens[i], line_of[i] + 1
+        if until is not None and line > until:
+            break
+        if t == "name":
+            j = _skip_colons(tokens, i, 1)
+            if j < len(tokens) and tokens[j].startswith(("'", '"')) and (until is None or line_of[j] < until):
+                stack[-1].label = tokens[j][1:-1]
+        elif t in ("{", "<"):
+            if len(stack) > MAX_DEPTH:
+                raise InputError(f"messages are nested more than {MAX_DEPTH} levels deep",
+                                 line=line, fix="no Caffe net or solver nests so deep; check the braces")
+            j = _skip_colons(tokens, i, -1)
+            named = j >= 0 and _is_identifier(tokens[j])
+            block = Block(tokens[j], line_of[j] + 1) if named else Block("", line)
+            stack[-1].children.append(block)
+            stack.append(block)
+        elif len(stack) > 1:  # a closing brace
+            stack.pop().end = line
     return root
+
+
+_MARKS = frozenset(("{", "<", "}", ">", "name"))
+
+
+def _skip_colons(tokens, i, step):
+    j = i + step
+    while 0 <= j < len(tokens) and tokens[j] == ":":
+        j += step
+    return j
 
 
 def _is_identifier(token):
@@ -141,8 +140,7 @@ def layer_at(root, line):
 
 def _parse(text, schema, kind):
     message = (schema.NetParameter if kind == "net" else schema.SolverParameter)()
-    text_format.Parse(text, message, allow_unknown_extension=False)
-    return message
+    return parse(text, message)
 
 
 def _fork_types_used(message, kind):
@@ -166,6 +164,15 @@ def _embedded_nets(solver):
 def load(path, schema_name=None):
     """Read `path` as a net or a solver, choosing the schema (BVLC, else the fork it needs)."""
     text = read_text(path)
+    kind, message, schema, tree = _read(path, text, schema_name)
+    mine = type(message)()  # the caller's own copy: upgrading works on it in place
+    mine.CopyFrom(message)
+    return Source(path, kind, mine, schema, text, tree)
+
+
+@functools.lru_cache(maxsize=8)
+def _read(path, raw, schema_name):
+    text = Text(raw)  # its tokens, found once for every schema tried and the outline
     names = (schema_name,) if schema_name else SCHEMA_NAMES
     failures = []
     for name in names:
@@ -182,7 +189,7 @@ def load(path, schema_name=None):
                     message, schema = _parse(text, load_schema(fork), kind), load_schema(fork)
                 except text_format.ParseError:
                     pass  # keep BVLC's reading; the layer registry will say what is missing
-            return Source(path, kind, message, schema, text, _outline(text, path))
+            return kind, message, schema, _outline(text, path)
     raise _parse_failure(path, text, failures)
 
 
@@ -205,7 +212,7 @@ def _parse_failure(path, text, failures):
     detail = str(error)
     if detail.startswith(f"{line}:"):
         detail = detail.split(" : ", 1)[-1]
-    fix = _parse_fix(detail, _line_text(text, line))
+    fix = _parse_fix(detail, _line_text(text.text, line))
     if schema != "bvlc" and ("has no field named" in detail or "should not have multiple" in detail):
         detail = f"{detail.rstrip('.')} in the {schema} fork's caffe.proto, which read furthest of those protoaudit knows"
     layer = layer_at(_outline(text, path, until=line), line) if line else None

@@ -1,8 +1,6 @@
 """Element-wise (neuron) layers: NeuronLayer's one bottom and one top of the bottom's shape."""
-import numpy as np
-
 from .. import touch
-from .base import Layer, count, legacy_shape, refuse_in_place, register
+from .base import Layer, count, float32, legacy_shape, refuse_in_place, register
 
 
 class Neuron(Layer):
@@ -41,7 +39,7 @@ class ExpLog(Neuron):
 
     def reshape(self, bottoms):
         p = self.lp.exp_param if self.lp.type == "Exp" else self.lp.log_param
-        base = np.float32(p.base)
+        base = float32(p.base)
         self.check(base == -1 or base > 0, f"{self.lp.type} base {p.base} must be strictly positive",
                    fix="leave base out (or -1) for e")
         self.check(self.lp.type == "Exp" or base != 1, "Log base 1 gives 1/log(1) = inf",

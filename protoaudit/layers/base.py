@@ -3,6 +3,9 @@
 A layer class is created once per layer of a net, with the layer's (V2) LayerParameter and the
 build context, and answers for that layer alone; the net driver (`protoaudit.net`) does the rest.
 """
+import functools
+import math
+import struct
 from dataclasses import dataclass, field
 
 from .. import touch
@@ -119,6 +122,15 @@ def canonical_axis(layer, axis, num_axes):
     return axis + num_axes if axis < 0 else axis
 
 
+def float32(x):
+    """`x` as C's (float)x: Caffe does some shape arithmetic in single precision. One float32
+    division is also exact this way: a double quotient of two floats rounds to the float one."""
+    try:
+        return struct.unpack("f", struct.pack("f", x))[0]
+    except OverflowError:  # past the largest float: C's cast gives infinity
+        return math.copysign(math.inf, x)
+
+
 def count(shape, start=0, end=None):
     n = 1
     for d in shape[start:end]:
@@ -149,33 +161,50 @@ class View:
     BVLC repeats, such as `kernel_size` (then it reads as a list), so layer code is written once.
     """
 
-    __slots__ = ("_msg", "_bvlc")
+    __slots__ = ("_msg",)
 
     def __init__(self, msg):
         self._msg = msg
-        self._bvlc = _bvlc_fields(msg.DESCRIPTOR.full_name)
 
     def __getattr__(self, name):
-        mine = self._msg.DESCRIPTOR.fields_by_name.get(name)
-        theirs = self._bvlc.get(name)
-        if mine is None:
-            if theirs is None:
-                raise AttributeError(name)
-            if theirs.is_repeated:
-                return []
-            if theirs.message_type is not None:
-                return View(_bvlc_message(theirs.message_type.full_name)())
-            return theirs.default_value
-        got = getattr(self._msg, name)
-        if mine.message_type is not None and not mine.is_repeated:
-            return View(got)
-        if theirs is not None and theirs.is_repeated and not mine.is_repeated:
-            return [got] if self._msg.HasField(name) else []
-        return got
+        how = _how_to_read(self._msg.DESCRIPTOR, name)
+        if how is _AS_IS:
+            return getattr(self._msg, name)
+        if how is _AS_VIEW:
+            return View(getattr(self._msg, name))
+        if how is _AS_LIST:
+            return [getattr(self._msg, name)] if self._msg.HasField(name) else []
+        if how is None:
+            raise AttributeError(name)
+        return how()  # a field this schema lacks: BVLC's default
 
     def HasField(self, name):
         fd = self._msg.DESCRIPTOR.fields_by_name.get(name)
         return fd is not None and not fd.is_repeated and self._msg.HasField(name)
+
+
+_AS_IS, _AS_VIEW, _AS_LIST = object(), object(), object()
+
+
+@functools.cache
+def _how_to_read(descriptor, name):
+    """How View reads field `name` of messages of this type (worked out once per type and field,
+    as layers read their parameters many times)."""
+    mine = descriptor.fields_by_name.get(name)
+    theirs = _bvlc_fields(descriptor.full_name).get(name)
+    if mine is None:
+        if theirs is None:
+            return None
+        if theirs.is_repeated:
+            return list
+        if theirs.message_type is not None:
+            return lambda: View(_bvlc_message(theirs.message_type.full_name)())
+        return lambda: theirs.default_value
+    if mine.message_type is not None and not mine.is_repeated:
+        return _AS_VIEW
+    if theirs is not None and theirs.is_repeated and not mine.is_repeated:
+        return _AS_LIST
+    return _AS_IS
 
 
 def _bvlc_fields(full_name):

@@ -74,6 +74,12 @@ class _ConvolutionBase(Layer):
         return self.lp.convolution_param
 
     def _setup(self, bottoms):
+        """Geometry and checks, worked out once for these bottoms: reshape, param_shapes and
+        every pass's touches ask again."""
+        key = tuple(map(tuple, bottoms))
+        known = self.__dict__.get("_setup_for")
+        if known is not None and known[0] == key:
+            return known[1]
         shape = bottoms[0]
         geo = geometry(self, self.param, shape)
         channels = shape[geo.axis]
@@ -84,6 +90,7 @@ class _ConvolutionBase(Layer):
         self.check(num_output % group == 0, f"num_output {num_output} is not divisible by group {group}")
         for other in bottoms[1:]:
             self.check(tuple(other) == tuple(shape), "all bottoms must have the same shape")
+        self._setup_for = key, (geo, channels, num_output, group)
         return geo, channels, num_output, group
 
     def reshape(self, bottoms):
@@ -107,7 +114,7 @@ class _ConvolutionBase(Layer):
         caffe-segnet's factory has no cuDNN Deconvolution: there it is always Caffe's."""
         if self.transposed and self.ctx.schema == "segnet":
             return False
-        geo = geometry(self, self.param, run.bottoms[0])
+        geo = self._setup(run.bottoms)[0]
         return (run.mode == "gpu" and run.engine == "cudnn" and self.param.engine != 1
                 and all(d == 1 for d in geo.dilation))
 

@@ -1,10 +1,8 @@
 """Pooling (MAX/AVE/STOCHASTIC, global, ceil or floor rounding and the pad clip rule) and SPP."""
 import math
 
-import numpy as np
-
 from .. import touch
-from .base import Layer, count, register
+from .base import Layer, count, float32, register
 
 MAX, AVE, STOCHASTIC = 0, 1, 2
 CEIL, FLOOR = 0, 1
@@ -52,7 +50,7 @@ def check_pad(layer, pool, kernel, pad):
 def pooled_size(layer, size, kernel, stride, pad, round_mode=CEIL):
     """Caffe's rounding (in float), then the clip that starts the last window inside the image."""
     layer.check(stride > 0, "stride must be positive")  # Caffe would divide by zero
-    ratio = np.float32(size + 2 * pad - kernel) / np.float32(stride)
+    ratio = float32(float32(size + 2 * pad - kernel) / float32(stride))
     out = int(math.ceil(ratio) if round_mode == CEIL else math.floor(ratio)) + 1
     if pad:
         if (out - 1) * stride >= size + pad:

@@ -1,6 +1,5 @@
 """`protoaudit diff` in the terminal: the layers side by side, the categories, the explanation."""
-from tabulate import tabulate
-
+from .table import simple_table
 from .text import describe, verdict_lines
 from .units import shapes, size
 
@@ -15,14 +14,13 @@ def layer_table(c):
         rows.append([d.net, d.name, d.type_b or d.type_a, shapes(d.tops_a) if d.status != "added" else "",
                      shapes(d.tops_b) if d.status != "removed" else "", size(d.bytes_a), size(d.bytes_b),
                      signed(d.delta), d.status])
-    return tabulate(rows, headers=["net", "layer", "type", "tops in A", "tops in B", "A", "B", "change", ""],
-                    tablefmt="simple", disable_numparse=True)
+    return simple_table(rows, ["net", "layer", "type", "tops in A", "tops in B", "A", "B", "change", ""])
 
 
 def kind_table(c):
     rows = [[kind, size(x), size(y), signed(y - x)] for kind, (x, y) in c.by_kind.items()]
     rows.append(["total", size(c.summary_a.total), size(c.summary_b.total), signed(c.delta)])
-    return tabulate(rows, headers=["category", "A", "B", "change"], tablefmt="simple", disable_numparse=True)
+    return simple_table(rows, ["category", "A", "B", "change"])
 
 
 def render(c, fit_a=None, fit_b=None):

@@ -1,7 +1,6 @@
 """The plain terminal report: what runs, the per-layer table, the totals, the verdict."""
-from tabulate import tabulate
-
 from ..freeze import frozen_lines
+from .table import simple_table
 from .units import shapes, size
 
 ENGINE_NAMES = {"caffe": "Caffe engine (im2col)", "cudnn": "cuDNN"}
@@ -31,7 +30,7 @@ def layer_table(summary):
                      size(r.total), size(r.cumulative)])
     head = ["net", "layer", "type", "top shapes", "params", "data", "diffs", "buffers", "workspace", "total",
             "cumulative"]
-    return tabulate(rows, headers=head, tablefmt="simple", disable_numparse=True)
+    return simple_table(rows, head)
 
 
 def totals(summary):

@@ -1,0 +1,117 @@
+"""protobuf's text-format tokens, found once per file.
+
+Reading a file tries the schemas in turn (net or solver, BVLC or a fork), and the outline of its
+blocks reads it once more; protobuf's Tokenizer would find every token anew each time, and finding
+them is half of what its parser spends. Here its own token pattern finds them once, and its own
+parser reads them back through a Tokenizer that replays them, so parse results and error messages
+are protobuf's, token for token, line for line.
+"""
+import bisect
+import re
+import sys
+
+from google.protobuf import text_format
+
+_TOKEN = text_format.Tokenizer._TOKEN.pattern
+# The Tokenizer's steps in one match: the whitespace and `#` comments it skips (taken whole, as it
+# does), then its token pattern or else one character. The token is None at the end of a line.
+_NEXT_TOKEN = re.compile(r"(?=((?:\s|#.*$)*))\1(?P<token>" + _TOKEN + r"|.)?")
+# The token pattern of the protobuf releases protoaudit was measured with. Its groups only group,
+# so it matches the same without capturing, and findall then returns the tokens alone (twice as
+# fast); with any other pattern, or a Python without possessive quantifiers, _NEXT_TOKEN serves.
+_KNOWN_TOKEN = (r"""[a-zA-Z_][0-9a-zA-Z_+-]*|([0-9+-]|(\.[0-9]))[0-9a-zA-Z_.+-]*|"[^"\n\\]*((\\.)+[^"\n\\]*)*("|\\?$)|"""
+                r"""'[^'\n\\]*((\\.)+[^'\n\\]*)*('|\\?$)""")
+_ALL_TOKENS = (re.compile(r"\s*+(?:#.*+\s*+)*+(" + _TOKEN.replace("(", "(?:") + r"|.)?")
+               if _TOKEN == _KNOWN_TOKEN and sys.version_info >= (3, 11) else None)
+# Where str.splitlines (the outline's lines) breaks a line but protobuf's parser (split at "\n") does not.
+_OTHER_LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def _line_tokens(line):
+    if _ALL_TOKENS is not None:
+        return [t for t in _ALL_TOKENS.findall(line) if t]
+    return [m.group("token") for m in _NEXT_TOKEN.finditer(line) if m.group("token") is not None]
+
+
+def scan(lines):
+    """Every token of `lines` as protobuf's Tokenizer finds them, and the index of its line."""
+    tokens, line_of = [], []
+    for number, line in enumerate(lines):
+        found = _line_tokens(line)
+        if found:
+            tokens += found
+            line_of += [number] * len(found)
+    return tokens, line_of
+
+
+def has_tokens(text):
+    """Whether the text holds anything but whitespace and comments."""
+    return any(_line_tokens(line) for line in text.splitlines())
+
+
+class Text:
+    """A file's text and its tokens: by "\\n"-split lines for the parser (as text_format.Parse splits
+    them), by str.splitlines for the outline; one scan serves both unless the text has other breaks."""
+
+    def __init__(self, text):
+        self.text = text
+        self.lines = text.split("\n")
+        self.tokens, self.line_of = scan(self.lines)
+        self.outline_tokens = scan(text.splitlines()) if _OTHER_LINE_BREAKS.search(text) else (
+            self.tokens, self.line_of)
+
+    def line(self, i):
+        """The line index of token i; past the last token, the last line, where the Tokenizer rests."""
+        return self.line_of[i] if i < len(self.tokens) else len(self.lines) - 1
+
+    def column(self, i):
+        """The column of token i (found again only when an error message asks for it); past the
+        last token, the end of the last line."""
+        if i >= len(self.tokens):
+            return len(self.lines[-1])
+        line = self.line_of[i]
+        k = i - bisect.bisect_left(self.line_of, line)
+        starts = [m.start("token") for m in _NEXT_TOKEN.finditer(self.lines[line]) if m.group("token") is not None]
+        return starts[k]
+
+
+class _Replay(text_format.Tokenizer):
+    """The Tokenizer's state at each token (the token, its line and column, the previous token's,
+    the current line's text), read from a Text instead of worked out from the text again."""
+
+    def __init__(self, text):  # the base __init__ would read the text: not called
+        self.contains_silent_marker_before_current_token = False
+        self._skip_comments = True
+        self._text = text
+        self._count = len(text.tokens)
+        self._at = self._before = 0  # it starts on its first token, also the "previous" one
+        self.token = text.tokens[0] if self._count else ""
+
+    def NextToken(self):
+        self._before = self._at
+        if self._at < self._count:
+            self._at += 1
+        self.token = self._text.tokens[self._at] if self._at < self._count else ""
+
+    _line = property(lambda self: self._text.line(self._at))
+    _column = property(lambda self: self._text.column(self._at))
+    _previous_line = property(lambda self: self._text.line(self._before))
+    _previous_column = property(lambda self: self._text.column(self._before))
+    _current_line = property(lambda self: self._text.lines[self._line] if self._at < self._count else "")
+
+
+class _Parser(text_format._Parser):
+    """text_format's parser (as text_format.Parse makes it) over a replaying Tokenizer."""
+
+    def parse(self, tokenizer, message):
+        # what _Parser.ParseLines and _ParseOrMerge do around their Tokenizer
+        self._allow_multiple_scalars = False
+        self.root_type = message.DESCRIPTOR.full_name
+        while not tokenizer.AtEnd():
+            self._MergeField(tokenizer, message)
+        return message
+
+
+def parse(text, message):
+    """text_format.Parse(text.text, message), reading the tokens `text` (a Text) holds."""
+    return _Parser().parse(_Replay(text), message)
