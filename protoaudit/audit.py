@@ -76,48 +76,34 @@ class Audit:
         return next((n for n in self.nets if n.role in ("train", "net")), None)
 
 
-def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, schema=None, freeze=()):
+def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, schema=None, freeze=(),
+               test_batch=None, keep_test_batch=False, as_test=False):
     """Every net the file stands for (one for a net file, train then tests for a solver), built.
-    `freeze` names layers frozen with their ancestors (protoaudit.freeze) in every net but the
-    test nets, which run forward only."""
+    `batch` is the train (or only) net's, `test_batch` a solver's test nets'; with
+    `keep_test_batch`, a test net's --input shapes keep the batch its file gives (it runs beside its
+    train net); `as_test` takes a net file's net for a test net. `freeze` names layers frozen with their ancestors (protoaudit.freeze) in every net
+    but the test nets, which run forward only."""
     phase = phase.upper() if phase else None
     if phase not in (None, "TRAIN", "TEST"):
         raise InputError(f"--phase {phase.lower()}: the phase is train or test")
-    batch = parse_batch(batch)
+    batch, test_batch = parse_batch(batch), parse_batch(test_batch)
     nets = []
     for spec in net_specs(path, phase=phase, stages=stages, level=level, schema=schema):
+        is_test = spec.role == "test" or as_test
+        options = dict(inputs=inputs, batch=test_batch if is_test else batch, schema=spec.schema.name,
+                       lines=spec.lines, path=spec.path, keep_own_batch=keep_test_batch and is_test)
         frozen = []
-        if freeze and spec.role != "test":
+        if freeze and not is_test:
             spec.param, frozen = freeze_param(
-                spec.param, spec.state, freeze, lambda param, spec=spec: build(
-                    param, spec.state, inputs=inputs, batch=batch, schema=spec.schema.name, lines=spec.lines,
-                    path=spec.path), spec.path)
-        net = build(spec.param, spec.state, inputs=inputs, batch=batch, schema=spec.schema.name,
-                    lines=spec.lines, path=spec.path)
-        rebatched = _rebatched(net, inputs, batch)
-        if rebatched is not None:
-            net = build(spec.param, spec.state, inputs=rebatched, batch=batch, schema=spec.schema.name,
-                        lines=spec.lines, path=spec.path)
+                spec.param, spec.state, freeze, lambda param, spec=spec: build(param, spec.state, **options),
+                spec.path)
+        net = build(spec.param, spec.state, **options)
         net.role = spec.role
         net.solver = spec.solver
         net.frozen = frozen
         _check_sizes(net)
         nets.append(net)
     return nets
-
-
-def _rebatched(net, inputs, batch):
-    """`batch` over `--input`: the --input shapes of the net's data sources and net inputs with
-    `batch` as their first dimension (None when none changes), so that `--batch` (and the
-    largest-batch search, which re-audits at each batch) also moves a batch given by --input."""
-    if batch is None or not inputs:
-        return None
-    sources = {net.blobs[i].name for i in net.inputs}
-    sources |= {net.blobs[i].name for node in net.layers if getattr(node.impl, "data_source", False)
-                for i in node.tops}
-    changed = {top: (batch,) + tuple(shape[1:]) for top, shape in inputs.items()
-               if top in sources and shape and shape[0] != batch}
-    return {**inputs, **changed} if changed else None
 
 
 def _check_sizes(net):
@@ -205,18 +191,15 @@ def _nets_to_audit(path, phase, stages, level, inputs, batch, test_batch, schema
         return build_nets(path, phase=phase or "TEST", stages=stages, level=level, inputs=inputs,
                           batch=batch, schema=schema, freeze=freeze)[:1]
     nets = build_nets(path, phase=phase, stages=stages, level=level, inputs=inputs, batch=batch, schema=schema,
-                      freeze=freeze)
+                      freeze=freeze, test_batch=test_batch, keep_test_batch=True)
     if nets and nets[0].role == "net" and phase is None:
-        test = build_nets(path, phase="TEST", stages=stages, level=level, inputs=inputs,
-                          batch=test_batch or batch, schema=schema)[0]
+        # the file's TEST net, beside its TRAIN net: --input shapes take the file's test batch
+        test = build_nets(path, phase="TEST", stages=stages, level=level, inputs=inputs, schema=schema,
+                          test_batch=test_batch, keep_test_batch=True, as_test=True)[0]
         if [n.name for n in test.layers] != [n.name for n in nets[0].layers]:
             test.role = "test"
             nets[0].role = "train"
             nets.append(test)
-    elif test_batch is not None:
-        nets = [n for n in nets if n.role != "test"] + [
-            n for n in build_nets(path, phase="TEST", stages=stages, level=level, inputs=inputs,
-                                  batch=test_batch, schema=schema) if n.role == "test"]
     return nets
 
 

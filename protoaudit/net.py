@@ -110,7 +110,7 @@ class Net:
         raise KeyError(name)
 
 
-def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=None, path=None):
+def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=None, path=None, keep_own_batch=False):
     """Build the net `net_param` (V2, upgraded) for `state`, as Caffe's Net::Init would."""
     inputs = dict(inputs or {})
     filtered = type(net_param)()
@@ -130,7 +130,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
     except InputError as e:
         raise e.located(file=path, line=kept_lines[e.layer_index] if hasattr(e, "layer_index") else None) from None
     phase = phase_name(state)
-    builder = _Builder(phase, inputs, batch, schema, path)
+    builder = _Builder(phase, inputs, batch, schema, path, keep_own_batch)
     builder.planned = layer_params
     builder.add_legacy_inputs(filtered)
     for lp, src in zip(layer_params, origin):
@@ -168,8 +168,8 @@ def _line(lines, i):
 class _Builder:
     """Net::Init's loop state: blobs by name, the blobs still unconsumed, the layers so far."""
 
-    def __init__(self, phase, inputs, batch, schema, path):
-        self.ctx = Context(phase=phase, inputs=inputs, batch=batch, schema=schema)
+    def __init__(self, phase, inputs, batch, schema, path, keep_own_batch=False):
+        self.ctx = Context(phase=phase, inputs=inputs, batch=batch, schema=schema, keep_own_batch=keep_own_batch)
         self.layers = []
         self.blobs = []
         self.by_name = {}
@@ -193,21 +193,20 @@ class _Builder:
         if not net.input_dim and len(net.input_shape) != len(net.input):
             raise InputError("give exactly one input_shape per input")
         for i, name in enumerate(net.input):
-            if name in self.inputs_given():
+            in_file = tuple(net.input_dim[4 * i : 4 * i + 4]) if net.input_dim else tuple(net.input_shape[i].dim)
+            shape = in_file
+            if name in self.ctx.inputs:  # --input, as for a data layer's top (Layer.override)
+                self.ctx.used_inputs.add(name)
                 shape = tuple(self.ctx.inputs[name])
-            elif net.input_dim:
-                shape = tuple(net.input_dim[4 * i : 4 * i + 4])
-            else:
-                shape = tuple(net.input_shape[i].dim)
-            if self.ctx.batch is not None and shape and name not in self.ctx.inputs:
-                shape = (self.ctx.batch,) + shape[1:]
+            first = self.ctx.batch
+            if first is None and self.ctx.keep_own_batch and in_file:
+                first = in_file[0]
+            if first is not None and shape:
+                shape = (first,) + shape[1:]
             blob = self.new_blob(name, shape, -1)
             self.by_name[name] = blob.index
             self.available.add(name)
             self.inputs.append(blob.index)
-
-    def inputs_given(self):
-        return self.ctx.inputs
 
     def add_layer(self, lp, line, auto):
         cls = REGISTRY.get(lp.type)

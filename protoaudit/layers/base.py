@@ -37,6 +37,7 @@ class Context:
     batch: int = None  # --batch: the first dimension of every data source
     schema: str = "bvlc"
     used_inputs: set = field(default_factory=set)  # which --input names some layer took
+    keep_own_batch: bool = False  # a test net beside its train net: --input shapes take the file's batch
 
 
 class Layer:
@@ -98,20 +99,27 @@ class Layer:
         if not condition:
             self.fail(message, fix)
 
-    def override(self, top_index, shape):
-        """A data source's top shape after --input and --batch."""
+    def override(self, top_index, shape, own_batch=None):
+        """A data source's top shape after --input and --batch: --input gives the whole shape,
+        --batch its first dimension (in a test net audited beside its train net, the layer's own
+        batch does, `own_batch` or the first dimension of `shape`)."""
         top = self.lp.top[top_index] if top_index < len(self.lp.top) else None
         if top is not None and top in self.ctx.inputs:
             self.ctx.used_inputs.add(top)
-            return tuple(self.ctx.inputs[top])
+            given = tuple(self.ctx.inputs[top])
+            first = self.ctx.batch
+            if first is None and self.ctx.keep_own_batch:
+                first = own_batch if own_batch is not None else (shape[0] if shape else None)
+            return (first,) + given[1:] if first is not None and given else given
         if shape is None:
             return None
         if self.ctx.batch is not None and len(shape) > 0:
             return (self.ctx.batch,) + tuple(shape[1:])
         return tuple(shape)
 
-    def need_input(self, what):
-        tops = ", ".join(f"--input {t}=NxCxHxW" for t in self.lp.top) or "--input TOP=NxCxHxW"
+    def need_input(self, what, tops=None):
+        """Ask for --input for `tops` (default: every top of the layer)."""
+        tops = ", ".join(f"--input {t}=NxCxHxW" for t in (self.lp.top if tops is None else tops)) or "--input TOP=NxCxHxW"
         self.fail(f"{what}; the shape of its tops comes from the dataset", fix=f"give {tops}")
 
 

@@ -25,9 +25,10 @@ class DataSource(Layer):
         for j, _ in enumerate(self.lp.top):
             if j == 0:
                 image = self.image_shape()
-                shape = self.override(0, (batch,) + image if image else None)
+                shape = self.override(0, (batch,) + image if image else None, own_batch=batch)
                 if shape is None:
-                    self.need_input(f"{self.lp.type} layer: its image size is in the dataset")
+                    # the label follows the data's batch: only the data top needs declaring
+                    self.need_input(f"{self.lp.type} layer: its image size is in the dataset", self.lp.top[:1])
                 batch = shape[0] if shape else batch
             else:
                 shape = self.override(j, self.label_shape(batch))
