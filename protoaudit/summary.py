@@ -16,6 +16,7 @@ COLUMNS = {
     "workspace": ("workspace",),
 }
 TOUCHES = ("setup", "forward", "backward", "solver")
+COLUMN_OF = {kind: column for column, kinds in COLUMNS.items() for kind in kinds}
 
 
 @dataclass
@@ -84,8 +85,7 @@ def summarize(audit):
                 by_layer.setdefault(b.layer, []).append(b)
         for node in net_audit.net.layers:
             mine = by_layer.get(node.name, [])
-            columns = {c: sum(b.bytes for b in mine if b.kind in kinds) for c, kinds in COLUMNS.items()}
-            total = sum(b.bytes for b in mine)
+            columns, total = _columns(mine)
             running += total
             rows.append(LayerRow(label, node.name, node.type, list(node.top_shapes), columns, total, running, mine))
         names = {n.name for n in net_audit.net.layers}
@@ -104,29 +104,47 @@ def summarize(audit):
                     "context": "CUDA context"}[kind]
             rows.append(LayerRow(mine[0].net, name, "", [], {c: 0 for c in COLUMNS}, total, running, mine))
     all_counted = [b for b in audit.buffers if counted(audit, b)]
-    by_kind = {k: sum(b.bytes for b in all_counted if b.kind == k) for k in KINDS}
-    by_touch = {}
-    for b in all_counted:
+    by_kind = dict.fromkeys(KINDS, 0)
+    by_touch, by_net = {}, {}
+    total = per_sample = 0
+    for b in all_counted:  # one pass: a 10,000-layer net has some 200,000 buffers
+        n = b.bytes
+        total += n
+        if b.per_sample:
+            per_sample += n
+        if b.kind in by_kind:
+            by_kind[b.kind] += n
         key = "test" if b.net.startswith("test") and b.kind != "context" else b.touch
-        by_touch[key] = by_touch.get(key, 0) + b.bytes
-    by_net = {}
-    for b in all_counted:
-        by_net[b.net] = by_net.get(b.net, 0) + b.bytes
+        by_touch[key] = by_touch.get(key, 0) + n
+        by_net[b.net] = by_net.get(b.net, 0) + n
     return Summary(
         rows=rows,
         by_kind={k: v for k, v in by_kind.items() if v},
         by_touch=by_touch,
         by_net=by_net,
-        total=sum(b.bytes for b in all_counted),
+        total=total,
         host=sum(b.bytes for b in audit.buffers if not counted(audit, b)),
         caffe_figure={n.buffers[0].net if n.buffers else n.role: n.net.memory_required_for_data for n in audit.nets},
-        per_sample=sum(b.bytes for b in all_counted if b.per_sample),
-        invariant=sum(b.bytes for b in all_counted if not b.per_sample),
+        per_sample=per_sample,
+        invariant=total - per_sample,
         gaps=[(n.role, node.name, node.type, node.impl.gap) for n in audit.nets for node in n.net.layers
               if getattr(node.impl, "gap", None)],
         recipe=recipe(audit, all_counted),
         frozen=frozen_cost(audit, counted),
     )
+
+
+def _columns(buffers):
+    """A layer's bytes by column of the per-layer table, and in all."""
+    columns = dict.fromkeys(COLUMNS, 0)
+    total = 0
+    for b in buffers:
+        n = b.bytes
+        total += n
+        column = COLUMN_OF.get(b.kind)
+        if column is not None:
+            columns[column] += n
+    return columns, total
 
 
 def recipe(audit, all_counted):

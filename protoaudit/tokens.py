@@ -59,6 +59,7 @@ class Text:
         self.tokens, self.line_of = scan(self.lines)
         self.outline_tokens = scan(text.splitlines()) if _OTHER_LINE_BREAKS.search(text) else (
             self.tokens, self.line_of)
+        self.strings = {}  # string token -> its bytes, as the Tokenizer unescapes them
 
     def line(self, i):
         """The line index of token i; past the last token, the last line, where the Tokenizer rests."""
@@ -92,6 +93,16 @@ class _Replay(text_format.Tokenizer):
         if self._at < self._count:
             self._at += 1
         self.token = self._text.tokens[self._at] if self._at < self._count else ""
+
+    def _ConsumeSingleByteString(self):
+        # protobuf's own unescaping, once per distinct string: nets repeat type and blob names
+        token = self.token
+        value = self._text.strings.get(token)
+        if value is None:
+            value = self._text.strings[token] = super()._ConsumeSingleByteString()
+        else:
+            self.NextToken()
+        return value
 
     _line = property(lambda self: self._text.line(self._at))
     _column = property(lambda self: self._text.column(self._at))

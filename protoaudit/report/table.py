@@ -5,27 +5,34 @@ table of a 10,000-layer net. Cells of printable ASCII without edge spaces (every
 writes, in practice) are laid out here the same way, column by column; any other cell (wide
 characters, line breaks, escape codes, edge spaces) goes to tabulate, which knows those cases.
 """
+import re
+
 GAP = "  "  # between columns
 MIN_PADDING = 2  # a column is at least its header and two spaces wide
+_EDGE_SPACE = re.compile("^ | $", re.MULTILINE)
 
 
 def simple_table(rows, headers):
     """tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True): string cells."""
-    if not rows or not all(_plain(cell) for cell in headers) or not all(_plain(c) for row in rows for c in row) \
-            or any(len(row) != len(headers) for row in rows):
+    if not rows or any(len(row) != len(headers) for row in rows) or not _all_plain(headers, rows):
         from tabulate import tabulate
 
         return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
-    widths = [len(h) + MIN_PADDING for h in headers]
-    for row in rows:
-        for i, cell in enumerate(row):
-            if len(cell) > widths[i]:
-                widths[i] = len(cell)
+    widths = [max(len(h) + MIN_PADDING, max(map(len, column))) for h, column in zip(headers, zip(*rows))]
     line = GAP.join(f"{{:<{w}}}" for w in widths).format
     out = [line(*headers).rstrip(), GAP.join("-" * w for w in widths)]
     out += [line(*row).rstrip() for row in rows]  # tabulate ends each row at its last character
     return "\n".join(out)
 
 
-def _plain(cell):
-    return type(cell) is str and cell.isascii() and cell.isprintable() and cell[:1] != " " and cell[-1:] != " "
+def _all_plain(headers, rows):
+    """Whether every cell is a str of printable ASCII with no space at either end (checked on all
+    the cells at once: one per line of one string)."""
+    cells = list(headers)
+    for row in rows:
+        cells += row
+    if set(map(type, cells)) != {str}:
+        return False
+    lines = "\n".join(cells)
+    return (lines.count("\n") == len(cells) - 1 and lines.isascii() and lines.replace("\n", "").isprintable()
+            and not _EDGE_SPACE.search(lines))
