@@ -132,10 +132,6 @@ class FrozenCost:
     history_bytes: int  # the solver's blobs for them
     top_diff_bytes: int  # diffs of the frozen part's tops that backward still touches
 
-    @property
-    def solver_bytes(self):
-        return self.diff_bytes + self.history_bytes
-
 
 def frozen_cost(audit, counted):
     """The FrozenCost of `audit`'s train net, or None when nothing is frozen."""

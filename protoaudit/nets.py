@@ -45,7 +45,6 @@ def net_specs(path, *, phase=None, stages=(), level=None, schema=None):
 
 
 def _solver_specs(src, phase, stages, level):
-    solver = src.message
     specs = []
     if phase in (None, "TRAIN"):
         specs.append(_train_spec(src, stages, level))

@@ -15,7 +15,6 @@ COLUMNS = {
     "buffers": ("layer buffer", "prefetch"),
     "workspace": ("workspace",),
 }
-TOUCHES = ("setup", "forward", "backward", "solver")
 COLUMN_OF = {kind: column for column, kinds in COLUMNS.items() for kind in kinds}
 
 
@@ -77,11 +76,12 @@ def counted(audit, buffer):
 
 def summarize(audit):
     rows, running = [], 0
+    cpu = audit.mode == "cpu"  # counted(audit, b), written out in the loops over every buffer
     for net_audit in audit.nets:
         label = net_audit.buffers[0].net if net_audit.buffers else net_audit.role
         by_layer = {}
         for b in net_audit.buffers:
-            if counted(audit, b):
+            if cpu or b.device == "device":
                 by_layer.setdefault(b.layer, []).append(b)
         for node in net_audit.net.layers:
             mine = by_layer.get(node.name, [])
@@ -103,7 +103,8 @@ def summarize(audit):
             name = {"history": f"{audit.solver_type} solver state", "param diff": "ClearParamDiffs",
                     "context": "CUDA context"}[kind]
             rows.append(LayerRow(mine[0].net, name, "", [], {c: 0 for c in COLUMNS}, total, running, mine))
-    all_counted = [b for b in audit.buffers if counted(audit, b)]
+    buffers = audit.buffers
+    all_counted = [b for b in buffers if cpu or b.device == "device"]
     by_kind = dict.fromkeys(KINDS, 0)
     by_touch, by_net = {}, {}
     total = per_sample = 0
@@ -123,7 +124,7 @@ def summarize(audit):
         by_touch=by_touch,
         by_net=by_net,
         total=total,
-        host=sum(b.bytes for b in audit.buffers if not counted(audit, b)),
+        host=sum(b.bytes for b in buffers if not (cpu or b.device == "device")),
         caffe_figure={n.buffers[0].net if n.buffers else n.role: n.net.memory_required_for_data for n in audit.nets},
         per_sample=per_sample,
         invariant=total - per_sample,

@@ -8,8 +8,6 @@ its parameters) by reference, and its private buffers by size. Each layer class 
 import functools
 from dataclasses import dataclass
 
-STAGES = ("setup", "forward", "backward")
-
 
 @dataclass(frozen=True)
 class Touch:

@@ -1,7 +1,6 @@
 """The schemas shipped in the package are exactly what protoc makes of proto/, and they read as Caffe's."""
 import importlib.util
 import os
-import sys
 
 import pytest
 

@@ -11,7 +11,7 @@ import os
 import pytest
 from google.protobuf import text_format
 
-from conftest import DATA, ROOT, run_protoaudit
+from conftest import DATA, ROOT
 from protoaudit import build_nets
 from protoaudit.errors import InputError
 from protoaudit.load import load

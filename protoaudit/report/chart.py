@@ -10,7 +10,6 @@ import math
 import os
 
 from ..errors import InputError
-from ..summary import COLUMNS
 from .units import size
 
 FORMATS = (".svg", ".png")

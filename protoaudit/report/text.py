@@ -73,7 +73,7 @@ def recipe_lines(recipe):
     return lines
 
 
-def render(audit, summary, fit=None, other_engine=None):
+def render(audit, summary, fit=None):
     out = [f"protoaudit: {audit.path}", describe(audit), "", layer_table(summary), ""]
     out += totals(summary)
     out.append("")
