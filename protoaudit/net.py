@@ -220,37 +220,38 @@ class _Builder:
             ctx.used_inputs = self.ctx.used_inputs
         impl = cls(lp, ctx)
         node = LayerNode(len(self.layers), lp.name, lp.type, lp, impl, None if auto else line)
-        if lp.propagate_down and len(lp.propagate_down) != len(lp.bottom):
+        bottom, propagate_down = list(lp.bottom), list(lp.propagate_down)  # read from the message once
+        if propagate_down and len(propagate_down) != len(bottom):
             raise InputError("propagate_down must be given either 0 or bottom_size times")
         need_backward = False
-        for j, name in enumerate(lp.bottom):
+        for j, name in enumerate(bottom):
             if name not in self.available:
                 raise self._unknown_bottom(lp, j, name)
             index = self.by_name[name]
             node.bottoms.append(index)
             self.available.discard(name)
             blob_nb = self.blobs[index].need_backward
-            node.bottom_need_backward.append(lp.propagate_down[j] if lp.propagate_down else blob_nb)
+            node.bottom_need_backward.append(propagate_down[j] if propagate_down else blob_nb)
             need_backward |= blob_nb
         node.bottom_shapes = [self.blobs[i].shape for i in node.bottoms]
-        _check_counts(impl, len(lp.bottom), "bottom")
+        _check_counts(impl, len(bottom), "bottom")
         tops = list(lp.top)
         if impl.auto_top_blobs:
             needed = max(impl.min_tops or 0, impl.exact_tops or 0)
             tops += [None] * max(0, needed - len(tops))
         _check_counts(impl, len(tops), "top")
-        if getattr(impl, "equal_bottoms_tops", False) and len(tops) != len(lp.bottom):
+        if getattr(impl, "equal_bottoms_tops", False) and len(tops) != len(bottom):
             raise InputError("needs as many tops as bottoms")
         shapes = impl.reshape(list(node.bottom_shapes))
         if len(shapes) != len(tops):
             raise InputError(f"makes {len(shapes)} tops but {len(tops)} are named")
         for j, name in enumerate(tops):
-            shape = tuple(int(d) for d in shapes[j])
+            shape = tuple(map(int, shapes[j]))
             if any(d < 0 for d in shape):
                 raise InputError(f"top '{name}' would have a negative dimension {shape}",
                                  fix="the input is too small for this layer's kernel, stride or crop"
-                                 if lp.bottom else "a shape's dimensions cannot be negative")
-            in_place = name is not None and j < len(lp.bottom) and name == lp.bottom[j]
+                                 if bottom else "a shape's dimensions cannot be negative")
+            in_place = name is not None and j < len(bottom) and name == bottom[j]
             if in_place:
                 blob = self.blobs[self.by_name[name]]
                 blob.shape = shape

@@ -1,6 +1,8 @@
 """How sizes and shapes are written for people."""
+import functools
 
 
+@functools.lru_cache(maxsize=4096)  # a per-layer table writes the same few sizes many times
 def size(n):
     """Bytes in binary units with three significant figures: 1.5 GiB, 832 MiB, 4.0 KiB, 12 B."""
     n = int(n)
@@ -12,7 +14,7 @@ def size(n):
 
 
 def shape(dims):
-    return "x".join(str(d) for d in dims) if dims else "scalar"
+    return "x".join(map(str, dims)) if dims else "scalar"
 
 
 def shapes(list_of_dims):
