@@ -15,7 +15,6 @@ COLUMNS = {
     "buffers": ("layer buffer", "prefetch"),
     "workspace": ("workspace",),
 }
-TOUCHES = ("setup", "forward", "backward", "solver")
 COLUMN_OF = {kind: column for column, kinds in COLUMNS.items() for kind in kinds}
 
 
