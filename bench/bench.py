@@ -2,15 +2,19 @@
 
 Run from the repository root:
 
-    /work/.venv/bin/python bench/bench.py            # everything, 5 repeats
-    /work/.venv/bin/python bench/bench.py -r 3 -k cli  # only cases whose name contains "cli"
+    /work/.venv/bin/python bench/bench.py                # every file, 5 repeats
+    /work/.venv/bin/python bench/bench.py -r 3 -k 10k    # only the files whose label has "10k"
 
-It writes the synthetic nets it needs to a temporary folder (a 10,000-layer V2 net of residual
-conv/BatchNorm/Scale/ReLU blocks whose sums make Caffe insert splits, with TRAIN and TEST inputs so
-the default audit builds both nets; and a 10,000-layer V1 net that the upgrade has to rewrite),
-adds the largest corpus nets when /work/shared/corpus/nets is there, and times with
-time.perf_counter: the whole CLI as a user runs it (a fresh interpreter, import included), the CLI
-in-process, and the library steps one by one. It prints the median and the minimum of the repeats.
+It writes the nets it needs to a temporary folder: a 10,000-layer V2 net of residual
+conv/BatchNorm/Scale/ReLU blocks whose sums make Caffe insert splits, with a TRAIN and a TEST
+input so the default audit builds both nets, and a 10,000-layer V1 net (enum types, blobs_lr,
+net-level input) that the upgrade rewrites. It adds the largest corpus nets when
+/work/shared/corpus/nets is there, and skips them when not. For each file it times, with
+time.perf_counter: the command as a user runs it in a new interpreter (default audit: train and
+test nets, SGD, both engines' totals; --caffe-log; --gpu-mem), the command in-process, and the
+library steps one by one (the parsed-file cache emptied where the step reads the file). It prints
+the median and the minimum of the repeats, after a line giving the machine's speed at a plain
+Python loop, so numbers from two machines can be compared.
 """
 import argparse
 import contextlib
@@ -27,6 +31,7 @@ sys.path.insert(0, ROOT)  # the tree this script is in, not whichever protoaudit
 
 from protoaudit import audit as run_audit  # noqa: E402
 from protoaudit import cli, load, nets  # noqa: E402
+from protoaudit.collector import paused  # noqa: E402
 from protoaudit.fit import check_fit  # noqa: E402
 from protoaudit.memory import net_buffers  # noqa: E402
 from protoaudit.net import build  # noqa: E402
@@ -107,7 +112,9 @@ def _relu_v1(name, blob):
 
 
 def timed(fn, repeats):
-    """Seconds per call, `repeats` times (after one untimed warm-up call)."""
+    """Seconds per call, `repeats` times (after one untimed warm-up call), with the cycle collector
+    paused as the command and audit() pause it (protoaudit.collector)."""
+    fn = paused(fn)
     fn()
     times = []
     for _ in range(repeats):
@@ -117,16 +124,25 @@ def timed(fn, repeats):
     return times
 
 
-def quiet_cli(argv):
+def unparsed(fn):
+    """`fn` with protoaudit's parsed-file cache emptied first: each call reads the file anew."""
+    def run():
+        load._read.cache_clear()
+        return fn()
+    return run
+
+
+def in_process_cli(argv):
     def run():
         with contextlib.redirect_stdout(io.StringIO()):
             status = cli.main(argv)
         if status not in (0, 1):
             raise RuntimeError(f"protoaudit {' '.join(argv)} exited {status}")
-    return run
+    return unparsed(run)
 
 
 def fresh_cli(argv):
+    """The command as a user runs it: a new interpreter (start, imports, exit included)."""
     def run():
         env = dict(os.environ, PYTHONPATH=ROOT)
         done = subprocess.run([sys.executable, "-m", "protoaudit", *argv], capture_output=True, text=True, env=env)
@@ -135,31 +151,33 @@ def fresh_cli(argv):
     return run
 
 
+def consuming(step, make):
+    """A step that changes its input (upgrade works in place; a walk keeps each layer's touches on
+    the built net): `make()` gives a fresh input for every call, made outside the timing."""
+    return step, make
+
+
 def library_cases(label, path, upgrade_too):
-    """The library's steps on one file: each is timed on its own, its inputs made beforehand."""
+    """The library's steps on one file, each timed on its own from inputs made beforehand."""
     spec = nets.net_specs(path)[0]
-    net = build(spec.param, spec.state, schema=spec.schema.name, lines=spec.lines, path=path)
-    cases = [(f"{label}: load (parse)", lambda: load.load(path))]
+    src = load.load(path)
+
+    def fresh_message():
+        m = type(src.message)()
+        m.CopyFrom(src.message)
+        return m
+
+    def fresh_net():
+        return build(spec.param, spec.state, schema=spec.schema.name, lines=spec.lines, path=path)
+
+    cases = [(f"{label}: load: parse + outline", unparsed(lambda: load.load(path)))]
     if upgrade_too:
-        src = load.load(path)
-        fresh = []
-
-        def do_upgrade():
-            upgrade(fresh.pop(), src.schema, [])
-
-        def make_copies(n):
-            for _ in range(n):
-                m = type(src.message)()
-                m.CopyFrom(src.message)
-                fresh.append(m)
-        cases.append((f"{label}: upgrade", (do_upgrade, make_copies)))
+        cases.append((f"{label}: upgrade V1 -> V2", consuming(lambda m: upgrade(m, src.schema, []), fresh_message)))
     cases += [
-        (f"{label}: net_specs (load + upgrade)", lambda: nets.net_specs(path)),
-        (f"{label}: build (Net::Init)", lambda: build(spec.param, spec.state, schema=spec.schema.name,
-                                                      lines=spec.lines, path=path)),
-        (f"{label}: memory (net_buffers)", lambda: net_buffers(net)),
-        (f"{label}: audit()", lambda: run_audit(path)),
-        (f"{label}: fit search", lambda: _fit(path)),
+        (f"{label}: build: Net::Init, train net", fresh_net),
+        (f"{label}: memory: net_buffers, train net", consuming(net_buffers, fresh_net)),
+        (f"{label}: audit(): all nets, both engines", unparsed(lambda: run_audit(path))),
+        (f"{label}: audit() + largest batch (4G)", unparsed(lambda: _fit(path))),
     ]
     return cases
 
@@ -176,38 +194,48 @@ def all_cases(folder, only):
         f.write(residual_v2(LAYERS))
     with open(v1, "w") as f:
         f.write(residual_v1(LAYERS))
-    cases = []
     files = [("10k V2", big, False), ("10k V1", v1, True)]
-    for name in CORPUS_NETS:
+    for name in reversed(CORPUS_NETS):
         path = os.path.join(CORPUS, name)
         if os.path.exists(path):
             files.insert(0, (name.removesuffix(".prototxt"), path, False))
         else:
             print(f"(skipped {name}: not found in {CORPUS})")
-    for label, path, _ in files:
-        cases.append((f"{label}: CLI, fresh process", fresh_cli([path])))
-        cases.append((f"{label}: CLI in-process", quiet_cli([path])))
-        cases.append((f"{label}: CLI --caffe-log", quiet_cli([path, "--caffe-log"])))
-        cases.append((f"{label}: CLI --gpu-mem 4G", quiet_cli([path, "--gpu-mem", "4G"])))
+    cases = []
     for label, path, upgrade_too in files:
-        if not only or any(o in label for o in only):
-            cases += library_cases(label, path, upgrade_too)
-    return [c for c in cases if not only or any(o in c[0] for o in only)]
+        if only and not any(o in label for o in only):
+            continue
+        cases += [(f"{label}: CLI (new process)", fresh_cli([path])),
+                  (f"{label}: CLI --caffe-log (new process)", fresh_cli([path, "--caffe-log"])),
+                  (f"{label}: CLI --gpu-mem 4G (new process)", fresh_cli([path, "--gpu-mem", "4G"])),
+                  (f"{label}: CLI in-process", in_process_cli([path]))]
+        cases += library_cases(label, path, upgrade_too)
+    return cases
+
+
+def calibration():
+    """This machine's speed at plain Python: 10 million additions in a loop."""
+    start = time.perf_counter()
+    x = 0
+    for i in range(10_000_000):
+        x += i
+    return time.perf_counter() - start
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("-r", "--repeat", type=int, default=5)
-    p.add_argument("-k", "--only", action="append", default=[], help="run cases whose name contains this")
+    p.add_argument("-k", "--only", action="append", default=[], help="only the files whose label contains this")
     args = p.parse_args(argv)
-    print(f"python {sys.version.split()[0]}, {args.repeat} repeats (after a warm-up); seconds")
+    print(f"python {sys.version.split()[0]}; 10M-addition loop {calibration():.2f} s; "
+          f"{args.repeat} repeats after a warm-up; seconds")
     print(f"{'case':52s} {'median':>8s} {'min':>8s}")
     with tempfile.TemporaryDirectory() as folder:
         for name, fn in all_cases(folder, args.only):
-            if isinstance(fn, tuple):  # a step that consumes its input: make fresh inputs first
-                step, prepare = fn
-                prepare(args.repeat + 1)
-                fn = step
+            if isinstance(fn, tuple):
+                step, make = fn
+                inputs = [make() for _ in range(args.repeat + 1)]
+                fn = lambda: step(inputs.pop())  # noqa: E731
             times = timed(fn, args.repeat)
             print(f"{name:52s} {statistics.median(times):8.3f} {min(times):8.3f}", flush=True)
 

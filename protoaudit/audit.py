@@ -2,6 +2,7 @@
 allocation Caffe would make for them, held at once as `caffe train` (or the chosen run) holds them."""
 from dataclasses import dataclass, field, replace
 
+from .collector import paused
 from .errors import InputError
 from .freeze import freeze as freeze_param
 from .memory import Buffer, host_objects, net_buffers, runs_backward
@@ -76,6 +77,7 @@ class Audit:
         return next((n for n in self.nets if n.role in ("train", "net")), None)
 
 
+@paused
 def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, schema=None, freeze=(),
                test_batch=None, keep_test_batch=False, as_test=False):
     """Every net the file stands for (one for a net file, train then tests for a solver), built.
@@ -124,6 +126,7 @@ def _check_choice(name, value, choices):
         raise InputError(f"--{name} {value}: choose one of {', '.join(choices)}")
 
 
+@paused
 def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, test_batch=None,
           mode="gpu", engine="caffe", solver_type=None, inference=False, context=None, schema=None,
           compare_engines=True, freeze=()):

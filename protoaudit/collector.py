@@ -1,6 +1,7 @@
-"""Python's cycle collector paused for one command: its full passes walk every object the nets
-are made of (seconds on a 10,000-layer net, about 40% of the run), and a run makes almost no
-reference cycles for it to free; memory is still released by reference counting."""
+"""Python's cycle collector paused for one command or audit: its full passes walk every object
+the nets are made of (seconds on a 10,000-layer net, about 40% of the run, more in a program that
+holds other large data), and an audit makes almost no reference cycles for it to free (a few
+dozen); memory is still released by reference counting."""
 import functools
 import gc
 
