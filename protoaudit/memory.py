@@ -90,14 +90,14 @@ class _Probe(Run):
 def layer_touches(node, mode, engine):
     """node.impl.touches for this run. Most layers allocate the same under either engine and never
     ask which one runs: their touches, kept on the node, serve the other engine's audit too."""
-    run = _Probe(mode, engine, node.impl.ctx.phase, list(node.bottom_shapes), list(node.top_shapes),
-                 list(node.in_place), list(node.bottom_need_backward), [p.need_backward for p in node.params],
-                 len(node.params))
-    key = (mode, run.phase, tuple(node.bottom_shapes), tuple(node.top_shapes), tuple(node.in_place),
-           tuple(run.propagate_down), tuple(run.param_propagate_down))
+    key = (mode, node.impl.ctx.phase, tuple(node.bottom_shapes), tuple(node.top_shapes), tuple(node.in_place),
+           tuple(node.bottom_need_backward), tuple(p.need_backward for p in node.params))
     kept = node.__dict__.get("_touches")
     if kept is not None and kept[0] == key and (kept[1] == engine or not kept[3]):
         return kept[2]
+    run = _Probe(mode, engine, node.impl.ctx.phase, list(node.bottom_shapes), list(node.top_shapes),
+                 list(node.in_place), list(node.bottom_need_backward), [p.need_backward for p in node.params],
+                 len(node.params))
     touches = node.impl.touches(run)
     node._touches = (key, engine, touches, run.asked_engine)
     return touches
