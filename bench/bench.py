@@ -30,11 +30,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # the tree this script is in, not whichever protoaudit is installed
 
 from protoaudit import audit as run_audit  # noqa: E402
-from protoaudit import cli, load, nets  # noqa: E402
-from protoaudit.fit import check_fit  # noqa: E402
-from protoaudit.memory import net_buffers  # noqa: E402
-from protoaudit.net import build  # noqa: E402
-from protoaudit.upgrade import upgrade  # noqa: E402
+from protoaudit import cli  # noqa: E402
+from protoaudit.read import load, netspecs as nets  # noqa: E402
+from protoaudit.memory.fit import check_fit  # noqa: E402
+from protoaudit.memory.buffers import net_buffers  # noqa: E402
+from protoaudit.net.build import build  # noqa: E402
+from protoaudit.read.upgrade import upgrade  # noqa: E402
 
 try:
     from protoaudit.collector import paused

@@ -15,7 +15,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from protoaudit.audit import build_nets  # noqa: E402
-from protoaudit.memory import host_objects, net_buffers, runs_backward  # noqa: E402
+from protoaudit.memory.buffers import host_objects, net_buffers, runs_backward  # noqa: E402
 
 DEFAULT = os.path.join(os.path.dirname(__file__), "..", "tests", "data", "oracle")
 

@@ -2,7 +2,7 @@
 
 Run after editing a .proto here (needs the dev extra, which brings grpcio-tools' protoc):
     python proto/build.py
-Each schema lands in protoaudit/schemas/<name>.desc and is loaded into its own descriptor
+Each schema lands in protoaudit/read/schemas/<name>.desc and is loaded into its own descriptor
 pool at run time, so forks that reuse `package caffe` and Caffe's field numbers never clash,
 and no protoc is needed to install or run protoaudit.
 """
@@ -11,7 +11,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(HERE, "..", "protoaudit", "schemas")
+OUT = os.path.join(HERE, "..", "protoaudit", "read", "schemas")
 
 # schema name -> .proto file, relative to this folder
 SCHEMAS = {
@@ -39,7 +39,7 @@ def main():
     for schema, proto_path in SCHEMAS.items():
         with open(os.path.join(OUT, f"{schema}.desc"), "wb") as f:
             f.write(compile_schema(proto_path))
-        print(f"{proto_path} -> protoaudit/schemas/{schema}.desc")
+        print(f"{proto_path} -> protoaudit/read/schemas/{schema}.desc")
 
 
 if __name__ == "__main__":

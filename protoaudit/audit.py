@@ -4,10 +4,10 @@ from dataclasses import dataclass, field, replace
 
 from .collector import paused
 from .errors import InputError
-from .freeze import freeze as freeze_param
-from .memory import Buffer, host_objects, net_buffers, runs_backward
-from .net import build
-from .nets import net_specs
+from .net.freeze import freeze as freeze_param
+from .memory.buffers import Buffer, host_objects, net_buffers, runs_backward
+from .net.build import build
+from .read.netspecs import net_specs
 from .options import INT_MAX, parse_batch
 
 ENGINES = ("caffe", "cudnn")
@@ -83,7 +83,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     """Every net the file stands for (one for a net file, train then tests for a solver), built.
     `batch` is the train (or only) net's, `test_batch` a solver's test nets'; with
     `keep_test_batch`, a test net's --input shapes keep the batch its file gives (it runs beside its
-    train net); `as_test` takes a net file's net for a test net. `freeze` names layers frozen with their ancestors (protoaudit.freeze) in every net
+    train net); `as_test` takes a net file's net for a test net. `freeze` names layers frozen with their ancestors (protoaudit.net.freeze) in every net
     but the test nets, which run forward only."""
     phase = phase.upper() if phase else None
     if phase not in (None, "TRAIN", "TEST"):
@@ -144,7 +144,7 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
     if mode == "cpu":
         engine = "caffe"  # Caffe's CPU code has no cuDNN
     nets = _nets_to_audit(path, phase, stages, level, inputs, batch, test_batch, schema, inference, freeze)
-    from .solver import added_to, solver_buffers, solver_options, solver_type_of
+    from .memory.solver import added_to, solver_buffers, solver_options, solver_type_of
 
     solver = next((n.solver for n in nets if n.solver is not None), None)
     if inference or solver_type == "none":

@@ -5,14 +5,14 @@ import sys
 
 from .audit import audit, build_nets
 from .collector import paused
-from .explain import compare
+from .memory.explain import compare
 from .errors import InputError
-from .fit import check_fit, parse_size
+from .memory.fit import check_fit, parse_size
 from .options import parse_inputs
 from .report import csv_format, diff_text, json_format, markdown
 from .report import text as text_report
 from .report.caffelog import caffe_log
-from .summary import summarize
+from .memory.summary import summarize
 
 EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 # --format: the modules with render() and render_diff(), besides the default text

@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import pytest
 
 from protoaudit import cli
-from protoaudit.fit import Fit
+from protoaudit.memory.fit import Fit
 from protoaudit.report import chart
-from protoaudit.summary import LayerRow, Summary
+from protoaudit.memory.summary import LayerRow, Summary
 
 from conftest import DATA, ROOT, run_protoaudit
 

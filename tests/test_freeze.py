@@ -16,8 +16,8 @@ import pytest
 from conftest import DATA, run_protoaudit
 from protoaudit.audit import audit
 from protoaudit.errors import InputError
-from protoaudit.explain import compare
-from protoaudit.summary import summarize
+from protoaudit.memory.explain import compare
+from protoaudit.memory.summary import summarize
 
 FREEZE = os.path.join(DATA, "freeze")
 TWO_STAGE = os.path.join(FREEZE, "two_stage.prototxt")

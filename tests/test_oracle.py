@@ -10,7 +10,7 @@ import os
 import pytest
 
 from protoaudit.audit import build_nets
-from protoaudit.memory import host_objects, net_buffers, runs_backward
+from protoaudit.memory.buffers import host_objects, net_buffers, runs_backward
 
 ORACLE = os.path.join(os.path.dirname(__file__), "data", "oracle")
 RUNS = list(csv.DictReader(open(os.path.join(ORACLE, "measurements.tsv")), delimiter="\t"))

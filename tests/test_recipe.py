@@ -10,7 +10,7 @@ import os
 import logparse
 from conftest import DATA, run_protoaudit
 from protoaudit.audit import audit
-from protoaudit.summary import summarize
+from protoaudit.memory.summary import summarize
 
 TWO_STAGE = os.path.join(DATA, "freeze", "two_stage.prototxt")
 FLICKR = os.path.join(DATA, "freeze", "bvlc_finetune_flickr_style_train_val.prototxt")

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from protoaudit.schema import SCHEMA_NAMES, load_schema
+from protoaudit.read.schema import SCHEMA_NAMES, load_schema
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 
@@ -20,7 +20,7 @@ def _build_module():
 def test_shipped_schema_matches_proto(name):
     pytest.importorskip("grpc_tools")
     build = _build_module()
-    with open(os.path.join(ROOT, "protoaudit", "schemas", f"{name}.desc"), "rb") as f:
+    with open(os.path.join(ROOT, "protoaudit", "read", "schemas", f"{name}.desc"), "rb") as f:
         shipped = f.read()
     assert build.compile_schema(build.SCHEMAS[name]) == shipped, f"run: python proto/build.py ({name} is stale)"
 

@@ -14,7 +14,7 @@ from google.protobuf import text_format
 from conftest import DATA, ROOT
 from protoaudit import build_nets
 from protoaudit.errors import InputError
-from protoaudit.load import load
+from protoaudit.read.load import load
 
 NETS = os.path.join(DATA, "nets")
 ORACLE = os.path.join(NETS, "segnet_oracle")

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import DATA
 from protoaudit import build_nets
-from protoaudit.memory import host_objects, net_buffers, run_of, runs_backward
+from protoaudit.memory.buffers import host_objects, net_buffers, run_of, runs_backward
 
 NETS = os.path.join(DATA, "nets", "segnet_oracle")
 RUNS = list(csv.DictReader(open(os.path.join(DATA, "segnet_oracle", "measurements.tsv")), delimiter="\t"))

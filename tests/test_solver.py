@@ -1,4 +1,4 @@
-"""What a Caffe solver adds to the train net (protoaudit.solver), against real Caffe and its sources.
+"""What a Caffe solver adds to the train net (protoaudit.memory.solver), against real Caffe and its sources.
 
 Measured: tests/data/solver_oracle (real BVLC Caffe 9b89154, CPU-only build, CPU mode, a malloc
 interposer; see tests/data/SOURCES.md): one or two Solver::Step on lenet, cifar10_quick and
@@ -16,9 +16,9 @@ from google.protobuf import text_format
 from conftest import DATA
 from protoaudit.audit import build_nets
 from protoaudit.errors import InputError
-from protoaudit.memory import net_buffers
-from protoaudit.schema import load_schema
-from protoaudit.solver import added_to, solver_buffers, solver_options, solver_type_of
+from protoaudit.memory.buffers import net_buffers
+from protoaudit.read.schema import load_schema
+from protoaudit.memory.solver import added_to, solver_buffers, solver_options, solver_type_of
 
 ORACLE = os.path.join(DATA, "solver_oracle")
 RUNS = list(csv.DictReader(open(os.path.join(ORACLE, "measurements.tsv")), delimiter="\t"))

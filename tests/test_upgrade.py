@@ -14,11 +14,11 @@ from google.protobuf import text_format
 
 import logparse
 from conftest import DATA, run_protoaudit
-from protoaudit import load
+from protoaudit.read import load
 from protoaudit.audit import build_nets
 from protoaudit.errors import InputError
-from protoaudit.schema import SCHEMA_NAMES, load_schema
-from protoaudit.upgrade import V1_TYPES, upgrade
+from protoaudit.read.schema import SCHEMA_NAMES, load_schema
+from protoaudit.read.upgrade import V1_TYPES, upgrade
 
 NETS = os.path.join(DATA, "nets")
 LEGACY = os.path.join(DATA, "legacy")

@@ -1,4 +1,5 @@
-"""Every layer type protoaudit knows, one module per family; importing this registers them all."""
+"""Step 3: what each layer touches. One class per Caffe layer type (its shape rule, its parameters,
+the buffers it allocates and when), one module per family; importing this registers them all."""
 import difflib
 
 from . import (  # noqa: F401

@@ -1,5 +1,5 @@
 """Element-wise (neuron) layers: NeuronLayer's one bottom and one top of the bottom's shape."""
-from .. import touch
+from . import touch
 from .base import Layer, count, float32, legacy_shape, refuse_in_place, register
 
 

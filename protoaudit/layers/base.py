@@ -1,14 +1,14 @@
 """The layer registry: one class per Caffe layer type, holding its blob counts and shape rule.
 
 A layer class is created once per layer of a net, with the layer's (V2) LayerParameter and the
-build context, and answers for that layer alone; the net driver (`protoaudit.net`) does the rest.
+build context, and answers for that layer alone; the net driver (`protoaudit.net.build`) does the rest.
 """
 import functools
 import math
 import struct
 from dataclasses import dataclass, field
 
-from .. import touch
+from . import touch
 from ..errors import InputError
 
 REGISTRY = {}
@@ -74,7 +74,7 @@ class Layer:
         solver's learning rates come from. Call after param_shapes."""
         return self.lp.param
 
-    # --- what it touches (see protoaudit.touch) --------------------------------------------
+    # --- what it touches (see protoaudit.layers.touch) --------------------------------------------
     def touches(self, run):
         """Everything the layer touches, by stage. The default is a plain layer: params filled at
         setup; bottoms read and tops written forward; backward reads the top diffs and writes the
@@ -216,7 +216,7 @@ def _how_to_read(descriptor, name):
 
 
 def _bvlc_fields(full_name):
-    from ..schema import load_schema
+    from ..read.schema import load_schema
 
     schema = load_schema("bvlc")
     try:
@@ -226,6 +226,6 @@ def _bvlc_fields(full_name):
 
 
 def _bvlc_message(full_name):
-    from ..schema import load_schema
+    from ..read.schema import load_schema
 
     return load_schema("bvlc").message(full_name.split(".", 1)[1])

@@ -1,7 +1,7 @@
 """Convolution, Deconvolution and Im2col: BaseConvolutionLayer's geometry (N-D, groups, dilation)."""
 from dataclasses import dataclass
 
-from .. import touch
+from . import touch
 from .base import Layer, canonical_axis, count, register
 
 

@@ -4,7 +4,7 @@ A dataset reader's image size often lives in the dataset, which protoaudit never
 layer asks for `--input`. What the prototxt does state (batch_size, crop_size, new_height/new_width,
 is_color) is used, and `--batch` replaces the batch size.
 """
-from .. import touch
+from . import touch
 from .base import Layer, count, register
 
 

@@ -1,5 +1,5 @@
 """Fully connected layers: InnerProduct and Embed."""
-from .. import touch
+from . import touch
 from .base import Layer, canonical_axis, count, register
 
 

@@ -1,5 +1,5 @@
 """Loss layers (a scalar top, loss weight 1 by default) and Accuracy."""
-from .. import touch
+from . import touch
 from .base import Layer, canonical_axis, count, legacy_shape, register
 from .normalization import softmax_buffers
 

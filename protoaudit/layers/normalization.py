@@ -1,5 +1,5 @@
 """Normalisation and affine layers: LRN, MVN, BatchNorm, Scale, Bias, Softmax."""
-from .. import touch
+from . import touch
 from .activations import Neuron
 from .base import Layer, canonical_axis, count, legacy_shape, register
 

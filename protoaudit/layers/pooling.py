@@ -1,7 +1,7 @@
 """Pooling (MAX/AVE/STOCHASTIC, global, ceil or floor rounding and the pad clip rule) and SPP."""
 import math
 
-from .. import touch
+from . import touch
 from .base import Layer, count, float32, register
 
 MAX, AVE, STOCHASTIC = 0, 1, 2

@@ -3,7 +3,7 @@
 The fork's layers read their bottoms through Blob's legacy accessors (num, channels, height, width:
 a missing axis reads as 1, more than four axes is an error) and always make 4-axis tops.
 """
-from .. import touch
+from . import touch
 from .base import Layer, count, register
 from .data import DataSource
 

@@ -1,7 +1,7 @@
 """Layers that move, split, join or select data without learning: Split, Concat, Slice, Eltwise,
 Flatten, Reshape, Crop, Tile, Reduction, ArgMax, Filter, BatchReindex, Parameter, Silence,
 HDF5Output."""
-from .. import touch
+from . import touch
 from .base import Layer, canonical_axis, count, refuse_in_place, register
 
 

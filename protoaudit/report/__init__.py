@@ -1,1 +1,2 @@
-"""Formatting of audits: text, markdown, json, csv and Caffe's own log lines. No arithmetic here."""
+"""Step 5: reports. Formatting only (text, markdown, JSON, CSV, charts, Caffe's own log lines):
+every figure they show is computed in protoaudit.memory."""

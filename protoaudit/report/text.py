@@ -1,5 +1,5 @@
 """The plain terminal report: what runs, the per-layer table, the totals, the verdict."""
-from ..freeze import frozen_lines
+from ..net.freeze import frozen_lines
 from .table import simple_table
 from .units import shapes, size
 

@@ -17,9 +17,9 @@ SGD, Nesterov and AdaGrad.
 """
 from dataclasses import dataclass
 
-from .errors import InputError
-from .layers.base import count
-from .memory import Buffer
+from ..errors import InputError
+from ..layers.base import count
+from .buffers import Buffer
 
 SOLVER_TYPES = ("SGD", "Nesterov", "AdaGrad", "RMSProp", "AdaDelta", "Adam")
 REGULARIZATIONS = ("L1", "L2")
@@ -101,7 +101,7 @@ def solver_buffers(net, solver_type, *, mode="gpu", regularization="L2", weight_
                    label="train"):
     """What Solver::Step allocates for the train net `net` beyond its forward and backward.
 
-    Every param diff ClearParamDiffs zeroes (kind "param diff", named as protoaudit.memory names
+    Every param diff ClearParamDiffs zeroes (kind "param diff", named as protoaudit.memory.buffers names
     them, so `added_to` can drop those a backward pass holds already), the solver's blobs (kind
     "history"), and the host vector `losses_` of the last `average_loss` losses (negligible).
     `weight_decay` matters only with L1; None means the solver sets a nonzero one.

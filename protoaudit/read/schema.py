@@ -53,7 +53,7 @@ class Schema:
 
 @functools.cache
 def load_schema(name):
-    """The schema compiled as protoaudit/schemas/<name>.desc."""
+    """The schema compiled as protoaudit/read/schemas/<name>.desc."""
     with open(os.path.join(HERE, "schemas", f"{name}.desc"), "rb") as f:
         files = descriptor_pb2.FileDescriptorSet.FromString(f.read())
     pool = descriptor_pool.DescriptorPool()

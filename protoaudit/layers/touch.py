@@ -3,7 +3,7 @@
 Caffe allocates a buffer the first time it is touched and never frees it, so a layer's memory is
 described by what it touches: blobs it shares with the net (its bottoms' and tops' data and diffs,
 its parameters) by reference, and its private buffers by size. Each layer class lists its touches
-(`Layer.touches`); `protoaudit.memory` turns them into allocations.
+(`Layer.touches`); `protoaudit.memory.buffers` turns them into allocations.
 """
 import functools
 from dataclasses import dataclass

@@ -4,7 +4,7 @@ First the V0 padding layers are folded into the conv or pool layer they feed; th
 flat fields move into the V1 `*_param` its type owns. Caffe drops a field the type does not own
 with an error and goes on; here that is an InputError, so nobody audits a net Caffe half-read.
 """
-from .errors import InputError
+from ..errors import InputError
 
 # V0 type string -> V1 LayerType name (UpgradeV0LayerType)
 V0_TYPES = {

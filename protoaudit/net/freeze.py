@@ -15,9 +15,9 @@ top diffs and backward buffers, not its parameter memory.
 import difflib
 from dataclasses import dataclass
 
-from .errors import InputError
+from ..errors import InputError
 from .netstate import included
-from .report.units import size
+from ..report.units import size
 
 LISTED = 40  # layer names an unknown-layer error lists at most
 
@@ -172,7 +172,7 @@ def frozen_lines(cost, solver_type):
 
 
 def freeze_sentences(c):
-    """For `protoaudit diff` (c: protoaudit.explain.Comparison): what freezing changed, and why the
+    """For `protoaudit diff` (c: protoaudit.memory.explain.Comparison): what freezing changed, and why the
     frozen part's params cost as much as before."""
     out = []
     for side, cost, other, audit in (("A", c.summary_a.frozen, c.summary_b.frozen, c.a),

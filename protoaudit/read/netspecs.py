@@ -3,8 +3,8 @@ test nets (Solver::InitTrainNet / InitTestNets), each with its NetState and upgr
 from dataclasses import dataclass
 
 from . import load as loader
-from .errors import InputError
-from .netstate import make_state
+from ..errors import InputError
+from ..net.netstate import make_state
 from .upgrade import upgrade
 
 

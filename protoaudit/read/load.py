@@ -2,7 +2,7 @@
 
 protobuf's own text parser does the reading; its tokens also give the line where each layer
 starts, so later errors can point at the layer in the user's file. A file is read once per content
-(protoaudit.tokens): an audit, its test net and a batch search all ask for the same file.
+(protoaudit.read.tokens): an audit, its test net and a batch search all ask for the same file.
 """
 import functools
 import os
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from google.protobuf import text_format
 
-from .errors import InputError
+from ..errors import InputError
 from .schema import FORK_LAYER_TYPES, SCHEMA_NAMES, load_schema
 from .tokens import Text, has_tokens, parse
 
@@ -80,7 +80,7 @@ def read_text(path):
 
 
 def outline(text, until=None):
-    """The tree of message blocks in `text` (a protoaudit.tokens.Text), from protobuf's tokens
+    """The tree of message blocks in `text` (a protoaudit.read.tokens.Text), from protobuf's tokens
     (never a parser of ours); up to line `until` only, when that is all an error message needs.
 
     A block is named by the identifier before its brace (colons between), and labelled by the

@@ -7,7 +7,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from .errors import InputError
+from ..errors import InputError
 
 UNITS = {"": 1, "B": 1, "K": 2**10, "KIB": 2**10, "KB": 10**3, "M": 2**20, "MIB": 2**20, "MB": 10**6,
          "G": 2**30, "GIB": 2**30, "GB": 10**9, "T": 2**40, "TIB": 2**40, "TB": 10**12}

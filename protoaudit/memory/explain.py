@@ -4,9 +4,9 @@ Every figure and sentence of `protoaudit diff` is made here; the reports only la
 """
 from dataclasses import dataclass, field
 
-from .freeze import freeze_sentences
-from .memory import KINDS
-from .report.units import shape, size
+from ..net.freeze import freeze_sentences
+from .buffers import KINDS
+from ..report.units import shape, size
 from .summary import counted, summarize
 
 NAMED_SHARE = 0.03  # name each buffer whose change is at least this share of the larger total

@@ -5,7 +5,7 @@ data-transformation fields move to transform_param, V1 `layers` become V2 `layer
 become an Input layer, old BatchNorm params lose their learning rate. Every step works on the
 messages of the schema the net was read with, so a fork's fields travel along.
 """
-from .errors import InputError
+from ..errors import InputError
 from .upgrade_v0 import upgrade_v0
 
 # V1LayerParameter.LayerType -> the V2 type string (UpgradeV1LayerType)

@@ -6,10 +6,10 @@ loss-contribution pass, force_backward) so the layer list, the names and the ord
 import functools
 from dataclasses import dataclass, field
 
-from . import layers as _layers  # noqa: F401  (registers every layer type)
-from .errors import InputError
-from .layers.base import REGISTRY, Context, count
-from .layers.data import Declared
+from .. import layers as _layers  # noqa: F401  (registers every layer type)
+from ..errors import InputError
+from ..layers.base import REGISTRY, Context, count
+from ..layers.data import Declared
 from .netstate import included, phase_name
 from .splits import insert_splits
 
@@ -388,7 +388,7 @@ def _loss_weights(impl, lp, num_tops):
 
 
 def _unknown_type(lp):
-    from .layers import suggest
+    from ..layers import suggest
 
     hint = suggest(lp.type)
     fix = f"did you mean '{hint}'? " if hint else ""

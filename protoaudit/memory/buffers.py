@@ -1,4 +1,4 @@
-"""Every allocation Caffe makes for a built net, from what its layers touch (protoaudit.touch).
+"""Every allocation Caffe makes for a built net, from what its layers touch (protoaudit.layers.touch).
 
 Caffe allocates a blob's data or diff, a parameter or a layer's buffer the first time it is
 touched, and never frees or shrinks it. So the memory of a run is the set of buffers touched at
@@ -8,9 +8,9 @@ Flatten, Reshape, shared params) makes two names one buffer.
 """
 from dataclasses import dataclass
 
-from . import touch
-from .layers.base import count
-from .touch import Run
+from ..layers import touch
+from ..layers.base import count
+from ..layers.touch import Run
 
 KINDS = ("top data", "top diff", "param data", "param diff", "history", "layer buffer", "workspace",
          "prefetch", "host objects", "context")

@@ -4,8 +4,8 @@ Reports only format these; every sum is made here.
 """
 from dataclasses import dataclass, field
 
-from .freeze import frozen_cost
-from .memory import KINDS
+from ..net.freeze import frozen_cost
+from .buffers import KINDS
 
 # the per-layer table's columns, by buffer kind
 COLUMNS = {
@@ -43,7 +43,7 @@ class Summary:
     invariant: int
     gaps: list = field(default_factory=list)  # (net, layer, type, what is not counted)
     recipe: object = None  # Recipe, for a net that trains
-    frozen: object = None  # protoaudit.freeze.FrozenCost, with --freeze
+    frozen: object = None  # protoaudit.net.freeze.FrozenCost, with --freeze
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """Which layers a NetState keeps: Caffe's Net::FilterNet and StateMeetsRule."""
-from .errors import InputError
+from ..errors import InputError
 
 
 def make_state(net, phase=None, stages=(), level=None):
