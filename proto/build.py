@@ -13,11 +13,10 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "protoaudit", "read", "schemas")
 
-# schema name -> .proto file, relative to this folder
-SCHEMAS = {
-    "bvlc": "caffe.proto",
-    "segnet": os.path.join("forks", "segnet.proto"),
-    "ducha": os.path.join("forks", "ducha.proto"),
+# schema name -> .proto file, relative to this folder: BVLC's, and each fork's forks/NAME.proto
+SCHEMAS = {"bvlc": "caffe.proto"} | {
+    name[: -len(".proto")]: os.path.join("forks", name)
+    for name in sorted(os.listdir(os.path.join(HERE, "forks"))) if name.endswith(".proto")
 }
 
 

@@ -6,7 +6,7 @@ from .collector import paused
 from .errors import InputError
 from .net.freeze import freeze as freeze_param
 from .memory.buffers import Buffer, host_objects, net_buffers, runs_backward
-from .net.build import build
+from .net.build import ShapesNeeded, build
 from .read.netspecs import net_specs
 from .options import INT_MAX, parse_batch
 
@@ -89,7 +89,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     if phase not in (None, "TRAIN", "TEST"):
         raise InputError(f"--phase {phase.lower()}: the phase is train or test")
     batch, test_batch = parse_batch(batch), parse_batch(test_batch)
-    nets = []
+    nets, needed = [], None
     for spec in net_specs(path, phase=phase, stages=stages, level=level, schema=schema):
         is_test = spec.role == "test" or as_test
         options = dict(inputs=inputs, batch=test_batch if is_test else batch, schema=spec.schema.name,
@@ -99,12 +99,18 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
             spec.param, frozen = freeze_param(
                 spec.param, spec.state, freeze, lambda param, spec=spec: build(param, spec.state, **options),
                 spec.path)
-        net = build(spec.param, spec.state, **options)
+        try:
+            net = build(spec.param, spec.state, **options)
+        except ShapesNeeded as e:  # every net's missing shapes, in one message
+            needed = e if needed is None else needed.merged(e)
+            continue
         net.role = spec.role
         net.solver = spec.solver
         net.frozen = frozen
         _check_sizes(net)
         nets.append(net)
+    if needed is not None:
+        raise needed
     return nets
 
 
@@ -193,16 +199,28 @@ def _nets_to_audit(path, phase, stages, level, inputs, batch, test_batch, schema
     if inference:
         return build_nets(path, phase=phase or "TEST", stages=stages, level=level, inputs=inputs,
                           batch=batch, schema=schema, freeze=freeze)[:1]
-    nets = build_nets(path, phase=phase, stages=stages, level=level, inputs=inputs, batch=batch, schema=schema,
-                      freeze=freeze, test_batch=test_batch, keep_test_batch=True)
-    if nets and nets[0].role == "net" and phase is None:
+    needed = test = None
+    try:
+        nets = build_nets(path, phase=phase, stages=stages, level=level, inputs=inputs, batch=batch, schema=schema,
+                          freeze=freeze, test_batch=test_batch, keep_test_batch=True)
+    except ShapesNeeded as e:
+        needed, nets = e, None
+    if (nets is None or (nets and nets[0].role == "net")) and phase is None:
         # the file's TEST net, beside its TRAIN net: --input shapes take the file's test batch
-        test = build_nets(path, phase="TEST", stages=stages, level=level, inputs=inputs, schema=schema,
-                          test_batch=test_batch, keep_test_batch=True, as_test=True)[0]
-        if [n.name for n in test.layers] != [n.name for n in nets[0].layers]:
-            test.role = "test"
-            nets[0].role = "train"
-            nets.append(test)
+        try:
+            test = build_nets(path, phase="TEST", stages=stages, level=level, inputs=inputs, schema=schema,
+                              test_batch=test_batch, keep_test_batch=True, as_test=True)[0]
+        except ShapesNeeded as e:  # one message for every net's missing shapes
+            needed = e if needed is None else needed.merged(e)
+        except InputError:
+            if needed is None:
+                raise
+    if needed is not None:
+        raise needed
+    if test is not None and [n.name for n in test.layers] != [n.name for n in nets[0].layers]:
+        test.role = "test"
+        nets[0].role = "train"
+        nets.append(test)
     return nets
 
 

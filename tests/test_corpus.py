@@ -209,11 +209,12 @@ OTHER_FORKS = {
 def test_other_forks_net_is_refused_naming_what_is_missing(file):
     missing, inputs = OTHER_FORKS[file]
     msg = refusal(run_protoaudit(path_of(file), *[a for v in inputs for a in ("--input", v)]))
-    assert re.match(rf"protoaudit: {re.escape(path_of(file))}:\d+: layer '[^']+': ", msg), msg
+    assert re.match(rf"protoaudit: {re.escape(path_of(file))}(:\d+: layer '[^']+': |: \d+ layers need a top shape)",
+                    msg), msg
     assert missing in msg
     # what to do: a field or type of another fork means a layer to replace or cut away, or (an
     # unknown type whose fields parse) a layer whose tops the user declares to audit around it
-    assert "replace that layer" in msg or "cut the net" in msg or "declare this layer's tops (--input" in msg
+    assert "replace that layer" in msg or "cut the net" in msg or "(give --input" in msg
 
 
 def test_every_corpus_file_is_held_to_something():

@@ -1,26 +1,24 @@
 """Step 3: what each layer touches. One class per Caffe layer type (its shape rule, its parameters,
-the buffers it allocates and when), one module per family; importing this registers them all."""
+the buffers it allocates and when), one module per family or fork; importing this registers them all."""
 import difflib
+import importlib
+import pkgutil
 
-from . import (  # noqa: F401
-    activations,
-    conv,
-    data,
-    dense,
-    losses,
-    normalization,
-    pooling,
-    recurrent,
-    segnet,
-    structure,
-)
-from .base import REGISTRY
+from .base import FORK_REGISTRY, REGISTRY, fork_types, layer_class
+
+__all__ = ["REGISTRY", "FORK_REGISTRY", "fork_types", "layer_class", "suggest"]
+
+_HELPERS = {"base", "touch"}  # the framework, not a family of layers
+for _module in pkgutil.iter_modules(__path__):
+    if _module.name not in _HELPERS:
+        importlib.import_module(f"{__name__}.{_module.name}")
 
 
-def suggest(type_name):
-    """The registered type closest to a misspelt one, or None."""
-    by_lower = {name.lower(): name for name in REGISTRY}
+def suggest(type_name, schema="bvlc"):
+    """The registered type closest to a misspelt one (BVLC's and the net's fork's), or None."""
+    known = list(REGISTRY) + list(FORK_REGISTRY.get(schema, {}))
+    by_lower = {name.lower(): name for name in known}
     if type_name.lower() in by_lower:
         return by_lower[type_name.lower()]
-    close = difflib.get_close_matches(type_name, list(REGISTRY), n=1, cutoff=0.75)
+    close = difflib.get_close_matches(type_name, known, n=1, cutoff=0.75)
     return close[0] if close else None

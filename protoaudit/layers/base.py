@@ -11,26 +11,70 @@ from dataclasses import dataclass, field
 from . import touch
 from ..errors import InputError
 
-REGISTRY = {}
+REGISTRY = {}  # BVLC's layer types: type name -> class
+FORK_REGISTRY = {}  # fork schema name -> {type name -> class}: a fork's own types, or its version of a BVLC type
 
 
-def register(*type_names):
-    """Class decorator: the Caffe type names (as in `type: "..."`) the class implements."""
+def register(*type_names, fork=None):
+    """Class decorator: the Caffe type names (as in `type: "..."`) the class implements; with
+    `fork`, in that fork's nets only (the name of its schema, proto/forks/NAME.proto)."""
 
     def deco(cls):
+        table = REGISTRY if fork is None else FORK_REGISTRY.setdefault(fork, {})
         for name in type_names:
-            if name in REGISTRY:
-                raise RuntimeError(f"layer type {name} registered twice")
-            REGISTRY[name] = cls
+            if name in table:
+                raise RuntimeError(f"layer type {name} registered twice" + (f" for {fork}" if fork else ""))
+            table[name] = cls
         cls.type_names = type_names
+        cls.fork = fork
         return cls
 
     return deco
 
 
+def layer_class(type_name, schema="bvlc"):
+    """The class for a layer type in a net read with `schema`: the fork's own, else BVLC's."""
+    return FORK_REGISTRY.get(schema, {}).get(type_name) or REGISTRY.get(type_name)
+
+
+def fork_types(fork):
+    """The layer types a fork's nets may use that a BVLC net may not."""
+    return frozenset(t for t in FORK_REGISTRY.get(fork, {}) if t not in REGISTRY)
+
+
+@dataclass
+class Assumption:
+    """A guess protoaudit made where the file and the dataset do not say, and how to override it."""
+
+    layer: str
+    what: str  # "top 'data' has 3 channels (colour images): ..."
+    override: str  # the flag that replaces the guess: "--input data=64x1x227x227"
+
+
+@dataclass
+class ShapeOrigin:
+    """Where a data source's top shape came from, for the report."""
+
+    layer: str
+    top: str
+    shape: tuple
+    source: str  # "the layer's parameters", "dataset PATH (first record: ...)", "assumed: ...", "--input"
+
+
+class MissingShape(Exception):
+    """A layer cannot know a top's shape: the net driver collects every such top of every net and
+    asks for them all in one message (`tops`: (name, known dims, None where unknown))."""
+
+    def __init__(self, reason, tops):
+        super().__init__(reason)
+        self.reason = reason
+        self.tops = tops
+
+
 @dataclass
 class Context:
-    """What a layer may need beyond its own parameters: the net's phase and the user's overrides."""
+    """What a layer may need beyond its own parameters: the net's phase and the user's overrides,
+    and where it notes its guesses and its data shapes' origins."""
 
     phase: str = "TRAIN"  # the layer's phase (Caffe: the net's, unless the layer sets its own)
     inputs: dict = field(default_factory=dict)  # top name -> full shape, from --input
@@ -38,6 +82,10 @@ class Context:
     schema: str = "bvlc"
     used_inputs: set = field(default_factory=set)  # which --input names some layer took
     keep_own_batch: bool = False  # a test net beside its train net: --input shapes take the file's batch
+    path: str = None  # the net's file
+    root: str = None  # --root: the folder Caffe ran in, which dataset paths are relative to
+    assumptions: list = field(default_factory=list)  # Assumption
+    origins: list = field(default_factory=list)  # ShapeOrigin
 
 
 class Layer:
@@ -117,10 +165,23 @@ class Layer:
             return (self.ctx.batch,) + tuple(shape[1:])
         return tuple(shape)
 
-    def need_input(self, what, tops=None):
-        """Ask for --input for `tops` (default: every top of the layer)."""
-        tops = ", ".join(f"--input {t}=NxCxHxW" for t in (self.lp.top if tops is None else tops)) or "--input TOP=NxCxHxW"
-        self.fail(f"{what}; the shape of its tops comes from the dataset", fix=f"give {tops}")
+    def need_input(self, what, tops=None, known=None):
+        """Stop: `tops` (default: every top of the layer) need --input. `known` maps a top to the
+        dimensions that are known (None for the others), to fill in the flag the user is given."""
+        tops = list(self.lp.top) if tops is None else list(tops)
+        known = known or {}
+        raise MissingShape(what, [(t, tuple(known.get(t) or ())) for t in tops])
+
+    def assume(self, what, override):
+        """Note a guess the report must show, with the flag that overrides it."""
+        self.ctx.assumptions.append(Assumption(self.lp.name, what, override))
+
+    def note_origin(self, top_index, shape, source):
+        """Note where a data top's shape came from (--input wins over what the layer says)."""
+        top = self.lp.top[top_index] if top_index < len(self.lp.top) else None
+        if top is not None and top in self.ctx.inputs:
+            source = "--input"
+        self.ctx.origins.append(ShapeOrigin(self.lp.name, top, tuple(shape), source))
 
 
 def canonical_axis(layer, axis, num_axes):

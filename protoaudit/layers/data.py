@@ -204,11 +204,13 @@ class Declared(Layer):
     def reshape(self, bottoms):
         missing = [t for t in self.lp.top if t not in self.ctx.inputs]
         if missing:
-            self.fail(self.why_declared(), fix="declare every top: " + ", ".join(f"--input {t}=NxCxHxW" for t in missing))
+            self.need_input(self.why(self.lp), missing)
         return [self.override(j, None) for j in range(len(self.lp.top))]
 
-    def why_declared(self):
-        return f"unknown layer type '{self.lp.type}'"
+    @classmethod
+    def why(cls, lp):
+        """Why the user must declare the layer's tops."""
+        return f"unknown layer type '{lp.type}'"
 
 
 @register("Python")
@@ -217,7 +219,8 @@ class Python(Declared):
 
     gap = "what its Python code allocates (protoaudit never runs it)"
 
-    def why_declared(self):
-        p = self.lp.python_param
+    @classmethod
+    def why(cls, lp):
+        p = lp.python_param
         return (f"Python layer ({p.module}.{p.layer}): its top shapes are set by Python code, which protoaudit "
                 "never runs")

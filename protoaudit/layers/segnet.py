@@ -27,7 +27,7 @@ def fork_param(layer, name):
                    fix="the net mixes caffe-segnet layers with fields the fork does not have")
 
 
-@register("BN")
+@register("BN", fork="segnet")
 class BN(Layer):
     """BNLayer: per-channel normalisation with a learnt scale and shift of shape (1, C, 1, 1) each.
 
@@ -88,7 +88,7 @@ class BN(Layer):
         return t
 
 
-@register("Upsample")
+@register("Upsample", fork="segnet")
 class Upsample(Layer):
     """UpsampleLayer: scatters bottom 0 through the pooling mask (bottom 1) into a larger map.
 
@@ -137,7 +137,7 @@ class Upsample(Layer):
         return t
 
 
-@register("DenseImageData")
+@register("DenseImageData", fork="segnet")
 class DenseImageData(DataSource):
     """DenseImageDataLayer: image and label image pairs; data (N, C, H, W) and label (N, 1, H, W).
 

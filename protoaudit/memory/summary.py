@@ -42,6 +42,8 @@ class Summary:
     per_sample: int  # bytes that grow with the batch
     invariant: int
     gaps: list = field(default_factory=list)  # (net, layer, type, what is not counted)
+    assumptions: list = field(default_factory=list)  # (net, Assumption): guesses, each with its override
+    data_shapes: list = field(default_factory=list)  # (net, ShapeOrigin): where each data top's shape came from
     recipe: object = None  # Recipe, for a net that trains
     frozen: object = None  # protoaudit.net.freeze.FrozenCost, with --freeze
 
@@ -132,7 +134,14 @@ def summarize(audit):
               if getattr(node.impl, "gap", None)],
         recipe=recipe(audit, all_counted),
         frozen=frozen_cost(audit, counted),
+        assumptions=_per_net(audit, "assumptions"),
+        data_shapes=_per_net(audit, "origins"),
     )
+
+
+def _per_net(audit, what):
+    """(net label, item) for a list every built net keeps (assumptions, shape origins)."""
+    return [(n.buffers[0].net if n.buffers else n.role, item) for n in audit.nets for item in getattr(n.net, what)]
 
 
 def _columns(buffers):

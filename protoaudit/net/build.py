@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from .. import layers as _layers  # noqa: F401  (registers every layer type)
 from ..errors import InputError
-from ..layers.base import REGISTRY, Context, count
+from ..layers.base import Context, MissingShape, count, layer_class
 from ..layers.data import Declared
 from .netstate import included, phase_name
 from .splits import insert_splits
@@ -83,6 +83,8 @@ class Net:
     inputs: list  # blob indices of legacy net-level inputs (forks without the Input layer)
     force_backward: bool
     path: str = None
+    assumptions: list = field(default_factory=list)  # protoaudit.layers.base.Assumption
+    origins: list = field(default_factory=list)  # ShapeOrigin: where each data top's shape came from
 
     @functools.cached_property
     def graph(self):
@@ -110,8 +112,10 @@ class Net:
         raise KeyError(name)
 
 
-def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=None, path=None, keep_own_batch=False):
-    """Build the net `net_param` (V2, upgraded) for `state`, as Caffe's Net::Init would."""
+def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=None, path=None, keep_own_batch=False,
+          root=None):
+    """Build the net `net_param` (V2, upgraded) for `state`, as Caffe's Net::Init would. Tops
+    whose shape cannot be known are collected, and raised at the end as one ShapesNeeded."""
     inputs = dict(inputs or {})
     filtered = type(net_param)()
     filtered.CopyFrom(net_param)
@@ -130,17 +134,22 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
     except InputError as e:
         raise e.located(file=path, line=kept_lines[e.layer_index] if hasattr(e, "layer_index") else None) from None
     phase = phase_name(state)
-    builder = _Builder(phase, inputs, batch, schema, path, keep_own_batch)
+    builder = _Builder(phase, inputs, batch, schema, path, keep_own_batch, root)
     builder.planned = layer_params
     builder.add_legacy_inputs(filtered)
     for lp, src in zip(layer_params, origin):
         line = kept_lines[src] if src is not None else None
         try:
-            builder.add_layer(lp, line, auto=src is None)
+            if not builder.waits(lp, line):
+                builder.add_layer(lp, line, auto=src is None)
+        except MissingShape as m:
+            builder.missing(lp, line, m)
         except InputError as e:
             if e.fix is None:  # a layer's own CHECK: say what stands behind it
                 e.fix = f"Caffe stops here too: fix this {lp.type} layer's parameters or the layers that feed it"
             raise e.located(file=path, line=line, layer=lp.name) from None
+    if builder.needs:
+        raise ShapesNeeded(builder.needs, path)
     unused = set(inputs) - builder.ctx.used_inputs - {builder.blobs[i].name for i in builder.inputs}
     if unused:
         names = ", ".join(sorted(unused))
@@ -158,7 +167,59 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
         inputs=builder.inputs,
         force_backward=filtered.force_backward,
         path=path,
+        assumptions=builder.ctx.assumptions,
+        origins=builder.ctx.origins,
     )
+
+
+@dataclass
+class Need:
+    """A layer whose tops need a shape from the user: why, and what is known of each."""
+
+    layer: str
+    type: str
+    line: int
+    reason: str
+    tops: list  # (top name, known dims with None where unknown)
+
+
+class ShapesNeeded(InputError):
+    """Every top of a file's nets that needs --input, in one message with the flags to paste."""
+
+    def __init__(self, needs, path):
+        self.needs = list(needs)
+        first = self.needs[0]
+        if len(self.needs) == 1:
+            super().__init__(first.reason, file=path, line=first.line, layer=first.layer, fix=self.flags())
+        else:
+            where = "; ".join(f"layer '{n.layer}'" + (f" (line {n.line})" if n.line else "") + f": {n.reason}"
+                              for n in self.needs)
+            super().__init__(f"{len(self.needs)} layers need a top shape protoaudit cannot find: {where}",
+                             file=path, fix=self.flags())
+
+    def flags(self):
+        """Ready-to-paste --input flags, the known dimensions filled in (one per top name)."""
+        seen, flags = set(), []
+        for need in self.needs:
+            for top, known in need.tops:
+                if top in seen:
+                    continue
+                seen.add(top)
+                flags.append(f"--input {top}={input_dims(known)}")
+        return "give " + " ".join(flags)
+
+    def merged(self, other):
+        """This message and another net's, one need per layer name and top."""
+        have = {(n.layer, tuple(t for t, _ in n.tops)) for n in self.needs}
+        extra = [n for n in other.needs if (n.layer, tuple(t for t, _ in n.tops)) not in have]
+        return ShapesNeeded(self.needs + extra, self.file)
+
+
+def input_dims(known):
+    """NxCxHxW with the known dimensions written in: (64, 3, None, None) -> 64x3xHxW."""
+    letters = "NCHW" if len(known) <= 4 else [f"D{i}" for i in range(len(known))]
+    known = tuple(known) or (None, None, None, None)
+    return "x".join(str(d) if d is not None else letters[i] for i, d in enumerate(known))
 
 
 def _line(lines, i):
@@ -168,8 +229,11 @@ def _line(lines, i):
 class _Builder:
     """Net::Init's loop state: blobs by name, the blobs still unconsumed, the layers so far."""
 
-    def __init__(self, phase, inputs, batch, schema, path, keep_own_batch=False):
-        self.ctx = Context(phase=phase, inputs=inputs, batch=batch, schema=schema, keep_own_batch=keep_own_batch)
+    def __init__(self, phase, inputs, batch, schema, path, keep_own_batch=False, root=None):
+        self.ctx = Context(phase=phase, inputs=inputs, batch=batch, schema=schema, keep_own_batch=keep_own_batch,
+                           path=path, root=root)
+        self.needs = []  # Need: layers whose tops need a shape the user must give
+        self.unknown = set()  # top names whose shapes wait on those
         self.layers = []
         self.blobs = []
         self.by_name = {}
@@ -208,11 +272,31 @@ class _Builder:
             self.available.add(name)
             self.inputs.append(blob.index)
 
+    def waits(self, lp, line):
+        """Whether the layer reads a top whose shape is still unknown: then its own tops wait too
+        (and a layer whose tops only the user can declare is asked for them now)."""
+        if not any(b in self.unknown for b in lp.bottom):
+            return False
+        cls = layer_class(lp.type, self.ctx.schema)
+        undeclared = [t for t in lp.top if t not in self.ctx.inputs]
+        if cls is None or (issubclass(cls, Declared) and undeclared):
+            reason = _unknown_type(lp, self.ctx.schema).message if cls is None else cls.why(lp)
+            self.missing(lp, line, MissingShape(reason, [(t, ()) for t in undeclared]))
+        self.unknown.update(lp.top)
+        return True
+
+    def missing(self, lp, line, m):
+        self.needs.append(Need(lp.name, lp.type, line, m.reason, m.tops))
+        self.unknown.update(lp.top)
+
     def add_layer(self, lp, line, auto):
-        cls = REGISTRY.get(lp.type)
+        cls = layer_class(lp.type, self.ctx.schema)
         if cls is None:
             if not lp.top or any(t not in self.ctx.inputs for t in lp.top):
-                raise _unknown_type(lp)
+                e = _unknown_type(lp, self.ctx.schema)
+                if not lp.top:
+                    raise e
+                raise MissingShape(e.message, [(t, ()) for t in lp.top if t not in self.ctx.inputs])
             cls = Declared  # the user declared its tops: build on, and report the gap
         ctx = self.ctx
         if lp.HasField("phase"):
@@ -387,15 +471,19 @@ def _loss_weights(impl, lp, num_tops):
     return weights or [0.0] * num_tops
 
 
-def _unknown_type(lp):
+def _unknown_type(lp, schema):
     from ..layers import suggest
+    from ..read.schema import described
 
-    hint = suggest(lp.type)
-    fix = f"did you mean '{hint}'? " if hint else ""
+    hint = suggest(lp.type, schema)
+    message = f"unknown layer type '{lp.type}'"
+    if hint:
+        message += f" (did you mean '{hint}'?)"
+    else:
+        message += (f": not a layer of {described(schema)} that protoaudit knows; a fork's own caffe.proto "
+                    "(--caffe-proto) reads its fields, and declaring its tops audits the rest of the net around it")
     tops = ", ".join(f"--input {t}=NxCxHxW" for t in lp.top) or "--input TOP=NxCxHxW"
-    fix += ("protoaudit knows BVLC Caffe's layers and those of the forks it supports; declare this "
-            f"layer's tops ({tops}) to audit the rest of the net around it")
-    return InputError(f"unknown layer type '{lp.type}'", layer=lp.name, fix=fix)
+    return InputError(message, layer=lp.name, fix=f"declare its tops ({tops}) to audit the rest of the net around it")
 
 
 def _graph(layers, blobs):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from google.protobuf import text_format
 
 from ..errors import InputError
-from .schema import FORK_LAYER_TYPES, SCHEMA_NAMES, load_schema
+from .schema import FORKS, SCHEMA_NAMES, described, load_schema
 from .tokens import Text, has_tokens, parse
 
 # Larger than any real net (the biggest public ones are well under 1 MiB): reading such a file
@@ -143,14 +143,24 @@ def _parse(text, schema, kind):
     return parse(text, message)
 
 
-def _fork_types_used(message, kind):
-    """Which fork a parsed message needs, judged by the layer types it names."""
-    nets = [message] if kind == "net" else [m for m in _embedded_nets(message)]
+def _types_used(message, kind):
+    """The layer types a parsed net (or a solver's embedded nets) names, V1 enums as V2 names."""
+    from .upgrade import V1_TYPES
+
+    nets = [message] if kind == "net" else list(_embedded_nets(message))
     used = {layer.type for net in nets for layer in net.layer}
-    for fork, types in FORK_LAYER_TYPES.items():
-        if used & types:
-            return fork
-    return None
+    for net in nets:
+        for v1 in net.layers:
+            if v1.HasField("type"):
+                name = v1.DESCRIPTOR.fields_by_name["type"].enum_type.values_by_number[v1.type].name
+                used.add(V1_TYPES.get(name, name))
+    return used
+
+
+def _known_types(schema_name):
+    from ..layers import REGISTRY, fork_types
+
+    return set(REGISTRY) | set(fork_types(schema_name))
 
 
 def _embedded_nets(solver):
@@ -172,25 +182,63 @@ def load(path, schema_name=None):
 
 @functools.lru_cache(maxsize=8)
 def _read(path, raw, schema_name):
+    """Read the text with the schema asked for, else choose: BVLC's when it reads the file and
+    knows every layer type the file names; else the fork that does (several forks that would read
+    the file differently make it ambiguous); a file no schema reads gets the fault that came
+    furthest into it."""
     text = Text(raw)  # its tokens, found once for every schema tried and the outline
-    names = (schema_name,) if schema_name else SCHEMA_NAMES
     failures = []
-    for name in names:
-        schema = load_schema(name)
-        for kind in ("net", "solver"):
-            try:
-                message = _parse(text, schema, kind)
-            except text_format.ParseError as e:
-                failures.append((e, name, kind))
-                continue
-            fork = _fork_types_used(message, kind) if name == "bvlc" and not schema_name else None
-            if fork:
-                try:
-                    message, schema = _parse(text, load_schema(fork), kind), load_schema(fork)
-                except text_format.ParseError:
-                    pass  # keep BVLC's reading; the layer registry will say what is missing
-            return kind, message, schema, _outline(text, path)
-    raise _parse_failure(path, text, failures)
+    if schema_name:
+        reading = _try(text, schema_name, failures)
+        if reading is None:
+            raise _parse_failure(path, text, failures)
+        return reading + (_outline(text, path),)
+    bvlc = _try(text, "bvlc", failures)
+    if bvlc is not None:
+        unknown = _types_used(bvlc[1], bvlc[0]) - _known_types("bvlc")
+        if not unknown:
+            return bvlc + (_outline(text, path),)
+        candidates = [f for f in FORKS if unknown & _known_types(f)]
+    else:
+        candidates = list(FORKS)
+    readings = [r for r in (_try(text, f, failures) for f in candidates) if r is not None]
+    if not readings:
+        if bvlc is not None:  # the layer registry will name the type no fork knows
+            return bvlc + (_outline(text, path),)
+        raise _parse_failure(path, text, failures)
+    complete = [r for r in readings if _types_used(r[1], r[0]) <= _known_types(r[2].name)]
+    chosen = complete or readings
+    if len(chosen) > 1:
+        _refuse_ambiguous(path, chosen)
+    return chosen[0] + (_outline(text, path),)
+
+
+def _try(text, name, failures):
+    """(kind, message, schema) of the text read with schema `name` as a net, else as a solver;
+    None (and the faults noted) when it reads as neither."""
+    schema = load_schema(name)
+    for kind in ("net", "solver"):
+        try:
+            return kind, _parse(text, schema, kind), schema
+        except text_format.ParseError as e:
+            failures.append((e, name, kind))
+    return None
+
+
+def _refuse_ambiguous(path, readings):
+    """Several forks read the file and know its layers: fine when they would build it with the
+    same layer classes, refused (naming them) when not."""
+    from ..layers import layer_class
+
+    used = sorted(_types_used(readings[0][1], readings[0][0]))
+    classes = {tuple(layer_class(t, r[2].name) for t in used) for r in readings}
+    if len(classes) > 1:
+        names = [r[2].name for r in readings]
+        raise InputError(
+            "more than one Caffe fork reads this file, and they size its layers differently: "
+            + "; ".join(f"{n} ({described(n)})" for n in names),
+            file=path, fix=f"say which with --fork ({', '.join(names)}), or give your fork's own file with --caffe-proto",
+        )
 
 
 def _outline(text, path, until=None):
@@ -220,8 +268,9 @@ def _parse_failure(path, text, failures):
 
 
 WAY_OUT = "replace that layer with BVLC layers, or cut the net before it and let an Input layer stand for what came before"
-FORK_FIELD_FIX = ("check the spelling against caffe.proto; protoaudit reads BVLC Caffe, caffe-segnet and "
-                  "ducha-aiki's fork, so a field of another fork means a layer it cannot size: " + WAY_OUT)
+FORK_FIELD_FIX = ("check the spelling against caffe.proto; protoaudit reads BVLC Caffe and "
+                  + ", ".join(FORKS) + " (see --fork); for another fork give its caffe.proto with --caffe-proto, "
+                  "or " + WAY_OUT)
 
 
 def _parse_fix(detail, line_text):

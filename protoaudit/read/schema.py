@@ -11,13 +11,19 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# Layer types a fork registers that BVLC master does not; a net using one is read with that fork.
-FORK_LAYER_TYPES = {
-    "segnet": frozenset({"BN", "Upsample", "DenseImageData"}),
-    # ducha-aiki's fork (caffenet-benchmark): BVLC layers, richer data transformation fields
-    "ducha": frozenset(),
+# The forks protoaudit reads, each compiled from proto/forks/NAME.proto, in the order they are
+# tried; the text says which Caffe it is in messages. Their layer types are registered with the
+# layers (protoaudit.layers.base.register(..., fork=NAME)).
+FORKS = {
+    "segnet": "caffe-segnet (alexgkendall/caffe-segnet)",
+    "ducha": "ducha-aiki's fork (caffenet-benchmark)",
 }
-SCHEMA_NAMES = ("bvlc",) + tuple(FORK_LAYER_TYPES)
+SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
+
+
+def described(name):
+    """How messages name a schema: BVLC Caffe, or the fork's own words."""
+    return "BVLC Caffe" if name == "bvlc" else FORKS.get(name, name)
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,10 @@ def to_dict(audit, summary, fit=None):
         "frozen": frozen_dict(summary.frozen),
         "gaps": [{"net": net, "layer": layer, "type": kind, "not_counted": what}
                  for net, layer, kind, what in summary.gaps],
+        "assumptions": [{"net": net, "layer": a.layer, "assumption": a.what, "override": a.override}
+                        for net, a in summary.assumptions],
+        "data_shapes": [{"net": net, "layer": o.layer, "top": o.top, "shape": list(o.shape), "source": o.source}
+                        for net, o in summary.data_shapes],
     }
 
 

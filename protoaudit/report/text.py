@@ -73,6 +73,15 @@ def recipe_lines(recipe):
     return lines
 
 
+def shape_lines(summary):
+    """Where each data top's shape came from, and every guess with the flag that overrides it."""
+    lines = [f"Data shape: {net} net, layer '{o.layer}', top '{o.top}' {shapes([o.shape])}: {o.source}"
+             for net, o in summary.data_shapes]
+    lines += [f"Assumed: {net} net, layer '{a.layer}': {a.what} (to change it: {a.override})"
+              for net, a in summary.assumptions]
+    return lines
+
+
 def render(audit, summary, fit=None):
     out = [f"protoaudit: {audit.path}", describe(audit), "", layer_table(summary), ""]
     out += totals(summary)
@@ -90,5 +99,6 @@ def render(audit, summary, fit=None):
                    f"({size(figure)})")
     for net, layer, kind, what in summary.gaps:
         out.append(f"Not counted: layer '{layer}' ({kind}) of the {net} net: {what}; its tops are as declared.")
+    out += shape_lines(summary)
     out += verdict_lines(fit, audit)
     return "\n".join(out)
