@@ -79,12 +79,13 @@ class Audit:
 
 @paused
 def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, schema=None, freeze=(),
-               test_batch=None, keep_test_batch=False, as_test=False):
+               test_batch=None, keep_test_batch=False, as_test=False, root=None):
     """Every net the file stands for (one for a net file, train then tests for a solver), built.
     `batch` is the train (or only) net's, `test_batch` a solver's test nets'; with
     `keep_test_batch`, a test net's --input shapes keep the batch its file gives (it runs beside its
     train net); `as_test` takes a net file's net for a test net. `freeze` names layers frozen with their ancestors (protoaudit.net.freeze) in every net
-    but the test nets, which run forward only."""
+    but the test nets, which run forward only. `root` is the folder Caffe ran in (dataset paths
+    are relative to it; default: the working directory)."""
     phase = phase.upper() if phase else None
     if phase not in (None, "TRAIN", "TEST"):
         raise InputError(f"--phase {phase.lower()}: the phase is train or test")
@@ -93,7 +94,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     for spec in net_specs(path, phase=phase, stages=stages, level=level, schema=schema):
         is_test = spec.role == "test" or as_test
         options = dict(inputs=inputs, batch=test_batch if is_test else batch, schema=spec.schema.name,
-                       lines=spec.lines, path=spec.path, keep_own_batch=keep_test_batch and is_test)
+                       lines=spec.lines, path=spec.path, keep_own_batch=keep_test_batch and is_test, root=root)
         frozen = []
         if freeze and not is_test:
             spec.param, frozen = freeze_param(
@@ -135,7 +136,7 @@ def _check_choice(name, value, choices):
 @paused
 def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, test_batch=None,
           mode="gpu", engine="caffe", solver_type=None, inference=False, context=None, schema=None,
-          compare_engines=True, freeze=()):
+          compare_engines=True, freeze=(), root=None):
     """Audit `path` (a net or solver prototxt) as Caffe would run it.
 
     A net file stands for what `caffe train` holds at once: its TRAIN net (forward, backward, the
@@ -143,13 +144,15 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
     train net's weights). `phase` keeps one net; `solver_type="none"` runs a bare net forward and
     backward as pycaffe does; `inference` runs forward only. `batch` replaces the batch of every
     data source of the train (or only) net, `test_batch` that of the test nets. `freeze` names
-    layers frozen, with every layer they depend on, in the train (or only) net.
+    layers frozen, with every layer they depend on, in the train (or only) net. `root` is the
+    folder Caffe ran in, which dataset paths are relative to (default: the working directory).
     """
     _check_choice("mode", mode, MODES)
     _check_choice("engine", engine, ENGINES)
     if mode == "cpu":
         engine = "caffe"  # Caffe's CPU code has no cuDNN
-    nets = _nets_to_audit(path, phase, stages, level, inputs, batch, test_batch, schema, inference, freeze)
+    nets = _nets_to_audit(path, inference, dict(phase=phase, stages=stages, level=level, inputs=inputs, batch=batch,
+                                                 test_batch=test_batch, schema=schema, freeze=freeze, root=root))
     from .memory.solver import added_to, solver_buffers, solver_options, solver_type_of
 
     solver = next((n.solver for n in nets if n.solver is not None), None)
@@ -195,21 +198,22 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
     return result
 
 
-def _nets_to_audit(path, phase, stages, level, inputs, batch, test_batch, schema, inference, freeze):
+def _nets_to_audit(path, inference, options):
+    """The nets an audit holds; `options` are build_nets' (phase, stages, level, inputs, batch,
+    test_batch, schema, freeze, root)."""
+    phase = options["phase"]
     if inference:
-        return build_nets(path, phase=phase or "TEST", stages=stages, level=level, inputs=inputs,
-                          batch=batch, schema=schema, freeze=freeze)[:1]
+        return build_nets(path, **{**options, "phase": phase or "TEST", "test_batch": None})[:1]
+    common = {k: v for k, v in options.items() if k not in ("phase", "batch", "freeze")}
     needed = test = None
     try:
-        nets = build_nets(path, phase=phase, stages=stages, level=level, inputs=inputs, batch=batch, schema=schema,
-                          freeze=freeze, test_batch=test_batch, keep_test_batch=True)
+        nets = build_nets(path, **options, keep_test_batch=True)
     except ShapesNeeded as e:
         needed, nets = e, None
     if (nets is None or (nets and nets[0].role == "net")) and phase is None:
         # the file's TEST net, beside its TRAIN net: --input shapes take the file's test batch
         try:
-            test = build_nets(path, phase="TEST", stages=stages, level=level, inputs=inputs, schema=schema,
-                              test_batch=test_batch, keep_test_batch=True, as_test=True)[0]
+            test = build_nets(path, phase="TEST", **common, keep_test_batch=True, as_test=True)[0]
         except ShapesNeeded as e:  # one message for every net's missing shapes
             needed = e if needed is None else needed.merged(e)
         except InputError:

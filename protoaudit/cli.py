@@ -92,6 +92,9 @@ def _common(p):
                    "not every earlier layer) were frozen: param { lr_mult: 0 } on their params and "
                    "propagate_down: false where their outputs enter the rest; Caffe's solver still keeps their "
                    "param diffs and history (repeatable; in diff, both nets)")
+    p.add_argument("--root", metavar="DIR",
+                   help="the folder Caffe ran in: dataset and net paths in the file are relative to it "
+                   "(default: the working directory)")
     p.add_argument("--format", choices=["text", *FORMATS], default="text", type=str.lower)
 
 
@@ -114,7 +117,7 @@ def main(argv=None):
 def _options(args):
     return dict(phase=args.phase, stages=args.stage, level=args.level, test_batch=args.test_batch,
                 mode=args.mode, engine=args.engine, solver_type=args.solver_type, inference=args.inference,
-                context=args.context)
+                context=args.context, root=args.root)
 
 
 def _audit_and_fit(path, args, inputs, batch, freeze=None):
@@ -131,7 +134,7 @@ def _audit(args):
     inputs = parse_inputs(args.input)
     if args.caffe_log:
         for net in build_nets(args.path, phase=args.phase, stages=args.stage, level=args.level,
-                              inputs=inputs, batch=args.batch):
+                              inputs=inputs, batch=args.batch, root=args.root):
             print("\n".join(caffe_log(net)))
         return EXIT_FITS
     if args.plot:  # matplotlib is imported only here; a missing one is refused before the audit
