@@ -221,7 +221,8 @@ def _nets_to_audit(path, inference, options):
                 raise
     if needed is not None:
         raise needed
-    if test is not None and [n.name for n in test.layers] != [n.name for n in nets[0].layers]:
+    # a TEST net of other layers (not merely other names: TRAIN and TEST data layers often share one)
+    if test is not None and [n.lp for n in test.layers] != [n.lp for n in nets[0].layers]:
         test.role = "test"
         nets[0].role = "train"
         nets.append(test)
