@@ -181,12 +181,9 @@ FASTRCNN_DATA = ["data=1x3x600x1000", "rois=128x5", "labels=128", "bbox_targets=
 OTHER_FORKS = {
     "nets/enet_train_encoder.prototxt": ('no field named "label_divide_factor"', []),
     "nets/enet_deploy_final.prototxt": ('no field named "bn_param"', []),
-    "nets/densenet121_deploy.prototxt": ('no field named "ceil_mode"', []),
-    "nets/densenet161_deploy.prototxt": ('no field named "ceil_mode"', []),
-    "nets/densenet_memeff_tongcheng_c10.prototxt": ('no field named "denseblock_param"', []),
-    "nets/densenet_bc_memeff_tongcheng_c10.prototxt": ('no field named "denseblock_param"', []),
     "nets/deeplabv2_vgg16_largefov_train.prototxt": ('no field named "label_type"', []),
-    "nets/deeplabv2_resnet101_msc_test.prototxt": ('no field named "label_type"', []),
+    # caffe-priv's caffe.proto reads it up to the first ${...} placeholder, further than any other
+    "nets/deeplabv2_resnet101_msc_test.prototxt": ("a template with ${...} placeholders", []),
     "nets/v1_deeplab_v1_vgg128_noup_train.prototxt": ("no value named IMAGE_SEG_DATA", []),
     "nets/v1_deeplab_v1_vgg128_noup_test.prototxt": ("no value named IMAGE_SEG_DATA", []),
     "nets/fast_rcnn_vgg16_train.prototxt": ("unknown layer type 'ROIPooling'", FASTRCNN_DATA),
@@ -197,11 +194,7 @@ OTHER_FORKS = {
     "nets/mobilenet_ssd_deploy.prototxt": ('no field named "permute_param"', []),
     "nets/pspnet101_voc2012_473_deploy.prototxt": ('no field named "slope_filler"', []),
     "nets/pspnet101_cityscapes_713_deploy.prototxt": ('no field named "slope_filler"', []),
-    "nets/soeaver_faster_rcnn_air101_train.prototxt": ('no field named "ceil_mode"', []),
     "nets/soeaver_pspnet_resnet101v2_train.prototxt": ('no field named "scale_factors"', []),
-    "nets/soeaver_resnext50_32x4d_deploy.prototxt": ('no field named "ceil_mode"', []),
-    "nets/soeaver_wrn50_2_deploy.prototxt": ('no field named "ceil_mode"', []),
-    "nets/sphereface20_train.prototxt": ('no field named "margin_inner_product_param"', []),
 }
 
 

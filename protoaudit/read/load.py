@@ -271,6 +271,7 @@ def _parse_failure(path, text, failures):
     detail = str(error)
     if detail.startswith(f"{line}:"):
         detail = detail.split(" : ", 1)[-1]
+    detail = " ".join(detail.split())  # protobuf may quote the line it stopped in, newline included
     fix = _parse_fix(detail, _line_text(text.text, line))
     if schema != "bvlc" and ("has no field named" in detail or "should not have multiple" in detail):
         detail = f"{detail.rstrip('.')} in the {schema} fork's caffe.proto, which read furthest of those protoaudit knows"
