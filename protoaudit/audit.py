@@ -108,6 +108,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
         net.role = spec.role
         net.solver = spec.solver
         net.frozen = frozen
+        net.own_phase = spec.own_phase
         _check_sizes(net)
         nets.append(net)
     if needed is not None:
@@ -210,8 +211,9 @@ def _nets_to_audit(path, inference, options):
         nets = build_nets(path, **options, keep_test_batch=True)
     except ShapesNeeded as e:
         needed, nets = e, None
-    if (nets is None or (nets and nets[0].role == "net")) and phase is None:
+    if (nets is None or (nets and nets[0].role == "net" and not nets[0].own_phase)) and phase is None:
         # the file's TEST net, beside its TRAIN net: --input shapes take the file's test batch
+        # (a file whose own state sets the phase, as Caffe prints a net it built, is that net alone)
         try:
             test = build_nets(path, phase="TEST", **common, keep_test_batch=True, as_test=True)[0]
         except ShapesNeeded as e:  # one message for every net's missing shapes

@@ -19,6 +19,7 @@ class NetSpec:
     path: str
     lines: list  # start line of each layer in param.layer, in the file `path`
     solver: object = None  # the SolverParameter that named it, if any
+    own_phase: bool = False  # a net file whose own `state` sets the phase: that net alone (as Caffe logs it)
 
 
 def _layer_lines(block):
@@ -39,9 +40,19 @@ def net_specs(path, *, phase=None, stages=(), level=None, schema=None):
     src = loader.load(path, schema)
     if src.kind == "net":
         lines = _upgraded(src.message, src.schema, path, _layer_lines(src.outline))
-        state = make_state(src.message, phase or "TRAIN", stages, level)
-        return [NetSpec("net", src.message, state, src.schema, path, lines)]
+        state = make_state(src.message, phase or file_phase(src.message), stages, level)
+        return [NetSpec("net", src.message, state, src.schema, path, lines,
+                        own_phase=src.message.state.HasField("phase"))]
     return _solver_specs(src, phase, stages, level)
+
+
+def file_phase(net):
+    """The phase a net file builds in when the command line gives none: its own `state { phase }`,
+    as Caffe's Net does for a NetParameter (Caffe prints it in every net it logs), else TRAIN, as
+    `caffe train` builds a net file's train net."""
+    if net.state.HasField("phase"):
+        return net.state.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_number[net.state.phase].name
+    return "TRAIN"
 
 
 def _solver_specs(src, phase, stages, level):
