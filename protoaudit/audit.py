@@ -91,7 +91,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
         raise InputError(f"--phase {phase.lower()}: the phase is train or test")
     batch, test_batch = parse_batch(batch), parse_batch(test_batch)
     nets, needed = [], None
-    for spec in net_specs(path, phase=phase, stages=stages, level=level, schema=schema):
+    for spec in net_specs(path, phase=phase, stages=stages, level=level, schema=schema, root=root):
         is_test = spec.role == "test" or as_test
         options = dict(inputs=inputs, batch=test_batch if is_test else batch, schema=spec.schema.name,
                        lines=spec.lines, path=spec.path, keep_own_batch=keep_test_batch and is_test, root=root)

@@ -293,17 +293,32 @@ def _line_text(text, line):
     return lines[line - 1] if line and 0 < line <= len(lines) else ""
 
 
-def resolve_path(ref, solver_path):
-    """A net path named in a solver: against the solver's folder first, then the working directory."""
-    beside = os.path.join(os.path.dirname(os.path.abspath(solver_path)), ref)
-    if os.path.exists(beside):
-        return beside
-    if os.path.exists(ref):
-        return ref
+def resolve_path(ref, solver_path, root=None):
+    """A net path named in a solver, as Caffe resolves it (against the working directory, usually
+    the Caffe root, where `caffe train` runs), then against `root` (--root), then against the
+    solver's folder and each folder above it (the solver may sit anywhere in the Caffe tree)."""
+    tried = [ref]
+    if os.path.isabs(ref):
+        candidates = [ref]
+    else:
+        bases = [os.getcwd()] + ([root] if root else [])
+        folder = os.path.dirname(os.path.abspath(solver_path))
+        while True:
+            bases.append(folder)
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                break
+            folder = parent
+        candidates = [os.path.join(base, ref) for base in dict.fromkeys(bases)]
+        tried = list(dict.fromkeys([ref] + [os.path.join(base, ref) for base in bases[1:3]]))
+    for candidate in candidates:
+        if os.path.isfile(candidate):
+            return os.path.relpath(candidate) if candidate.startswith(os.getcwd() + os.sep) else candidate
     lines = read_text(solver_path).splitlines()
     line = next((i + 1 for i, l in enumerate(lines) if f'"{ref}"' in l or f"'{ref}'" in l), None)
     raise InputError(
-        f"the net file '{ref}' named in the solver was not found",
+        f"the net file '{ref}' named in the solver was not found (tried {', '.join(tried)}"
+        + (" and the folders above the solver's" if not os.path.isabs(ref) else "") + ")",
         file=solver_path, line=line,
-        fix="paths are tried against the solver's folder, then the working directory",
+        fix="run protoaudit from the folder caffe train ran in, or give it with --root DIR",
     )

@@ -35,7 +35,7 @@ def _upgraded(param, schema, path, lines):
         raise e.located(file=path) from None
 
 
-def net_specs(path, *, phase=None, stages=(), level=None, schema=None):
+def net_specs(path, *, phase=None, stages=(), level=None, schema=None, root=None):
     """The nets a file stands for. A net file gives one net in `phase` (TRAIN by default)."""
     src = loader.load(path, schema)
     if src.kind == "net":
@@ -43,7 +43,7 @@ def net_specs(path, *, phase=None, stages=(), level=None, schema=None):
         state = make_state(src.message, phase or file_phase(src.message), stages, level)
         return [NetSpec("net", src.message, state, src.schema, path, lines,
                         own_phase=src.message.state.HasField("phase"))]
-    return _solver_specs(src, phase, stages, level)
+    return _solver_specs(src, phase, stages, level, root)
 
 
 def file_phase(net):
@@ -55,17 +55,17 @@ def file_phase(net):
     return "TRAIN"
 
 
-def _solver_specs(src, phase, stages, level):
+def _solver_specs(src, phase, stages, level, root):
     specs = []
     if phase in (None, "TRAIN"):
-        specs.append(_train_spec(src, stages, level))
+        specs.append(_train_spec(src, stages, level, root))
     if phase in (None, "TEST"):
-        specs.extend(_test_specs(src, stages, level))
+        specs.extend(_test_specs(src, stages, level, root))
     return specs
 
 
-def _net_from(src, field_name, file_value=None, index=None):
-    """A solver's net: embedded (`*_param`) or a file it names (resolved beside the solver)."""
+def _net_from(src, field_name, file_value=None, index=None, root=None):
+    """A solver's net: embedded (`*_param`) or a file it names (found as load.resolve_path says)."""
     if file_value is None:
         param = getattr(src.message, field_name)
         if index is not None:
@@ -75,7 +75,7 @@ def _net_from(src, field_name, file_value=None, index=None):
         blocks = src.outline.blocks(field_name)
         block = blocks[index or 0] if len(blocks) > (index or 0) else None
         return clone, src.schema, src.path, _layer_lines(block)
-    net_path = loader.resolve_path(file_value, src.path)
+    net_path = loader.resolve_path(file_value, src.path, root)
     net_src = loader.load(net_path)
     if net_src.kind != "net":
         raise InputError("the solver names this file as a net, but it is a solver", file=net_path)
@@ -99,7 +99,7 @@ def _solver_state(param, phase):
     return state
 
 
-def _train_spec(src, stages, level):
+def _train_spec(src, stages, level, root):
     s = src.message
     sources = [("train_net_param", None) if s.HasField("train_net_param") else None,
                ("train_net", s.train_net) if s.HasField("train_net") else None,
@@ -112,7 +112,7 @@ def _train_spec(src, stages, level):
             file=src.path, fix="use one of net, net_param, train_net, train_net_param",
         )
     field_name, file_value = given[0]
-    param, schema, path, lines = _net_from(src, field_name, file_value)
+    param, schema, path, lines = _net_from(src, field_name, file_value, root=root)
     lines = _upgraded(param, schema, path, lines)
     state = _solver_state(param, "TRAIN")
     _merge_state(state, s.train_state)
@@ -122,7 +122,7 @@ def _train_spec(src, stages, level):
     return NetSpec("train", param, state, schema, path, lines, s)
 
 
-def _test_specs(src, stages, level):
+def _test_specs(src, stages, level, root):
     s = src.message
     has_generic = s.HasField("net_param") or s.HasField("net")
     n_generic = len(s.test_iter) - len(s.test_net_param) - len(s.test_net) if has_generic else 0
@@ -134,7 +134,7 @@ def _test_specs(src, stages, level):
     found += [generic] * max(n_generic, 0)
     specs = []
     for k, (field_name, file_value, index) in enumerate(found):
-        param, schema, path, lines = _net_from(src, field_name, file_value, index)
+        param, schema, path, lines = _net_from(src, field_name, file_value, index, root)
         lines = _upgraded(param, schema, path, lines)
         state = _solver_state(param, "TEST")
         if s.test_state:
