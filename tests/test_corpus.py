@@ -181,20 +181,20 @@ FASTRCNN_DATA = ["data=1x3x600x1000", "rois=128x5", "labels=128", "bbox_targets=
 OTHER_FORKS = {
     "nets/enet_train_encoder.prototxt": ('no field named "label_divide_factor"', []),
     "nets/enet_deploy_final.prototxt": ('no field named "bn_param"', []),
-    "nets/deeplabv2_vgg16_largefov_train.prototxt": ('no field named "label_type"', []),
-    # caffe-priv's caffe.proto reads it up to the first ${...} placeholder, further than any other
-    "nets/deeplabv2_resnet101_msc_test.prototxt": ("a template with ${...} placeholders", []),
+    # caffe-priv's caffe.proto (ceil_mode pooling, R-FCN and DeepLab fields) reads these; their types it lacks
+    "nets/deeplabv2_vgg16_largefov_train.prototxt": ("unknown layer type 'ImageSegData'", []),
+    "nets/deeplabv2_resnet101_msc_test.prototxt": ("unknown layer type 'ImageSegData'", ["--phase=test"]),
     "nets/v1_deeplab_v1_vgg128_noup_train.prototxt": ("no value named IMAGE_SEG_DATA", []),
     "nets/v1_deeplab_v1_vgg128_noup_test.prototxt": ("no value named IMAGE_SEG_DATA", []),
     "nets/fast_rcnn_vgg16_train.prototxt": ("unknown layer type 'ROIPooling'", FASTRCNN_DATA),
-    "nets/faster_rcnn_vgg16_end2end_train.prototxt": ('no field named "smooth_l1_loss_param"', []),
-    "nets/faster_rcnn_vggcnnm1024_end2end_train.prototxt": ('no field named "smooth_l1_loss_param"', []),
+    "nets/faster_rcnn_vgg16_end2end_train.prototxt": ("unknown layer type 'SmoothL1Loss'", []),
+    "nets/faster_rcnn_vggcnnm1024_end2end_train.prototxt": ("unknown layer type 'SmoothL1Loss'", []),
     "nets/faster_rcnn_vgg16_end2end_test.prototxt": ("unknown layer type 'ROIPooling'", ["rois=300x5"]),
     "nets/mobilenet_ssd_train.prototxt": ('"interp_mode"', []),
     "nets/mobilenet_ssd_deploy.prototxt": ('no field named "permute_param"', []),
     "nets/pspnet101_voc2012_473_deploy.prototxt": ('no field named "slope_filler"', []),
     "nets/pspnet101_cityscapes_713_deploy.prototxt": ('no field named "slope_filler"', []),
-    "nets/soeaver_pspnet_resnet101v2_train.prototxt": ('no field named "scale_factors"', []),
+    "nets/soeaver_pspnet_resnet101v2_train.prototxt": ("unknown layer type 'ImageSegData'", []),
 }
 
 
@@ -203,7 +203,7 @@ def test_other_forks_net_is_refused_naming_what_is_missing(file):
     missing, inputs = OTHER_FORKS[file]
     # DeepLab's nets are templates: --define fills them as its scripts do
     msg = refusal(run_protoaudit(path_of(file), "--define", "NUM_LABELS=21",
-                                 *[a for v in inputs for a in ("--input", v)]))
+                                 *[a for v in inputs for a in ((v,) if v.startswith("--") else ("--input", v))]))
     assert re.match(rf"protoaudit: {re.escape(path_of(file))}(:\d+: layer '[^']+': |: \d+ layers need a top shape)",
                     msg), msg
     assert missing in msg
