@@ -211,8 +211,9 @@ def test_cpu_test_forward_leaks_its_inference_statistics(tmp_path):
 
 
 def test_int_sized_buffers_past_2_gib_are_refused(tmp_path):
-    """cu:196 computes the buffers' byte size into an int: 2**31 bytes and more overflow it."""
-    text = block_net().replace("dim: 2 dim: 3 dim: 4 dim: 4", "dim: 64 dim: 3 dim: 512 dim: 512")
+    """cu:196 computes the buffers' byte size into an int: 64x203x224x224 floats, 2.6 GB, overflow it
+    (each blob stays under Caffe's 2**31 elements)."""
+    text = block_net().replace("dim: 2 dim: 3 dim: 4 dim: 4", "dim: 64 dim: 3 dim: 224 dim: 224")
     text = text.replace("shape { dim: 2 }", "shape { dim: 64 }")
     text = text.replace("numTransition: 2", "numTransition: 100")
     with pytest.raises(InputError, match="sizes them in an int"):
