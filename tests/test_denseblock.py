@@ -307,3 +307,14 @@ def test_diff_against_plain_layers_densenet40():
     assert ("DenseBlock1: layer buffer DenseBlock1.postConv_data_gpu, 40 MiB (64x160x32x32: the block's output "
             "size, shared by its 12 transitions; grows with the batch), is new in B.") in text
 
+
+
+def test_nesterov_on_the_cpu_keeps_no_update_blobs(tmp_path):
+    """Tongcheng/caffe's nesterov_solver.cpp (lines 22-45) writes the step into the param's diff
+    where BVLC's copies the old history into update_ first: one blob per param, history_ only."""
+    def solver_blobs(text):
+        result = audit(write(tmp_path, text), mode="cpu", solver_type="Nesterov")
+        return {b.owner.rsplit(".", 1)[1].split("[")[0] for b in result.buffers if b.kind == "history" and "[" in b.owner}
+
+    assert solver_blobs(block_net()) == {"history_"}
+    assert solver_blobs(plain_net()) == {"history_", "update_"}  # BVLC's

@@ -110,3 +110,21 @@ def test_a_net_bvlc_reads_stays_bvlc(tmp_path):
     caffe-priv's and SphereFace's schemas read it too."""
     path = net_file(tmp_path, MARGIN.replace("POOL", "").split('layer { name: "fc6"')[0])
     assert loader.load(path).schema.name == "bvlc"
+
+
+def test_caffe_priv_has_no_cudnn_deconvolution(tmp_path):
+    """caffe-priv's layer_factory.cpp (ec89b86) registers no Deconvolution creator (a
+    DeformableConvolution one stands where BVLC's GetDeconvolutionLayer was): in a cuDNN build its
+    Deconvolution still keeps Caffe's column buffer, C_out*k*k*H_in*W_in floats = 2*4*4*3*3."""
+    from protoaudit import audit
+
+    text = """input: "data" input_shape { dim: 1 dim: 2 dim: 3 dim: 3 }
+layer { name: "pool" type: "Pooling" bottom: "data" top: "pool" pooling_param { pool: MAX kernel_size: 1 POOL } }
+layer { name: "up" type: "Deconvolution" bottom: "pool" top: "up" convolution_param { num_output: 2 kernel_size: 4 stride: 2 } }
+"""
+    cols = {}
+    for schema, pool in (("priv", "ceil_mode: false"), ("bvlc", "")):
+        result = audit(net_file(tmp_path, text.replace("POOL", pool)), engine="cudnn", inference=True)
+        assert result.nets[0].net.layers[0].impl.ctx.schema == schema
+        cols[schema] = [b.bytes for b in result.buffers if b.owner == "up.col_buffer_"]
+    assert cols == {"priv": [2 * 4 * 4 * 3 * 3 * 4], "bvlc": []}
