@@ -228,8 +228,9 @@ def _nets_to_audit(path, inference, options):
                 raise
     if needed is not None:
         raise needed
-    # a TEST net of other layers (not merely other names: TRAIN and TEST data layers often share one)
-    if test is not None and [n.lp for n in test.layers] != [n.lp for n in nets[0].layers]:
+    # a TEST net of other layers of the file: other names, or (TRAIN and TEST data layers often
+    # share a name) other lines of the file
+    if test is not None and [(n.name, n.line) for n in test.layers] != [(n.name, n.line) for n in nets[0].layers]:
         test.role = "test"
         nets[0].role = "train"
         nets.append(test)

@@ -128,3 +128,13 @@ layer { name: "up" type: "Deconvolution" bottom: "pool" top: "up" convolution_pa
         assert result.nets[0].net.layers[0].impl.ctx.schema == schema
         cols[schema] = [b.bytes for b in result.buffers if b.owner == "up.col_buffer_"]
     assert cols == {"priv": [2 * 4 * 4 * 3 * 3 * 4], "bvlc": []}
+
+
+def test_a_test_net_whose_data_layer_shares_the_train_ones_name_is_audited():
+    """Tongcheng's nets name both data layers Data1 (TRAIN batch 64, TEST batch 50): the TEST net is
+    other layers of the file all the same, and `caffe train` holds it beside the TRAIN net."""
+    from protoaudit import audit
+
+    result = audit(os.path.join(CORPUS, "nets/densenet_memeff_tongcheng_c10.prototxt"),
+                   inputs={"Data1": (64, 3, 32, 32)})
+    assert [(n.role, n.batch) for n in result.nets] == [("train", 64), ("test", 50)]
