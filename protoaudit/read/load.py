@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from google.protobuf import text_format
 
 from ..errors import InputError
-from .schema import FORKS, SCHEMA_NAMES, described, load_schema
+from .schema import FORKS, SCHEMA_NAMES, USER_PREFIX, described, load_schema
 from .tokens import Text, has_tokens, parse
 
 # Larger than any real net (the biggest public ones are well under 1 MiB): reading such a file
@@ -205,7 +205,7 @@ def _embedded_nets(solver):
 def load(path, schema_name=None, defines=None):
     """Read `path` as a net or a solver, choosing the schema (BVLC, else the fork it needs), with
     `${NAME}` templates replaced by `defines` (--define NAME=VALUE)."""
-    if schema_name is not None and schema_name not in SCHEMA_NAMES:
+    if schema_name is not None and schema_name not in SCHEMA_NAMES and not schema_name.startswith(USER_PREFIX):
         raise InputError(f"--fork {schema_name}: protoaudit knows {', '.join(SCHEMA_NAMES)}",
                          fix="or give your fork's caffe.proto with --caffe-proto")
     text = substitute(read_text(path), defines or {}, path)
@@ -213,6 +213,16 @@ def load(path, schema_name=None, defines=None):
     mine = type(message)()  # the caller's own copy: upgrading works on it in place
     mine.CopyFrom(message)
     return Source(path, kind, mine, schema, text, tree)
+
+
+def load_text(text, path, first_line=1, schema_name=None, defines=None):
+    """A net or solver printed inside another file (a Caffe log), read as `load` reads a file;
+    its lines keep their numbers in that file, for error messages."""
+    padded = "\n" * (first_line - 1) + substitute(text, defines or {}, path)
+    kind, message, schema, tree = _read(path, padded, schema_name)
+    mine = type(message)()
+    mine.CopyFrom(message)
+    return Source(path, kind, mine, schema, padded, tree)
 
 
 @functools.lru_cache(maxsize=8)
@@ -241,7 +251,7 @@ def _read(path, raw, schema_name):
         if bvlc is not None:  # the layer registry will name the type no fork knows
             return bvlc + (_outline(text, path),)
         raise _parse_failure(path, text, failures)
-    complete = [r for r in readings if _types_used(r[1], r[0]) <= _known_types(r[2].name)]
+    complete = [r for r in readings if _types_used(r[1], r[0]) <= _known_types(r[2].layers)]
     chosen = complete or readings
     if len(chosen) > 1:
         _refuse_ambiguous(path, chosen)
@@ -269,7 +279,7 @@ def _refuse_ambiguous(path, readings):
 
     def sizing(reading):
         kind, message, schema = reading
-        classes = ((layer_class(t, schema.name), layer) for t, layer in _layers_used(message, kind))
+        classes = ((layer_class(t, schema.layers), layer) for t, layer in _layers_used(message, kind))
         return tuple(cls.sized_as(layer) if cls is not None else None for cls, layer in classes)
 
     classes = {sizing(r) for r in readings}
