@@ -151,3 +151,34 @@ def test_sample_audits():
     assert run.returncode == 0, run.stderr
     # fc5's figure (as the log's chain gives it), plus fc6's two tops and the loss (1 float)
     assert memory_after(run.stdout, "softmax_loss") == memory_after(run.stdout, "fc5") + (M * N + 1 + 1) * 4
+
+
+# --- the fork's measured heap (tests/data/fork_oracle/sphereface, CPU mode, no solver) ---------------
+
+ORACLE = os.path.join(DATA, "fork_oracle", "sphereface")
+
+
+@pytest.mark.parametrize("kind", ["SINGLE", "QUADRUPLE"])
+def test_each_layer_allocates_what_the_fork_allocated(kind):
+    """fc6, M = 8 rows, N = 1000 outputs, K = 16: forward 8*1000*4 (fc6) + 4 (lambda) + 8*4 (x_norm_)
+    + 32 (the label's data, first read here) + 32,000 per (M, N) temporary: 2 for SINGLE (96,068
+    bytes), 7 for QUADRUPLE (256,068); backward the weight's diff 1000*16*4 and fc5's diff 8*16*4
+    (64,512). protoaudit gives every layer the fork's bytes, and the total within 0.5%."""
+    from protoaudit.memory.buffers import host_objects, net_buffers, runs_backward
+
+    with open(os.path.join(ORACLE, f"margin_{kind}.json")) as f:
+        run = json.load(f)
+    (net,) = build_nets(os.path.join(ORACLE, f"margin_{kind}.prototxt"), phase="TRAIN")
+    buffers = net_buffers(net, mode="cpu", backward=runs_backward(net))
+    mine = {}
+    for b in buffers:
+        mine.setdefault(b.layer, {"forward": 0, "backward": 0, "setup": 0})[b.touch] += b.bytes
+    for layer in run["layers"]:
+        got = mine.get(layer["name"], {"forward": 0, "backward": 0})
+        if layer["type"] in ("Input", "Split"):
+            continue  # no buffer of their own (the Split's -128 bytes are C++ objects freed)
+        assert (got["forward"], got["backward"]) == (layer["fwd_alloc"], layer["bwd_alloc"]), layer["name"]
+    assert run["layers"][5]["fwd_alloc"] == 8 * 1000 * 4 + 4 + 8 * 4 + 8 * 4 + 32000 * (2 if kind == "SINGLE" else 7)
+    want = run["heap"]["backward_live"]
+    got = sum(b.bytes for b in buffers) + host_objects(net).bytes
+    assert abs(got - want) <= 0.005 * want, f"protoaudit {got:,}, the fork {want:,}"
