@@ -157,6 +157,44 @@ class DatasetLayer(DataSource):
         """need_input for the data top, with the dimensions that are known."""
         self.need_input(reason, self.lp.top[:1], known={self.lp.top[0]: (batch,) + tuple(known)})
 
+    def first_image(self, source, first_names, batch, channels, fixed):
+        """The first image a list names, as Caffe reads it at setup: (image size (H, W), where it
+        came from, the names `first_names(list path)` gave) -- or None when the list or the image is
+        not on disk (or its reader is not installed) and `fixed` says the parameters fix the size;
+        else need_input, with the dimensions that are known."""
+        found = self.files.find(source)
+        self.list_path = found.path if found else None
+        if found is None:
+            if fixed:
+                return None
+            self.missing(batch, (channels, None, None), self.files.not_found("source", source))
+        names = self.files.read(first_names, found.path, what=f"source '{source}'")
+        image = self.files.find(names[0])
+        if image is None:
+            if fixed:
+                return None
+            self.missing(batch, (channels, None, None),
+                         self.files.not_found(f"the first image that '{source}' names,", names[0]))
+        try:
+            h, w, _, kind = self.files.read(IMAGE_HEADER, image.path, names[0],
+                                            what=f"image '{names[0]}' (first in '{source}')")
+        except MissingLibrary as e:
+            if fixed:
+                self.unread(e, f"image '{names[0]}'")
+                return None
+            self.missing(batch, (channels, None, None), f"{e.message} ({e.fix})")
+        return (h, w), f"image {self.files.shown(image, names[0])} ({w}x{h} {kind}, first in {source})", names
+
+    def list_touch(self, kind):
+        """The list Caffe keeps (lines_: one pair per entry, names over 15 characters on the heap,
+        in a vector grown by doubling), when the list was found."""
+        if not getattr(self, "list_path", None):
+            return []
+        e = LIST_ENTRIES(self.list_path, lists.image_line_names if kind == "ImageData" else lists.pair_names)
+        capacity = 1 << max(0, e.count - 1).bit_length() if e.count else 0
+        return [touch.host("lines_", capacity * LIST_ENTRY_BYTES[kind] + e.name_bytes,
+                           f"{e.count:,} entries" + ("" if e.exact else " (estimated from the list's size)"))]
+
     def unread(self, e, what):
         """The dataset is there but its reader's library is not installed: the parameters' shape is
         used, and the report says the dataset was not read and how to read it."""
@@ -321,7 +359,6 @@ class ImageData(Prefetching):
 
     exact_tops = 2
     OBJECT_BYTES = 2366
-    kind = "ImageData"
 
     def batch_size(self):
         batch = self.param().batch_size
@@ -337,43 +374,9 @@ class ImageData(Prefetching):
         self.check((p.new_height == 0) == (p.new_width == 0), "new_height and new_width must be set together")
         return (p.new_height, p.new_width) if p.new_height else None
 
-    def first_image(self):
-        """The list's first image name (root_folder + name)."""
-        return self.param().root_folder + FIRST_LINE(self.list_path, "image list")
-
-    def entries(self):
-        return LIST_ENTRIES(self.list_path, lists.image_line_names)
-
-    def image_size(self, batch, channels):
-        """(H, W, where) of the first image as Caffe reads it, or None when the list or the image is
-        not on disk and the parameters fix the size; else need_input."""
-        p, source = self.param(), self.param().source
-        fixed = self.fixed_size()
-        crop = self.crop()
-        if not crop and not fixed and self.mean_shape is not None:
-            fixed = self.mean_shape[1:]
-        found = self.files.find(source)
-        self.list_path = found.path if found else None
-        if found is None:
-            if crop or fixed:
-                return None
-            self.missing(batch, (channels, None, None), self.files.not_found("source", source))
-        name = self.files.read(self.first_image, what=f"source '{source}'")
-        image = self.files.find(name)
-        if image is None:
-            if crop or fixed:
-                return None
-            self.missing(batch, (channels, None, None),
-                         self.files.not_found(f"the first image that '{source}' names,", name))
-        try:
-            h, w, _, kind = self.files.read(IMAGE_HEADER, image.path, name,
-                                            what=f"image '{name}' (first in '{source}')")
-        except MissingLibrary as e:
-            if crop or fixed:
-                self.unread(e, f"image '{name}'")
-                return None
-            self.missing(batch, (channels, None, None), f"{e.message} ({e.fix})")
-        return h, w, f"image {self.files.shown(image, name)} ({w}x{h} {kind}, first in {source})"
+    def first_names(self, list_path):
+        """The image the list's first line names, under root_folder (a list of one name)."""
+        return [self.param().root_folder + FIRST_LINE(list_path, "image list")]
 
     def data_shape(self, batch):
         p = self.param()
@@ -385,9 +388,10 @@ class ImageData(Prefetching):
             return None, "--input"
         crop = self.crop()
         fixed = self.fixed_size()
-        read = self.image_size(batch, channels)
+        mean_size = self.mean_shape[1:] if self.mean_shape is not None else None
+        read = self.first_image(self.param().source, self.first_names, batch, channels, crop or fixed or mean_size)
         if read is not None:
-            h, w, origin = read
+            (h, w), origin, _ = read
             stored = fixed or (h, w)
             self.stored = (channels,) + tuple(stored)
             if fixed:
@@ -407,15 +411,8 @@ class ImageData(Prefetching):
         return super().rngs(run) + int(self.param().shuffle)
 
     def reader_touches(self, run):
-        """The list Caffe keeps (lines_: one pair per line, names over 15 characters on the heap,
-        in a vector grown by doubling), and cv::resize's state in the thread."""
-        t = []
-        if getattr(self, "list_path", None):
-            e = self.entries()
-            capacity = 1 << max(0, e.count - 1).bit_length() if e.count else 0
-            size = capacity * LIST_ENTRY_BYTES[self.kind] + e.name_bytes
-            t.append(touch.host("lines_", size, f"{e.count:,} entries" + ("" if e.exact else " (estimated from the "
-                                                                          "list's size)")))
+        """The list Caffe keeps (lines_), and cv::resize's state in the thread."""
+        t = self.list_touch("ImageData")
         if self.fixed_size():
             t.append(touch.host("cv::resize thread state", OPENCV_RESIZE_BYTES))
         return t

@@ -79,3 +79,8 @@ def image_line_names(line):
 
 def token_names(line):
     return line.split()
+
+
+def pair_names(line):
+    """DenseImageData's "image label-image" entry (caffe-segnet reads pairs of tokens)."""
+    return line.split()[:2]
