@@ -34,6 +34,8 @@ OPENCV_BYTES = 453134  # OpenCV's codec registry (with GDAL's drivers), on the f
 OPENCV_RESIZE_BYTES = 2280  # cv::resize's thread-local state, in the prefetch thread
 HDF5_LIBRARY_BYTES = 298576  # the HDF5 library's state and free lists, on first use
 HDF5_CONVERSION_BYTES = 1048600  # HDF5's 1 MiB type-conversion buffer, kept after reading non-float data
+STRING_BYTES = 32  # sizeof(std::string)
+BLOB_OBJECT_BYTES = 245  # a Blob's objects (SyncedMemory, shape vectors, shared_ptr blocks): HDF5's residual
 LIST_ENTRY_BYTES = {"ImageData": 40, "DenseImageData": 64}  # sizeof(pair<string, int>), (pair<string, string>)
 
 # the readers, each result kept while its file is unchanged (the largest-batch search re-audits)
@@ -241,10 +243,10 @@ class Prefetching(DatasetLayer):
                                       kind="prefetch", note=note + ", pinned host copies", device="host"))
         labels = len(run.tops) > 1
         t.append(touch.host(f"prefetch[{P}] batch objects", P * (BATCH_BYTES + (LABEL_BLOB_BYTES if labels else 0))))
-        t.append(touch.host("prefetch thread", THREAD_BYTES + THREAD_RNG_BYTES, "boost::thread, TLS, its RNG"))
+        t.append(touch.host("prefetch thread", THREAD_BYTES, "boost::thread data, glibc's TLS vector"))
         rngs = self.rngs(run)
-        if rngs:
-            t.append(touch.host(f"RNG x{rngs}", rngs * RNG_BYTES, "boost::mt19937"))
+        t.append(touch.host("RNGs", THREAD_RNG_BYTES + rngs * RNG_BYTES,
+                            f"the thread's and {rngs} more" if rngs else "the thread's"))
         t.append(touch.host("layer objects", self.OBJECT_BYTES, "queues, transformer, Blob objects"))
         mean = self.mean_elements()
         if mean:
@@ -527,8 +529,12 @@ class HDF5Data(DataSource):
             rows = self.sets[0].shape[0]
             t.append(touch.buffer("hdf_blobs_", sum(count(d.shape) for d in self.sets), "setup", per_sample=False,
                                   note=f"the first file: {rows:,} rows", device="host"))
-            files = self.file_count.count if self.file_count else 1
-            t.append(touch.host("permutations", 4 * rows + 4 * files, "data_permutation_, file_permutation_"))
+            files = self.file_count or lists.Entries(1, 0, True)
+            capacity = 1 << max(0, files.count - 1).bit_length()
+            t.append(touch.host("file list and permutations",
+                                capacity * STRING_BYTES + files.name_bytes + 4 * rows + 4 * files.count
+                                + BLOB_OBJECT_BYTES * len(run.tops),
+                                "hdf_filenames_, data_permutation_, file_permutation_, hdf_blobs_' Blob objects"))
             if not all(d.native_float for d in self.sets):
                 t.append(touch.process("HDF5 conversion buffer", HDF5_CONVERSION_BYTES,
                                        "kept after reading non-float data as float"))
