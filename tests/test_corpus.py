@@ -131,7 +131,7 @@ def test_cropping_data_layer_is_sized_by_its_parameters(file):
     else:
         assert origin == "the layer's parameters; 3 channels assumed", origin
         assert re.search(rf"Assumed: .*layer '{re.escape(layer)}': top '{re.escape(tops[0])}' has 3 channels .*"
-                         rf"--input {re.escape(tops[0])}={got[0]}x1x{got[2]}x{got[3]}", text.stdout), text.stdout[-600:]
+                         rf"--input {re.escape(tops[0])}={got[0]}xCx{got[2]}x{got[3]}", text.stdout), text.stdout[-600:]
 
 
 @pytest.mark.parametrize("file", ASKING_STILL)

@@ -63,16 +63,16 @@ def test_crop_fixes_height_and_width_and_three_channels_are_assumed(here):
     got, net = shapes(path)
     assert got["data"] == (8, 3, 20, 20) and got["label"] == (8,)
     [a] = net.assumptions
-    assert "3 channels" in a.what and a.override == "--input data=8x1x20x20 for grey images"
+    assert "3 channels" in a.what and a.override == "--input data=8xCx20x20"
     text = run_protoaudit(path)
     assert text.returncode == 0, text.stderr
-    assert "Assumed: " in text.stdout and "--input data=8x1x20x20" in text.stdout
+    assert "Assumed: " in text.stdout and "--input data=8xCx20x20" in text.stdout
     assert "the layer's parameters; 3 channels assumed" in text.stdout
     report = json.loads(run_protoaudit(path, "--format", "json").stdout)
-    assert report["assumptions"][0]["override"] == "--input data=8x1x20x20 for grey images"
+    assert report["assumptions"][0]["override"] == "--input data=8xCx20x20"
     assert {(d["top"], tuple(d["shape"])) for d in report["data_shapes"]} >= {("data", (8, 3, 20, 20))}
     markdown = run_protoaudit(path, "--format", "markdown").stdout
-    assert "3 channels" in markdown and "--input data=8x1x20x20" in markdown
+    assert "3 channels" in markdown and "--input data=8xCx20x20" in markdown
 
 
 def test_mean_values_give_the_channel_count(here):

@@ -152,7 +152,7 @@ class DatasetLayer(DataSource):
         """Only the channel count is unknown: 3 (colour images), shown with the flag that changes it."""
         top = self.lp.top[0]
         self.assume(f"top '{top}' has 3 channels (colour images): {why}, and nothing in the layer says",
-                    f"--input {top}={batch}x1x{height}x{width} for grey images")
+                    f"--input {top}={batch}xCx{height}x{width}")
         return 3
 
     def missing(self, batch, known, reason):
