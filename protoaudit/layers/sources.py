@@ -49,6 +49,8 @@ class Source:
 
     def not_found(self, what, name):
         """Why a dataset path is missing, for need_input's message."""
+        if os.path.isabs(name):
+            return f"{what} '{name}' does not exist on this machine"
         return (f"{what} '{name}' is not found from {paths.looked_in(self.layer.ctx.root)}; run from the folder "
                 "Caffe runs in (usually the Caffe root) or give --root")
 
