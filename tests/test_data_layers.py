@@ -78,34 +78,34 @@ def test_crop_fixes_height_and_width_and_three_channels_are_assumed(here):
 def test_mean_values_give_the_channel_count(here):
     """One mean_value per channel (Transform's CHECK, data_transformer.cpp:68): 3 values, 3 channels,
     nothing assumed; a single value fits any count, so 3 is still assumed."""
-    got, net = shapes(write_net(here, data_layer("x", 4, "crop_size: 5 mean_value: 1 mean_value: 2 mean_value: 3")))
+    got, net = shapes(write_net(here, data_layer("no_such_db", 4, "crop_size: 5 mean_value: 1 mean_value: 2 mean_value: 3")))
     assert got["data"] == (4, 3, 5, 5) and net.assumptions == []
-    got, net = shapes(write_net(here, data_layer("x", 4, "crop_size: 5 mean_value: 1 mean_value: 2"), "two.prototxt"))
+    got, net = shapes(write_net(here, data_layer("no_such_db", 4, "crop_size: 5 mean_value: 1 mean_value: 2"), "two.prototxt"))
     assert got["data"] == (4, 2, 5, 5) and net.assumptions == []
-    got, net = shapes(write_net(here, data_layer("x", 4, "crop_size: 5 mean_value: 104"), "one.prototxt"))
+    got, net = shapes(write_net(here, data_layer("no_such_db", 4, "crop_size: 5 mean_value: 104"), "one.prototxt"))
     assert got["data"] == (4, 3, 5, 5) and len(net.assumptions) == 1
 
 
 def test_force_color_and_force_gray_set_the_channels(here):
     """force_color decodes in colour (3), force_gray in grey (1) (io.cpp:182-184)."""
-    got, net = shapes(write_net(here, data_layer("x", 2, "crop_size: 7 force_color: true")))
+    got, net = shapes(write_net(here, data_layer("no_such_db", 2, "crop_size: 7 force_color: true")))
     assert got["data"] == (2, 3, 7, 7) and net.assumptions == []
-    got, _ = shapes(write_net(here, data_layer("x", 2, "crop_size: 7 force_gray: true"), "g.prototxt"))
+    got, _ = shapes(write_net(here, data_layer("no_such_db", 2, "crop_size: 7 force_gray: true"), "g.prototxt"))
     assert got["data"] == (2, 1, 7, 7)
     with pytest.raises(InputError, match="both force_color and force_gray"):
-        build_nets(write_net(here, data_layer("x", 2, "crop_size: 7 force_gray: true force_color: true"), "b.prototxt"))
+        build_nets(write_net(here, data_layer("no_such_db", 2, "crop_size: 7 force_gray: true force_color: true"), "b.prototxt"))
 
 
 def test_a_mean_file_gives_channels_and_the_stored_size(here):
     """Transform CHECKs that the record has the mean's channels, height and width
     (data_transformer.cpp:61-64): a readable mean file fixes the whole shape, the crop still wins."""
     ds.write_mean(str(here / "mean.binaryproto"), 1, 12, 10)
-    got, net = shapes(write_net(here, data_layer("x", 3, 'mean_file: "mean.binaryproto"')))
+    got, net = shapes(write_net(here, data_layer("no_such_db", 3, 'mean_file: "mean.binaryproto"')))
     assert got["data"] == (3, 1, 12, 10) and net.assumptions == []
-    got, _ = shapes(write_net(here, data_layer("x", 3, 'crop_size: 9 mean_file: "mean.binaryproto"'), "c.prototxt"))
+    got, _ = shapes(write_net(here, data_layer("no_such_db", 3, 'crop_size: 9 mean_file: "mean.binaryproto"'), "c.prototxt"))
     assert got["data"] == (3, 1, 9, 9)
     ds.write_mean(str(here / "shape.binaryproto"), 3, 6, 6, legacy=False)  # pycaffe's shape { dim } form
-    got, _ = shapes(write_net(here, data_layer("x", 3, 'mean_file: "shape.binaryproto"'), "s.prototxt"))
+    got, _ = shapes(write_net(here, data_layer("no_such_db", 3, 'mean_file: "shape.binaryproto"'), "s.prototxt"))
     assert got["data"] == (3, 3, 6, 6)
 
 
@@ -284,6 +284,13 @@ def test_paths_resolve_from_cwd_then_root_then_the_net_files_folders(tmp_path, m
         build_nets(str(moved))
     got, net = shapes(str(moved), root=str(caffe))
     assert got["data"] == (64, 1, 28, 28) and "--root" in next(o.source for o in net.origins if o.top == "data")
+    # a bare name is looked for beside the net file only, not in every folder above it
+    ds.write_lmdb(str(tmp_path / "bare_lmdb"), ds.records(1, 1, 5, 5))
+    deep = caffe / "models" / "deep.prototxt"
+    deep.parent.mkdir()
+    deep.write_text(open(path).read().replace("examples/mnist/train_lmdb", "bare_lmdb"))
+    with pytest.raises(ShapesNeeded):
+        build_nets(str(deep))
 
 
 # --- failures: one line, exit 2 -------------------------------------------------------------------------
@@ -380,7 +387,7 @@ def test_hdf5_failures(here):
 
 def test_corrupt_mean_file(here):
     (here / "m.binaryproto").write_bytes(b"\x0a\xff\xff\xff\xff\x0f")
-    msg = refused(write_net(here, data_layer("x", 2, 'crop_size: 3 mean_file: "m.binaryproto"')), cwd=here)
+    msg = refused(write_net(here, data_layer("no_such_db", 2, 'crop_size: 3 mean_file: "m.binaryproto"')), cwd=here)
     assert "not a binary BlobProto" in msg
 
 

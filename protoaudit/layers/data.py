@@ -56,10 +56,6 @@ class DataSource(Layer):
     def batch_size(self):
         raise NotImplementedError
 
-    def image_shape(self):
-        """(C, H, W) of the data top when the layer's own parameters fix it, else None."""
-        return None
-
     def reshape(self, bottoms):
         batch = self.batch_size()
         tops = []
@@ -76,12 +72,9 @@ class DataSource(Layer):
         return tops
 
     def data_shape(self, batch):
-        """((C, H, W), where it came from) for the data top; or need_input."""
-        image = self.image_shape()
-        if image is None and self.lp.top[0] not in self.ctx.inputs:
-            # the label follows the data's batch: only the data top needs declaring
-            self.need_input(f"{self.lp.type} layer: its image size is in the dataset", self.lp.top[:1])
-        return image, "the layer's parameters"
+        """((C, H, W), where it came from) for the data top (None when --input declares it), or
+        need_input for the data top alone: the label follows the data's batch."""
+        raise NotImplementedError
 
     def label_shape(self, batch):
         return (batch,)
@@ -336,7 +329,11 @@ class Data(Prefetching):
 
     def reader_touches(self, run):
         """The database handle (db_lmdb.cpp, db_leveldb.cpp), and glog's buffer in the thread, whose
-        only message is the wrap-around at the end of each pass over the dataset (data_layer.cpp:73-74)."""
+        only message is the wrap-around at the end of each pass over the dataset (data_layer.cpp:73-74):
+        counted always, as training passes over its dataset more than once. LevelDB maps its table
+        files, so records cost no heap; a LevelDB whose blocks are snappy-compressed also fills its
+        8 MiB block cache as the thread reads, which is not counted (the measured datasets' blocks
+        were stored raw)."""
         source = self.lp.data_param.source
         if self.backend() == "LMDB":
             db = touch.host("LMDB handle", LMDB_BYTES + len(source.encode()) + 1, "environment, read txn, cursor")

@@ -208,7 +208,7 @@ class DenseImageData(DatasetLayer):
         own = (batch, self.channels()) + tuple(fixed or size) if (fixed or size) else None
         if size is not None and fixed:
             origin += f"; cropped to {fixed[1]}x{fixed[0]}"
-        data = self.override(0, own, own_batch=batch)
+        data = self.override(0, own)
         self.check(len(data) == 4, f"the data top must have 4 axes (N, C, H, W), got {data}")
         self.check(data[0] > 0, "batch_size must be set and positive", fix="set batch_size, or use --batch")
         label = (data[0], 1, data[2], data[3])

@@ -55,7 +55,9 @@ def host(name, size, note="", kind="host objects"):
 
 def process(name, size, note=""):
     """A one-time cost of the process (a library initialised on first use), host memory, `size`
-    bytes: the first layer that needs it carries it, and a second one does not pay it again."""
+    bytes. It is the process's, not a layer's: a train net and its test net (or two decoding
+    layers) in one `caffe train` pay it once. So it is one buffer per audit, carried by the first
+    layer that needs it (where Caffe first pays it), and the report's first-touch order shows why."""
     return Touch("setup", "buffer", name=name, elements=int(size), itemsize=1, kind="library state", note=note,
                  device="host", process=True)
 

@@ -2,10 +2,11 @@
 
 Caffe opens these paths as written, so a relative one is relative to the folder Caffe runs in:
 usually the Caffe root (`./build/tools/caffe train --solver examples/mnist/...`). protoaudit
-looks in the working directory, then in `--root`, then (so that a net kept inside a Caffe tree
-finds `examples/mnist/mnist_train_lmdb` with no flag) in the net file's folder and each folder
-above it. The first folder that has the path is the one Caffe ran in for every other relative path
-of the same layer (its list entries, its mean file), so those are looked up there first.
+looks in the working directory, then in `--root`, then in the net file's folder and, for a path
+with a folder in it, each folder above (so that a net kept inside a Caffe tree finds
+`examples/mnist/mnist_train_lmdb` with no flag). The first folder that has the path is the one
+Caffe ran in for every other relative path of the same layer (its list entries, its mean file), so
+those are looked up there first.
 """
 import os
 from dataclasses import dataclass
@@ -18,8 +19,9 @@ class Found:
     how: str  # that folder, in words: "the working directory", "--root", "the net file's folder", ...
 
 
-def bases(root, net_path):
-    """The folders a relative path is tried from, in order, each with how a message names it."""
+def bases(root, net_path, above=True):
+    """The folders a relative path is tried from, in order, each with how a message names it
+    (`above`: the folders above the net file's too)."""
     out = [(os.getcwd(), "the working directory")]
     if root:
         out.append((os.path.abspath(root), "--root"))
@@ -29,7 +31,7 @@ def bases(root, net_path):
         while True:
             out.append((folder, how))
             parent = os.path.dirname(folder)
-            if parent == folder:
+            if parent == folder or not above:
                 break
             folder, how = parent, "a folder above the net file"
     seen, unique = set(), []
@@ -47,7 +49,9 @@ def locate(name, root, net_path, first=None):
         return None
     if os.path.isabs(name):
         return Found(name, None, "an absolute path") if os.path.exists(name) else None
-    tried = bases(root, net_path)
+    # a name with a folder in it ("examples/mnist/...") is the Caffe root's: it is looked for above
+    # the net file too; a bare name only beside it, where a stray file of that name is unlikely
+    tried = bases(root, net_path, above=os.sep in name.strip(os.sep))
     if first is not None:  # the folder the layer's first path was found from, with its own name
         tried = sorted(tried, key=lambda b: b[0] != first)
     for folder, how in tried:
