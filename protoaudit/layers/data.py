@@ -421,7 +421,9 @@ class ImageData(Prefetching):
 class WindowData(Prefetching):
     """WindowDataLayer (window_data_layer.cpp): windows warped to transform_param's crop_size, with the
     channel count the window file gives (its entries all say the same; images are always decoded in
-    colour, so a working file says 3). Without the window file, 3 channels are assumed."""
+    colour, so a working file says 3). Without the window file, 3 channels are assumed. The window
+    lists it reads whole at setup (7 floats a window, and the image list) are host memory that is
+    not counted: no run of this layer was measured."""
 
     exact_tops = 2
     OBJECT_BYTES = 2366
