@@ -8,6 +8,7 @@ from .net.freeze import freeze as freeze_param
 from .memory.buffers import Buffer, host_objects, net_buffers, runs_backward
 from .net.build import ShapesNeeded, build
 from .read.netspecs import net_specs
+from .read.sidecar import declared_shapes
 from .options import INT_MAX, parse_batch
 
 ENGINES = ("caffe", "cudnn")
@@ -79,13 +80,15 @@ class Audit:
 
 @paused
 def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, schema=None, freeze=(),
-               test_batch=None, keep_test_batch=False, as_test=False, root=None):
+               test_batch=None, keep_test_batch=False, as_test=False, root=None, shapes=None):
     """Every net the file stands for (one for a net file, train then tests for a solver), built.
     `batch` is the train (or only) net's, `test_batch` a solver's test nets'; with
     `keep_test_batch`, a test net's --input shapes keep the batch its file gives (it runs beside its
     train net); `as_test` takes a net file's net for a test net. `freeze` names layers frozen with their ancestors (protoaudit.net.freeze) in every net
     but the test nets, which run forward only. `root` is the folder Caffe ran in (dataset paths
-    are relative to it; default: the working directory)."""
+    are relative to it; default: the working directory). `shapes` names a shapes file
+    (protoaudit.read.sidecar; None: the one beside `path`, if any; False: none); `inputs` win over it."""
+    inputs = {**declared_shapes(path, shapes), **(inputs or {})}
     phase = phase.upper() if phase else None
     if phase not in (None, "TRAIN", "TEST"):
         raise InputError(f"--phase {phase.lower()}: the phase is train or test")
@@ -137,7 +140,7 @@ def _check_choice(name, value, choices):
 @paused
 def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, test_batch=None,
           mode="gpu", engine="caffe", solver_type=None, inference=False, context=None, schema=None,
-          compare_engines=True, freeze=(), root=None):
+          compare_engines=True, freeze=(), root=None, shapes=None):
     """Audit `path` (a net or solver prototxt) as Caffe would run it.
 
     A net file stands for what `caffe train` holds at once: its TRAIN net (forward, backward, the
@@ -147,13 +150,16 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
     data source of the train (or only) net, `test_batch` that of the test nets. `freeze` names
     layers frozen, with every layer they depend on, in the train (or only) net. `root` is the
     folder Caffe ran in, which dataset paths are relative to (default: the working directory).
+    `shapes` names a shapes file of --input shapes (None: the net's own `NET.prototxt.shapes`, if
+    there is one; False: none).
     """
     _check_choice("mode", mode, MODES)
     _check_choice("engine", engine, ENGINES)
     if mode == "cpu":
         engine = "caffe"  # Caffe's CPU code has no cuDNN
     nets = _nets_to_audit(path, inference, dict(phase=phase, stages=stages, level=level, inputs=inputs, batch=batch,
-                                                 test_batch=test_batch, schema=schema, freeze=freeze, root=root))
+                                                 test_batch=test_batch, schema=schema, freeze=freeze, root=root,
+                                                 shapes=shapes))
     from .memory.solver import added_to, solver_buffers, solver_options, solver_type_of
 
     solver = next((n.solver for n in nets if n.solver is not None), None)
@@ -201,7 +207,7 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
 
 def _nets_to_audit(path, inference, options):
     """The nets an audit holds; `options` are build_nets' (phase, stages, level, inputs, batch,
-    test_batch, schema, freeze, root)."""
+    test_batch, schema, freeze, root, shapes)."""
     phase = options["phase"]
     if inference:
         return build_nets(path, **{**options, "phase": phase or "TEST", "test_batch": None})[:1]

@@ -15,7 +15,9 @@ Sources, cited file:line in each class:
     pascalcontext_layers.py.
 """
 import ast
+import os
 
+from ..read.sidecar import SUFFIX
 from . import touch
 from .base import register
 from .data import Declared
@@ -95,7 +97,8 @@ class Known(Python):
             tops.append(shape)
         what = ", ".join(f"{top} {'x'.join(map(str, s))}" for top, s in assumed)
         flags = " ".join(f"--input {top}={'x'.join(map(str, s))}" for top, s in assumed)
-        self.assume(f"{self.source} tops {what}: {reason}", f"{flags}, or the net's .shapes file")
+        beside = f"{os.path.basename(self.ctx.path)}{SUFFIX}" if self.ctx.path else f"the net's {SUFFIX} file"
+        self.assume(f"{self.source} tops {what}: {reason}", f"{flags}, or those lines in {beside}")
         return tops
 
     def touches(self, run):
