@@ -296,3 +296,30 @@ def test_bad_shapes_file_is_one_line_naming_the_file_and_line(tmp_path, content,
 def test_missing_shapes_file_is_refused(tmp_path):
     r = run_protoaudit(net_file(tmp_path, FCN_TEXT), "--shapes", str(tmp_path / "nope.shapes"))
     assert r.returncode == 2 and "no such shapes file" in r.stderr
+
+
+# --- samples ----------------------------------------------------------------------------------------
+
+SAMPLES = os.path.join(os.path.dirname(DATA), "..", "samples")
+
+
+@pytest.mark.parametrize("name", ["faster_rcnn_vgg16_end2end_train.prototxt", "voc-fcn8s_train.prototxt"])
+def test_sample_is_the_published_net_and_audits_with_no_flag(name):
+    """samples/README.md names the source; the file is the corpus's copy of it, byte for byte."""
+    sample = os.path.join(SAMPLES, name)
+    assert open(sample, "rb").read() == open(corpus("nets/" + name), "rb").read()
+    r = run_protoaudit(sample, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["assumptions"] and report["nets"][0]["total_bytes"] > 0
+
+
+def test_fcn_sample_at_a_typical_voc_size():
+    """A 375x500 VOC image instead of the 500x500 default: the data blob shrinks by 375/500, the
+    assumption goes, and the audit says where the shapes came from."""
+    sample = os.path.join(SAMPLES, "voc-fcn8s_train.prototxt")
+    r = run_protoaudit(sample, "--input", "data=1x3x375x500", "--input", "label=1x1x375x500", "--format", "json")
+    report = json.loads(r.stdout)
+    assert r.returncode == 0 and not report["assumptions"]
+    data = next(layer for layer in report["nets"][0]["layers"] if layer["name"] == "data")
+    assert data["tops"] == [[1, 3, 375, 500], [1, 1, 375, 500]]

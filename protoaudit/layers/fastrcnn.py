@@ -100,9 +100,10 @@ class SmoothL1Loss(Layer):
         size = count(run.bottoms[0])
         weights = range(2, len(run.bottoms))
         if run.mode == "cpu":
+            why = (f"{SOURCE}'s SmoothL1Loss has no CPU code (smooth_L1_loss_layer.cpp:54 and :60, "
+                   "NOT_IMPLEMENTED): Caffe stops at its first {} pass in CPU mode")
             return [touch.buffer("ones_", size, "setup", per_sample=True, note="ones, bottom 0's size"),
-                    touch.stop("forward", f"{SOURCE}'s SmoothL1Loss has no CPU code (smooth_L1_loss_layer.cpp:54 "
-                               "and :60, NOT_IMPLEMENTED): Caffe stops at its first forward pass in CPU mode")]
+                    touch.stop("forward", why.format("forward")), touch.stop("backward", why.format("backward"))]
         t = [touch.buffer("ones_ (host)", size, "setup", per_sample=True, device="host",
                           note="ones, bottom 0's size, filled on the host")]
         t += [touch.bottom(j, "data", "forward") for j in range(len(run.bottoms))]
