@@ -6,6 +6,7 @@ starts, so later errors can point at the layer in the user's file. A file is rea
 """
 import functools
 import os
+import re
 from dataclasses import dataclass, field
 
 from google.protobuf import text_format
@@ -76,6 +77,31 @@ def read_text(path):
     text = data.decode("utf-8", errors="replace")
     if not text.strip() or not has_tokens(text):
         raise InputError("the file is empty", file=path, fix="give a net or solver prototxt")
+    return text
+
+
+_TEMPLATE = re.compile(r"\$\{(\w+)\}")
+_QUOTED_OR_COMMENT = re.compile(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|#.*""")
+
+
+def substitute(text, defines, path):
+    """`${NAME}` templates (DeepLab's nets are written for a script that runs sed over them)
+    replaced by `defines`. Caffe itself reads no templates, so one left outside a quoted string
+    cannot parse: every such name is asked for at once. Inside strings (paths) one may stay."""
+    if "${" not in text:
+        return text
+    for name, value in defines.items():
+        text = text.replace("${" + name + "}", value)
+    unset, first = {}, None
+    for number, line in enumerate(text.split("\n"), 1):
+        for name in _TEMPLATE.findall(_QUOTED_OR_COMMENT.sub("", line)):
+            unset.setdefault(name, number)
+            first = first or number
+    if unset:
+        names = ", ".join("${" + n + "}" for n in unset)
+        raise InputError(f"the file is a template: {names} must be given a value",
+                         file=path, line=first, fix=" ".join(f"give --define {n}=VALUE" if i == 0 else
+                                                             f"--define {n}=VALUE" for i, n in enumerate(unset)))
     return text
 
 
@@ -171,13 +197,27 @@ def _embedded_nets(solver):
     yield from solver.test_net_param
 
 
-def load(path, schema_name=None):
-    """Read `path` as a net or a solver, choosing the schema (BVLC, else the fork it needs)."""
-    text = read_text(path)
+def load(path, schema_name=None, defines=None):
+    """Read `path` as a net or a solver, choosing the schema (BVLC, else the fork it needs), with
+    `${NAME}` templates replaced by `defines` (--define NAME=VALUE)."""
+    if schema_name is not None and schema_name not in SCHEMA_NAMES:
+        raise InputError(f"--fork {schema_name}: protoaudit knows {', '.join(SCHEMA_NAMES)}",
+                         fix="or give your fork's caffe.proto with --caffe-proto")
+    text = substitute(read_text(path), defines or {}, path)
     kind, message, schema, tree = _read(path, text, schema_name)
     mine = type(message)()  # the caller's own copy: upgrading works on it in place
     mine.CopyFrom(message)
     return Source(path, kind, mine, schema, text, tree)
+
+
+def load_text(text, path, first_line=1, schema_name=None, defines=None):
+    """A net or solver printed inside another file (a Caffe log), read as `load` reads a file;
+    its lines keep their numbers in that file, for error messages."""
+    padded = "\n" * (first_line - 1) + substitute(text, defines or {}, path)
+    kind, message, schema, tree = _read(path, padded, schema_name)
+    mine = type(message)()
+    mine.CopyFrom(message)
+    return Source(path, kind, mine, schema, padded, tree)
 
 
 @functools.lru_cache(maxsize=8)
