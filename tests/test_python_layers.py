@@ -166,7 +166,8 @@ def test_python_layers_touch_their_tops_forward_and_nothing_backward():
     buffers = net_buffers(net, mode="gpu")
     diffs = {b.owner: b for b in buffers if b.kind == "top diff"}
     assert "rpn_labels" not in diffs
-    assert diffs["rpn_bbox_targets"].bytes == 1 * 36 * 38 * 63 * 4 and diffs["rpn_bbox_targets"].layer == "rpn_loss_bbox"
+    targets = diffs["rpn_bbox_targets"]
+    assert targets.bytes == 1 * 36 * 38 * 63 * 4 and targets.layer == "rpn_loss_bbox"
     assert "rpn_bbox_inside_weights" not in diffs and "rpn_bbox_outside_weights" not in diffs
     python = {node.name for node in net.layers if node.type == "Python"}
     assert python == {"input-data", "rpn-data", "proposal", "roi-data"}
@@ -256,7 +257,8 @@ FCN_TEXT = open(corpus("nets/voc-fcn32s_train.prototxt")).read()
 
 def test_shapes_file_beside_the_net_is_read(tmp_path):
     path = net_file(tmp_path, FCN_TEXT, "train.prototxt")
-    (tmp_path / "train.prototxt.shapes").write_text("# SBD at 375x500\n\ndata = 1x3x375x500\nlabel=1x1x375x500  # label\n")
+    (tmp_path / "train.prototxt.shapes").write_text(
+        "# SBD at 375x500\n\ndata = 1x3x375x500\nlabel=1x1x375x500  # label\n")
     blobs, net = shapes(path)
     assert blobs["data"] == (1, 3, 375, 500) and blobs["label"] == (1, 1, 375, 500)
     assert not net.assumptions  # every top declared: nothing guessed

@@ -94,9 +94,9 @@ class SmoothL1Loss(Layer):
         """Reshape fills ones_ (bottom 0's size) on the host at setup (cpp:44-48). Forward, on the
         GPU only (cu:29-61; cpp:54 is NOT_IMPLEMENTED), writes diff_ and errors_ (bottom 0's size
         each) on the device, copies ones_ there for the dot product, and the loss into the top
-        (which Layer::Forward then reads on the device). Backward (cu:80-113; cpp:60 NOT_IMPLEMENTED) turns diff_ into the gradient in
-        place and writes the diff of bottoms 0 and 1 where they need one; the weights are read,
-        never given a diff."""
+        (which Layer::Forward then reads on the device). Backward (cu:80-113; cpp:60 is
+        NOT_IMPLEMENTED) turns diff_ into the gradient in place and writes the diff of bottoms 0
+        and 1 where they need one; the weights are read, never given a diff."""
         size = count(run.bottoms[0])
         weights = range(2, len(run.bottoms))
         if run.mode == "cpu":
