@@ -107,7 +107,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
         logged = dict(spec.shapes)
         if log is not None:
             logged.update(log.get(spec.phase, {}))
-        options = dict(inputs=inputs, batch=test_batch if is_test else batch, schema=spec.schema.name,
+        options = dict(inputs=inputs, batch=test_batch if is_test else batch, schema=spec.schema.layers,
                        lines=spec.lines, path=spec.path, keep_own_batch=keep_test_batch and is_test, root=root,
                        logged=logged, logged_from=log_from.get(spec.phase, spec.shapes_from))
         frozen = []
@@ -124,6 +124,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
         net.solver = spec.solver
         net.frozen = frozen
         net.own_phase = spec.own_phase
+        net.schema = spec.schema.name
         _check_sizes(net)
         nets.append(net)
     if needed is not None:

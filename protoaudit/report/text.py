@@ -1,5 +1,6 @@
 """The plain terminal report: what runs, the per-layer table, the totals, the verdict."""
 from ..net.freeze import frozen_lines
+from ..read.schema import USER_PREFIX, described, load_schema
 from .table import simple_table
 from .units import shapes, size
 
@@ -16,8 +17,11 @@ def describe(audit):
         parts.append(f"the {n.phase} net '{n.name or '(unnamed)'}' ({source}batch {n.batch}, {how})")
     solver = "no solver" if audit.solver_type == "none" else f"the {audit.solver_type} solver's state"
     mode = "GPU" if audit.mode == "gpu" else "CPU"
+    schemas = [s for s in dict.fromkeys(getattr(n.net, "schema", "bvlc") for n in audit.nets) if s != "bvlc"]
+    read = "".join(f" Read with {described(s)}, its layers sized as {described(load_schema(s).layers)}'s."
+                   if s.startswith(USER_PREFIX) else f" Read with the caffe.proto of {described(s)}." for s in schemas)
     return (f"{mode} mode, {ENGINE_NAMES[audit.engine] if audit.mode == 'gpu' else 'CPU code'}: "
-            + ", ".join(parts) + f", with {solver}, held at once.")
+            + ", ".join(parts) + f", with {solver}, held at once." + read)
 
 
 def layer_table(summary):
