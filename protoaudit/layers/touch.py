@@ -12,7 +12,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Touch:
     stage: str  # setup | forward | backward
-    what: str  # bottom | top | param | buffer
+    what: str  # bottom | top | param | buffer | stop
     index: int = 0  # which bottom, top or param
     part: str = "data"  # data | diff (for blobs and params)
     name: str = ""  # a private buffer's name, as in Caffe's source (col_buffer_, max_idx_, ...)
@@ -60,6 +60,12 @@ def process(name, size, note=""):
     layer that needs it (where Caffe first pays it), and the report's first-touch order shows why."""
     return Touch("setup", "buffer", name=name, elements=int(size), itemsize=1, kind="library state", note=note,
                  device="host", process=True)
+
+
+def stop(stage, why):
+    """Caffe stops here: the layer has no code for this pass in this mode (a fork's
+    NOT_IMPLEMENTED). Reached only when the audited run makes that pass."""
+    return Touch(stage, "stop", note=why)
 
 
 @dataclass
