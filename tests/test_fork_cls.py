@@ -13,17 +13,12 @@ from protoaudit.read import load as loader
 
 CORPUS = os.path.join(DATA, "corpus")
 
-# The Faster R-CNN tops of soeaver's AIR-101 net: py-faster-rcnn's Python layers and
-# caffe-fast-rcnn's ROIPooling and SmoothL1Loss, which protoaudit audits around when declared.
-# One 600x1000 image (py-faster-rcnn's default scale); AIR-101's stride-16 feature map res31 is
-# 1024x38x63, so the RPN's targets are 9 anchors x 38 x 63; 2000 proposals (TRAIN's
-# RPN_POST_NMS_TOP_N), 128 sampled RoIs with 21 classes x 4 box targets; RoI pooling 14x14 of res31.
-FASTER_RCNN_TOPS = [
-    "data=1x3x600x1000", "im_info=1x3", "gt_boxes=1x4", "rpn_labels=1x1x342x63",
-    "rpn_bbox_targets=1x36x38x63", "rpn_bbox_inside_weights=1x36x38x63", "rpn_bbox_outside_weights=1x36x38x63",
-    "rpn_loss_bbox=1", "rpn_rois=2000x5", "rois=128x5", "labels=128", "bbox_targets=128x84",
-    "bbox_inside_weights=128x84", "bbox_outside_weights=128x84", "roi_pool=128x1024x14x14", "loss_bbox=1",
-]
+# soeaver's AIR-101 Faster R-CNN reads with caffe-priv's schema (ceil_mode), which also carries
+# caffe-fast-rcnn's ROIPooling and SmoothL1Loss in versions of its own (ROIPooling's CPU backward,
+# for one): protoaudit sizes those for caffe-fast-rcnn's nets only, so here their tops are declared.
+# res31 is 1024x38x63 and roi-data gives 128 RoIs (py-faster-rcnn's TRAIN.BATCH_SIZE): RoI pooling
+# to 14x14 is 128x1024x14x14; the two losses are scalars.
+FASTER_RCNN_TOPS = ["rpn_loss_bbox=1", "roi_pool=128x1024x14x14", "loss_bbox=1"]
 
 # corpus file -> (schema, the --input values it needs, why)
 CORPUS_HELP = {
@@ -42,8 +37,7 @@ CORPUS_HELP = {
         "tongcheng", ["Data1=64x3x32x32"], "CIFAR-10 LMDB (32x32 colour); the TEST net keeps its batch 50"),
     "nets/soeaver_faster_rcnn_air101_train.prototxt": (
         "priv", FASTER_RCNN_TOPS,
-        "ceil_mode read; its Python layers and Faster R-CNN layers (ROIPooling, SmoothL1Loss) are audited "
-        "around as gaps until protoaudit has those layers"),
+        "ceil_mode read; caffe-priv's ROIPooling and SmoothL1Loss are audited around as gaps"),
 }
 
 
