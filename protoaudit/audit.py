@@ -8,7 +8,7 @@ from .net.freeze import freeze as freeze_param
 from .memory.buffers import Buffer, host_objects, net_buffers, runs_backward
 from .net.build import ShapesNeeded, build
 from .read.netspecs import net_specs
-from .options import INT_MAX, parse_batch
+from .options import INT_MAX, parse_batch, parse_defines
 
 ENGINES = ("caffe", "cudnn")
 MODES = ("gpu", "cpu")
@@ -79,13 +79,14 @@ class Audit:
 
 @paused
 def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, schema=None, freeze=(),
-               test_batch=None, keep_test_batch=False, as_test=False, root=None):
+               test_batch=None, keep_test_batch=False, as_test=False, root=None, defines=None):
     """Every net the file stands for (one for a net file, train then tests for a solver), built.
     `batch` is the train (or only) net's, `test_batch` a solver's test nets'; with
     `keep_test_batch`, a test net's --input shapes keep the batch its file gives (it runs beside its
     train net); `as_test` takes a net file's net for a test net. `freeze` names layers frozen with their ancestors (protoaudit.net.freeze) in every net
     but the test nets, which run forward only. `root` is the folder Caffe ran in (dataset paths
-    are relative to it; default: the working directory)."""
+    are relative to it; default: the working directory). `defines` (--define) gives counts only
+    the data decides, by the names the layers read (protoaudit.options.DEFINES)."""
     phase = phase.upper() if phase else None
     if phase not in (None, "TRAIN", "TEST"):
         raise InputError(f"--phase {phase.lower()}: the phase is train or test")
@@ -94,7 +95,8 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     for spec in net_specs(path, phase=phase, stages=stages, level=level, schema=schema):
         is_test = spec.role == "test" or as_test
         options = dict(inputs=inputs, batch=test_batch if is_test else batch, schema=spec.schema.name,
-                       lines=spec.lines, path=spec.path, keep_own_batch=keep_test_batch and is_test, root=root)
+                       lines=spec.lines, path=spec.path, keep_own_batch=keep_test_batch and is_test, root=root,
+                       defines=parse_defines(defines))
         frozen = []
         if freeze and not is_test:
             spec.param, frozen = freeze_param(
@@ -136,7 +138,7 @@ def _check_choice(name, value, choices):
 @paused
 def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, test_batch=None,
           mode="gpu", engine="caffe", solver_type=None, inference=False, context=None, schema=None,
-          compare_engines=True, freeze=(), root=None):
+          compare_engines=True, freeze=(), root=None, defines=None):
     """Audit `path` (a net or solver prototxt) as Caffe would run it.
 
     A net file stands for what `caffe train` holds at once: its TRAIN net (forward, backward, the
@@ -146,13 +148,15 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
     data source of the train (or only) net, `test_batch` that of the test nets. `freeze` names
     layers frozen, with every layer they depend on, in the train (or only) net. `root` is the
     folder Caffe ran in, which dataset paths are relative to (default: the working directory).
+    `defines` maps a --define name to its value (see protoaudit.options.DEFINES).
     """
     _check_choice("mode", mode, MODES)
     _check_choice("engine", engine, ENGINES)
     if mode == "cpu":
         engine = "caffe"  # Caffe's CPU code has no cuDNN
     nets = _nets_to_audit(path, inference, dict(phase=phase, stages=stages, level=level, inputs=inputs, batch=batch,
-                                                 test_batch=test_batch, schema=schema, freeze=freeze, root=root))
+                                                 test_batch=test_batch, schema=schema, freeze=freeze, root=root,
+                                                 defines=defines))
     from .memory.solver import added_to, solver_buffers, solver_options, solver_type_of
 
     solver = next((n.solver for n in nets if n.solver is not None), None)
@@ -200,7 +204,7 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
 
 def _nets_to_audit(path, inference, options):
     """The nets an audit holds; `options` are build_nets' (phase, stages, level, inputs, batch,
-    test_batch, schema, freeze, root)."""
+    test_batch, schema, freeze, root, defines)."""
     phase = options["phase"]
     if inference:
         return build_nets(path, **{**options, "phase": phase or "TEST", "test_batch": None})[:1]
@@ -217,7 +221,7 @@ def _nets_to_audit(path, inference, options):
         except ShapesNeeded as e:  # one message for every net's missing shapes
             needed = e if needed is None else needed.merged(e)
         except InputError:
-            if needed is None:
+            if needed is None and _feeds_test_phase(path, common):
                 raise
     if needed is not None:
         raise needed
@@ -226,6 +230,16 @@ def _nets_to_audit(path, inference, options):
         nets[0].role = "train"
         nets.append(test)
     return nets
+
+
+def _feeds_test_phase(path, options):
+    """Whether a net file has a data source in its TEST phase. One whose data layers are all
+    TRAIN-only (MobileNet-SSD's train prototxt) is a training net alone: no TEST net stands beside it."""
+    from .net.netstate import included
+
+    spec = net_specs(path, phase="TEST", stages=options["stages"], level=options["level"],
+                     schema=options["schema"])[0]
+    return bool(spec.param.input) or any(not lp.bottom and included(lp, spec.state) for lp in spec.param.layer)
 
 
 def _net_audits(nets, mode, engine, kind, inference):

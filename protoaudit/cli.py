@@ -8,7 +8,7 @@ from .collector import paused
 from .memory.explain import compare
 from .errors import InputError
 from .memory.fit import check_fit, parse_size
-from .options import parse_inputs
+from .options import parse_defines, parse_inputs
 from .report import csv_format, diff_text, json_format, markdown
 from .report import text as text_report
 from .report.caffelog import caffe_log
@@ -95,6 +95,10 @@ def _common(p):
     p.add_argument("--root", metavar="DIR",
                    help="the folder Caffe ran in: dataset and net paths in the file are relative to it "
                    "(default: the working directory)")
+    p.add_argument("--define", action="append", default=[], metavar="NAME=COUNT",
+                   help="a count only the data decides, for the layers that need one (repeatable): "
+                   "matched_priors (MultiBoxLoss: priors matched per image; default: every prior), "
+                   "detections (DetectionOutput: detections kept per image; default: the most it keeps)")
     p.add_argument("--format", choices=["text", *FORMATS], default="text", type=str.lower)
 
 
@@ -117,7 +121,7 @@ def main(argv=None):
 def _options(args):
     return dict(phase=args.phase, stages=args.stage, level=args.level, test_batch=args.test_batch,
                 mode=args.mode, engine=args.engine, solver_type=args.solver_type, inference=args.inference,
-                context=args.context, root=args.root)
+                context=args.context, root=args.root, defines=parse_defines(args.define))
 
 
 def _audit_and_fit(path, args, inputs, batch, freeze=None):
@@ -134,7 +138,8 @@ def _audit(args):
     inputs = parse_inputs(args.input)
     if args.caffe_log:
         for net in build_nets(args.path, phase=args.phase, stages=args.stage, level=args.level,
-                              inputs=inputs, batch=args.batch, root=args.root):
+                              inputs=inputs, batch=args.batch, root=args.root,
+                              defines=parse_defines(args.define)):
             print("\n".join(caffe_log(net)))
         return EXIT_FITS
     if args.plot:  # matplotlib is imported only here; a missing one is refused before the audit

@@ -84,6 +84,7 @@ class Context:
     keep_own_batch: bool = False  # a test net beside its train net: --input shapes take the file's batch
     path: str = None  # the net's file
     root: str = None  # --root: the folder Caffe ran in, which dataset paths are relative to
+    defines: dict = field(default_factory=dict)  # --define NAME=VALUE: counts only the data decides
     assumptions: list = field(default_factory=list)  # Assumption
     origins: list = field(default_factory=list)  # ShapeOrigin
 
@@ -100,6 +101,7 @@ class Layer:
     auto_top_blobs = False  # Caffe adds anonymous tops up to the required count
     loss_by_default = False  # LossLayer: top 0 has loss weight 1 unless loss_weight is given
     data_source = False  # has no bottoms and makes a batch: --batch and --input apply
+    defines = {}  # --define names the layer reads: name -> what it means
 
     def __init__(self, lp, ctx):
         self.lp = View(lp)
@@ -171,6 +173,12 @@ class Layer:
         tops = list(self.lp.top) if tops is None else list(tops)
         known = known or {}
         raise MissingShape(what, [(t, tuple(known.get(t) or ())) for t in tops])
+
+    def defined(self, name):
+        """The user's --define NAME=VALUE for a count only the data decides (None when not given);
+        the class lists the names it reads in `defines`."""
+        assert name in self.defines, name
+        return self.ctx.defines.get(name)
 
     def assume(self, what, override):
         """Note a guess the report must show, with the flag that overrides it."""

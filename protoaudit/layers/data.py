@@ -46,9 +46,13 @@ class Prefetching(DataSource):
     """BasePrefetchingDataLayer: a reader thread fills `data_param.prefetch` batches (default 4) of
     every top at setup, on the device in GPU mode (with host copies, which do not count there)."""
 
+    def prefetch_batches(self):
+        """How many batches the reader thread keeps ready (older Caffes and forks fix it in code)."""
+        return self.lp.data_param.prefetch
+
     def touches(self, run):
         t = super().touches(run)
-        batches = self.lp.data_param.prefetch
+        batches = self.prefetch_batches()
         return t + [touch.buffer(f"prefetch[{batches}].{self.lp.top[j]}", batches * count(shape), "setup",
                                  per_sample=True, kind="prefetch") for j, shape in enumerate(run.tops)]
 

@@ -17,6 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FORKS = {
     "segnet": "caffe-segnet (alexgkendall/caffe-segnet)",
     "ducha": "ducha-aiki's fork (caffenet-benchmark)",
+    "ssd": "SSD (weiliu89/caffe, branch ssd)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
