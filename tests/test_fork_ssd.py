@@ -1,0 +1,263 @@
+"""The SSD fork (weiliu89/caffe, branch ssd, 4817bf8): its schema, its layers' shapes and buffers,
+and protoaudit against real runs of the fork.
+
+Expected values come from the fork's own runs (tests/data/fork_oracle/ssd: its `Top shape:` and
+`Memory required for data` log lines, and its heap measured byte for byte after one forward and one
+backward in CPU mode), or are derived by hand below from the fork's sources, cited by file:line
+(src/caffe/layers/ and src/caffe/util/ at that commit).
+"""
+import csv
+import json
+import os
+import re
+
+import pytest
+
+from conftest import DATA, ROOT, run_protoaudit
+from protoaudit import build_nets
+from protoaudit.errors import InputError
+from protoaudit.memory.buffers import host_objects, net_buffers, runs_backward
+from protoaudit.read.load import load
+
+CORPUS = os.path.join(DATA, "corpus", "nets")
+ORACLE = os.path.join(DATA, "fork_oracle", "ssd")
+F = 4  # bytes per float
+
+
+def build(tmp_path, text, **options):
+    path = tmp_path / "net.prototxt"
+    path.write_text(text)
+    return build_nets(str(path), **options)[0]
+
+
+def tops(net, layer):
+    return net.layer(layer).top_shapes
+
+
+def owners(buffers, layer):
+    return {b.owner[len(layer) + 1:]: b.bytes for b in buffers if b.layer == layer and b.owner.startswith(layer + ".")}
+
+
+def cpu_buffers(net):
+    """What the fork's runs measured: CPU mode, no solver, one forward and one backward."""
+    return net_buffers(net, mode="cpu", backward=runs_backward(net)) + [host_objects(net)]
+
+
+# --- the schema --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["mobilenet_ssd_train", "mobilenet_ssd_deploy"])
+def test_corpus_ssd_nets_are_read_with_the_ssd_schema(name):
+    assert load(os.path.join(CORPUS, name + ".prototxt")).schema.name == "ssd"
+
+
+def test_the_ssd_proto_is_the_forks_file_verbatim():
+    """Header comment naming repository, path and commit; then the fork's own text, whose
+    fields the corpus nets use have the fork's numbers (caffe.proto: PriorBoxParameter, ...)."""
+    text = open(os.path.join(ROOT, "proto", "forks", "ssd.proto")).read()
+    assert text.startswith("// weiliu89/caffe (branch ssd), src/caffe/proto/caffe.proto at commit "
+                           "4817bf8b4200b35ada8ed0dc378dceaf38c539e4")
+    assert "optional PriorBoxParameter prior_box_param = 203;" in text
+    assert "optional MultiBoxLossParameter multibox_loss_param = 201;" in text
+    assert "optional AnnotatedDataParameter annotated_data_param = 200;" in text
+
+
+def test_a_bvlc_net_is_still_read_with_bvlcs_schema():
+    assert load(os.path.join(CORPUS, "lenet_train_test.prototxt")).schema.name == "bvlc"
+
+
+# --- PriorBox ------------------------------------------------------------------------------------
+
+HEAD = """
+layer { name: "input" type: "Input" top: "x" top: "img"
+        input_param { shape { dim: 2 dim: 6 dim: 5 dim: 7 } shape { dim: 2 dim: 3 dim: 100 dim: 100 } } }
+"""
+
+
+def prior(params, bottoms='bottom: "x" bottom: "img"'):
+    return HEAD + f'layer {{ name: "p" type: "PriorBox" {bottoms} top: "p" prior_box_param {{ {params} }} }}'
+
+
+@pytest.mark.parametrize("params, priors", [
+    # prior_box_layer.cpp:17-45: aspect ratio 1, then each new ratio and (flip) its inverse, per
+    # min_size; one more per max_size; flip is true by default (caffe.proto PriorBoxParameter)
+    ("min_size: 20", 1),
+    ("min_size: 20 max_size: 40", 2),
+    ("min_size: 20 aspect_ratio: 2 flip: false", 2),
+    ("min_size: 20 aspect_ratio: 2", 3),
+    ("min_size: 20 aspect_ratio: 2 aspect_ratio: 0.5 flip: true", 3),  # 0.5 is 1/2's flip already
+    ("min_size: 20 max_size: 40 aspect_ratio: 2 aspect_ratio: 3 flip: true", 6),
+    ("min_size: 10 min_size: 30 aspect_ratio: 2 flip: false", 4),
+    ("min_size: 10 min_size: 30 max_size: 20 max_size: 60 aspect_ratio: 2 flip: true", 8),
+    ("min_size: 20 aspect_ratio: 1", 1),  # 1 is there already
+])
+def test_prior_box_top_holds_four_corners_and_four_variances_per_prior(tmp_path, params, priors):
+    # prior_box_layer.cpp:104-118: (1, 2, H * W * priors * 4), H x W the feature map (5 x 7)
+    assert tops(build(tmp_path, prior(params)), "p") == [(1, 2, 5 * 7 * priors * 4)]
+
+
+@pytest.mark.parametrize("params, message", [
+    ("", "must provide min_size"),
+    ("min_size: 20 max_size: 10", "max_size 10.0 must be greater than min_size 20.0"),
+    ("min_size: 20 min_size: 30 max_size: 40", "one max_size per min_size"),
+    ("min_size: 20 variance: 0.1 variance: 0.2", "1 or 4 variances"),
+    ("min_size: 20 img_size: 100 img_h: 100", "Either img_size or img_h/img_w"),
+    ("min_size: 20 step: 8 step_w: 8", "Either step or step_h/step_w"),
+])
+def test_prior_box_refuses_what_the_fork_checks(tmp_path, params, message):
+    with pytest.raises(InputError, match=re.escape(message)):
+        build(tmp_path, prior(params))
+
+
+def test_prior_box_reads_the_image_size_from_bottom_1_unless_given(tmp_path):
+    """The header misspells ExactNumBottomBlobs (prior_box_layer.hpp:41), so one bottom is
+    allowed; Forward_cpu reads bottom[1] only when img_size/img_h/img_w are not set."""
+    assert tops(build(tmp_path, prior("min_size: 20 img_size: 100", 'bottom: "x"')), "p") == [(1, 2, 140)]
+    with pytest.raises(InputError, match="image size from bottom 1"):
+        build(tmp_path, prior("min_size: 20", 'bottom: "x"'))
+
+
+def test_mobilenet_ssd_has_1917_priors():
+    """MobileNet-SSD's six maps: 19x19 with 3 priors (min 60, ratio 2 flipped), then 10x10, 5x5,
+    3x3, 2x2, 1x1 with 6 each (a max_size and ratios 2, 3 flipped): 1083 + 6 * 139 = 1917."""
+    net = build_nets(os.path.join(CORPUS, "mobilenet_ssd_deploy.prototxt"), phase="TEST")[0]
+    sizes = {"conv11": 19 * 19 * 3, "conv13": 10 * 10 * 6, "conv14_2": 5 * 5 * 6, "conv15_2": 3 * 3 * 6,
+             "conv16_2": 2 * 2 * 6, "conv17_2": 1 * 1 * 6}
+    for name, priors in sizes.items():
+        assert tops(net, f"{name}_mbox_priorbox") == [(1, 2, priors * 4)]
+    assert sum(sizes.values()) == 1917
+    assert tops(net, "mbox_priorbox") == [(1, 2, 1917 * 4)]
+
+
+# --- Permute -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("order, shape", [
+    ("order: 0 order: 2 order: 3 order: 1", (2, 5, 7, 6)),
+    ("order: 3 order: 1", (7, 6, 2, 5)),  # the axes not named follow in their own order
+    ("order: 0 order: 1", (2, 6, 5, 7)),
+    ("", (2, 6, 5, 7)),
+])
+def test_permute_orders_the_axes(tmp_path, order, shape):
+    # permute_layer.cpp:34-71
+    text = HEAD + f'layer {{ name: "p" type: "Permute" bottom: "x" top: "p" permute_param {{ {order} }} }}'
+    assert tops(build(tmp_path, text), "p") == [shape]
+
+
+@pytest.mark.parametrize("order, message", [("order: 4", "less than the input's 4 axes"),
+                                            ("order: 1 order: 1", "duplicate orders")])
+def test_permute_refuses_bad_orders(tmp_path, order, message):
+    text = HEAD + f'layer {{ name: "p" type: "Permute" bottom: "x" top: "p" permute_param {{ {order} }} }}'
+    with pytest.raises(InputError, match=message):
+        build(tmp_path, text)
+
+
+def test_permute_that_changes_nothing_shares_its_bottom(tmp_path):
+    """permute_layer.cpp:110-113, 129-132: ShareData forward, ShareDiff backward; a real permute
+    keeps three int vectors of one entry per axis (permute_order_, old_steps_, new_steps_)."""
+    text = "force_backward: true\n" + HEAD + """
+layer { name: "same" type: "Permute" bottom: "x" top: "same" permute_param { order: 0 order: 1 } }
+layer { name: "moved" type: "Permute" bottom: "x" top: "moved" permute_param { order: 0 order: 2 order: 3 order: 1 } }
+"""
+    buffers = cpu_buffers(build(tmp_path, text))
+    assert owners(buffers, "same") == {}
+    assert owners(buffers, "moved") == {"permute_order_": 4 * F, "old_steps_": 4 * F, "new_steps_": 4 * F}
+    assert not [b for b in buffers if b.owner == "same"]  # no blob of its own: it is x's
+
+
+# --- Normalize -----------------------------------------------------------------------------------
+
+def test_normalize_buffers_by_hand(tmp_path):
+    """normalize_layer.cpp, bottom (2, 6, 5, 7), CPU: setup sum_channel_multiplier_ (C) and
+    sum_spatial_multiplier_ (H*W), the scale (C, or 1 shared); forward buffer_ (C*H*W, one image),
+    norm_ (N*H*W, or N across_spatial); backward buffer_channel_ (C), buffer_spatial_ (H*W)."""
+    text = "force_backward: true\n" + HEAD + """
+layer { name: "n" type: "Normalize" bottom: "x" top: "n" norm_param { across_spatial: false channel_shared: false } }
+layer { name: "s" type: "Normalize" bottom: "x" top: "s" norm_param { across_spatial: true channel_shared: true } }
+"""
+    net = build(tmp_path, text)
+    assert [p.shape for p in net.layer("n").params] == [(6,)]
+    assert [p.shape for p in net.layer("s").params] == [()]
+    buffers = cpu_buffers(net)
+    assert owners(buffers, "n") == {"sum_channel_multiplier_": 6 * F, "sum_spatial_multiplier_": 35 * F,
+                                    "buffer_": 6 * 35 * F, "norm_": 2 * 35 * F, "buffer_channel_": 6 * F,
+                                    "buffer_spatial_": 35 * F, "param0": 6 * F}
+    assert owners(buffers, "s")["norm_"] == 2 * F
+
+
+# --- MultiBoxLoss --------------------------------------------------------------------------------
+
+def test_multibox_loss_rows_worst_case_and_defined():
+    """Worst case: every prior of every image matched (M = N * priors) and so no negatives
+    left; with K matched per image MAX_NEGATIVE mines min(K * neg_pos_ratio, priors - K) more
+    (bbox_util.cpp:950-960)."""
+    path = os.path.join(CORPUS, "mobilenet_ssd_train.prototxt")
+    net = build_nets(path)[0]
+    layer = net.layer("mbox_loss").impl
+    assert layer.rows(24, 1917) == (24 * 1917, 24 * 1917)
+    layer.ctx.defines = {"matched_priors": 10}
+    assert layer.rows(24, 1917) == (240, 240 + 24 * 30)
+    layer.ctx.defines = {"matched_priors": 1900}
+    assert layer.rows(24, 1917) == (24 * 1900, 24 * 1917)
+
+
+def test_multibox_loss_assumption_is_reported():
+    net = build_nets(os.path.join(CORPUS, "mobilenet_ssd_train.prototxt"))[0]
+    said = [a for a in net.assumptions if a.layer == "mbox_loss"]
+    assert len(said) == 1 and "--define matched_priors=" in said[0].override
+    net = build_nets(os.path.join(CORPUS, "mobilenet_ssd_train.prototxt"), defines={"matched_priors": 8})[0]
+    assert not [a for a in net.assumptions if a.layer == "mbox_loss"]
+
+
+def test_define_refuses_names_no_layer_reads(protoaudit):
+    run = protoaudit(os.path.join(CORPUS, "mobilenet_ssd_train.prototxt"), "--define", "matched=3")
+    assert run.returncode == 2
+    assert "--define matched: no layer reads that name" in run.stderr and "matched_priors" in run.stderr
+    run = protoaudit(os.path.join(CORPUS, "mobilenet_ssd_train.prototxt"), "--define", "matched_priors=5000")
+    assert run.returncode == 2 and "only 1917 priors per image" in run.stderr
+
+
+# --- AnnotatedData -------------------------------------------------------------------------------
+
+def annotated(transform, data_param="batch_size: 8"):
+    return f"""
+layer {{ name: "data" type: "AnnotatedData" top: "data" top: "label"
+        transform_param {{ {transform} }} data_param {{ source: "x" {data_param} }} }}
+"""
+
+
+@pytest.mark.parametrize("transform, shape", [
+    # data_transformer.cpp:1024-1050: the crop, else resize_param's size (WARP)
+    ("resize_param { height: 300 width: 300 resize_mode: WARP }", (8, 3, 300, 300)),
+    ("resize_param { height: 512 width: 400 }", (8, 3, 512, 400)),
+    ("crop_size: 224 resize_param { height: 300 width: 300 }", (8, 3, 224, 224)),
+    ("crop_h: 200 crop_w: 100", (8, 3, 200, 100)),
+    ("force_gray: true resize_param { height: 300 width: 300 }", (8, 1, 300, 300)),
+])
+def test_annotated_data_top_from_transform_param(tmp_path, transform, shape):
+    net = build(tmp_path, annotated(transform))
+    # the label: one row of 8 per box, all boxes of the batch in one plane
+    # (annotated_data_layer.cpp:78-96); one box per image by default
+    assert tops(net, "data") == [shape, (1, 1, 8, 8)]
+
+
+def test_annotated_data_size_from_the_dataset_needs_input(tmp_path):
+    with pytest.raises(Exception, match="--input data="):
+        build(tmp_path, annotated("mirror: true"))
+
+
+def test_annotated_data_label_from_input_is_taken_whole(tmp_path):
+    net = build(tmp_path, annotated("resize_param { height: 300 width: 300 }"),
+                inputs={"label": (1, 1, 57, 8)}, batch=4)
+    assert tops(net, "data") == [(4, 3, 300, 300), (1, 1, 57, 8)]
+
+
+def test_annotated_data_keeps_three_prefetch_batches(tmp_path):
+    """base_data_layer.hpp:71 PREFETCH_COUNT = 3, whatever data_param.prefetch says; each batch
+    holds the data and the label, allocated at setup (base_data_layer.cpp:53-58)."""
+    net = build(tmp_path, annotated("resize_param { height: 300 width: 300 }", "batch_size: 8 prefetch: 10"))
+    prefetch = {b.owner: b.bytes for b in cpu_buffers(net) if b.kind == "prefetch"}
+    assert prefetch == {"data.prefetch[3].data": 3 * 8 * 3 * 300 * 300 * F, "data.prefetch[3].label": 3 * 8 * 8 * F}
+
+
+def test_fit_small_size_needs_batch_1(tmp_path):
+    with pytest.raises(InputError, match="batch size of 1 for FIT_SMALL_SIZE"):
+        build(tmp_path, annotated("resize_param { height: 300 width: 300 resize_mode: FIT_SMALL_SIZE }"))
