@@ -261,3 +261,167 @@ def test_annotated_data_keeps_three_prefetch_batches(tmp_path):
 def test_fit_small_size_needs_batch_1(tmp_path):
     with pytest.raises(InputError, match="batch size of 1 for FIT_SMALL_SIZE"):
         build(tmp_path, annotated("resize_param { height: 300 width: 300 resize_mode: FIT_SMALL_SIZE }"))
+
+
+# --- the fork's own runs (tests/data/fork_oracle/ssd) ------------------------------------------------
+
+RUNS = list(csv.DictReader(open(os.path.join(ORACLE, "measurements.tsv")), delimiter="\t"))
+HEAP_RUNS = [r for r in RUNS if not r["run"].startswith("ssd_annotated_data")]
+# The AnnotatedData runs read an LMDB (shapes from its records): data and label as the log shows them
+ANNOTATED_INPUTS = {"ssd_annotated_data_b2": {"data": (2, 3, 30, 40), "label": (1, 1, 1, 8)},
+                    "ssd_annotated_data_60x80_b2": {"data": (2, 3, 60, 80), "label": (1, 1, 1, 8)}}
+SSD_TYPES = ("Permute", "PriorBox", "Normalize", "MultiBoxLoss", "DetectionOutput", "DetectionEvaluate")
+
+
+def measured(run):
+    with open(os.path.join(ORACLE, "runs", run["run"] + ".json")) as f:
+        return json.load(f)
+
+
+def defines(run):
+    out = {}
+    if run["matched_priors_per_image"]:
+        out["matched_priors"] = int(run["matched_priors_per_image"])
+    if run["detections_per_image"]:
+        out["detections"] = int(run["detections_per_image"])
+    return out
+
+
+def oracle_net(run):
+    return build_nets(os.path.join(ORACLE, run["net"]), phase=run["phase"], defines=defines(run),
+                      inputs=ANNOTATED_INPUTS.get(run["run"]))[0]
+
+
+def by_layer(buffers):
+    table = {}
+    for b in buffers:
+        row = table.setdefault(b.layer, {"setup": 0, "forward": 0, "backward": 0})
+        row[b.touch] += b.bytes
+    return table
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[r["run"] for r in RUNS])
+def test_caffe_log_lines_match_the_forks(run):
+    """Every "Top shape:" and "Memory required for data:" line (and the layers, bottoms and tops)
+    as the fork logged them while building the measured net."""
+    import logparse
+
+    with open(os.path.join(ORACLE, "runs", run["run"] + ".log")) as f:
+        (expected,) = logparse.parse(f.read())
+    args = [a for top, shape in ANNOTATED_INPUTS.get(run["run"], {}).items()
+            for a in ("--input", f"{top}={'x'.join(map(str, shape))}")]
+    got = run_protoaudit(os.path.join(ORACLE, run["net"]), "--phase", run["phase"].lower(), "--caffe-log", *args)
+    assert got.returncode == 0, got.stderr
+    (net,) = logparse.parse(got.stdout)
+    assert logparse.first_difference(expected, net) is None, logparse.first_difference(expected, net)
+    assert net.memory == int(run["memory_required_for_data"])
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[r["run"] for r in RUNS])
+def test_shapes_match_the_forks_blobs(run):
+    net = oracle_net(run)
+    assert [[b.name, list(b.shape)] for b in net.blobs] == [
+        # the fork's runs record blobs after the forward: the data-dependent tops had grown by then
+        [name, shape] for name, shape in measured(run)["blobs"]
+    ] or _grown_only(net, measured(run))
+
+
+def _grown_only(net, run):
+    """Blobs differ only where a forward reshapes them: DetectionOutput's and DetectionEvaluate's
+    tops (kept detections), the AnnotatedData label (the batch's boxes)."""
+    grown = {"DetectionOutput", "DetectionEvaluate", "AnnotatedData"}
+    tops = {net.blobs[i].name for node in net.layers if node.type in grown for i in node.tops}
+    mine = {b.name: list(b.shape) for b in net.blobs}
+    theirs = dict((name, shape) for name, shape in run["blobs"])
+    assert mine.keys() == theirs.keys()
+    assert {n for n in mine if mine[n] != theirs[n]} <= tops
+    return True
+
+
+@pytest.mark.parametrize("run", HEAP_RUNS, ids=[r["run"] for r in HEAP_RUNS])
+def test_total_matches_the_forks_heap(run):
+    """CPU mode, no solver, after one forward and one backward: within 0.5% or 64 KiB."""
+    want = int(run["backward_live"])
+    got = sum(b.bytes for b in cpu_buffers(oracle_net(run)))
+    assert abs(got - want) <= max(0.005 * want, 64 * 1024), f"protoaudit {got:,}, the fork {want:,}"
+
+
+@pytest.mark.parametrize("run", HEAP_RUNS, ids=[r["run"] for r in HEAP_RUNS])
+def test_ssd_layers_allocate_what_the_fork_allocated(run):
+    """Each SSD layer's forward and backward bytes, against the fork's per-layer measurement.
+    What protoaudit keeps apart from Caffe's own figures, by the fork's source:
+    - MultiBoxLoss: the fake one-row shape its inner loss layer is set up with
+      (multibox_loss_layer.cpp:107-113) fills a class-row of diff (SetLossWeights) that the first
+      batch frees (4 x classes bytes); the match lists of each forward (a 64-byte map node, one int
+      per prior and per mined negative, per image) are freed at the end of backward (:368-369);
+      without mining, ShareData/ShareDiff also free a SyncedMemory object (64 bytes with its
+      shared_ptr count) and the lists hold no negatives.
+    - DetectionEvaluate: its top grows by 5 floats per detection after the first (uncounted).
+    - Permute that changes nothing: ShareData/ShareDiff free its own blob's objects (64 bytes)."""
+    net = oracle_net(run)
+    model = by_layer(net_buffers(net, mode="cpu", backward=runs_backward(net)))
+    batch = net.batch
+    for layer in measured(run)["layers"]:
+        if layer["type"] not in SSD_TYPES:
+            continue
+        mine = model.get(layer["name"], {"forward": 0, "backward": 0})
+        fwd, bwd = layer["fwd_alloc"], layer["bwd_alloc"]
+        node = net.layer(layer["name"])
+        if layer["type"] == "MultiBoxLoss":
+            p = node.impl.lp.multibox_loss_param
+            priors = node.bottom_shapes[2][2] // 4
+            matched = int(run["matched_priors_per_image"])
+            negatives = 3 * matched if p.mining_type == 1 else 0
+            lists = batch * (64 + 4 * priors + 4 * negatives)
+            if p.mining_type == 1:
+                assert bwd == mine["backward"] - lists, layer["name"]
+                assert fwd + bwd == mine["forward"] + mine["backward"] - 4 * p.num_classes, layer["name"]
+            else:
+                assert bwd == mine["backward"] - lists - 64, layer["name"]
+                assert abs(fwd + bwd - (mine["forward"] + mine["backward"])) <= 256, layer["name"]
+        elif layer["type"] == "DetectionEvaluate":
+            kept = int(run["detections_per_image"]) * batch
+            assert fwd - mine["forward"] == 5 * F * (kept - 1) and bwd == 0
+        elif layer["type"] == "Permute" and node.impl.shares():
+            assert (fwd, bwd) == (-64, -64) and (mine["forward"], mine["backward"]) == (0, 0)
+        else:
+            assert (fwd, bwd) == (mine["forward"], mine["backward"]), layer["name"]
+
+
+def test_matched_priors_read_from_the_forks_backward():
+    """mobilenet_ssd_train_b1's mbox_loss backward (README): 195,868 bytes = its bottoms' diffs
+    (7668 + 40257 floats) + loc_pred_'s diff (4M floats) + conf_pred_'s diff (4M x 21 floats, M
+    matched and 3M negatives) - the match lists freed (a 64-byte map node, 1917 + 3M ints)."""
+    layer = next(l for l in measured(next(r for r in RUNS if r["run"] == "mobilenet_ssd_train_b1"))["layers"]
+                 if l["name"] == "mbox_loss")
+    m = 35
+    assert layer["bwd_alloc"] == (7668 + 40257) * F + 4 * m * F + 4 * m * 21 * F - (64 + 1917 * F + 3 * m * F)
+
+
+def test_annotated_data_keeps_three_prefetch_batches_on_the_forks_heap():
+    """The two AnnotatedData runs differ only in the images' size (3x30x40 against 3x60x80, 10,800
+    bytes more per image). Their set-up heaps differ by 359,494 bytes: the fork's three prefetch
+    batches of 2 images in floats take 3 x 2 x 10,800 x 4 = 259,200 of it, and its DataReader's
+    queue of data_param.prefetch (4) x batch (2) = 8 raw datums 8 x 10,800 = 86,400, leaving
+    13,894 (the protobuf strings' slack). Four batches (BVLC's data_param.prefetch) would need
+    345,600 for the batches alone. protoaudit counts the three batches; the reader's datums are
+    host memory the dataset decides (the stored images' bytes), which it does not count."""
+    small, large = (next(r for r in RUNS if r["run"] == name) for name in ANNOTATED_INPUTS)
+    grown = int(large["init_live"]) - int(small["init_live"])
+    assert grown == 359_494
+    batches, reader = 3 * 2 * 10_800 * F, 4 * 2 * 10_800
+    assert 0 < grown - batches - reader < 0.05 * grown
+    assert grown < 4 * 2 * 10_800 * F + reader
+    mine = [sum(b.bytes for b in cpu_buffers(oracle_net(r)) if b.kind == "prefetch") for r in (small, large)]
+    assert mine[1] - mine[0] == batches
+
+
+def test_annotated_data_forward_copies_the_batch_into_its_tops():
+    """base_data_layer.cpp:107-122: the forward reshapes the tops to the prefetched batch and
+    copies it: 2x3x30x40 floats and the batch's 3 boxes (1x1x3x8), 28,896 bytes."""
+    run = next(r for r in RUNS if r["run"] == "ssd_annotated_data_b2")
+    (layer,) = [l for l in measured(run)["layers"] if l["type"] == "AnnotatedData"]
+    assert layer["fwd_alloc"] == (2 * 3 * 30 * 40 + 3 * 8) * F
+    net = build_nets(os.path.join(ORACLE, run["net"]), phase="TRAIN",
+                     inputs={"data": (2, 3, 30, 40), "label": (1, 1, 3, 8)})[0]
+    assert by_layer(cpu_buffers(net))["data"]["forward"] == layer["fwd_alloc"]

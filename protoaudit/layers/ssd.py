@@ -303,6 +303,8 @@ class SmoothL1Loss(Layer):
 
 
 MINING_NONE, MINING_MAX_NEGATIVE, MINING_HARD_EXAMPLE = 0, 1, 2
+STD_MAP_BYTES, STD_VECTOR_BYTES = 48, 24  # sizeof(std::map), sizeof(std::vector) in libstdc++ (64-bit)
+MATCH_LISTS_BYTES_PER_IMAGE = STD_MAP_BYTES + STD_VECTOR_BYTES
 LOC_L2, LOC_SMOOTH_L1 = 0, 1
 CONF_SOFTMAX, CONF_LOGISTIC = 0, 1
 
@@ -397,6 +399,12 @@ class MultiBoxLoss(Layer):
         num_priors = legacy_shape(self, run.bottoms[2])[2] // 4
         matches, rows = self.rows(num, num_priors)
         t = [touch.bottom(j, "data", "forward") for j in range(4)] + [touch.top(0, "data", "forward")]
+        # all_match_indices_ (a std::map per image) and all_neg_indices_ (a vector<int> per image):
+        # each forward fills them (a map node and the priors' match indices, the negatives' indices,
+        # per image); the end of backward empties them, which keeps the two per-image arrays
+        t.append(touch.buffer("all_match_indices_, all_neg_indices_", num * MATCH_LISTS_BYTES_PER_IMAGE, "forward",
+                              per_sample=True, itemsize=1, device="host",
+                              note=f"{num} x (std::map {STD_MAP_BYTES} + std::vector {STD_VECTOR_BYTES}) bytes"))
         if run.propagate_down[0]:  # Backward_cpu zeroes then fills the diffs asked for
             t.append(touch.bottom(0, "diff", "backward"))
         if run.propagate_down[1]:
@@ -437,8 +445,12 @@ class MultiBoxLoss(Layer):
             if x.what == "param":
                 continue
             if x.what in ("bottom", "top"):
-                if x.what == "bottom" and x.index == 0 and pred_is_bottom is not None and x.part == "data":
-                    continue  # conf_pred_ is the confidences' blob (ShareData)
+                if x.what == "bottom" and x.index == 0 and pred_is_bottom is not None:
+                    # conf_pred_ shares the confidences' data (ShareData) and the end of backward
+                    # gives its diff to them (ShareDiff): one buffer each
+                    if x.part == "diff":
+                        t.append(touch.bottom(pred_is_bottom, "diff", stage))
+                    continue
                 name = names[x.what][x.index] + (".diff" if x.part == "diff" else "")
                 t.append(touch.buffer(name, elements[x.what][x.index], stage, per_sample=True, device=x.device))
             else:
