@@ -14,6 +14,7 @@ import pytest
 
 import logparse
 from conftest import DATA, run_protoaudit
+from test_fork_ssd import CORPUS_HELP as SSD_CORPUS
 
 CORPUS = os.path.join(DATA, "corpus")
 with open(os.path.join(CORPUS, "oracle_shapes.json")) as f:
@@ -193,8 +194,6 @@ OTHER_FORKS = {
     "nets/faster_rcnn_vgg16_end2end_train.prototxt": ('no field named "smooth_l1_loss_param"', []),
     "nets/faster_rcnn_vggcnnm1024_end2end_train.prototxt": ('no field named "smooth_l1_loss_param"', []),
     "nets/faster_rcnn_vgg16_end2end_test.prototxt": ("unknown layer type 'ROIPooling'", ["rois=300x5"]),
-    "nets/mobilenet_ssd_train.prototxt": ('"interp_mode"', []),
-    "nets/mobilenet_ssd_deploy.prototxt": ('no field named "permute_param"', []),
     "nets/pspnet101_voc2012_473_deploy.prototxt": ('no field named "slope_filler"', []),
     "nets/pspnet101_cityscapes_713_deploy.prototxt": ('no field named "slope_filler"', []),
     "nets/soeaver_faster_rcnn_air101_train.prototxt": ('no field named "ceil_mode"', []),
@@ -221,5 +220,6 @@ def test_every_corpus_file_is_held_to_something():
     files = {f"{d}/{name}" for d in ("nets", "nets_solver_embedded") for name in os.listdir(path_of(d))}
     bvlc = {run["file"] for run in BVLC_RUNS}
     segnet = {run["file"] for run in SEGNET_RUNS} | set(SEGNET_INFERENCE) | {"nets/segnet_pascal_deploy.prototxt"}
-    assert not bvlc & segnet and not (bvlc | segnet) & set(OTHER_FORKS)
-    assert files == bvlc | segnet | set(OTHER_FORKS)
+    ssd = set(SSD_CORPUS)  # held in test_fork_ssd.py
+    assert not bvlc & segnet and not (bvlc | segnet | ssd) & set(OTHER_FORKS) and not (bvlc | segnet) & ssd
+    assert files == bvlc | segnet | ssd | set(OTHER_FORKS)

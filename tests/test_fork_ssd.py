@@ -425,3 +425,122 @@ def test_annotated_data_forward_copies_the_batch_into_its_tops():
     net = build_nets(os.path.join(ORACLE, run["net"]), phase="TRAIN",
                      inputs={"data": (2, 3, 30, 40), "label": (1, 1, 3, 8)})[0]
     assert by_layer(cpu_buffers(net))["data"]["forward"] == layer["fwd_alloc"]
+
+
+# --- the corpus SSD files, as a new user runs them ---------------------------------------------------
+
+# corpus file -> the help it needs to audit to the end (only --input, --define or --caffe-proto
+# would be allowed): none. Their data come from the prototxt (resize_param, input_shape); what only
+# the dataset decides is assumed at its worst, and the report says so with the flag to change it.
+CORPUS_HELP = {
+    "nets/mobilenet_ssd_train.prototxt": [],
+    "nets/mobilenet_ssd_deploy.prototxt": [],
+}
+
+
+@pytest.mark.parametrize("file", sorted(CORPUS_HELP))
+def test_corpus_ssd_file_audits_with_the_help_listed(file):
+    path = os.path.join(DATA, "corpus", file)
+    run = run_protoaudit(path, *CORPUS_HELP[file])
+    assert run.returncode == 0, run.stderr
+    assert "Total:" in run.stdout
+    fits = run_protoaudit(path, *CORPUS_HELP[file], "--gpu-mem", "8G")
+    assert fits.returncode in (0, 1) and "Traceback" not in fits.stderr, fits.stderr
+
+
+def test_corpus_train_net_reports_its_assumptions(protoaudit):
+    run = protoaudit(os.path.join(DATA, "corpus", "nets", "mobilenet_ssd_train.prototxt"))
+    assert "to change it: --input label=1x1xBOXESx8" in run.stdout
+    assert "to change it: --define matched_priors=K" in run.stdout
+    assert "the TRAIN net 'MobileNet-SSD' (batch 24, forward and backward)" in run.stdout
+    assert "TEST net" not in run.stdout  # its data and loss layers are TRAIN-only: no test net
+
+
+def test_corpus_train_net_gets_the_shapes_the_fork_ran():
+    """The corpus file (AnnotatedData, resize_param 300x300) at batch 1 with the run's two boxes
+    gives every blob the measured net has the shape the fork gave it."""
+    run = next(r for r in RUNS if r["run"] == "mobilenet_ssd_train_b1")
+    net = build_nets(os.path.join(CORPUS, "mobilenet_ssd_train.prototxt"), batch=1,
+                     inputs={"label": (1, 1, 2, 8)})[0]
+    theirs = dict((name, shape) for name, shape in measured(run)["blobs"])
+    mine = {b.name: list(b.shape) for b in net.blobs}
+    common = set(mine) & set(theirs)
+    assert common == set(mine)  # the run's Input layer was named "data" too, so even the splits agree
+    assert all(mine[name] == theirs[name] for name in common)
+
+
+def test_corpus_deploy_net_is_the_measured_one():
+    """mobilenet_ssd_deploy_b1 is the corpus file itself."""
+    with open(os.path.join(CORPUS, "mobilenet_ssd_deploy.prototxt")) as a, \
+            open(os.path.join(ORACLE, "nets", "mobilenet_ssd_deploy_b1.prototxt")) as b:
+        assert a.read() == b.read()
+
+
+def test_sample_is_the_corpus_train_net_with_a_header():
+    with open(os.path.join(ROOT, "samples", "mobilenet_ssd_train.prototxt")) as f:
+        sample = f.read()
+    with open(os.path.join(CORPUS, "mobilenet_ssd_train.prototxt")) as f:
+        corpus = f.read()
+    header, body = sample[: len(sample) - len(corpus)], sample[len(sample) - len(corpus):]
+    assert body == corpus
+    assert "chuanqi305/MobileNet-SSD" in header and "MIT" in header
+    assert all(line.startswith("#") for line in header.splitlines())
+
+
+def test_sample_audits_and_fits_an_8_gib_card(protoaudit):
+    run = protoaudit(os.path.join(ROOT, "samples", "mobilenet_ssd_train.prototxt"), "--gpu-mem", "8G")
+    assert run.returncode == 0, run.stderr
+    assert "FITS a 8 GiB card" in run.stdout
+
+
+# --- GPU mode, derived from the fork's .cu files (the CPU runs cannot see these) ------------------------
+
+def gpu_owners(net, layer, engine="caffe"):
+    return {b.owner[len(layer) + 1:]: (b.bytes, b.device) for b in net_buffers(net, mode="gpu", engine=engine)
+            if b.layer == layer and b.owner.startswith(layer + ".")}
+
+
+def test_detection_output_on_the_gpu_decodes_and_permutes_on_the_device():
+    """detection_output_layer.cu:21-48: bbox_preds_ (the locations' size) and conf_permute_ (the
+    confidences') on the device, read back on the host; the top is written on the host (:115-125).
+    share_location: no bbox_permute_."""
+    run = next(r for r in RUNS if r["run"] == "ssd_detection_b4")
+    net = oracle_net(run)
+    mine = gpu_owners(net, "detection_out")
+    assert mine["bbox_preds_"] == (4 * 36 * F, "device")
+    assert mine["conf_permute_"] == (4 * 27 * F, "device")
+    assert "bbox_permute_" not in mine
+    assert mine["top (kept detections)"][1] == "host"
+
+
+def test_multibox_loss_inner_layers_run_on_the_device():
+    """multibox_loss_layer.cpp has no .cu: it fills loc_pred_/loc_gt_/conf_pred_/conf_gt_ on the
+    host; the inner SmoothL1Loss and SoftmaxWithLoss run their Forward_gpu on them
+    (smooth_L1_loss_layer.cu:32-54: diff_ and errors_; softmax_loss_layer.cu: prob_, and the
+    prediction's diff as scratch), so those are device buffers. mobilenet_ssd_train_b1: M = 35,
+    K = 4M = 140 rows of 21 classes."""
+    run = next(r for r in RUNS if r["run"] == "mobilenet_ssd_train_b1")
+    mine = gpu_owners(oracle_net(run), "mbox_loss")
+    m, k = 35, 140
+    for name, elements in (("loc_pred_", 4 * m), ("loc_gt_", 4 * m), ("smooth_L1_loc.diff_", 4 * m),
+                           ("smooth_L1_loc.errors_", 4 * m), ("conf_pred_", k * 21), ("conf_gt_", k),
+                           ("softmax_conf.prob_", k * 21), ("conf_pred_.diff", k * 21), ("loc_pred_.diff", 4 * m)):
+        assert mine[name] == (elements * F, "device"), name
+    assert mine["all_match_indices_, all_neg_indices_"][1] == "host"
+
+
+def test_permute_steps_reach_the_device_in_the_forward():
+    """permute_layer.cu:30-41: the GPU kernel reads permute_order_, old_steps_ and new_steps_."""
+    run = next(r for r in RUNS if r["run"] == "ssd_shapes_b1")
+    net = oracle_net(run)
+    on_gpu = {b.owner: b.touch for b in net_buffers(net, mode="gpu") if b.layer == "perm"}
+    assert on_gpu["perm.permute_order_"] == "forward"
+
+
+def test_normalize_on_the_gpu_keeps_the_across_spatial_norm_on_the_host():
+    """normalize_layer.cu:51-55: across_spatial keeps norm_ on the host; :147 a shared scale's
+    diff is written on the host too."""
+    run = next(r for r in RUNS if r["run"] == "ssd_shapes_b1")
+    net = oracle_net(run)
+    assert gpu_owners(net, "norm_all")["norm_"][1] == "host"
+    assert gpu_owners(net, "norm")["norm_"] == (1 * 5 * 7 * F, "device")

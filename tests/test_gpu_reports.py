@@ -138,9 +138,11 @@ NOT_REPLAYED = [
     ("6", "antingshen's ResNet-50 train net: no corpus net (the corpus has MSRA's deploy net only)"),
     ("9", "FCN with CRF-RNN layers (torrvision's fork): no corpus net; voc-fcn8s alone is a smaller net"),
     ("10", "CRF-RNN on FCN-8s: no corpus net (the CRF-RNN layer is a fork's)"),
-    ("11", "S3FD: no corpus net, and the input size is not stated"),
-    ("12", "SSD300 (VGG16, weiliu89's ssd_pascal.py): no corpus net (mobilenet_ssd_train is another net)"),
-    ("13", "DSOD300: no corpus net"),
+    ("11", "S3FD (an SSD built on VGG16, in the SSD fork): no corpus net (mobilenet_ssd_train is another "
+           "backbone and other prior boxes), and the input size is not stated"),
+    ("12", "SSD300 (VGG16, weiliu89's ssd_pascal.py): no corpus net; the SSD fork's layers are audited, but "
+           "mobilenet_ssd_train is another net (MobileNet backbone, 1917 priors against SSD300's 8732)"),
+    ("13", "DSOD300 (SSD-style heads on a DenseNet): no corpus net"),
     ("16", "the maintainer's 'K40 or Titan X' is replayed on the Titan X (12287 MiB) only: a K40's usable "
            "memory depends on ECC (11519 MiB on, about 12 GiB off), which the tutorial does not say"),
     ("20", "the commenter's Titan X run: the batch they lowered from ('6, the default I believe'; the file "
@@ -162,7 +164,7 @@ NOT_REPLAYED = [
     ("30", "AlexNet at batch 1024 runs under `caffe time`: not with bvlc_alexnet_train_val, the table's "
            "pairing; see test_report_30_alexnet_train_val_cannot_be_what_ran"),
     ("31", "DecoupledNet: no corpus net, input size not stated"),
-    ("32", "TextBoxes++: no corpus net, batch not stated"),
+    ("32", "TextBoxes++ (on the SSD fork, with its own TextBoxes layers): no corpus net, batch not stated"),
     ("33", "FCN-AlexNet (DIGITS): DIGITS' variant of the net, and PASCAL's images vary in size"),
     ("34", "FCN-8s (DIGITS): a custom dataset's input size, not stated"),
     ("35", "the seed 001 SegNet-basic variant: no corpus net; replayed from samples/ in tests/test_audit.py "
