@@ -7,8 +7,10 @@ from .errors import InputError
 from .net.freeze import freeze as freeze_param
 from .memory.buffers import Buffer, host_objects, net_buffers, runs_backward
 from .net.build import ShapesNeeded, build
+from .memory.failure import explain as explain_failure
+from .read import caffe_log
 from .read.netspecs import net_specs
-from .options import INT_MAX, parse_batch, parse_defines
+from .options import INT_MAX, parse_batch
 
 ENGINES = ("caffe", "cudnn")
 MODES = ("gpu", "cpu")
@@ -58,6 +60,7 @@ class Audit:
     nets: list = field(default_factory=list)  # NetAudit
     extra: list = field(default_factory=list)  # Buffer: solver history, the CUDA context
     other_engine_total: int = None  # the same run's total under the other engine (gpu mode)
+    death: object = None  # protoaudit.memory.failure.Death: where a run in the Caffe log audited died
 
     @property
     def buffers(self):
@@ -79,24 +82,32 @@ class Audit:
 
 @paused
 def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, schema=None, freeze=(),
-               test_batch=None, keep_test_batch=False, as_test=False, root=None, defines=None):
+               test_batch=None, keep_test_batch=False, as_test=False, root=None, defines=None, log=None):
     """Every net the file stands for (one for a net file, train then tests for a solver), built.
     `batch` is the train (or only) net's, `test_batch` a solver's test nets'; with
     `keep_test_batch`, a test net's --input shapes keep the batch its file gives (it runs beside its
-    train net); `as_test` takes a net file's net for a test net. `freeze` names layers frozen with their ancestors (protoaudit.net.freeze) in every net
-    but the test nets, which run forward only. `root` is the folder Caffe ran in (dataset paths
-    are relative to it; default: the working directory). `defines` (--define) gives counts only
-    the data decides, by the names the layers read (protoaudit.options.DEFINES)."""
+    train net); `as_test` takes a net file's net for a test net. `freeze` names layers frozen with
+    their ancestors (protoaudit.net.freeze) in every net but the test nets, which run forward only.
+    `root` is the folder Caffe ran in (dataset paths are relative to it; default: the working
+    directory). `schema` forces a schema (a fork's name: --fork), `defines` fill the file's ${NAME}
+    templates (--define) and give the counts only the data decides that some layers read
+    (Layer.defines: MultiBoxLoss's matched_priors, DetectionOutput's detections). `log` is a Caffe
+    log of a run of these nets: the data shapes it logged stand where no --input is given (a log
+    given as `path` brings its own)."""
     phase = phase.upper() if phase else None
     if phase not in (None, "TRAIN", "TEST"):
         raise InputError(f"--phase {phase.lower()}: the phase is train or test")
     batch, test_batch = parse_batch(batch), parse_batch(test_batch)
+    log, log_from = _log_shapes(log)
     nets, needed = [], None
-    for spec in net_specs(path, phase=phase, stages=stages, level=level, schema=schema):
+    for spec in net_specs(path, phase=phase, stages=stages, level=level, schema=schema, root=root, defines=defines):
         is_test = spec.role == "test" or as_test
-        options = dict(inputs=inputs, batch=test_batch if is_test else batch, schema=spec.schema.name,
+        logged = dict(spec.shapes)
+        if log is not None:
+            logged.update(log.get(spec.phase, {}))
+        options = dict(inputs=inputs, batch=test_batch if is_test else batch, schema=spec.schema.layers,
                        lines=spec.lines, path=spec.path, keep_own_batch=keep_test_batch and is_test, root=root,
-                       defines=parse_defines(defines))
+                       logged=logged, logged_from=log_from.get(spec.phase, spec.shapes_from), defines=defines)
         frozen = []
         if freeze and not is_test:
             spec.param, frozen = freeze_param(
@@ -110,11 +121,23 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
         net.role = spec.role
         net.solver = spec.solver
         net.frozen = frozen
+        net.own_phase = spec.own_phase
+        net.schema = spec.schema.name
         _check_sizes(net)
         nets.append(net)
     if needed is not None:
         raise needed
     return nets
+
+
+def _log_shapes(log):
+    """({phase: {top: shape}}, {phase: where}) from a Caffe log given with --log."""
+    if log is None:
+        return None, {}
+    from .read.caffe_log import data_shapes
+
+    found = data_shapes(log)
+    return {p: shapes for p, (shapes, _) in found.items()}, {p: where for p, (_, where) in found.items()}
 
 
 def _check_sizes(net):
@@ -138,7 +161,7 @@ def _check_choice(name, value, choices):
 @paused
 def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, test_batch=None,
           mode="gpu", engine="caffe", solver_type=None, inference=False, context=None, schema=None,
-          compare_engines=True, freeze=(), root=None, defines=None):
+          compare_engines=True, freeze=(), root=None, defines=None, log=None):
     """Audit `path` (a net or solver prototxt) as Caffe would run it.
 
     A net file stands for what `caffe train` holds at once: its TRAIN net (forward, backward, the
@@ -148,7 +171,9 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
     data source of the train (or only) net, `test_batch` that of the test nets. `freeze` names
     layers frozen, with every layer they depend on, in the train (or only) net. `root` is the
     folder Caffe ran in, which dataset paths are relative to (default: the working directory).
-    `defines` maps a --define name to its value (see protoaudit.options.DEFINES).
+    `schema` reads the file with one schema (a fork's name: --fork); `defines` fill its ${NAME}
+    templates (--define NAME=VALUE). `path` may be a Caffe log (the nets it initialised, with the
+    data shapes it logged); `log` is a log of a run of the file's nets, for its data shapes.
     """
     _check_choice("mode", mode, MODES)
     _check_choice("engine", engine, ENGINES)
@@ -156,7 +181,7 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
         engine = "caffe"  # Caffe's CPU code has no cuDNN
     nets = _nets_to_audit(path, inference, dict(phase=phase, stages=stages, level=level, inputs=inputs, batch=batch,
                                                  test_batch=test_batch, schema=schema, freeze=freeze, root=root,
-                                                 defines=defines))
+                                                 defines=defines, log=log))
     from .memory.solver import added_to, solver_buffers, solver_options, solver_type_of
 
     solver = next((n.solver for n in nets if n.solver is not None), None)
@@ -199,12 +224,14 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
             others = _net_audits(nets, mode, other, kind, inference)
             result.other_engine_total = (sum(n.device_bytes() for n in others)
                                          + sum(b.bytes for b in result.extra if b.device == "device"))
+    if caffe_log.is_log_file(path):
+        result.death = explain_failure(result, caffe_log.chosen_run(caffe_log.read(path), path))
     return result
 
 
 def _nets_to_audit(path, inference, options):
     """The nets an audit holds; `options` are build_nets' (phase, stages, level, inputs, batch,
-    test_batch, schema, freeze, root, defines)."""
+    test_batch, schema, freeze, root, defines, log)."""
     phase = options["phase"]
     if inference:
         return build_nets(path, **{**options, "phase": phase or "TEST", "test_batch": None})[:1]
@@ -214,8 +241,9 @@ def _nets_to_audit(path, inference, options):
         nets = build_nets(path, **options, keep_test_batch=True)
     except ShapesNeeded as e:
         needed, nets = e, None
-    if (nets is None or (nets and nets[0].role == "net")) and phase is None:
+    if (nets is None or (nets and nets[0].role == "net" and not nets[0].own_phase)) and phase is None:
         # the file's TEST net, beside its TRAIN net: --input shapes take the file's test batch
+        # (a file whose own state sets the phase, as Caffe prints a net it built, is that net alone)
         try:
             test = build_nets(path, phase="TEST", **common, keep_test_batch=True, as_test=True)[0]
         except ShapesNeeded as e:  # one message for every net's missing shapes

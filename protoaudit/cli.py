@@ -9,6 +9,7 @@ from .memory.explain import compare
 from .errors import InputError
 from .memory.fit import check_fit, parse_size
 from .options import parse_defines, parse_inputs
+from .read.schema import SCHEMA_NAMES
 from .report import csv_format, diff_text, json_format, markdown
 from .report import text as text_report
 from .report.caffelog import caffe_log
@@ -32,7 +33,8 @@ def parser():
         description="Tell what a Caffe net will allocate, before it touches a GPU. "
         "`protoaudit diff A B` compares two nets.",
     )
-    p.add_argument("path", help="a net (train_val.prototxt, deploy.prototxt) or a solver.prototxt")
+    p.add_argument("path", help="a net (train_val.prototxt, deploy.prototxt), a solver.prototxt, or a Caffe log "
+                   "(the nets it initialised, with the data shapes it logged)")
     p.add_argument("--input", action="append", default=[], metavar="TOP=NxCxHxW",
                    help="the full shape of a data layer's (or net input's) top, batch included (repeatable)")
     p.add_argument("--batch", type=int, help="the first dimension of every data source")
@@ -92,13 +94,22 @@ def _common(p):
                    "not every earlier layer) were frozen: param { lr_mult: 0 } on their params and "
                    "propagate_down: false where their outputs enter the rest; Caffe's solver still keeps their "
                    "param diffs and history (repeatable; in diff, both nets)")
+    p.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
+                   help="fill the file's ${NAME} templates (as DeepLab's scripts do before running Caffe), or give a "
+                   "count only the data decides: matched_priors (SSD's MultiBoxLoss: priors matched per image; "
+                   "default: every prior), detections (SSD's DetectionOutput: kept per image; default: the most "
+                   "it keeps) (repeatable)")
+    p.add_argument("--fork", metavar="NAME",
+                   help="read the files with this Caffe's schema and layers: " + ", ".join(SCHEMA_NAMES)
+                   + " (default: the one that reads the file)")
+    p.add_argument("--caffe-proto", metavar="FILE",
+                   help="your Caffe's own caffe.proto (a fork protoaudit does not ship): the files are read with it "
+                   "(needs pip install 'protoaudit[caffe-proto]')")
+    p.add_argument("--log", metavar="LOG",
+                   help="a Caffe log of a run of this net: its data layers' shapes are taken from it")
     p.add_argument("--root", metavar="DIR",
                    help="the folder Caffe ran in: dataset and net paths in the file are relative to it "
                    "(default: the working directory)")
-    p.add_argument("--define", action="append", default=[], metavar="NAME=COUNT",
-                   help="a count only the data decides, for the layers that need one (repeatable): "
-                   "matched_priors (MultiBoxLoss: priors matched per image; default: every prior), "
-                   "detections (DetectionOutput: detections kept per image; default: the most it keeps)")
     p.add_argument("--format", choices=["text", *FORMATS], default="text", type=str.lower)
 
 
@@ -121,7 +132,19 @@ def main(argv=None):
 def _options(args):
     return dict(phase=args.phase, stages=args.stage, level=args.level, test_batch=args.test_batch,
                 mode=args.mode, engine=args.engine, solver_type=args.solver_type, inference=args.inference,
-                context=args.context, root=args.root, defines=parse_defines(args.define))
+                context=args.context, root=args.root, schema=_schema(args), defines=parse_defines(args.define),
+                log=args.log)
+
+
+def _schema(args):
+    """--fork NAME, or the user's --caffe-proto compiled now (not both)."""
+    if args.caffe_proto is None:
+        return args.fork
+    if args.fork is not None:
+        raise InputError("give --fork or --caffe-proto, not both", fix="--caffe-proto reads the files with your file")
+    from .read.schema import user_schema
+
+    return user_schema(args.caffe_proto).name
 
 
 def _audit_and_fit(path, args, inputs, batch, freeze=None):
@@ -131,6 +154,8 @@ def _audit_and_fit(path, args, inputs, batch, freeze=None):
     if args.gpu_mem is not None:  # an empty size is refused by parse_size, never ignored
         fit = check_fit(result, parse_size(args.gpu_mem),
                         lambda b: audit(path, batch=b, compare_engines=False, **options))
+        if result.death is not None:  # the card given, rather than the one the log names
+            result.death.card, result.death.card_name = fit.budget, "given with --gpu-mem"
     return result, fit
 
 
@@ -138,8 +163,8 @@ def _audit(args):
     inputs = parse_inputs(args.input)
     if args.caffe_log:
         for net in build_nets(args.path, phase=args.phase, stages=args.stage, level=args.level,
-                              inputs=inputs, batch=args.batch, root=args.root,
-                              defines=parse_defines(args.define)):
+                              inputs=inputs, batch=args.batch, root=args.root, schema=_schema(args),
+                              defines=parse_defines(args.define), log=args.log):
             print("\n".join(caffe_log(net)))
         return EXIT_FITS
     if args.plot:  # matplotlib is imported only here; a missing one is refused before the audit

@@ -27,42 +27,20 @@ def parse_inputs(values):
     return inputs
 
 
-def known_defines():
-    """The --define names some layer type reads: name -> what it means."""
-    from .layers.base import FORK_REGISTRY, REGISTRY
-
-    classes = list(REGISTRY.values()) + [c for table in FORK_REGISTRY.values() for c in table.values()]
-    return {name: what for cls in classes for name, what in cls.defines.items()}
-
-
-def parse_defines(values):
-    """--define NAME=VALUE (a list of such texts, or a dict): counts only the data decides, such as
-    the priors MultiBoxLoss matches per image. Names no layer reads are refused, naming those that exist."""
-    if not values:
-        return {}
-    pairs = values.items() if isinstance(values, dict) else (_define(text) for text in values)
-    known = known_defines()
-    defines = {}
-    for name, value in pairs:
-        if name not in known:
-            raise InputError(f"--define {name}: no layer reads that name",
-                             fix="known names: " + "; ".join(f"{n} ({what})" for n, what in sorted(known.items())))
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise InputError(f"--define {name}={value}: the value must be a whole number, 0 or more")
-        defines[name] = value
-    return defines
-
-
-def _define(text):
-    name, sep, value = text.partition("=")
-    if not sep or not name or not value.strip().isdigit():
-        raise InputError(f"--define '{text}' is not NAME=COUNT", fix="write it as matched_priors=40")
-    return name.strip(), int(value)
-
-
 def parse_batch(value):
     if value is None:
         return None
     if value < 1:
         raise InputError(f"--batch {value}: the batch size must be at least 1")
     return value
+
+
+def parse_defines(values):
+    """`NAME=VALUE` (--define) -> {NAME: VALUE}, for a file's ${NAME} templates."""
+    defines = {}
+    for text in values or ():
+        name, sep, value = text.partition("=")
+        if not sep or not name.isidentifier() or "\n" in value:
+            raise InputError(f"--define '{text}' is not NAME=VALUE", fix="write it as NUM_LABELS=21")
+        defines[name] = value
+    return defines

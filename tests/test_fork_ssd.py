@@ -207,12 +207,16 @@ def test_multibox_loss_assumption_is_reported():
     assert not [a for a in net.assumptions if a.layer == "mbox_loss"]
 
 
-def test_define_refuses_names_no_layer_reads(protoaudit):
-    run = protoaudit(os.path.join(CORPUS, "mobilenet_ssd_train.prototxt"), "--define", "matched=3")
-    assert run.returncode == 2
-    assert "--define matched: no layer reads that name" in run.stderr and "matched_priors" in run.stderr
-    run = protoaudit(os.path.join(CORPUS, "mobilenet_ssd_train.prototxt"), "--define", "matched_priors=5000")
+def test_define_counts_are_checked(protoaudit):
+    """--define also fills ${NAME} templates, so any name is taken; a count a layer reads must be a
+    whole number no larger than the layer allows."""
+    path = os.path.join(CORPUS, "mobilenet_ssd_train.prototxt")
+    run = protoaudit(path, "--define", "matched_priors=5000")
     assert run.returncode == 2 and "only 1917 priors per image" in run.stderr
+    run = protoaudit(path, "--define", "matched_priors=many")
+    assert run.returncode == 2 and "--define matched_priors=many" in run.stderr and "whole number" in run.stderr
+    run = protoaudit(path, "--define", "matched_priors=20")
+    assert run.returncode == 0 and "--define matched_priors=K" not in run.stdout
 
 
 # --- AnnotatedData -------------------------------------------------------------------------------

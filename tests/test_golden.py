@@ -257,7 +257,8 @@ def signed(n):
 
 def describe(name, batch):
     return (f"GPU mode, Caffe engine (im2col): the TRAIN net '{name}' (batch {batch}, forward and backward), "
-            "with the SGD solver's state, held at once.")
+            "with the SGD solver's state, held at once. Read with the caffe.proto of caffe-segnet "
+            "(alexgkendall/caffe-segnet).")
 
 
 def table_rows(rows):

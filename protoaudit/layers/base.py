@@ -84,9 +84,10 @@ class Context:
     keep_own_batch: bool = False  # a test net beside its train net: --input shapes take the file's batch
     path: str = None  # the net's file
     root: str = None  # --root: the folder Caffe ran in, which dataset paths are relative to
-    defines: dict = field(default_factory=dict)  # --define NAME=VALUE: counts only the data decides
+    defines: dict = field(default_factory=dict)  # --define NAME=VALUE: templates, and counts only the data decides
     assumptions: list = field(default_factory=list)  # Assumption
     origins: list = field(default_factory=list)  # ShapeOrigin
+    input_sources: dict = field(default_factory=dict)  # top -> where an `inputs` shape came from, if not --input
 
 
 class Layer:
@@ -175,10 +176,16 @@ class Layer:
         raise MissingShape(what, [(t, tuple(known.get(t) or ())) for t in tops])
 
     def defined(self, name):
-        """The user's --define NAME=VALUE for a count only the data decides (None when not given);
+        """The user's --define NAME=COUNT for a count only the data decides (None when not given);
         the class lists the names it reads in `defines`."""
         assert name in self.defines, name
-        return self.ctx.defines.get(name)
+        value = self.ctx.defines.get(name)
+        if value is None:
+            return None
+        text = str(value).strip()
+        self.check(text.isdigit(), f"--define {name}={value}: {self.defines[name]} is a count, a whole number",
+                   fix=f"write it as --define {name}=10")
+        return int(text)
 
     def assume(self, what, override):
         """Note a guess the report must show, with the flag that overrides it."""
@@ -188,7 +195,7 @@ class Layer:
         """Note where a data top's shape came from (--input wins over what the layer says)."""
         top = self.lp.top[top_index] if top_index < len(self.lp.top) else None
         if top is not None and top in self.ctx.inputs:
-            source = "--input"
+            source = self.ctx.input_sources.get(top, "--input")
         self.ctx.origins.append(ShapeOrigin(self.lp.name, top, tuple(shape), source))
 
 

@@ -1,7 +1,8 @@
 """From a loaded file to the nets Caffe would build: a net file's one net, or a solver's train and
 test nets (Solver::InitTrainNet / InitTestNets), each with its NetState and upgraded to V2."""
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from . import caffe_log
 from . import load as loader
 from ..errors import InputError
 from ..net.netstate import make_state
@@ -19,6 +20,13 @@ class NetSpec:
     path: str
     lines: list  # start line of each layer in param.layer, in the file `path`
     solver: object = None  # the SolverParameter that named it, if any
+    own_phase: bool = False  # a net file whose own `state` sets the phase: that net alone (as Caffe logs it)
+    shapes: dict = field(default_factory=dict)  # top -> shape Caffe logged (a log's data sources), under --input
+    shapes_from: str = ""  # where those shapes were read
+
+    @property
+    def phase(self):
+        return self.state.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_number[self.state.phase].name
 
 
 def _layer_lines(block):
@@ -34,27 +42,94 @@ def _upgraded(param, schema, path, lines):
         raise e.located(file=path) from None
 
 
-def net_specs(path, *, phase=None, stages=(), level=None, schema=None):
-    """The nets a file stands for. A net file gives one net in `phase` (TRAIN by default)."""
-    src = loader.load(path, schema)
+def net_specs(path, *, phase=None, stages=(), level=None, schema=None, root=None, defines=None):
+    """The nets a file stands for. A net file gives one net in `phase` (its own state's, else
+    TRAIN); a Caffe log gives the nets it initialised. `schema` forces a schema (--fork),
+    `defines` fill ${NAME} templates (--define)."""
+    if caffe_log.is_log_file(path):
+        return _log_specs(path, phase, schema, defines)
+    src = loader.load(path, schema, defines)
     if src.kind == "net":
         lines = _upgraded(src.message, src.schema, path, _layer_lines(src.outline))
-        state = make_state(src.message, phase or "TRAIN", stages, level)
-        return [NetSpec("net", src.message, state, src.schema, path, lines)]
-    return _solver_specs(src, phase, stages, level)
+        state = make_state(src.message, phase or file_phase(src.message), stages, level)
+        return [NetSpec("net", src.message, state, src.schema, path, lines,
+                        own_phase=src.message.state.HasField("phase"))]
+    return _solver_specs(src, phase, stages, level, dict(root=root, schema=schema, defines=defines))
 
 
-def _solver_specs(src, phase, stages, level):
+def _log_specs(path, phase, schema, defines):
+    """The nets of a Caffe log's run, from the parameters Net::Init printed (already filtered for
+    their NetState and upgraded), with the shapes Caffe logged for their data sources."""
+    run = caffe_log.chosen_run(caffe_log.read(path), path)
+    solver = _logged_solver(run, path, schema, defines)
+    nets = [n for n in run.nets if phase is None or n.phase == phase]
+    cut = [n for n in nets if n.params.cut]
+    if cut:
+        raise InputError(
+            f"glog cut the printed text of the {' and '.join(n.phase for n in cut)} net{'s' if len(cut) > 1 else ''} "
+            "at its 30,000-byte limit",
+            file=path, line=cut[0].params.line,
+            fix=f"give the net file, with this log for its data shapes: protoaudit NET.prototxt --log {path}")
     specs = []
-    if phase in (None, "TRAIN"):
-        specs.append(_train_spec(src, stages, level))
-    if phase in (None, "TEST"):
-        specs.extend(_test_specs(src, stages, level))
+    for k, net in enumerate(nets):
+        src = loader.load_text(net.params.text, path, net.params.line, schema, defines)
+        if src.kind != "net":
+            raise InputError("the text after 'Initializing net from parameters' is not a net", file=path,
+                             line=net.params.line)
+        lines = _upgraded(src.message, src.schema, path, _layer_lines(src.outline))
+        state = make_state(src.message, net.phase)
+        role = "net" if solver is None else "train" if net.phase == "TRAIN" and k == 0 else "test"
+        where = f"Caffe's log, line {net.layers[0].line}" if net.layers else ""
+        specs.append(NetSpec(role, src.message, state, src.schema, path, lines, solver, own_phase=True,
+                             shapes=net.data_shapes(), shapes_from=where))
     return specs
 
 
-def _net_from(src, field_name, file_value=None, index=None):
-    """A solver's net: embedded (`*_param`) or a file it names (resolved beside the solver)."""
+def _logged_solver(run, path, schema, defines):
+    """The SolverParameter the run printed (its nets are read from their own messages), or None
+    for a run without a solver (pycaffe). A solver whose embedded net glog cut is read up to that
+    net; what came after it keeps its defaults."""
+    if run.solver is None:
+        return None
+    text = run.solver.text
+    try:
+        src = loader.load_text(text, path, run.solver.line, schema, defines)
+    except InputError:
+        if not run.solver.cut:
+            raise
+        kept = []
+        for line in text.split("\n"):
+            if line.startswith(("net_param {", "train_net_param {", "test_net_param {")):
+                break
+            kept.append(line)
+        src = loader.load_text("\n".join(kept), path, run.solver.line, schema, defines)
+    if src.kind != "solver":
+        raise InputError("the text after 'Initializing solver from parameters' is not a solver", file=path,
+                         line=run.solver.line)
+    return src.message
+
+
+def file_phase(net):
+    """The phase a net file builds in when the command line gives none: its own `state { phase }`,
+    as Caffe's Net does for a NetParameter (Caffe prints it in every net it logs), else TRAIN, as
+    `caffe train` builds a net file's train net."""
+    if net.state.HasField("phase"):
+        return net.state.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_number[net.state.phase].name
+    return "TRAIN"
+
+
+def _solver_specs(src, phase, stages, level, files):
+    """A solver's train and test nets; `files` says how to find and read the net files it names."""
+    specs = []
+    if phase in (None, "TRAIN"):
+        specs.append(_train_spec(src, stages, level, files))
+    if phase in (None, "TEST"):
+        specs.extend(_test_specs(src, stages, level, files))
+    return specs
+
+
+def _net_from(src, field_name, file_value=None, index=None, files=None):
+    """A solver's net: embedded (`*_param`) or a file it names (found as load.resolve_path says)."""
     if file_value is None:
         param = getattr(src.message, field_name)
         if index is not None:
@@ -64,8 +139,9 @@ def _net_from(src, field_name, file_value=None, index=None):
         blocks = src.outline.blocks(field_name)
         block = blocks[index or 0] if len(blocks) > (index or 0) else None
         return clone, src.schema, src.path, _layer_lines(block)
-    net_path = loader.resolve_path(file_value, src.path)
-    net_src = loader.load(net_path)
+    files = files or {}
+    net_path = loader.resolve_path(file_value, src.path, files.get("root"))
+    net_src = loader.load(net_path, files.get("schema"), files.get("defines"))
     if net_src.kind != "net":
         raise InputError("the solver names this file as a net, but it is a solver", file=net_path)
     return net_src.message, net_src.schema, net_path, _layer_lines(net_src.outline)
@@ -88,7 +164,7 @@ def _solver_state(param, phase):
     return state
 
 
-def _train_spec(src, stages, level):
+def _train_spec(src, stages, level, files):
     s = src.message
     sources = [("train_net_param", None) if s.HasField("train_net_param") else None,
                ("train_net", s.train_net) if s.HasField("train_net") else None,
@@ -101,7 +177,7 @@ def _train_spec(src, stages, level):
             file=src.path, fix="use one of net, net_param, train_net, train_net_param",
         )
     field_name, file_value = given[0]
-    param, schema, path, lines = _net_from(src, field_name, file_value)
+    param, schema, path, lines = _net_from(src, field_name, file_value, files=files)
     lines = _upgraded(param, schema, path, lines)
     state = _solver_state(param, "TRAIN")
     _merge_state(state, s.train_state)
@@ -111,7 +187,7 @@ def _train_spec(src, stages, level):
     return NetSpec("train", param, state, schema, path, lines, s)
 
 
-def _test_specs(src, stages, level):
+def _test_specs(src, stages, level, files):
     s = src.message
     has_generic = s.HasField("net_param") or s.HasField("net")
     n_generic = len(s.test_iter) - len(s.test_net_param) - len(s.test_net) if has_generic else 0
@@ -123,7 +199,7 @@ def _test_specs(src, stages, level):
     found += [generic] * max(n_generic, 0)
     specs = []
     for k, (field_name, file_value, index) in enumerate(found):
-        param, schema, path, lines = _net_from(src, field_name, file_value, index)
+        param, schema, path, lines = _net_from(src, field_name, file_value, index, files)
         lines = _upgraded(param, schema, path, lines)
         state = _solver_state(param, "TEST")
         if s.test_state:

@@ -1,5 +1,6 @@
 """The plain terminal report: what runs, the per-layer table, the totals, the verdict."""
 from ..net.freeze import frozen_lines
+from ..read.schema import USER_PREFIX, described, load_schema
 from .table import simple_table
 from .units import shapes, size
 
@@ -12,11 +13,15 @@ def describe(audit):
     for n in audit.nets:
         how = ("built, never run: the solver never tests" if not n.runs else
                "forward only" if n.forward_only else "forward and backward")
-        parts.append(f"the {n.phase} net '{n.name or '(unnamed)'}' (batch {n.batch}, {how})")
+        source = f"from {n.net.path}, " if n.net.path and n.net.path != audit.path else ""
+        parts.append(f"the {n.phase} net '{n.name or '(unnamed)'}' ({source}batch {n.batch}, {how})")
     solver = "no solver" if audit.solver_type == "none" else f"the {audit.solver_type} solver's state"
     mode = "GPU" if audit.mode == "gpu" else "CPU"
+    schemas = [s for s in dict.fromkeys(getattr(n.net, "schema", "bvlc") for n in audit.nets) if s != "bvlc"]
+    read = "".join(f" Read with {described(s)}, its layers sized as {described(load_schema(s).layers)}'s."
+                   if s.startswith(USER_PREFIX) else f" Read with the caffe.proto of {described(s)}." for s in schemas)
     return (f"{mode} mode, {ENGINE_NAMES[audit.engine] if audit.mode == 'gpu' else 'CPU code'}: "
-            + ", ".join(parts) + f", with {solver}, held at once.")
+            + ", ".join(parts) + f", with {solver}, held at once." + read)
 
 
 def layer_table(summary):
@@ -82,6 +87,23 @@ def shape_lines(summary):
     return lines
 
 
+def death_lines(death):
+    """Where the logged run died, and what protoaudit says it held then, against the card."""
+    if death is None:
+        return []
+    lines = [f"The run in the log died at line {death.line} ({death.message}) {death.where}."]
+    held = (f"protoaudit counts {size(death.before)} held before that step and {size(death.after)} with it"
+            if death.before != death.after else f"protoaudit counts {size(death.after)} held then")
+    if death.card:
+        card = f" ({death.card_name})" if death.card_name else ""
+        verdict = ("more than the card" if death.after > death.card else "within the card, so something else "
+                   "(another process, or cuDNN's workspace) took the rest")
+        lines.append(f"  {held}; the card{card} holds {size(death.card)}: {verdict}.")
+    else:
+        lines.append(f"  {held} (give --gpu-mem to compare with the card).")
+    return lines
+
+
 def render(audit, summary, fit=None):
     out = [f"protoaudit: {audit.path}", describe(audit), "", layer_table(summary), ""]
     out += totals(summary)
@@ -101,4 +123,5 @@ def render(audit, summary, fit=None):
         out.append(f"Not counted: layer '{layer}' ({kind}) of the {net} net: {what}; its tops are as declared.")
     out += shape_lines(summary)
     out += verdict_lines(fit, audit)
+    out += death_lines(audit.death)
     return "\n".join(out)
