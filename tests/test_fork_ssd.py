@@ -548,3 +548,19 @@ def test_normalize_on_the_gpu_keeps_the_across_spatial_norm_on_the_host():
     net = oracle_net(run)
     assert gpu_owners(net, "norm_all")["norm_"][1] == "host"
     assert gpu_owners(net, "norm")["norm_"] == (1 * 5 * 7 * F, "device")
+
+
+def test_the_forks_other_prefetching_data_layers_keep_three_batches(tmp_path):
+    """Data, ImageData and WindowData are built on the same BasePrefetchingDataLayer in the fork
+    (PREFETCH_COUNT = 3, base_data_layer.hpp:71); BVLC's keep data_param.prefetch (4) batches."""
+    text = """
+layer { name: "data" type: "Data" top: "data" top: "label" data_param { source: "x" batch_size: 2 } }
+layer { name: "p" type: "Permute" bottom: "data" top: "p" permute_param { order: 0 order: 2 order: 3 order: 1 } }
+"""
+    net = build(tmp_path, text, inputs={"data": (2, 3, 4, 5)})
+    prefetch = {b.owner: b.bytes for b in cpu_buffers(net) if b.kind == "prefetch"}
+    assert prefetch == {"data.prefetch[3].data": 3 * 2 * 60 * F, "data.prefetch[3].label": 3 * 2 * F}
+    bvlc = build(tmp_path, text.replace("Permute", "Flatten").replace(
+        " permute_param { order: 0 order: 2 order: 3 order: 1 }", ""), inputs={"data": (2, 3, 4, 5)})
+    assert {b.owner for b in cpu_buffers(bvlc) if b.kind == "prefetch"} == {"data.prefetch[4].data",
+                                                                             "data.prefetch[4].label"}

@@ -14,7 +14,7 @@ Two counts only the data decides are taken at their worst by default, each with 
 """
 from . import touch
 from .base import Layer, canonical_axis, count, float32, layer_class, legacy_shape, register
-from .data import Prefetching
+from .data import Data, ImageData, Prefetching, WindowData
 from .touch import Run
 
 FORK = "ssd"
@@ -32,8 +32,16 @@ def fork_param(layer, name):
 
 # --- data --------------------------------------------------------------------------------------
 
+class ThreeBatches:
+    """The fork's BasePrefetchingDataLayer keeps PREFETCH_COUNT = 3 batches (base_data_layer.hpp:71)
+    for every data layer built on it; data_param.prefetch sizes only its DataReader's queue."""
+
+    def prefetch_batches(self):
+        return 3
+
+
 @register("AnnotatedData", fork=FORK)
-class AnnotatedData(Prefetching):
+class AnnotatedData(ThreeBatches, Prefetching):
     """AnnotatedDataLayer: images with their boxes, from an LMDB of AnnotatedDatum.
 
     The data top is (batch, C, H, W): H x W from transform_param's crop (crop_size, or crop_h x
@@ -49,16 +57,15 @@ class AnnotatedData(Prefetching):
     `--input label=1x1xBOXESx8` gives the real count.
 
     The fork's BasePrefetchingDataLayer keeps PREFETCH_COUNT = 3 batches (base_data_layer.hpp:71),
-    whatever data_param.prefetch says, allocated at setup (base_data_layer.cpp:53-67)."""
+    whatever data_param.prefetch says, allocated at setup (base_data_layer.cpp:53-67). Its
+    DataReader also holds data_param.prefetch x batch_size records read from the LMDB (host memory
+    the size of the stored, usually JPEG-encoded, images), which protoaudit does not count."""
 
     min_tops = 1
     max_tops = 2
 
     def batch_size(self):
         return self.lp.data_param.batch_size
-
-    def prefetch_batches(self):
-        return 3
 
     def image_shape(self):
         """(C, H, W) as DataTransformer::InferBlobShape gives it, or None when the dataset decides."""
@@ -116,6 +123,21 @@ class AnnotatedData(Prefetching):
 
     def label_shape(self, batch):
         return (1, 1, max(batch, 1), 8)
+
+
+@register("Data", fork=FORK)
+class SSDData(ThreeBatches, Data):
+    pass
+
+
+@register("ImageData", fork=FORK)
+class SSDImageData(ThreeBatches, ImageData):
+    pass
+
+
+@register("WindowData", fork=FORK)
+class SSDWindowData(ThreeBatches, WindowData):
+    pass
 
 
 # --- shape layers ------------------------------------------------------------------------------
@@ -323,8 +345,14 @@ class MultiBoxLoss(Layer):
     loc_pred_ and loc_gt_ (1, 4M) feed loc_loss_layer_ (SmoothL1Loss, or EuclideanLoss for L2);
     conf_pred_ (K, classes) and conf_gt_ (K) feed conf_loss_layer_ (SoftmaxWithLoss, or
     SigmoidCrossEntropyLoss with (1, K, classes) for both). With MAX_NEGATIVE mining
-    K = M + negatives, at most neg_pos_ratio per matched prior (bbox_util.cpp:950-960); without
-    mining K = N * priors and conf_pred_ shares the confidences' data."""
+    K = M + negatives, at most neg_pos_ratio per matched prior (bbox_util.cpp:950-960). Without
+    mining K = N * priors, conf_pred_ shares the confidences' data and, after backward, gives them its
+    diff (multibox_loss_layer.cpp:223-228, 360-363), whose own diff is then freed.
+
+    Not counted: the match lists each forward fills (per image a map node and one int per prior and
+    per negative) live only until the end of backward, which empties them; in a GPU build the
+    negative mining scores every prior on the device in a temporary blob the confidences' size
+    (bbox_util.cu:573-612, ComputeConfLossGPU), freed before the layer's forward returns."""
 
     exact_bottoms = 4
     exact_tops = 1
