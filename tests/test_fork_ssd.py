@@ -564,3 +564,16 @@ layer { name: "p" type: "Permute" bottom: "data" top: "p" permute_param { order:
         " permute_param { order: 0 order: 2 order: 3 order: 1 }", ""), inputs={"data": (2, 3, 4, 5)})
     assert {b.owner for b in cpu_buffers(bvlc) if b.kind == "prefetch"} == {"data.prefetch[4].data",
                                                                              "data.prefetch[4].label"}
+
+
+def test_the_forks_deconvolution_is_always_caffes(tmp_path):
+    """The fork's layer_factory.cpp has no GetDeconvolutionLayer (BVLC's picks cuDNN) and the fork
+    has no cudnn_deconv_layer: in a cuDNN build its Deconvolution still keeps an im2col buffer."""
+    text = HEAD + """
+layer { name: "up" type: "Deconvolution" bottom: "x" top: "up"
+        convolution_param { num_output: 4 kernel_size: 2 stride: 2 } }
+layer { name: "p" type: "Permute" bottom: "up" top: "p" permute_param { order: 0 order: 2 order: 3 order: 1 } }
+"""
+    net = build(tmp_path, text)
+    kinds = {b.owner: b.kind for b in net_buffers(net, mode="gpu", engine="cudnn") if b.layer == "up"}
+    assert kinds.get("up.col_buffer_") == "layer buffer" and "workspace" not in kinds.values()

@@ -111,8 +111,9 @@ class _ConvolutionBase(Layer):
     # --- what it allocates ------------------------------------------------------------------
     def uses_cudnn(self, run):
         """Caffe's layer factory: cuDNN in a cuDNN build unless the layer asks for CAFFE or dilates.
-        caffe-segnet's factory has no cuDNN Deconvolution: there it is always Caffe's."""
-        if self.transposed and self.ctx.schema == "segnet":
+        caffe-segnet's and the SSD fork's factories have no cuDNN Deconvolution (the SSD fork's
+        layer_factory.cpp registers none): there it is always Caffe's."""
+        if self.transposed and self.ctx.schema in ("segnet", "ssd"):
             return False
         geo = self._setup(run.bottoms)[0]
         return (run.mode == "gpu" and run.engine == "cudnn" and self.param.engine != 1
