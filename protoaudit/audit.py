@@ -241,6 +241,12 @@ def _nets_to_audit(path, inference, options):
         nets = build_nets(path, **options, keep_test_batch=True)
     except ShapesNeeded as e:
         needed, nets = e, None
+    except InputError:
+        if phase is not None or _feeds_phase(path, common, "TRAIN") or not _feeds_phase(path, common, "TEST"):
+            raise
+        # every data layer is TEST-only (MobileNet-SSD's test prototxt, a solver's test_net): the
+        # file is its TEST net alone
+        return build_nets(path, **{**options, "phase": "TEST"}, keep_test_batch=True)
     if (nets is None or (nets and nets[0].role == "net" and not nets[0].own_phase)) and phase is None:
         # the file's TEST net, beside its TRAIN net: --input shapes take the file's test batch
         # (a file whose own state sets the phase, as Caffe prints a net it built, is that net alone)
@@ -249,7 +255,7 @@ def _nets_to_audit(path, inference, options):
         except ShapesNeeded as e:  # one message for every net's missing shapes
             needed = e if needed is None else needed.merged(e)
         except InputError:
-            if needed is None and _feeds_test_phase(path, common):
+            if needed is None and _feeds_phase(path, common, "TEST"):
                 raise
     if needed is not None:
         raise needed
@@ -260,13 +266,14 @@ def _nets_to_audit(path, inference, options):
     return nets
 
 
-def _feeds_test_phase(path, options):
-    """Whether a net file has a data source in its TEST phase. One whose data layers are all
-    TRAIN-only (MobileNet-SSD's train prototxt) is a training net alone: no TEST net stands beside it."""
+def _feeds_phase(path, options, phase):
+    """Whether a net file has a data source (a layer with no bottom, or a net input) in `phase`.
+    One whose data layers are all TRAIN-only (MobileNet-SSD's train prototxt) is a training net
+    alone, with no TEST net beside it; one whose data layers are all TEST-only is a test net alone."""
     from .net.netstate import included
 
-    spec = net_specs(path, phase="TEST", stages=options["stages"], level=options["level"],
-                     schema=options["schema"])[0]
+    spec = net_specs(path, phase=phase, stages=options["stages"], level=options["level"], schema=options["schema"],
+                     root=options["root"], defines=options["defines"])[0]
     return bool(spec.param.input) or any(not lp.bottom and included(lp, spec.state) for lp in spec.param.layer)
 
 

@@ -577,3 +577,19 @@ layer { name: "p" type: "Permute" bottom: "up" top: "p" permute_param { order: 0
     net = build(tmp_path, text)
     kinds = {b.owner: b.kind for b in net_buffers(net, mode="gpu", engine="cudnn") if b.layer == "up"}
     assert kinds.get("up.col_buffer_") == "layer buffer" and "workspace" not in kinds.values()
+
+
+def test_a_test_only_net_file_is_audited_as_its_test_net(protoaudit, tmp_path):
+    """MobileNet-SSD's test prototxt (the solver's test_net) has TEST-only data: as a plain file
+    it is that TEST net alone, run forward."""
+    path = tmp_path / "test.prototxt"
+    path.write_text("""
+layer { name: "data" type: "AnnotatedData" top: "data" top: "label" include { phase: TEST }
+        transform_param { resize_param { height: 30 width: 30 } } data_param { source: "x" batch_size: 8 } }
+layer { name: "conv" type: "Convolution" bottom: "data" top: "conv" convolution_param { num_output: 4 kernel_size: 3 } }
+layer { name: "silence" type: "Silence" bottom: "conv" bottom: "label" }
+""")
+    run = protoaudit(path)
+    assert run.returncode == 0, run.stderr
+    assert "the TEST net" in run.stdout and "(batch 8, forward only)" in run.stdout
+    assert "TRAIN net" not in run.stdout
