@@ -120,7 +120,8 @@ def render(audit, summary, fit=None):
         out.append(f"Caffe's own 'Memory required for data' for the {net_audit.phase} net: {figure:,} bytes "
                    f"({size(figure)})")
     for net, layer, kind, what in summary.gaps:
-        out.append(f"Not counted: layer '{layer}' ({kind}) of the {net} net: {what}; its tops are as declared.")
+        out.append(f"Not counted: layer '{layer}' ({kind}) of the {net} net: {what}; "
+                   "its tops are counted at the shapes shown.")
     out += shape_lines(summary)
     out += verdict_lines(fit, audit)
     out += death_lines(audit.death)
