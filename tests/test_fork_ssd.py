@@ -593,3 +593,21 @@ layer { name: "silence" type: "Silence" bottom: "conv" bottom: "label" }
     assert run.returncode == 0, run.stderr
     assert "the TEST net" in run.stdout and "(batch 8, forward only)" in run.stdout
     assert "TRAIN net" not in run.stdout
+
+
+def test_a_net_whose_only_fork_layer_is_smooth_l1_loss_is_fast_rcnns(tmp_path):
+    """caffe-fast-rcnn and the SSD fork both have SmoothL1Loss; Fast R-CNN's has no default loss
+    weight, SSD's has LossLayer's 1 (smooth_L1_loss_layer.cpp:17-19). A file naming no other fork
+    type is read as caffe-fast-rcnn's; --fork ssd reads it as the SSD fork's."""
+    path = tmp_path / "net.prototxt"
+    path.write_text("""
+input: "a" input_shape { dim: 2 dim: 8 }
+input: "b" input_shape { dim: 2 dim: 8 }
+layer { name: "ip" type: "InnerProduct" bottom: "a" top: "ip" inner_product_param { num_output: 8 } }
+layer { name: "loss" type: "SmoothL1Loss" bottom: "ip" bottom: "b" top: "loss" }
+""")
+    assert load(str(path)).schema.name == "fastrcnn"
+    fast = build_nets(str(path))[0]
+    assert fast.layer("loss").loss_weights == [0] and not fast.layer("ip").need_backward
+    ssd = build_nets(str(path), schema="ssd")[0]
+    assert ssd.layer("loss").loss_weights == [1.0] and ssd.layer("ip").need_backward

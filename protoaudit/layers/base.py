@@ -42,8 +42,10 @@ def layer_class(type_name, schema="bvlc"):
 
 
 def fork_types(fork):
-    """The layer types a fork's nets may use that a BVLC net may not."""
-    return frozenset(t for t in FORK_REGISTRY.get(fork, {}) if t not in REGISTRY)
+    """The layer types a fork's nets may use that a BVLC net may not, and that make a file the
+    fork's (a class with `claims_files = False` is the fork's only when the file says --fork)."""
+    return frozenset(t for t, cls in FORK_REGISTRY.get(fork, {}).items()
+                     if t not in REGISTRY and getattr(cls, "claims_files", True))
 
 
 @dataclass

@@ -299,8 +299,14 @@ class Normalize(Layer):
 class SmoothL1Loss(Layer):
     """SmoothL1LossLayer (the fork's, modified from Fast R-CNN's): predictions, targets and
     optional weights of one shape; diff_ and errors_ the prediction's size; either of the first
-    two bottoms may take a gradient (smooth_L1_loss_layer.cpp:19-34, .cu:73-92)."""
+    two bottoms may take a gradient (smooth_L1_loss_layer.cpp:19-34, .cu:73-92). Unlike Fast
+    R-CNN's it calls LossLayer's setup, so its loss weight is 1 by default.
 
+    caffe-fast-rcnn has a layer of the same name, sized differently, and SSD nets use this one
+    inside MultiBoxLoss: a file whose only fork type is SmoothL1Loss is read as caffe-fast-rcnn's;
+    `--fork ssd` makes it this one."""
+
+    claims_files = False
     min_bottoms = 2
     max_bottoms = 3
     exact_tops = 1
