@@ -32,16 +32,25 @@ def fork_param(layer, name):
 
 # --- data --------------------------------------------------------------------------------------
 
-class ThreeBatches:
-    """The fork's BasePrefetchingDataLayer keeps PREFETCH_COUNT = 3 batches (base_data_layer.hpp:71)
-    for every data layer built on it; data_param.prefetch sizes only its DataReader's queue."""
+class ForkPrefetching:
+    """The fork's BasePrefetchingDataLayer (base_data_layer.hpp:71, base_data_layer.cpp:46-125), older
+    than BVLC 9b89154's: PREFETCH_COUNT = 3 batches whatever data_param.prefetch says (which sizes
+    only its DataReader's queue), and a forward that copies the batch into the tops, which own their
+    buffers (caffe_copy into top->mutable_cpu_data(), or mutable_gpu_data() in base_data_layer.cu),
+    where BVLC points the tops at the batch. The DataReader's own thread and its queue of
+    data_param.prefetch x batch_size records (host memory the size of the stored, often encoded,
+    images) are not counted."""
 
-    def prefetch_batches(self):
+    def prefetch(self):
         return 3
+
+    def touches(self, run):
+        t = [x for x in super().touches(run) if not (x.what == "top" and x.stage == "setup" and not x.owns)]
+        return t + [touch.top(j, "data", "forward") for j in range(len(run.tops))]
 
 
 @register("AnnotatedData", fork=FORK)
-class AnnotatedData(ThreeBatches, Prefetching):
+class AnnotatedData(ForkPrefetching, Prefetching):
     """AnnotatedDataLayer: images with their boxes, from an LMDB of AnnotatedDatum.
 
     The data top is (batch, C, H, W): H x W from transform_param's crop (crop_size, or crop_h x
@@ -49,17 +58,14 @@ class AnnotatedData(ThreeBatches, Prefetching):
     FIT_SMALL_SIZE follows each image's aspect), else the dataset's image size
     (data_transformer.cpp:1024-1050, im_transforms.cpp:100-125). C is the images' own: 1 with
     force_gray, 3 with force_color, else the dataset's (colour for every public SSD dataset).
+    protoaudit does not read AnnotatedDatum records: without a crop or resize_param, --input gives
+    the data top.
 
     The label top holds every ground-truth box of the batch, one row of 8 per box:
     (1, 1, boxes, 8) (annotated_data_layer.cpp:78-96 at setup, for the first image alone; 256-263
     each batch). Its size is the dataset's; protoaudit takes one box per image, the fewest an image of
     a detection dataset has: each further box is 32 bytes per prefetch batch and per top, and
-    `--input label=1x1xBOXESx8` gives the real count.
-
-    The fork's BasePrefetchingDataLayer keeps PREFETCH_COUNT = 3 batches (base_data_layer.hpp:71),
-    whatever data_param.prefetch says, allocated at setup (base_data_layer.cpp:53-67). Its
-    DataReader also holds data_param.prefetch x batch_size records read from the LMDB (host memory
-    the size of the stored, usually JPEG-encoded, images), which protoaudit does not count."""
+    `--input label=1x1xBOXESx8` gives the real count."""
 
     min_tops = 1
     max_tops = 2
@@ -67,8 +73,8 @@ class AnnotatedData(ThreeBatches, Prefetching):
     def batch_size(self):
         return self.lp.data_param.batch_size
 
-    def image_shape(self):
-        """(C, H, W) as DataTransformer::InferBlobShape gives it, or None when the dataset decides."""
+    def data_shape(self, batch):
+        """((C, H, W), origin) as DataTransformer::InferBlobShape gives it from the parameters."""
         t = self.lp.transform_param
         self.check(not (t.force_color and t.force_gray), "cannot set both force_color and force_gray")
         crop = (t.crop_size, t.crop_size) if t.crop_size else (t.crop_h, t.crop_w)
@@ -85,23 +91,25 @@ class AnnotatedData(ThreeBatches, Prefetching):
         if resized and all(crop):
             self.check(resized[0] >= crop[0] and resized[1] >= crop[1],
                        f"the crop {crop[0]}x{crop[1]} is larger than the resized image {resized[0]}x{resized[1]}")
+        if self.declared():
+            return None, "--input"
         size = crop if all(crop) else resized
+        channels = 3 if t.force_color else 1 if t.force_gray else None
         if size is None:
-            return None
-        return (1 if t.force_gray else 3,) + tuple(size)
+            self.missing(batch, (channels, None, None),
+                         "AnnotatedData layer: its image size is in the dataset (no crop, no resize_param)")
+        origin = "the layer's transform_param"
+        if channels is None:
+            channels = self.assume_colour(batch, size[0], size[1], "the dataset's images are not read")
+            origin += "; 3 channels assumed"
+        return (channels,) + tuple(size), origin
 
     def reshape(self, bottoms):
-        tops = super().reshape(bottoms)
-        image = self.image_shape()
-        t = self.lp.transform_param
-        if image is not None:
-            self.note_origin(0, tops[0], "the layer's transform_param")
-            if not (t.force_color or t.force_gray) and self.lp.top[0] not in self.ctx.inputs:
-                self.assume(f"top '{self.lp.top[0]}' has 3 channels (the dataset's images are colour)",
-                            f"--input {self.lp.top[0]}=Nx1x{image[1]}x{image[2]}")
-        if len(tops) > 1:
-            tops[1] = self.label_top(tops[0][0])
-        return tops
+        batch = self.batch_size()
+        image, origin = self.data_shape(batch)
+        data = self.override(0, (batch,) + tuple(image) if image else None, own_batch=batch)
+        self.note_origin(0, data, origin)
+        return [data] + ([self.label_top(data[0])] if len(self.lp.top) > 1 else [])
 
     def label_top(self, batch):
         """(1, 1, boxes, 8): --input gives it whole (the batch does not apply to it), else one
@@ -121,22 +129,19 @@ class AnnotatedData(ThreeBatches, Prefetching):
         self.note_origin(1, shape, "assumed: one box per image")
         return shape
 
-    def label_shape(self, batch):
-        return (1, 1, max(batch, 1), 8)
-
 
 @register("Data", fork=FORK)
-class SSDData(ThreeBatches, Data):
+class SSDData(ForkPrefetching, Data):
     pass
 
 
 @register("ImageData", fork=FORK)
-class SSDImageData(ThreeBatches, ImageData):
+class SSDImageData(ForkPrefetching, ImageData):
     pass
 
 
 @register("WindowData", fork=FORK)
-class SSDWindowData(ThreeBatches, WindowData):
+class SSDWindowData(ForkPrefetching, WindowData):
     pass
 
 
