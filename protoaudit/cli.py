@@ -98,7 +98,10 @@ def _common(p):
                    "propagate_down: false where their outputs enter the rest; Caffe's solver still keeps their "
                    "param diffs and history (repeatable; in diff, both nets)")
     p.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
-                   help="fill the file's ${NAME} templates (as DeepLab's scripts do before running Caffe; repeatable)")
+                   help="fill the file's ${NAME} templates (as DeepLab's scripts do before running Caffe), or give a "
+                   "count only the data decides: matched_priors (SSD's MultiBoxLoss: priors matched per image; "
+                   "default: every prior), detections (SSD's DetectionOutput: kept per image; default: the most "
+                   "it keeps) (repeatable)")
     p.add_argument("--fork", metavar="NAME",
                    help="read the files with this Caffe's schema and layers: " + ", ".join(SCHEMA_NAMES)
                    + " (default: the one that reads the file)")

@@ -95,9 +95,14 @@ class SigmoidCrossEntropyLoss(Loss):
 
     def touches(self, run):
         """The inner Sigmoid's output (the bottom's size); the GPU forward borrows both bottoms'
-        diffs as scratch."""
+        diffs as scratch. The inner Sigmoid is built from this layer's own parameters
+        (sigmoid_cross_entropy_loss_layer.hpp:49), so a loss_weight written in the file makes it a
+        loss too: SetLossWeights fills its output's diff at setup and each forward reads it."""
         t = super().touches(run)
         t.append(touch.buffer("sigmoid_output_", count(run.bottoms[0]), "forward", per_sample=True))
+        if self.lp.loss_weight and self.lp.loss_weight[0]:
+            t.append(touch.buffer("sigmoid_output_.diff", count(run.bottoms[0]),
+                                  "forward" if run.mode == "gpu" else "setup", per_sample=True))
         if run.mode == "gpu":
             t += [touch.bottom(0, "diff", "forward"), touch.bottom(1, "diff", "forward")]
         return t
