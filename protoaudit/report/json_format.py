@@ -40,7 +40,7 @@ def sweep_dict(sweep):
     if sweep is None:
         return None, None
     rows = [{"batch": r.batch, "total_bytes": r.total, "other_engine_total_bytes": r.other_engine_total,
-             "per_sample_bytes": r.per_sample, "fixed_bytes": r.fixed, "fits": r.fits, "refused": r.refused or None}
+             "per_sample_bytes": r.per_sample, "fixed_bytes": r.fixed, "fits": r.fits, "how": r.how, "refused": r.refused or None}
             for r in sweep.rows]
     basis = {"how": sweep.how, "base_batch": sweep.base_batch, "checked_at": sweep.checked_at, "engine": sweep.engine,
              "other_engine": sweep.other_engine, "budget_bytes": sweep.budget, "description": sweep.describe(),
