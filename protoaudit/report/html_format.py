@@ -4,7 +4,7 @@ No network, no CDN, no server: the style, the charts (inline SVG, protoaudit.rep
 small script are in the file, and its Content-Security-Policy allows nothing else (no fetch, no
 image, no font, and no script but this one, by its hash). The page reads fully without
 JavaScript: every table is plain HTML; the script only adds sorting (click a column's head) and
-filtering (by layer name or type). Every name from the prototxt is escaped (html.escape), and
+filtering (by layer name or type); rows that tie keep the net's order. Every name from the prototxt is escaped (html.escape), and
 the script never writes HTML, only moves rows and hides them.
 
 Written with the standard library (html.escape and f-strings): the page is a handful of
@@ -74,7 +74,7 @@ SCRIPT = """
     rows.sort(function (a, b) {
       var x = key(a.cells[index], numeric), y = key(b.cells[index], numeric);
       var order = numeric ? (x < y ? -1 : x > y ? 1 : 0) : collate(x, y);
-      return descending ? -order : order;
+      return (descending ? -order : order) || a.protoauditIndex - b.protoauditIndex;
     });
     var frag = document.createDocumentFragment();
     rows.forEach(function (r) { frag.appendChild(r); });
@@ -100,6 +100,7 @@ SCRIPT = """
   Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function (table) {
     var head = table.tHead.rows[table.tHead.rows.length - 1];
     var heads = Array.prototype.slice.call(head.cells);
+    Array.prototype.forEach.call(table.tBodies[0].rows, function (r, i) { r.protoauditIndex = i; });
     heads.forEach(function (th, i) {
       th.classList.add("sortable");
       th.tabIndex = 0;
