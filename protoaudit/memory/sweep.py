@@ -112,8 +112,10 @@ def sweep(audit, batches, audit_at, budget=None):
         if p.refused:
             result.refused = result.refused or p.refused
             continue
-        for engine in engines:
-            result.broken += _rule_misses(start.sizes[engine], p.sizes[engine], base, b)
+        for engine in engines:  # each buffer named once, under the first engine that shows it
+            named = {miss[:3] for miss in result.broken}
+            result.broken += [m for m in _rule_misses(start.sizes[engine], p.sizes[engine], base, b)
+                              if m[:3] not in named]
     if not (result.refused or result.broken):
         result.rows = [_row(_scaled(start, b), b, audit.engine, other, budget, "scaled") for b in batches]
         return result
