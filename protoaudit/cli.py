@@ -73,8 +73,9 @@ def diff_parser():
     return p
 
 
-def _common(p):
-    """The options that apply to an audit, and to both sides of a diff."""
+def _common(p, formats=True):
+    """The options that apply to an audit, and to both sides of a diff (and to protoaudit-check,
+    which has no --format)."""
     p.add_argument("--phase", choices=["train", "test"], type=str.lower,
                    help="build this phase's net only (default: train for a net file; all nets of a solver)")
     p.add_argument("--stage", action="append", default=[], help="a NetState stage (repeatable)")
@@ -112,7 +113,8 @@ def _common(p):
     p.add_argument("--root", metavar="DIR",
                    help="the folder Caffe ran in: dataset and net paths in the file are relative to it "
                    "(default: the working directory)")
-    p.add_argument("--format", choices=["text", *FORMATS], default="text", type=str.lower)
+    if formats:
+        p.add_argument("--format", choices=["text", *FORMATS], default="text", type=str.lower)
 
 
 def _bytes(value):
