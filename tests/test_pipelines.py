@@ -34,7 +34,7 @@ def at_batch(text, n):
     """Seed 001's new net with its DummyData batch set to n (the data's and the label's first dim)."""
     out = text.replace("dim: 1\n      dim: 4\n", f"dim: {n}\n      dim: 4\n", 1)
     out = out.replace("dim: 1\n      dim: 1\n", f"dim: {n}\n      dim: 1\n", 1)
-    assert out.count(f"dim: {n}\n") == 2
+    assert out.count(f"dim: {n}\n      dim: 4\n") == out.count(f"dim: {n}\n      dim: 1\n") == 1
     return out
 
 
@@ -48,7 +48,7 @@ def tools(tmp_path):
     """A bin folder with `protoaudit` and `protoaudit-check` as pip installs them, running this tree:
     the installed console scripts when they sit beside this Python, else the modules they call."""
     folder = tmp_path / "bin"
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)
     for name, module in (("protoaudit", "protoaudit"), ("protoaudit-check", "protoaudit.check")):
         installed = os.path.join(os.path.dirname(sys.executable), name)
         script = folder / name
@@ -193,15 +193,18 @@ def test_workflow_report_step_on_two_commits_of_a_net(tmp_path):
     git(repo, "commit", "-qm", "the old net")
     base = git(repo, "rev-parse", "HEAD").strip()
     shutil.copy(NEW, repo / "models" / "segnet.prototxt")  # the net changes
-    (repo / "models" / "added.prototxt").write_text(at_batch(NEW_TEXT(), 1))  # a new net
+    (repo / "models" / "added.prototxt").write_text(at_batch(NEW_TEXT(), 2))  # a new net
     (repo / "models" / "broken.prototxt").write_text(BAD)  # a new file that is no net
     os.remove(repo / "models" / "gone.prototxt")  # a removed net is not audited
     (repo / "README.md").write_text("not a net\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "the new net")
     outputs = tmp_path / "github_output"
-    env = dict(os.environ, **{k: str(v) for k, v in report["env"].items()}, BASE_SHA=base, GPU_MEM="8G",
-               GITHUB_OUTPUT=str(outputs), PATH=tools(tmp_path) + os.pathsep + os.environ["PATH"])
+    env = dict(os.environ)
+    env.update({k: str(v) for k, v in report["env"].items()})  # the step's own settings (COMMENT, GPU_MEM)
+    # then what GitHub fills in: the base commit, the outputs file; and an 8 GiB card
+    env.update(BASE_SHA=base, GPU_MEM="8G", GITHUB_OUTPUT=str(outputs),
+               PATH=tools(tmp_path) + os.pathsep + os.environ["PATH"])
     # as GitHub runs a step: bash --noprofile --norc -eo pipefail FILE
     script = tmp_path / "step.sh"
     script.write_text(report["run"])
