@@ -346,9 +346,9 @@ def audit_csv(rows):
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(["net", "layer", "type", "top_shapes", "params_bytes", "data_bytes", "diffs_bytes", "buffers_bytes",
-                "workspace_bytes", "total_bytes", "cumulative_bytes"])
+                "workspace_bytes", "total_bytes", "cumulative_bytes", "assumed"])
     for r, cols, rt, run in table_rows(rows):
-        w.writerow([r.net, r.name, r.type, shapes(r.tops)] + [cols[c] for c in COLUMNS] + [rt, run])
+        w.writerow([r.net, r.name, r.type, shapes(r.tops)] + [cols[c] for c in COLUMNS] + [rt, run, ""])
     return out.getvalue().rstrip("\n")
 
 

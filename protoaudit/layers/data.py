@@ -212,15 +212,7 @@ class Declared(Layer):
         """Why the user must declare the layer's tops."""
         return f"unknown layer type '{lp.type}'"
 
-
-@register("Python")
-class Python(Declared):
-    """A Python layer's shapes are set by code protoaudit never imports: the user declares them."""
-
-    gap = "what its Python code allocates (protoaudit never runs it)"
-
     @classmethod
-    def why(cls, lp):
-        p = lp.python_param
-        return (f"Python layer ({p.module}.{p.layer}): its top shapes are set by Python code, which protoaudit "
-                "never runs")
+    def asks(cls, lp):
+        """Whether the user must declare this layer's tops (else it knows their shapes)."""
+        return True

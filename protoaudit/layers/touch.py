@@ -12,7 +12,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Touch:
     stage: str  # setup | forward | backward
-    what: str  # bottom | top | param | buffer
+    what: str  # bottom | top | param | buffer | stop
     index: int = 0  # which bottom, top or param
     part: str = "data"  # data | diff (for blobs and params)
     name: str = ""  # a private buffer's name, as in Caffe's source (col_buffer_, max_idx_, ...)
@@ -44,6 +44,12 @@ def param(k, part, stage):
 def buffer(name, elements, stage, *, per_sample, itemsize=4, kind="layer buffer", note="", device="device"):
     return Touch(stage, "buffer", name=name, elements=int(elements), itemsize=itemsize,
                  per_sample=per_sample, kind=kind, note=note, device=device)
+
+
+def stop(stage, why):
+    """Caffe stops here: the layer has no code for this pass in this mode (a fork's
+    NOT_IMPLEMENTED). Reached only when the audited run makes that pass."""
+    return Touch(stage, "stop", note=why)
 
 
 @dataclass

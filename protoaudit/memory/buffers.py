@@ -8,6 +8,7 @@ Flatten, Reshape, shared params) makes two names one buffer.
 """
 from dataclasses import dataclass
 
+from ..errors import InputError
 from ..layers import touch
 from ..layers.base import count
 from ..layers.touch import Run
@@ -174,6 +175,9 @@ def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", 
             shape = owner.params[owner_k].shape
             out.append(_buffer(label, node.name, f"{owner.name}.param{owner_k}", f"param {t.part}", count(shape), 4,
                                t.stage, False, "host" if cpu else "device", "x".join(map(str, shape))))
+        elif what == "stop":
+            raise InputError(t.note, file=net.path, line=node.line, layer=node.name,
+                             fix="audit it where Caffe has that code: GPU mode (--mode gpu)")
         else:
             key = ("buffer", node.index, t.name)
             if key in seen:

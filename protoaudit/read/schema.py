@@ -18,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FORKS = {
     "segnet": "caffe-segnet (alexgkendall/caffe-segnet)",
     "ducha": "ducha-aiki's fork (caffenet-benchmark)",
+    "fastrcnn": "caffe-fast-rcnn (rbgirshick/caffe-fast-rcnn, py-faster-rcnn's Caffe)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 

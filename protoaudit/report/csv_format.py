@@ -3,6 +3,8 @@
 
 The rows are the per-layer table's (the nets' layers, then the solver's state and the CUDA
 context), so the last cumulative figure is the total. Shapes are written as in the text report.
+The last column holds the guesses protoaudit made for that layer (a Python layer's built-in
+shapes), each with the flag that changes it.
 """
 import csv
 import io
@@ -10,7 +12,7 @@ import io
 from .units import shapes
 
 AUDIT_HEAD = ["net", "layer", "type", "top_shapes", "params_bytes", "data_bytes", "diffs_bytes", "buffers_bytes",
-              "workspace_bytes", "total_bytes", "cumulative_bytes"]
+              "workspace_bytes", "total_bytes", "cumulative_bytes", "assumed"]
 SWEEP_HEAD = ["batch", "total_bytes", "other_engine_total_bytes", "per_sample_bytes", "fixed_bytes", "fits", "how",
               "refused"]
 DIFF_HEAD = ["net", "layer", "status", "type_a", "type_b", "tops_a", "tops_b", "bytes_a", "bytes_b", "change_bytes"]
@@ -29,9 +31,13 @@ def render(audit, summary, fit=None):
         return _write(SWEEP_HEAD, [
             [r.batch, r.total, r.other_engine_total, r.per_sample, r.fixed, "" if r.fits is None else str(r.fits).lower(),
              r.how, r.refused] for r in audit.sweep.rows])
+    assumed = {}
+    for net, a in summary.assumptions:
+        assumed.setdefault((net, a.layer), []).append(f"{a.what} (to change it: {a.override})")
     return _write(AUDIT_HEAD, [
         [r.net, r.name, r.type, shapes(r.tops)]
         + [r.columns[c] for c in ("params", "data", "diffs", "buffers", "workspace")] + [r.total, r.cumulative]
+        + ["; ".join(assumed.get((r.net, r.name), ()))]
         for r in summary.rows])
 
 

@@ -129,8 +129,8 @@ def render(audit, summary, fit=None):
 
 def gap_lines(summary):
     """The layers whose own allocations protoaudit cannot see."""
-    return [f"Not counted: layer '{layer}' ({kind}) of the {net} net: {what}; its tops are as declared."
-            for net, layer, kind, what in summary.gaps]
+    return [f"Not counted: layer '{layer}' ({kind}) of the {net} net: {what}; "
+            "its tops are counted at the shapes shown." for net, layer, kind, what in summary.gaps]
 
 
 def explanation(audit, summary, fit=None):
