@@ -333,8 +333,8 @@ def render_diff(c, fit_a=None, fit_b=None):
             f'<p class="describe"><b>A</b>: <code>{escape(c.a.path)}</code>: {escape(describe(c.a))}</p>',
             f'<p class="describe"><b>B</b>: <code>{escape(c.b.path)}</code>: {escape(describe(c.b))}</p></header>',
             '<section id="summary"><h2>Summary</h2>',
-            f'<p class="total"><b>B needs {escape(signed(c.delta))}</b> against A: {escape(size(c.summary_b.total))} '
-            f"against {escape(size(c.summary_a.total))}.</p>",
+            f'<p class="total"><b>Change: {escape(signed(c.delta))}</b> (B: {escape(size(c.summary_b.total))}, '
+            f"A: {escape(size(c.summary_a.total))}).</p>",
             _verdict(fit_a, c.a, "A: "), _verdict(fit_b, c.b, "B: "), _list(facts), _diff_kinds(c), "</section>",
             '<section id="explanation"><h2>Why</h2>', _list(c.sentences), "</section>",
             '<section id="chart"><h2>Memory by layer</h2><h3>A</h3>',

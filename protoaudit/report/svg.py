@@ -9,8 +9,8 @@ from html import escape
 from .chart import COLOURS, MAX_LABELS, STACK, categories, slots, unit
 from .units import size
 
-WIDTH, HEIGHT = 960, 380
-LEFT, RIGHT, TOP, BOTTOM = 64, 72, 16, 112  # margins: the axes' labels, the layer names below
+WIDTH, HEIGHT = 960, 400
+LEFT, RIGHT, TOP, BOTTOM = 64, 72, 16, 132  # margins: the axes' labels, the layer names below
 SWEEP_HEIGHT, SWEEP_BOTTOM = 300, 44
 LABEL_CHARS = 22
 ENGINE_COLOURS = ("#c00000", "#4e79a7")  # the audit's engine, the other one
