@@ -282,3 +282,21 @@ def test_html_is_a_format_of_diff_and_audit_alike():
     for args in ([NEW], ["diff", OLD, NEW]):
         r = run_protoaudit(*args, "--format", "html")
         assert r.returncode == 0 and r.stdout.startswith("<!DOCTYPE html>") and r.stdout.rstrip().endswith("</html>")
+
+
+def test_the_explanation_holds_the_recipe_gaps_shapes_and_assumptions():
+    """FCN-8s's Python data layer (samples/): a gap, where its shapes came from, and what was assumed,
+    each as the text report writes it."""
+    import html
+
+    net = "samples/voc-fcn8s_train.prototxt"
+    page = run_protoaudit(net, "--format", "html").stdout
+    section = page[page.index('<section id="explanation">'):]
+    items = [html.unescape(x) for x in re.findall(r"<li>(.*?)</li>", section[:section.index("</section>")])]
+    text = run_protoaudit(net).stdout.splitlines()
+    wanted = [line.strip() for line in text
+              if line.startswith(("Hand recipe", "  It leaves out", "Not counted", "Data shape", "Assumed"))]
+    assert sorted(items) == sorted(wanted)
+    assert any(x.startswith("Not counted: layer 'data' (Python)") for x in items)
+    assert any(x.startswith("Assumed: net net, layer 'data'") for x in items)
+    assert len([x for x in items if x.startswith("Data shape")]) == 2

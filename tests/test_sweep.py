@@ -210,3 +210,17 @@ def test_a_bad_sweep_is_one_line_and_exit_2(value, says):
     r = run_protoaudit(OLD, "--sweep", value)
     assert r.returncode == 2 and r.stdout == ""
     assert len(r.stderr.splitlines()) == 1 and says in r.stderr and r.stderr.startswith("protoaudit: --sweep")
+
+
+def test_plot_with_a_sweep_draws_memory_against_the_batch(tmp_path):
+    pytest.importorskip("matplotlib")
+    import xml.etree.ElementTree as ET
+
+    out = tmp_path / "sweep.svg"
+    r = run_protoaudit(OLD, "--sweep", "1,2,4,8", "--gpu-mem", "8G", "--plot", out, timeout=120)
+    assert r.returncode == 0, r.stderr
+    ids = {g.get("id"): g for g in ET.parse(out).getroot().iter("{http://www.w3.org/2000/svg}g") if g.get("id")}
+    assert {"sweep-total", "sweep-other", "sweep-fixed", "card"} <= set(ids)
+    # one point per batch on the total's line (matplotlib writes the line as one path of 4 points)
+    path = next(ids["sweep-total"].iter("{http://www.w3.org/2000/svg}path")).get("d")
+    assert len([c for c in path.split() if c in ("M", "L")]) == 4
