@@ -298,6 +298,7 @@ def _net_audits(nets, mode, engine, kind, inference):
     out = []
     train = next((n for n in nets if n.role in ("train", "net")), None)
     shared = {layer.name for layer in train.layers if layer.params} if train is not None else set()
+    libraries = set()  # a library's one-time state (OpenCV, HDF5) is the process's: counted once
     for k, net in enumerate(nets):
         is_test = net.role == "test" and not inference  # a solver's test net runs forward only
         label = net.role if net.role != "test" else f"test#{k}" if len(nets) > 2 else "test"
@@ -306,6 +307,8 @@ def _net_audits(nets, mode, engine, kind, inference):
         runs = not is_test or solver_tests(net.solver)
         buffers = net_buffers(net, mode=mode, engine=engine, backward=backward, label=label,
                               shared_params=shared if is_test else None, forward=runs)
+        buffers = [b for b in buffers if b.kind != "library state" or b.owner not in libraries]
+        libraries.update(b.owner for b in buffers if b.kind == "library state")
         buffers.append(host_objects(net, label))
         out.append(NetAudit(net, net.role, not backward, buffers, runs))
     return out

@@ -21,8 +21,9 @@ with open(os.path.join(CORPUS, "oracle_shapes.json")) as f:
 BVLC_RUNS = [run for run in ORACLE.values() if "memory_required_for_data" in run]
 SEGNET_RUNS = [run for run in ORACLE.values() if "memory_required_for_data_fork" in run]
 
-# Data layers whose top shapes are in the dataset (LMDB/LevelDB datums, HDF5 files): protoaudit must
-# ask for --input. ImageData and WindowData state theirs (crop or resize); FCN's Python data layers
+# Data layers whose top shapes are in the dataset (LMDB/LevelDB datums, HDF5 files): with no dataset
+# on disk, protoaudit asks for --input unless their parameters fix the size (a crop: then 3 channels
+# are assumed). ImageData and WindowData state theirs (crop or resize); FCN's Python data layers
 # get their published sizes (tests/test_python_layers.py).
 DATASET_SHAPED = {"Data", "DATA", "HDF5Data"}
 
@@ -102,16 +103,53 @@ STATED = [run for run in BVLC_RUNS if _first_data_layer(run) and _first_data_lay
 PYTHON_DATA = [run for run in BVLC_RUNS if _first_data_layer(run) and _first_data_layer(run)[1] == "Python"]
 
 
-@pytest.mark.parametrize("file", sorted(ASKING))
+def _crops(file):
+    """Whether the file's Data layers crop (transform_param { crop_size }): then the parameters fix
+    their height and width, and only the channel count is left to assume."""
+    with open(path_of(file)) as f:
+        return ASKING_TYPES[file] in ("Data", "DATA") and re.search(r"crop_size\s*:\s*[1-9]", f.read()) is not None
+
+
+CROPPING = sorted(f for f in ASKING if _crops(f))
+ASKING_STILL = sorted(f for f in ASKING if not _crops(f))
+
+
+@pytest.mark.parametrize("file", CROPPING)
+def test_cropping_data_layer_is_sized_by_its_parameters(file):
+    """With no dataset on disk, a Data layer that crops is crop x crop; its channel count is assumed
+    to be 3 (colour images), which is what real Caffe read from these ImageNet datasets (the
+    oracle's shapes), and the report says so with the flag that changes it."""
+    layer, tops = ASKING[file]
+    run = run_protoaudit(path_of(file), "--phase", "train", "--caffe-log")
+    net = built(run)
+    oracle = next(r for r in BVLC_RUNS if r["file"] == file and r["phase"] == "TRAIN")
+    want = dict(value.split("=") for value in oracle["input_shapes"])[tops[0]].split(",")
+    got = dict(blob_shapes(net))[tops[0]]
+    assert list(got[1:]) == [int(d) for d in want[1:]], (got, want)
+    text = run_protoaudit(path_of(file), "--phase", "train")
+    assert text.returncode == 0, text.stderr
+    origin = re.search(rf"Data shape: .*layer '{re.escape(layer)}', top '{re.escape(tops[0])}' [0-9x]+: (.*)",
+                       text.stdout).group(1)
+    if "mean_value" in origin:  # one mean_value per channel: 3 of them say 3 channels
+        assert origin == "the layer's parameters (3 mean_value entries)", origin
+    else:
+        assert origin == "the layer's parameters; 3 channels assumed", origin
+        assert re.search(rf"Assumed: .*layer '{re.escape(layer)}': top '{re.escape(tops[0])}' has 3 channels .*"
+                         rf"--input {re.escape(tops[0])}={got[0]}xCx{got[2]}x{got[3]}", text.stdout), text.stdout[-600:]
+
+
+@pytest.mark.parametrize("file", ASKING_STILL)
 def test_dataset_shaped_data_layer_asks_for_input(file):
     layer, tops = ASKING[file]
     msg = refusal(run_protoaudit(path_of(file), "--phase", "train"))
     assert re.match(rf"protoaudit: {re.escape(path_of(file))}:\d+: layer '{re.escape(layer)}': ", msg), msg
-    # a Data layer's label is (batch,) whatever the dataset holds: only its data top is asked for;
-    # every top of a layer whose tops all come from the files (HDF5Data) is
+    # a Data layer's label is (batch,) whatever the dataset holds: only its data top is asked for,
+    # with the batch filled in; every top of a layer whose tops all come from the files (HDF5Data) is
     asked = tops[:1] if ASKING_TYPES[file] in ("Data", "DATA") else tops
     for top in tops:
         assert (f"--input {top}=" in msg) == (top in asked), msg
+    if ASKING_TYPES[file] in ("Data", "DATA"):
+        assert re.search(rf"--input {re.escape(tops[0])}=\d+x", msg) and "not found" in msg, msg
 
 
 @pytest.mark.parametrize("run", STATED, ids=run_id)

@@ -298,5 +298,5 @@ def test_the_explanation_holds_the_recipe_gaps_shapes_and_assumptions():
               if line.startswith(("Hand recipe", "  It leaves out", "Not counted", "Data shape", "Assumed"))]
     assert sorted(items) == sorted(wanted)
     assert any(x.startswith("Not counted: layer 'data' (Python)") for x in items)
-    assert any(x.startswith("Assumed: net net, layer 'data'") for x in items)
+    assert any(x.startswith("Assumed: the net, layer 'data'") for x in items)
     assert len([x for x in items if x.startswith("Data shape")]) == 2

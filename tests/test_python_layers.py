@@ -188,7 +188,7 @@ def test_input_replaces_a_default_and_the_rest_follows():
 def test_every_default_is_an_assumption_in_every_format():
     file = corpus("nets/faster_rcnn_vgg16_end2end_train.prototxt")
     text = run_protoaudit(file).stdout
-    assert "Assumed: net net, layer 'rpn-data'" in text and "--input rpn_labels=1x1x342x63" in text
+    assert "Assumed: the net, layer 'rpn-data'" in text and "--input rpn_labels=1x1x342x63" in text
     md = run_protoaudit(file, "--format", "markdown").stdout
     assert "layer `proposal`" in md and "`--input rpn_rois=2000x5" in md
     report = json.loads(run_protoaudit(file, "--format", "json").stdout)
