@@ -107,6 +107,7 @@ def test_sweep_of_each_seed_net_is_the_hand_figures(net, new, base):
         assert row["how"] == "scaled" and row["refused"] is None
     basis = report["sweep_basis"]
     assert basis["how"] == "scaled" and basis["base_batch"] == base and basis["not_scaling"] == []
+    assert basis["refused_at"] is None
     assert basis["checked_at"] == sorted({1, 8, base})
     # the sweep's row at the audited batch is the audit itself
     row = next(r for r in report["sweep"] if r["batch"] == base)
@@ -161,7 +162,7 @@ def test_batches_caffe_refuses_are_said_and_the_rest_stay_exact():
             assert row["total_bytes"] == fixed + row["batch"] * per_image, row
         else:
             assert row["total_bytes"] is None and "a Caffe blob holds at most 2,147,483,647" in row["refused"]
-    assert report["sweep_basis"]["how"] == "audited"
+    assert report["sweep_basis"]["how"] == "audited" and report["sweep_basis"]["refused_at"] == 64
     assert "Caffe refuses the net at batch 64" in report["sweep_basis"]["description"]
     text = run_protoaudit(NEW, "--sweep", "1..64").stdout
     assert text.count("Caffe refuses the net:") == 1  # one line for the batches 43 to 64

@@ -45,7 +45,7 @@ class Sweep:
     other_engine: str = None
     budget: int = None
     broken: list = field(default_factory=list)  # (net, owner, kind, batch, expected bytes, audited bytes)
-    refused: str = ""  # why the rule could not be checked: Caffe refuses the net at a probed batch
+    refused_at: int = None  # a probed batch Caffe refuses the net at: the rule could not be checked there
 
     def describe(self):
         """One sentence: how the totals were found."""
@@ -56,8 +56,8 @@ class Sweep:
             return (f"Totals scaled from the audit at batch {self.base_batch}: every buffer that grows with the batch "
                     f"has it as its first axis and the rest stays the same, as audits at batch {checked} confirm.")
         why = []
-        if self.refused:
-            why.append(f"Caffe refuses the net at batch {self.checked_at[-1]}, so the rule could not be checked there")
+        if self.refused_at is not None:
+            why.append(f"Caffe refuses the net at batch {self.refused_at}, so the rule could not be checked there")
         if self.broken:
             named = "; ".join(f"{owner} ({kind}{'' if net == 'net' else ', ' + net + ' net'}): {_bytes(expected)} "
                               f"expected at batch {batch}, "
@@ -110,13 +110,13 @@ def sweep(audit, batches, audit_at, budget=None):
     for b in probes:
         p = at(b)
         if p.refused:
-            result.refused = result.refused or p.refused
+            result.refused_at = b if result.refused_at is None else result.refused_at
             continue
         for engine in engines:  # each buffer named once, under the first engine that shows it
             named = {miss[:3] for miss in result.broken}
             result.broken += [m for m in _rule_misses(start.sizes[engine], p.sizes[engine], base, b)
                               if m[:3] not in named]
-    if not (result.refused or result.broken):
+    if result.refused_at is None and not result.broken:
         result.rows = [_row(_scaled(start, b), b, audit.engine, other, budget, "scaled") for b in batches]
         return result
     result.how = "audited"

@@ -43,7 +43,8 @@ def sweep_dict(sweep):
              "per_sample_bytes": r.per_sample, "fixed_bytes": r.fixed, "fits": r.fits, "how": r.how, "refused": r.refused or None}
             for r in sweep.rows]
     basis = {"how": sweep.how, "base_batch": sweep.base_batch, "checked_at": sweep.checked_at, "engine": sweep.engine,
-             "other_engine": sweep.other_engine, "budget_bytes": sweep.budget, "description": sweep.describe(),
+             "other_engine": sweep.other_engine, "budget_bytes": sweep.budget, "refused_at": sweep.refused_at,
+             "description": sweep.describe(),
              "not_scaling": [{"net": net, "owner": owner, "kind": kind, "batch": batch, "expected_bytes": expected,
                               "audited_bytes": got} for net, owner, kind, batch, expected, got in sweep.broken]}
     return rows, basis
