@@ -14,6 +14,7 @@ import pytest
 
 import logparse
 from conftest import DATA, run_protoaudit
+from test_fork_cls import CORPUS_HELP
 
 CORPUS = os.path.join(DATA, "corpus")
 with open(os.path.join(CORPUS, "oracle_shapes.json")) as f:
@@ -231,23 +232,16 @@ def test_segnet_pascal_deploy_gets_every_shape():
 OTHER_FORKS = {
     "nets/enet_train_encoder.prototxt": ('no field named "label_divide_factor"', []),
     "nets/enet_deploy_final.prototxt": ('no field named "bn_param"', []),
-    "nets/densenet121_deploy.prototxt": ('no field named "ceil_mode"', []),
-    "nets/densenet161_deploy.prototxt": ('no field named "ceil_mode"', []),
-    "nets/densenet_memeff_tongcheng_c10.prototxt": ('no field named "denseblock_param"', []),
-    "nets/densenet_bc_memeff_tongcheng_c10.prototxt": ('no field named "denseblock_param"', []),
-    "nets/deeplabv2_vgg16_largefov_train.prototxt": ('no field named "label_type"', []),
-    "nets/deeplabv2_resnet101_msc_test.prototxt": ('no field named "label_type"', []),
+    # caffe-priv's caffe.proto (ceil_mode pooling, R-FCN and DeepLab fields) reads these; their types it lacks
+    "nets/deeplabv2_vgg16_largefov_train.prototxt": ("unknown layer type 'ImageSegData'", []),
+    "nets/deeplabv2_resnet101_msc_test.prototxt": ("unknown layer type 'ImageSegData'", ["--phase=test"]),
     "nets/v1_deeplab_v1_vgg128_noup_train.prototxt": ("no value named IMAGE_SEG_DATA", []),
     "nets/v1_deeplab_v1_vgg128_noup_test.prototxt": ("no value named IMAGE_SEG_DATA", []),
     "nets/mobilenet_ssd_train.prototxt": ('"interp_mode"', []),
     "nets/mobilenet_ssd_deploy.prototxt": ('no field named "permute_param"', []),
     "nets/pspnet101_voc2012_473_deploy.prototxt": ('no field named "slope_filler"', []),
     "nets/pspnet101_cityscapes_713_deploy.prototxt": ('no field named "slope_filler"', []),
-    "nets/soeaver_faster_rcnn_air101_train.prototxt": ('no field named "ceil_mode"', []),
-    "nets/soeaver_pspnet_resnet101v2_train.prototxt": ('no field named "scale_factors"', []),
-    "nets/soeaver_resnext50_32x4d_deploy.prototxt": ('no field named "ceil_mode"', []),
-    "nets/soeaver_wrn50_2_deploy.prototxt": ('no field named "ceil_mode"', []),
-    "nets/sphereface20_train.prototxt": ('no field named "margin_inner_product_param"', []),
+    "nets/soeaver_pspnet_resnet101v2_train.prototxt": ("unknown layer type 'ImageSegData'", []),
 }
 
 
@@ -256,7 +250,7 @@ def test_other_forks_net_is_refused_naming_what_is_missing(file):
     missing, inputs = OTHER_FORKS[file]
     # DeepLab's nets are templates: --define fills them as its scripts do
     msg = refusal(run_protoaudit(path_of(file), "--define", "NUM_LABELS=21",
-                                 *[a for v in inputs for a in ("--input", v)]))
+                                 *[a for v in inputs for a in ((v,) if v.startswith("--") else ("--input", v))]))
     assert re.match(rf"protoaudit: {re.escape(path_of(file))}(:\d+: layer '[^']+': |: \d+ layers need a top shape)",
                     msg), msg
     assert missing in msg
@@ -272,5 +266,7 @@ def test_every_corpus_file_is_held_to_something():
     bvlc = {run["file"] for run in BVLC_RUNS}
     segnet = {run["file"] for run in SEGNET_RUNS} | set(SEGNET_INFERENCE) | {"nets/segnet_pascal_deploy.prototxt"}
     fastrcnn = set(HELP) - bvlc
-    assert not bvlc & segnet and not (bvlc | segnet | fastrcnn) & set(OTHER_FORKS)
-    assert files == bvlc | segnet | fastrcnn | set(OTHER_FORKS)
+    forks = set(CORPUS_HELP)  # tests/test_fork_cls.py: SphereFace, ceil_mode and DenseBlock nets
+    assert not bvlc & segnet and not (bvlc | segnet | fastrcnn | forks) & set(OTHER_FORKS)
+    assert not (bvlc | segnet | fastrcnn) & forks
+    assert files == bvlc | segnet | fastrcnn | forks | set(OTHER_FORKS)
