@@ -1,5 +1,6 @@
 """The public entry point: `audit(path, **options)`: the nets a file stands for, built, and every
 allocation Caffe would make for them, held at once as `caffe train` (or the chosen run) holds them."""
+import functools
 from dataclasses import dataclass, field, replace
 
 from .collector import paused
@@ -62,6 +63,8 @@ class Audit:
     extra: list = field(default_factory=list)  # Buffer: solver history, the CUDA context
     other_engine_total: int = None  # the same run's total under the other engine (gpu mode)
     death: object = None  # protoaudit.memory.failure.Death: where a run in the Caffe log audited died
+    fit: object = None  # protoaudit.memory.fit.Fit, against a card (protoaudit.audit(gpu_mem=...), --gpu-mem)
+    sweep: object = None  # protoaudit.memory.sweep.Sweep (protoaudit.audit(sweep=...), --sweep)
 
     @property
     def buffers(self):
@@ -79,6 +82,31 @@ class Audit:
     @property
     def train(self):
         return next((n for n in self.nets if n.role in ("train", "net")), None)
+
+    # the library's surface (README, "As a library"): the figures every report shows
+    @functools.cached_property
+    def summary(self):
+        """protoaudit.memory.summary.Summary: the per-layer rows and the totals by category."""
+        from .memory.summary import summarize
+
+        return summarize(self)
+
+    def rows(self):
+        """The per-layer table's rows (LayerRow: net, name, type, tops, columns, total, cumulative, buffers)."""
+        return self.summary.rows
+
+    def explain(self):
+        """The plain-words lines: the hand recipe and what it leaves out, freezing, layers not counted,
+        where data shapes came from and what was assumed, the verdict, where a logged run died."""
+        from .report.text import explanation
+
+        return explanation(self, self.summary, self.fit)
+
+    def to_dict(self):
+        """The JSON report (--format json) as dicts and lists."""
+        from .report.json_format import to_dict
+
+        return to_dict(self, self.summary, self.fit)
 
 
 @paused
