@@ -17,14 +17,17 @@ FORK_REGISTRY = {}  # fork schema name -> {type name -> class}: a fork's own typ
 
 def register(*type_names, fork=None):
     """Class decorator: the Caffe type names (as in `type: "..."`) the class implements; with
-    `fork`, in that fork's nets only (the name of its schema, proto/forks/NAME.proto)."""
+    `fork`, in that fork's nets only (the name of its schema, proto/forks/NAME.proto), or a tuple
+    of forks that share the layer's source."""
 
     def deco(cls):
-        table = REGISTRY if fork is None else FORK_REGISTRY.setdefault(fork, {})
-        for name in type_names:
-            if name in table:
-                raise RuntimeError(f"layer type {name} registered twice" + (f" for {fork}" if fork else ""))
-            table[name] = cls
+        for name_of_fork in (fork,) if fork is None or isinstance(fork, str) else fork:
+            table = REGISTRY if name_of_fork is None else FORK_REGISTRY.setdefault(name_of_fork, {})
+            for name in type_names:
+                if name in table:
+                    raise RuntimeError(f"layer type {name} registered twice"
+                                       + (f" for {name_of_fork}" if name_of_fork else ""))
+                table[name] = cls
         cls.type_names = type_names
         cls.fork = fork
         return cls

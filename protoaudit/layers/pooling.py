@@ -84,7 +84,7 @@ class Pooling(Layer):
         Backward reads only the first top's diff."""
         t = [x for x in super().touches(run) if not (x.what == "top" and x.part == "diff" and x.index > 0)]
         pool = self.lp.pooling_param.pool
-        if self.segnet_cudnn(run):
+        if self.cudnn_pooling(run):
             return t  # cuDNN pooling keeps no argmax
         if pool == 0 and len(run.tops) == 1:
             t.append(touch.buffer("max_idx_", count(run.tops[0]), "forward", per_sample=True))
@@ -92,9 +92,10 @@ class Pooling(Layer):
             t.append(touch.buffer("rand_idx_", count(run.tops[0]), "forward", per_sample=True))
         return t
 
-    def segnet_cudnn(self, run):
-        """caffe-segnet's factory, unlike BVLC's, gives MAX pooling to cuDNN too: any pooling in a
-        cuDNN build without padding and with one top, unless it asks for the CAFFE engine."""
+    def cudnn_pooling(self, run):
+        """Whether cuDNN pools (and so keeps no argmax): BVLC's factory keeps MAX pooling on Caffe's
+        engine; caffe-segnet's, unlike it, gives MAX pooling to cuDNN too: any pooling in a cuDNN
+        build without padding and with one top, unless it asks for the CAFFE engine."""
         p = self.lp.pooling_param
         return (self.ctx.schema == "segnet" and run.mode == "gpu" and run.engine == "cudnn"
                 and p.engine != 1 and not (p.pad or p.pad_h or p.pad_w) and len(run.tops) == 1)

@@ -43,3 +43,13 @@ def included(layer, state):
 
 def phase_name(state):
     return state.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_number[state.phase].name
+
+
+def phases_named(net):
+    """The phases (TRAIN, TEST) a net's include/exclude rules name."""
+    names = set()
+    for layer in net.layer:
+        for rule in list(layer.include) + list(layer.exclude):
+            if rule.HasField("phase"):
+                names.add(rule.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_number[rule.phase].name)
+    return names

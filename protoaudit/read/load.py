@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from google.protobuf import text_format
 
 from ..errors import InputError
-from .schema import FORKS, SCHEMA_NAMES, described, load_schema
+from .schema import FORKS, SCHEMA_NAMES, ancestors, described, load_schema
 from .tokens import Text, has_tokens, parse
 
 # Larger than any real net (the biggest public ones are well under 1 MiB): reading such a file
@@ -143,9 +143,9 @@ def _parse(text, schema, kind):
     return parse(text, message)
 
 
-def _types_used(message, kind):
+def _types_used(message, kind, schema_name="bvlc"):
     """The layer types a parsed net (or a solver's embedded nets) names, V1 enums as V2 names."""
-    from .upgrade import V1_TYPES
+    from .upgrade import v1_type
 
     nets = [message] if kind == "net" else list(_embedded_nets(message))
     used = {layer.type for net in nets for layer in net.layer}
@@ -153,7 +153,7 @@ def _types_used(message, kind):
         for v1 in net.layers:
             if v1.HasField("type"):
                 name = v1.DESCRIPTOR.fields_by_name["type"].enum_type.values_by_number[v1.type].name
-                used.add(V1_TYPES.get(name, name))
+                used.add(v1_type(name, schema_name) or name)
     return used
 
 
@@ -206,11 +206,17 @@ def _read(path, raw, schema_name):
         if bvlc is not None:  # the layer registry will name the type no fork knows
             return bvlc + (_outline(text, path),)
         raise _parse_failure(path, text, failures)
-    complete = [r for r in readings if _types_used(r[1], r[0]) <= _known_types(r[2].name)]
-    chosen = complete or readings
+    complete = [r for r in readings if _types_used(r[1], r[0], r[2].name) <= _known_types(r[2].name)]
+    chosen = _without_descendants(complete or readings)
     if len(chosen) > 1:
         _refuse_ambiguous(path, chosen)
     return chosen[0] + (_outline(text, path),)
+
+
+def _without_descendants(readings):
+    """A fork grown from another that also reads the file is not needed for it (DESCENDS_FROM)."""
+    names = {r[2].name for r in readings}
+    return [r for r in readings if not names & set(ancestors(r[2].name))]
 
 
 def _try(text, name, failures):
@@ -230,8 +236,8 @@ def _refuse_ambiguous(path, readings):
     same layer classes, refused (naming them) when not."""
     from ..layers import layer_class
 
-    used = sorted(_types_used(readings[0][1], readings[0][0]))
-    classes = {tuple(layer_class(t, r[2].name) for t in used) for r in readings}
+    classes = {tuple(layer_class(t, r[2].name) for t in sorted(_types_used(r[1], r[0], r[2].name)))
+               for r in readings}
     if len(classes) > 1:
         names = [r[2].name for r in readings]
         raise InputError(
