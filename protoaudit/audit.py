@@ -80,19 +80,21 @@ class Audit:
 
 @paused
 def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, schema=None, freeze=(),
-               test_batch=None, keep_test_batch=False, as_test=False, root=None):
+               test_batch=None, keep_test_batch=False, as_test=False, root=None, defines=None):
     """Every net the file stands for (one for a net file, train then tests for a solver), built.
     `batch` is the train (or only) net's, `test_batch` a solver's test nets'; with
     `keep_test_batch`, a test net's --input shapes keep the batch its file gives (it runs beside its
-    train net); `as_test` takes a net file's net for a test net. `freeze` names layers frozen with their ancestors (protoaudit.net.freeze) in every net
-    but the test nets, which run forward only. `root` is the folder Caffe ran in (dataset paths
-    are relative to it; default: the working directory)."""
+    train net); `as_test` takes a net file's net for a test net. `freeze` names layers frozen with
+    their ancestors (protoaudit.net.freeze) in every net but the test nets, which run forward only.
+    `root` is the folder Caffe ran in (dataset paths are relative to it; default: the working
+    directory). `schema` forces a schema (a fork's name: --fork), `defines` fill the file's ${NAME}
+    templates (--define)."""
     phase = phase.upper() if phase else None
     if phase not in (None, "TRAIN", "TEST"):
         raise InputError(f"--phase {phase.lower()}: the phase is train or test")
     batch, test_batch = parse_batch(batch), parse_batch(test_batch)
     nets, needed = [], None
-    for spec in net_specs(path, phase=phase, stages=stages, level=level, schema=schema):
+    for spec in net_specs(path, phase=phase, stages=stages, level=level, schema=schema, root=root, defines=defines):
         is_test = spec.role == "test" or as_test
         options = dict(inputs=inputs, batch=test_batch if is_test else batch, schema=spec.schema.name,
                        lines=spec.lines, path=spec.path, keep_own_batch=keep_test_batch and is_test, root=root)
@@ -109,6 +111,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
         net.role = spec.role
         net.solver = spec.solver
         net.frozen = frozen
+        net.own_phase = spec.own_phase
         _check_sizes(net)
         nets.append(net)
     if needed is not None:
@@ -137,7 +140,7 @@ def _check_choice(name, value, choices):
 @paused
 def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, test_batch=None,
           mode="gpu", engine="caffe", solver_type=None, inference=False, context=None, schema=None,
-          compare_engines=True, freeze=(), root=None):
+          compare_engines=True, freeze=(), root=None, defines=None):
     """Audit `path` (a net or solver prototxt) as Caffe would run it.
 
     A net file stands for what `caffe train` holds at once: its TRAIN net (forward, backward, the
@@ -147,13 +150,16 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
     data source of the train (or only) net, `test_batch` that of the test nets. `freeze` names
     layers frozen, with every layer they depend on, in the train (or only) net. `root` is the
     folder Caffe ran in, which dataset paths are relative to (default: the working directory).
+    `schema` reads the file with one schema (a fork's name: --fork); `defines` fill its ${NAME}
+    templates (--define NAME=VALUE).
     """
     _check_choice("mode", mode, MODES)
     _check_choice("engine", engine, ENGINES)
     if mode == "cpu":
         engine = "caffe"  # Caffe's CPU code has no cuDNN
     nets = _nets_to_audit(path, inference, dict(phase=phase, stages=stages, level=level, inputs=inputs, batch=batch,
-                                                 test_batch=test_batch, schema=schema, freeze=freeze, root=root))
+                                                 test_batch=test_batch, schema=schema, freeze=freeze, root=root,
+                                                 defines=defines))
     from .memory.solver import added_to, solver_buffers, solver_options, solver_type_of
 
     solver = next((n.solver for n in nets if n.solver is not None), None)
@@ -201,13 +207,13 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
 
 def _nets_to_audit(path, inference, options):
     """The nets an audit holds; `options` are build_nets' (phase, stages, level, inputs, batch,
-    test_batch, schema, freeze, root)."""
+    test_batch, schema, freeze, root, defines)."""
     phase = options["phase"]
     if inference:
         return build_nets(path, **{**options, "phase": phase or "TEST", "test_batch": None})[:1]
     common = {k: v for k, v in options.items() if k not in ("phase", "batch", "freeze")}
     needed = test = None
-    named = _phases_named(path, options["schema"]) if phase is None else None
+    named = _phases_named(path, options["schema"], options["defines"]) if phase is None else None
     try:
         nets = build_nets(path, **options, keep_test_batch=True)
     except ShapesNeeded as e:
@@ -216,8 +222,9 @@ def _nets_to_audit(path, inference, options):
         if named == {"TEST"}:  # a test.prototxt: its rules keep its data layers out of a TRAIN net
             return build_nets(path, **{**options, "phase": "TEST"})
         raise
-    if (nets is None or (nets and nets[0].role == "net")) and phase is None:
+    if (nets is None or (nets and nets[0].role == "net" and not nets[0].own_phase)) and phase is None:
         # the file's TEST net, beside its TRAIN net: --input shapes take the file's test batch
+        # (a file whose own state sets the phase, as Caffe prints a net it built, is that net alone)
         try:
             test = build_nets(path, phase="TEST", **common, keep_test_batch=True, as_test=True)[0]
         except ShapesNeeded as e:  # one message for every net's missing shapes
@@ -235,9 +242,9 @@ def _nets_to_audit(path, inference, options):
     return nets
 
 
-def _phases_named(path, schema):
+def _phases_named(path, schema, defines):
     """The phases a net file's layer rules name (none for a solver, whose nets are its own)."""
-    specs = net_specs(path, phase="TRAIN", schema=schema)
+    specs = net_specs(path, phase="TRAIN", schema=schema, defines=defines)
     return phases_named(specs[0].param) if specs and specs[0].role == "net" else set()
 
 

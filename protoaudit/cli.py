@@ -8,7 +8,8 @@ from .collector import paused
 from .memory.explain import compare
 from .errors import InputError
 from .memory.fit import check_fit, parse_size
-from .options import parse_inputs
+from .options import parse_defines, parse_inputs
+from .read.schema import SCHEMA_NAMES
 from .report import csv_format, diff_text, json_format, markdown
 from .report import text as text_report
 from .report.caffelog import caffe_log
@@ -92,6 +93,11 @@ def _common(p):
                    "not every earlier layer) were frozen: param { lr_mult: 0 } on their params and "
                    "propagate_down: false where their outputs enter the rest; Caffe's solver still keeps their "
                    "param diffs and history (repeatable; in diff, both nets)")
+    p.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
+                   help="fill the file's ${NAME} templates (as DeepLab's scripts do before running Caffe; repeatable)")
+    p.add_argument("--fork", metavar="NAME",
+                   help="read the files with this Caffe's schema and layers: " + ", ".join(SCHEMA_NAMES)
+                   + " (default: the one that reads the file)")
     p.add_argument("--root", metavar="DIR",
                    help="the folder Caffe ran in: dataset and net paths in the file are relative to it "
                    "(default: the working directory)")
@@ -117,7 +123,7 @@ def main(argv=None):
 def _options(args):
     return dict(phase=args.phase, stages=args.stage, level=args.level, test_batch=args.test_batch,
                 mode=args.mode, engine=args.engine, solver_type=args.solver_type, inference=args.inference,
-                context=args.context, root=args.root)
+                context=args.context, root=args.root, schema=args.fork, defines=parse_defines(args.define))
 
 
 def _audit_and_fit(path, args, inputs, batch, freeze=None):
@@ -134,7 +140,8 @@ def _audit(args):
     inputs = parse_inputs(args.input)
     if args.caffe_log:
         for net in build_nets(args.path, phase=args.phase, stages=args.stage, level=args.level,
-                              inputs=inputs, batch=args.batch, root=args.root):
+                              inputs=inputs, batch=args.batch, root=args.root, schema=args.fork,
+                              defines=parse_defines(args.define)):
             print("\n".join(caffe_log(net)))
         return EXIT_FITS
     if args.plot:  # matplotlib is imported only here; a missing one is refused before the audit

@@ -33,3 +33,14 @@ def parse_batch(value):
     if value < 1:
         raise InputError(f"--batch {value}: the batch size must be at least 1")
     return value
+
+
+def parse_defines(values):
+    """`NAME=VALUE` (--define) -> {NAME: VALUE}, for a file's ${NAME} templates."""
+    defines = {}
+    for text in values or ():
+        name, sep, value = text.partition("=")
+        if not sep or not name.isidentifier() or "\n" in value:
+            raise InputError(f"--define '{text}' is not NAME=VALUE", fix="write it as NUM_LABELS=21")
+        defines[name] = value
+    return defines

@@ -6,6 +6,7 @@ Caffe logged, and log the same cumulative "Memory required for data" after each 
 layers' top shapes come from the dataset, which no prototxt states: they are taken from the log and
 given with --input, as a user holding protoaudit against their own log would.
 """
+import json
 import os
 
 import pytest
@@ -61,6 +62,23 @@ def test_protoaudit_reproduces_the_log(log, phase, net):
     got = logparse.parse(run.stdout)
     assert len(got) == 1, f"protoaudit printed {len(got)} nets for one --phase"
     assert logparse.first_difference(expected, got[0]) is None, logparse.first_difference(expected, got[0])
+
+
+@pytest.mark.parametrize("log,phase,net", [c for c in _cases() if ".as_run." in c.values[2]])
+def test_as_run_file_builds_in_its_own_phase(log, phase, net):
+    """Caffe prints the net it built with its NetState (`state { phase: TEST }`): with no --phase,
+    protoaudit builds that net alone, in that phase, as Caffe's Net does for a NetParameter."""
+    (expected,) = [n for n in _logged_nets(log) if n.phase == phase][:1]
+    inputs = [arg for value in expected.data_inputs() for arg in ("--input", value)]
+    run = run_protoaudit(net, "--caffe-log", *inputs)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split("\n", 1)[0].split(": ")[0].endswith(f", phase {phase}")
+    (got,) = logparse.parse(run.stdout)
+    assert logparse.first_difference(expected, got) is None, logparse.first_difference(expected, got)
+    audit = run_protoaudit(net, "--format", "json", *inputs)
+    assert audit.returncode == 0, audit.stderr
+    nets = json.loads(audit.stdout)["nets"]
+    assert [(n["phase"], n["forward_only"]) for n in nets] == [(phase, phase == "TEST")]
 
 
 def test_older_caffe_log_differs_only_where_caffe_changed():

@@ -6,6 +6,7 @@ starts, so later errors can point at the layer in the user's file. A file is rea
 """
 import functools
 import os
+import re
 from dataclasses import dataclass, field
 
 from google.protobuf import text_format
@@ -76,6 +77,31 @@ def read_text(path):
     text = data.decode("utf-8", errors="replace")
     if not text.strip() or not has_tokens(text):
         raise InputError("the file is empty", file=path, fix="give a net or solver prototxt")
+    return text
+
+
+_TEMPLATE = re.compile(r"\$\{(\w+)\}")
+_QUOTED_OR_COMMENT = re.compile(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|#.*""")
+
+
+def substitute(text, defines, path):
+    """`${NAME}` templates (DeepLab's nets are written for a script that runs sed over them)
+    replaced by `defines`. Caffe itself reads no templates, so one left outside a quoted string
+    cannot parse: every such name is asked for at once. Inside strings (paths) one may stay."""
+    if "${" not in text:
+        return text
+    for name, value in defines.items():
+        text = text.replace("${" + name + "}", value)
+    unset, first = {}, None
+    for number, line in enumerate(text.split("\n"), 1):
+        for name in _TEMPLATE.findall(_QUOTED_OR_COMMENT.sub("", line)):
+            unset.setdefault(name, number)
+            first = first or number
+    if unset:
+        names = ", ".join("${" + n + "}" for n in unset)
+        raise InputError(f"the file is a template: {names} must be given a value",
+                         file=path, line=first, fix=" ".join(f"give --define {n}=VALUE" if i == 0 else
+                                                             f"--define {n}=VALUE" for i, n in enumerate(unset)))
     return text
 
 
@@ -171,9 +197,13 @@ def _embedded_nets(solver):
     yield from solver.test_net_param
 
 
-def load(path, schema_name=None):
-    """Read `path` as a net or a solver, choosing the schema (BVLC, else the fork it needs)."""
-    text = read_text(path)
+def load(path, schema_name=None, defines=None):
+    """Read `path` as a net or a solver, choosing the schema (BVLC, else the fork it needs), with
+    `${NAME}` templates replaced by `defines` (--define NAME=VALUE)."""
+    if schema_name is not None and schema_name not in SCHEMA_NAMES:
+        raise InputError(f"--fork {schema_name}: protoaudit knows {', '.join(SCHEMA_NAMES)}",
+                         fix="or give your fork's caffe.proto with --caffe-proto")
+    text = substitute(read_text(path), defines or {}, path)
     kind, message, schema, tree = _read(path, text, schema_name)
     mine = type(message)()  # the caller's own copy: upgrading works on it in place
     mine.CopyFrom(message)
@@ -299,17 +329,32 @@ def _line_text(text, line):
     return lines[line - 1] if line and 0 < line <= len(lines) else ""
 
 
-def resolve_path(ref, solver_path):
-    """A net path named in a solver: against the solver's folder first, then the working directory."""
-    beside = os.path.join(os.path.dirname(os.path.abspath(solver_path)), ref)
-    if os.path.exists(beside):
-        return beside
-    if os.path.exists(ref):
-        return ref
+def resolve_path(ref, solver_path, root=None):
+    """A net path named in a solver, as Caffe resolves it (against the working directory, usually
+    the Caffe root, where `caffe train` runs), then against `root` (--root), then against the
+    solver's folder and each folder above it (the solver may sit anywhere in the Caffe tree)."""
+    tried = [ref]
+    if os.path.isabs(ref):
+        candidates = [ref]
+    else:
+        bases = [os.getcwd()] + ([root] if root else [])
+        folder = os.path.dirname(os.path.abspath(solver_path))
+        while True:
+            bases.append(folder)
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                break
+            folder = parent
+        candidates = [os.path.join(base, ref) for base in dict.fromkeys(bases)]
+        tried = list(dict.fromkeys([ref] + [os.path.join(base, ref) for base in bases[1:3]]))
+    for candidate in candidates:
+        if os.path.isfile(candidate):
+            return os.path.relpath(candidate) if candidate.startswith(os.getcwd() + os.sep) else candidate
     lines = read_text(solver_path).splitlines()
     line = next((i + 1 for i, l in enumerate(lines) if f'"{ref}"' in l or f"'{ref}'" in l), None)
     raise InputError(
-        f"the net file '{ref}' named in the solver was not found",
+        f"the net file '{ref}' named in the solver was not found (tried {', '.join(tried)}"
+        + (" and the folders above the solver's" if not os.path.isabs(ref) else "") + ")",
         file=solver_path, line=line,
-        fix="paths are tried against the solver's folder, then the working directory",
+        fix="run protoaudit from the folder caffe train ran in, or give it with --root DIR",
     )

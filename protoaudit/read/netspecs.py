@@ -19,6 +19,7 @@ class NetSpec:
     path: str
     lines: list  # start line of each layer in param.layer, in the file `path`
     solver: object = None  # the SolverParameter that named it, if any
+    own_phase: bool = False  # a net file whose own `state` sets the phase: that net alone (as Caffe logs it)
 
 
 def _layer_lines(block):
@@ -34,27 +35,39 @@ def _upgraded(param, schema, path, lines):
         raise e.located(file=path) from None
 
 
-def net_specs(path, *, phase=None, stages=(), level=None, schema=None):
-    """The nets a file stands for. A net file gives one net in `phase` (TRAIN by default)."""
-    src = loader.load(path, schema)
+def net_specs(path, *, phase=None, stages=(), level=None, schema=None, root=None, defines=None):
+    """The nets a file stands for. A net file gives one net in `phase` (its own state's, else
+    TRAIN). `schema` forces a schema (--fork), `defines` fill ${NAME} templates (--define)."""
+    src = loader.load(path, schema, defines)
     if src.kind == "net":
         lines = _upgraded(src.message, src.schema, path, _layer_lines(src.outline))
-        state = make_state(src.message, phase or "TRAIN", stages, level)
-        return [NetSpec("net", src.message, state, src.schema, path, lines)]
-    return _solver_specs(src, phase, stages, level)
+        state = make_state(src.message, phase or file_phase(src.message), stages, level)
+        return [NetSpec("net", src.message, state, src.schema, path, lines,
+                        own_phase=src.message.state.HasField("phase"))]
+    return _solver_specs(src, phase, stages, level, dict(root=root, schema=schema, defines=defines))
 
 
-def _solver_specs(src, phase, stages, level):
+def file_phase(net):
+    """The phase a net file builds in when the command line gives none: its own `state { phase }`,
+    as Caffe's Net does for a NetParameter (Caffe prints it in every net it logs), else TRAIN, as
+    `caffe train` builds a net file's train net."""
+    if net.state.HasField("phase"):
+        return net.state.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_number[net.state.phase].name
+    return "TRAIN"
+
+
+def _solver_specs(src, phase, stages, level, files):
+    """A solver's train and test nets; `files` says how to find and read the net files it names."""
     specs = []
     if phase in (None, "TRAIN"):
-        specs.append(_train_spec(src, stages, level))
+        specs.append(_train_spec(src, stages, level, files))
     if phase in (None, "TEST"):
-        specs.extend(_test_specs(src, stages, level))
+        specs.extend(_test_specs(src, stages, level, files))
     return specs
 
 
-def _net_from(src, field_name, file_value=None, index=None):
-    """A solver's net: embedded (`*_param`) or a file it names (resolved beside the solver)."""
+def _net_from(src, field_name, file_value=None, index=None, files=None):
+    """A solver's net: embedded (`*_param`) or a file it names (found as load.resolve_path says)."""
     if file_value is None:
         param = getattr(src.message, field_name)
         if index is not None:
@@ -64,8 +77,9 @@ def _net_from(src, field_name, file_value=None, index=None):
         blocks = src.outline.blocks(field_name)
         block = blocks[index or 0] if len(blocks) > (index or 0) else None
         return clone, src.schema, src.path, _layer_lines(block)
-    net_path = loader.resolve_path(file_value, src.path)
-    net_src = loader.load(net_path)
+    files = files or {}
+    net_path = loader.resolve_path(file_value, src.path, files.get("root"))
+    net_src = loader.load(net_path, files.get("schema"), files.get("defines"))
     if net_src.kind != "net":
         raise InputError("the solver names this file as a net, but it is a solver", file=net_path)
     return net_src.message, net_src.schema, net_path, _layer_lines(net_src.outline)
@@ -88,7 +102,7 @@ def _solver_state(param, phase):
     return state
 
 
-def _train_spec(src, stages, level):
+def _train_spec(src, stages, level, files):
     s = src.message
     sources = [("train_net_param", None) if s.HasField("train_net_param") else None,
                ("train_net", s.train_net) if s.HasField("train_net") else None,
@@ -101,7 +115,7 @@ def _train_spec(src, stages, level):
             file=src.path, fix="use one of net, net_param, train_net, train_net_param",
         )
     field_name, file_value = given[0]
-    param, schema, path, lines = _net_from(src, field_name, file_value)
+    param, schema, path, lines = _net_from(src, field_name, file_value, files=files)
     lines = _upgraded(param, schema, path, lines)
     state = _solver_state(param, "TRAIN")
     _merge_state(state, s.train_state)
@@ -111,7 +125,7 @@ def _train_spec(src, stages, level):
     return NetSpec("train", param, state, schema, path, lines, s)
 
 
-def _test_specs(src, stages, level):
+def _test_specs(src, stages, level, files):
     s = src.message
     has_generic = s.HasField("net_param") or s.HasField("net")
     n_generic = len(s.test_iter) - len(s.test_net_param) - len(s.test_net) if has_generic else 0
@@ -123,7 +137,7 @@ def _test_specs(src, stages, level):
     found += [generic] * max(n_generic, 0)
     specs = []
     for k, (field_name, file_value, index) in enumerate(found):
-        param, schema, path, lines = _net_from(src, field_name, file_value, index)
+        param, schema, path, lines = _net_from(src, field_name, file_value, index, files)
         lines = _upgraded(param, schema, path, lines)
         state = _solver_state(param, "TEST")
         if s.test_state:

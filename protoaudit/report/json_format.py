@@ -42,6 +42,7 @@ def to_dict(audit, summary, fit=None):
         rows = [r for r in summary.rows if r.net == label]
         nets.append({
             "name": net_audit.name,
+            "file": net_audit.net.path,
             "label": label,
             "role": net_audit.role,
             "phase": net_audit.phase,

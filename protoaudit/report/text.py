@@ -12,7 +12,8 @@ def describe(audit):
     for n in audit.nets:
         how = ("built, never run: the solver never tests" if not n.runs else
                "forward only" if n.forward_only else "forward and backward")
-        parts.append(f"the {n.phase} net '{n.name or '(unnamed)'}' (batch {n.batch}, {how})")
+        source = f"from {n.net.path}, " if n.net.path and n.net.path != audit.path else ""
+        parts.append(f"the {n.phase} net '{n.name or '(unnamed)'}' ({source}batch {n.batch}, {how})")
     solver = "no solver" if audit.solver_type == "none" else f"the {audit.solver_type} solver's state"
     mode = "GPU" if audit.mode == "gpu" else "CPU"
     return (f"{mode} mode, {ENGINE_NAMES[audit.engine] if audit.mode == 'gpu' else 'CPU code'}: "

@@ -1,0 +1,89 @@
+"""${NAME} templates (--define), and which Caffe's schema reads a file (--fork, and the refusal of a
+file that several forks would size differently)."""
+import pytest
+
+from conftest import run_protoaudit
+from protoaudit import InputError, build_nets
+from protoaudit.layers import FORK_REGISTRY
+from protoaudit.layers.segnet import BN
+from protoaudit.read import load
+
+TEMPLATE = """name: "${NET_ID}"
+layer { name: "data" type: "Input" top: "data" input_param { shape { dim: ${BATCH} dim: 3 dim: 8 dim: 8 } } }
+layer { name: "fc8_${EXP}" type: "InnerProduct" bottom: "data" top: "fc8"
+  inner_product_param { num_output: ${NUM_LABELS} } }
+"""
+
+
+def test_every_unset_template_outside_a_string_is_asked_for_at_once(tmp_path):
+    (tmp_path / "net.prototxt").write_text(TEMPLATE)
+    run = run_protoaudit("net.prototxt", cwd=tmp_path)
+    assert run.returncode == 2
+    assert run.stderr == ("protoaudit: net.prototxt:2: the file is a template: ${BATCH}, ${NUM_LABELS} must be "
+                          "given a value (give --define BATCH=VALUE --define NUM_LABELS=VALUE)\n")
+
+
+def test_define_fills_the_templates_and_strings_may_keep_theirs(tmp_path):
+    (tmp_path / "net.prototxt").write_text(TEMPLATE)
+    (net,) = build_nets(str(tmp_path / "net.prototxt"), defines={"BATCH": "2", "NUM_LABELS": "21"})
+    assert net.layer("fc8_${EXP}").top_shapes == [(2, 21)]
+    assert net.name == "${NET_ID}"  # a string: Caffe would read it as it is
+    run = run_protoaudit("net.prototxt", "--define", "BATCH=2", "--define", "NUM_LABELS=21", "--define", "EXP=voc",
+                         "--caffe-log", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "Creating Layer fc8_voc" in run.stdout and "Top shape: 2 21 (42)" in run.stdout
+
+
+def test_a_template_in_a_comment_is_not_asked_for(tmp_path):
+    (tmp_path / "net.prototxt").write_text("# num_output: ${NUM_LABELS}\n"
+                                           + TEMPLATE.replace("${BATCH}", "2").replace("${NUM_LABELS}", "3"))
+    (net,) = build_nets(str(tmp_path / "net.prototxt"))
+    assert net.layers[-1].top_shapes == [(2, 3)]
+
+
+@pytest.mark.parametrize("value", ["NUM_LABELS", "=21", "NUM LABELS=21"])
+def test_a_malformed_define_is_refused(tmp_path, value):
+    (tmp_path / "net.prototxt").write_text(TEMPLATE)
+    run = run_protoaudit("net.prototxt", "--define", value, cwd=tmp_path)
+    assert run.returncode == 2
+    assert run.stderr.startswith(f"protoaudit: --define '{value}' is not NAME=VALUE")
+
+
+NET_WITH_BN = """name: "bn"
+input: "data"
+input_dim: 1 input_dim: 2 input_dim: 4 input_dim: 4
+layer { name: "bn" type: "BN" bottom: "data" top: "bn" }
+"""
+
+
+def test_fork_names_the_schema(tmp_path):
+    path = tmp_path / "net.prototxt"
+    path.write_text(NET_WITH_BN)
+    assert load.load(str(path)).schema.name == "segnet"  # the one fork whose layers include BN
+    run = run_protoaudit("net.prototxt", "--fork", "nosuchfork", cwd=tmp_path)
+    assert run.returncode == 2
+    assert run.stderr.startswith("protoaudit: --fork nosuchfork: protoaudit knows bvlc, segnet")
+    with pytest.raises(InputError, match="unknown layer type 'BN'"):
+        build_nets(str(path), schema="bvlc")
+
+
+def test_forks_that_would_size_a_file_differently_make_it_ambiguous(tmp_path, monkeypatch):
+    """Two forks read the file and both know BN, with different classes: refused, naming both and
+    --fork; with the same class for BN, either reading gives the same audit and the first is taken."""
+    path = tmp_path / "net.prototxt"
+    path.write_text(NET_WITH_BN)
+
+    class OtherBN(BN):
+        pass
+
+    monkeypatch.setitem(FORK_REGISTRY, "ducha", {"BN": OtherBN})
+    load._read.cache_clear()
+    with pytest.raises(InputError) as e:
+        load.load(str(path))
+    assert "more than one Caffe fork reads this file, and they size its layers differently" in str(e.value)
+    assert "segnet (" in str(e.value) and "ducha (" in str(e.value) and "--fork (segnet, ducha)" in str(e.value)
+    assert load.load(str(path), "ducha").schema.name == "ducha"
+    monkeypatch.setitem(FORK_REGISTRY, "ducha", {"BN": BN})
+    load._read.cache_clear()
+    assert load.load(str(path)).schema.name == "segnet"
+    load._read.cache_clear()
