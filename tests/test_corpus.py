@@ -14,6 +14,7 @@ import pytest
 
 import logparse
 from conftest import DATA, run_protoaudit
+from test_fork_seg import CORPUS_RUNS as SEG_FORK_RUNS
 
 CORPUS = os.path.join(DATA, "corpus")
 with open(os.path.join(CORPUS, "oracle_shapes.json")) as f:
@@ -179,26 +180,17 @@ FASTRCNN_DATA = ["data=1x3x600x1000", "rois=128x5", "labels=128", "bbox_targets=
 
 # file -> (what the message must name, --input values that get past its Python layers)
 OTHER_FORKS = {
-    "nets/enet_train_encoder.prototxt": ('no field named "label_divide_factor"', []),
-    "nets/enet_deploy_final.prototxt": ('no field named "bn_param"', []),
     "nets/densenet121_deploy.prototxt": ('no field named "ceil_mode"', []),
     "nets/densenet161_deploy.prototxt": ('no field named "ceil_mode"', []),
     "nets/densenet_memeff_tongcheng_c10.prototxt": ('no field named "denseblock_param"', []),
     "nets/densenet_bc_memeff_tongcheng_c10.prototxt": ('no field named "denseblock_param"', []),
-    "nets/deeplabv2_vgg16_largefov_train.prototxt": ('no field named "label_type"', []),
-    "nets/deeplabv2_resnet101_msc_test.prototxt": ('no field named "label_type"', []),
-    "nets/v1_deeplab_v1_vgg128_noup_train.prototxt": ("no value named IMAGE_SEG_DATA", []),
-    "nets/v1_deeplab_v1_vgg128_noup_test.prototxt": ("no value named IMAGE_SEG_DATA", []),
     "nets/fast_rcnn_vgg16_train.prototxt": ("unknown layer type 'ROIPooling'", FASTRCNN_DATA),
     "nets/faster_rcnn_vgg16_end2end_train.prototxt": ('no field named "smooth_l1_loss_param"', []),
     "nets/faster_rcnn_vggcnnm1024_end2end_train.prototxt": ('no field named "smooth_l1_loss_param"', []),
     "nets/faster_rcnn_vgg16_end2end_test.prototxt": ("unknown layer type 'ROIPooling'", ["rois=300x5"]),
     "nets/mobilenet_ssd_train.prototxt": ('"interp_mode"', []),
     "nets/mobilenet_ssd_deploy.prototxt": ('no field named "permute_param"', []),
-    "nets/pspnet101_voc2012_473_deploy.prototxt": ('no field named "slope_filler"', []),
-    "nets/pspnet101_cityscapes_713_deploy.prototxt": ('no field named "slope_filler"', []),
     "nets/soeaver_faster_rcnn_air101_train.prototxt": ('no field named "ceil_mode"', []),
-    "nets/soeaver_pspnet_resnet101v2_train.prototxt": ('no field named "scale_factors"', []),
     "nets/soeaver_resnext50_32x4d_deploy.prototxt": ('no field named "ceil_mode"', []),
     "nets/soeaver_wrn50_2_deploy.prototxt": ('no field named "ceil_mode"', []),
     "nets/sphereface20_train.prototxt": ('no field named "margin_inner_product_param"', []),
@@ -221,5 +213,6 @@ def test_every_corpus_file_is_held_to_something():
     files = {f"{d}/{name}" for d in ("nets", "nets_solver_embedded") for name in os.listdir(path_of(d))}
     bvlc = {run["file"] for run in BVLC_RUNS}
     segnet = {run["file"] for run in SEGNET_RUNS} | set(SEGNET_INFERENCE) | {"nets/segnet_pascal_deploy.prototxt"}
-    assert not bvlc & segnet and not (bvlc | segnet) & set(OTHER_FORKS)
-    assert files == bvlc | segnet | set(OTHER_FORKS)
+    seg_forks = {f"nets/{name}.prototxt" for name in SEG_FORK_RUNS}  # tests/test_fork_seg.py
+    assert not bvlc & segnet and not (bvlc | segnet | seg_forks) & set(OTHER_FORKS)
+    assert files == bvlc | segnet | seg_forks | set(OTHER_FORKS)

@@ -173,7 +173,7 @@ def _types_used(message, kind, schema_name="bvlc"):
     """The layer types a parsed net (or a solver's embedded nets) names, V1 enums as V2 names."""
     from .upgrade import v1_type
 
-    nets = [message] if kind == "net" else list(_embedded_nets(message))
+    nets = _nets_of(message, kind)
     used = {layer.type for net in nets for layer in net.layer}
     for net in nets:
         for v1 in net.layers:
@@ -255,10 +255,18 @@ def _try(text, name, failures):
     schema = load_schema(name)
     for kind in ("net", "solver"):
         try:
-            return kind, _parse(text, schema, kind), schema
+            message = _parse(text, schema, kind)
         except text_format.ParseError as e:
             failures.append((e, name, kind))
+            continue
+        if schema.predates_v2 and any(net.layer for net in _nets_of(message, kind)):
+            return None  # V2 `layer` blocks: the fork's own caffe.proto has no such field
+        return kind, message, schema
     return None
+
+
+def _nets_of(message, kind):
+    return [message] if kind == "net" else list(_embedded_nets(message))
 
 
 def _refuse_ambiguous(path, readings):

@@ -42,6 +42,7 @@ class Schema:
 
     name: str
     pool: descriptor_pool.DescriptorPool
+    predates_v2: bool = False  # its caffe.proto has V1 layers only (the V2 ones are protoaudit's, _add_v2_layers)
 
     def message(self, type_name):
         """The message class `caffe.<type_name>` of this schema."""
@@ -82,11 +83,13 @@ def load_schema(name):
     with open(os.path.join(HERE, "schemas", f"{name}.desc"), "rb") as f:
         files = descriptor_pb2.FileDescriptorSet.FromString(f.read())
     pool = descriptor_pool.DescriptorPool()
+    old = False
     for proto in files.file:
         if name != "bvlc" and _predates_v2(proto):
             _add_v2_layers(proto)
+            old = True
         pool.Add(proto)
-    return Schema(name, pool)
+    return Schema(name, pool, old)
 
 
 def _predates_v2(proto):
