@@ -432,3 +432,32 @@ def test_template_nets_ask_for_num_labels_alone():
     for name in ("deeplabv2_vgg16_largefov_train", "v1_deeplab_v1_vgg128_noup_train"):
         run = run_protoaudit(corpus(name))
         assert run.returncode == 2 and "--define NUM_LABELS=VALUE)" in run.stderr, run.stderr
+
+
+# --- samples/: one published net per fork family ------------------------------------------------------
+
+SAMPLE_RUNS = {
+    # the published deploy net: the same shapes as the corpus copy above
+    "pspnet101_voc2012_473": ((), "pspnet", {"conv6_interp": [(1, 21, 473, 473)]}),
+    "deeplab_v2_vgg16_largefov_train": (VOC, "deeplab_v2", {"label_shrink": [(10, 1, 41, 41)]}),
+    # batch 3, 512 x 1024, label_divide_factor 1 (a full-size label); the decoder's last
+    # Deconvolution (kernel 2, stride 2): 2 * (256 - 1) + 2 = 512 and 2 * (512 - 1) + 2 = 1024
+    "enet_train_encoder_decoder": ((), "enet", {"data": [(3, 3, 512, 1024), (3, 1, 512, 1024)],
+                                                "deconv6_0_0": [(3, 19, 512, 1024)]}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLE_RUNS))
+def test_sample_audits_with_its_fork(name):
+    help_, schema, shapes = SAMPLE_RUNS[name]
+    path = os.path.join(SAMPLES, name + ".prototxt")
+    with open(path) as f:
+        head = f.read(600)
+    assert "at commit" in head and "licen" in head.lower()  # its source and licence, in its first lines
+    assert load(path, defines={"NUM_LABELS": "21"}).schema.name == schema
+    run = run_protoaudit(path, *help_, "--caffe-log", timeout=120)
+    assert run.returncode == 0, run.stderr
+    (net,) = logparse.parse(run.stdout)
+    for layer, expected in shapes.items():
+        assert net.layer(layer).shapes == expected, layer
+    assert run_protoaudit(path, *help_, timeout=120).returncode == 0
