@@ -286,6 +286,28 @@ layer { name: "acc" type: "SegAccuracy" bottom: "score" bottom: "label" top: "ac
         build(tmp_path, text, schema="deeplab_v2")
 
 
+def test_deeplab_v2_batch_norm_keeps_no_x_norm_and_no_forced_lr(tmp_path):
+    """batch_norm_layer.cpp (deeplab-public-ver2), for N, C, H, W = 1, 2, 6, 5 in place:
+    mean_ and variance_ C = 2, num_by_chans_ N*C = 2, temp_ 60, the multipliers H*W = 30 and
+    N = 1; no x_norm_ (Reshape leaves it unshaped, :53); the GPU backward writes the bottom's diff
+    (.cu:100-103). Its statistics keep the file's lr_mult (here none given: 1, so they learn)."""
+    text = INPUT % (6, 5) + """
+layer { name: "bn" type: "BatchNorm" bottom: "data" top: "data" }
+input: "label" input_shape { dim: 1 dim: 1 dim: 6 dim: 5 }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "data" bottom: "label" top: "loss" }
+"""
+    path = tmp_path / "net.prototxt"
+    path.write_text(text)
+    (net,) = build_nets(str(path), schema="deeplab_v2")
+    assert [p.lr_mult for p in net.layer("bn").params] == [1, 1, 1]
+    got = {k: v // F for k, v in owners(net_buffers(net, mode="gpu"), "bn").items() if k.startswith("bn.")
+           and "param" not in k}
+    assert got == {"bn.spatial_sum_multiplier_": 30, "bn.batch_sum_multiplier_": 1, "bn.mean_": 2,
+                   "bn.variance_": 2, "bn.num_by_chans_": 2, "bn.temp_": 60}
+    with pytest.raises(InputError, match="cannot run in CPU mode"):
+        net_buffers(net, mode="cpu")
+
+
 # --- PSPNet's BN ----------------------------------------------------------------------------------
 
 def bn_net(frozen):
@@ -364,6 +386,17 @@ def test_enet_spatial_dropout_is_sized_from_the_forks_python_source():
     host = {b.owner: b.bytes for b in net_buffers(net, mode="gpu") if b.layer == "drop1_0_3" and b.device == "host"}
     assert host == {"drop1_0_3.vec": 64 * 8, "drop1_0_3.vec_w": 64 * 8}
     assert not node.impl.gap
+
+
+def test_enet_dropout_samples_in_test_when_asked(tmp_path):
+    """caffe-enet's dropout_layer.cu: sample_weights_test draws rand_vec_ in TEST as in TRAIN."""
+    text = INPUT % (4, 4) + """layer { name: "drop" type: "Dropout" bottom: "data" top: "data"
+        dropout_param { sample_weights_test: true } }"""
+    net = build(tmp_path, text, schema="enet", phase="TEST")
+    buffers = [b for b in net_buffers(net, mode="gpu", backward=False) if b.kind == "layer buffer"]
+    assert {b.owner: b.bytes for b in buffers} == {"drop.rand_vec_": 2 * 4 * 4 * F}
+    net = build(tmp_path, text.replace("sample_weights_test: true", ""), schema="enet", phase="TEST")
+    assert not [b for b in net_buffers(net, mode="gpu", backward=False) if b.kind == "layer buffer"]
 
 
 def test_enet_other_python_layers_are_still_declared(tmp_path):

@@ -10,10 +10,12 @@ Sources, at the commits named in proto/forks/*.proto: v2 = talent518/deeplab-pub
 v1 = TheLegendAli/DeepLab-Context.
 """
 from . import touch
+from ..errors import InputError
 from .base import Layer, count, legacy_shape, register
 from .conv import Convolution
 from .data import DataSource
 from .losses import SoftmaxWithLoss
+from .normalization import BatchNorm
 from .pooling import Pooling
 
 V2 = ("deeplab_v2", "pspnet")
@@ -227,6 +229,48 @@ class MatWrite(Layer):
         return [touch.bottom(j, "data", "forward", device="host") for j in range(len(run.bottoms))]
 
 
+@register("BatchNorm", fork=V2)
+class BatchNormV2(BatchNorm):
+    """deeplab-public-ver2's BatchNormLayer (batch_norm_layer.cpp, .cu), BVLC's of 2016 edited:
+    use_global_stats and update_global_stats (:12-23), no x_norm_ at all (Reshape leaves it
+    unshaped, :53), and a GPU backward that always writes the bottom's diff as the top's diff over
+    temp_ (.cu:100-103), never the statistics' diffs. Its three statistics (C), (C), (1) keep the
+    lr_mult the file gives (no forced 0, :24-38).
+
+    Reshape fills spatial_sum_multiplier_ (H*W) and batch_sum_multiplier_ (N) with ones
+    (:54-73); forward writes mean_ and variance_ (C), num_by_chans_ (N*C) and temp_ (the bottom's
+    size). Forward_cpu ends copying into x_norm_ (:154), a Blob never shaped, whose mutable_cpu_data
+    fails Blob's CHECK(data_): the layer runs in GPU mode only."""
+
+    def param_shapes(self, bottoms):
+        self.check(len(bottoms[0]) >= 1, "BatchNorm needs a bottom")
+        channels = bottoms[0][1] if len(bottoms[0]) > 1 else 1
+        return [(channels,), (channels,), (1,)]
+
+    def param_specs(self):
+        return self.lp.param
+
+    def touches(self, run):
+        if run.mode != "gpu":
+            raise InputError("DeepLab v2's BatchNorm cannot run in CPU mode: its Forward_cpu copies into x_norm_, "
+                             "which Reshape never shapes (batch_norm_layer.cpp:53, :154), and Caffe stops at "
+                             "Blob's CHECK(data_)", file=self.ctx.path, layer=self.lp.name,
+                             fix="audit GPU mode (--mode gpu), where the fork's CUDA code runs")
+        shape = run.bottoms[0]
+        n, c = shape[0], (shape[1] if len(shape) > 1 else 1)
+        size = count(shape)
+        t = [touch.param(k, "data", "setup") for k in range(run.num_params)]
+        t += [touch.buffer("spatial_sum_multiplier_", size // (n * c), "setup", per_sample=False),
+              touch.buffer("batch_sum_multiplier_", n, "setup", per_sample=True),
+              touch.bottom(0, "data", "forward"), touch.top(0, "data", "forward"),
+              touch.buffer("mean_", c, "forward", per_sample=False),
+              touch.buffer("variance_", c, "forward", per_sample=False),
+              touch.buffer("num_by_chans_", n * c, "forward", per_sample=True),
+              touch.buffer("temp_", size, "forward", per_sample=True),
+              touch.top(0, "diff", "backward"), touch.bottom(0, "diff", "backward")]
+        return t
+
+
 class _HoleAsDilation:
     """DeepLab v1's ConvolutionParameter read as BVLC's: `hole` (or hole_h, hole_w) is the
     dilation, which later Caffe named so (the same effective kernel, (k - 1) * hole + 1)."""
@@ -266,7 +310,7 @@ class ConvolutionV1(Convolution):
 
     def touches(self, run):
         if not self.uses_cudnn(run):
-            geo, channels, num_output, group = self._setup(run.bottoms)
+            geo, channels = self._setup(run.bottoms)[:2]
             t = [x for x in super().touches(run) if x.name != "col_buffer_"]
             one_by_one = (all(k == 1 for k in geo.kernel) and all(s == 1 for s in geo.stride) and not any(geo.pad)
                           and all(d == 1 for d in geo.dilation))

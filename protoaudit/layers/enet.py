@@ -11,6 +11,7 @@ import ast
 
 from . import segnet, touch
 from .base import count, register
+from .activations import Dropout as BvlcDropout
 from .data import Python
 from .losses import Accuracy as BvlcAccuracy
 from .losses import SoftmaxWithLoss as BvlcSoftmaxWithLoss
@@ -69,6 +70,18 @@ class Accuracy(BvlcAccuracy):
         t += [touch.top(j, "data", "forward", device="host") for j in range(len(run.tops))]
         if len(run.tops) > 1:
             t.append(touch.buffer("nums_buffer_", count(run.tops[1]), "forward", per_sample=False, device="host"))
+        return t
+
+
+@register("Dropout", fork=FORK)
+class Dropout(BvlcDropout):
+    """caffe-enet's DropoutLayer (dropout_layer.cpp, .cu): BVLC's, plus dropout_param's
+    sample_weights_test, which draws the uint32 mask rand_vec_ (the bottom's size) in TEST too."""
+
+    def touches(self, run):
+        t = super().touches(run)
+        if run.phase != "TRAIN" and run.mode != "cpu" and self.lp.dropout_param.sample_weights_test:
+            t.append(touch.buffer("rand_vec_", count(run.bottoms[0]), "forward", per_sample=True))
         return t
 
 
