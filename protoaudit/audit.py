@@ -8,6 +8,8 @@ from .net.freeze import freeze as freeze_param
 from .net.netstate import phases_named
 from .memory.buffers import Buffer, host_objects, net_buffers, runs_backward
 from .net.build import ShapesNeeded, build
+from .memory.failure import explain as explain_failure
+from .read import caffe_log
 from .read.netspecs import net_specs
 from .options import INT_MAX, parse_batch
 
@@ -59,6 +61,7 @@ class Audit:
     nets: list = field(default_factory=list)  # NetAudit
     extra: list = field(default_factory=list)  # Buffer: solver history, the CUDA context
     other_engine_total: int = None  # the same run's total under the other engine (gpu mode)
+    death: object = None  # protoaudit.memory.failure.Death: where a run in the Caffe log audited died
 
     @property
     def buffers(self):
@@ -80,7 +83,7 @@ class Audit:
 
 @paused
 def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, schema=None, freeze=(),
-               test_batch=None, keep_test_batch=False, as_test=False, root=None, defines=None):
+               test_batch=None, keep_test_batch=False, as_test=False, root=None, defines=None, log=None):
     """Every net the file stands for (one for a net file, train then tests for a solver), built.
     `batch` is the train (or only) net's, `test_batch` a solver's test nets'; with
     `keep_test_batch`, a test net's --input shapes keep the batch its file gives (it runs beside its
@@ -88,16 +91,22 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     their ancestors (protoaudit.net.freeze) in every net but the test nets, which run forward only.
     `root` is the folder Caffe ran in (dataset paths are relative to it; default: the working
     directory). `schema` forces a schema (a fork's name: --fork), `defines` fill the file's ${NAME}
-    templates (--define)."""
+    templates (--define). `log` is a Caffe log of a run of these nets: the data shapes it logged
+    stand where no --input is given (a log given as `path` brings its own)."""
     phase = phase.upper() if phase else None
     if phase not in (None, "TRAIN", "TEST"):
         raise InputError(f"--phase {phase.lower()}: the phase is train or test")
     batch, test_batch = parse_batch(batch), parse_batch(test_batch)
+    log, log_from = _log_shapes(log)
     nets, needed = [], None
     for spec in net_specs(path, phase=phase, stages=stages, level=level, schema=schema, root=root, defines=defines):
         is_test = spec.role == "test" or as_test
+        logged = dict(spec.shapes)
+        if log is not None:
+            logged.update(log.get(spec.phase, {}))
         options = dict(inputs=inputs, batch=test_batch if is_test else batch, schema=spec.schema.name,
-                       lines=spec.lines, path=spec.path, keep_own_batch=keep_test_batch and is_test, root=root)
+                       lines=spec.lines, path=spec.path, keep_own_batch=keep_test_batch and is_test, root=root,
+                       logged=logged, logged_from=log_from.get(spec.phase, spec.shapes_from))
         frozen = []
         if freeze and not is_test:
             spec.param, frozen = freeze_param(
@@ -131,6 +140,16 @@ def _a_test_file(spec):
     return spec.role == "net" and not spec.own_phase and phases_named(spec.param) == {"TEST"}
 
 
+def _log_shapes(log):
+    """({phase: {top: shape}}, {phase: where}) from a Caffe log given with --log."""
+    if log is None:
+        return None, {}
+    from .read.caffe_log import data_shapes
+
+    found = data_shapes(log)
+    return {p: shapes for p, (shapes, _) in found.items()}, {p: where for p, (_, where) in found.items()}
+
+
 def _check_sizes(net):
     for layer in net.layers:
         for index in layer.tops:
@@ -152,7 +171,7 @@ def _check_choice(name, value, choices):
 @paused
 def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, test_batch=None,
           mode="gpu", engine="caffe", solver_type=None, inference=False, context=None, schema=None,
-          compare_engines=True, freeze=(), root=None, defines=None):
+          compare_engines=True, freeze=(), root=None, defines=None, log=None):
     """Audit `path` (a net or solver prototxt) as Caffe would run it.
 
     A net file stands for what `caffe train` holds at once: its TRAIN net (forward, backward, the
@@ -163,7 +182,8 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
     layers frozen, with every layer they depend on, in the train (or only) net. `root` is the
     folder Caffe ran in, which dataset paths are relative to (default: the working directory).
     `schema` reads the file with one schema (a fork's name: --fork); `defines` fill its ${NAME}
-    templates (--define NAME=VALUE).
+    templates (--define NAME=VALUE). `path` may be a Caffe log (the nets it initialised, with the
+    data shapes it logged); `log` is a log of a run of the file's nets, for its data shapes.
     """
     _check_choice("mode", mode, MODES)
     _check_choice("engine", engine, ENGINES)
@@ -171,7 +191,7 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
         engine = "caffe"  # Caffe's CPU code has no cuDNN
     nets = _nets_to_audit(path, inference, dict(phase=phase, stages=stages, level=level, inputs=inputs, batch=batch,
                                                  test_batch=test_batch, schema=schema, freeze=freeze, root=root,
-                                                 defines=defines))
+                                                 defines=defines, log=log))
     from .memory.solver import added_to, solver_buffers, solver_options, solver_type_of
 
     solver = next((n.solver for n in nets if n.solver is not None), None)
@@ -214,12 +234,14 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
             others = _net_audits(nets, mode, other, kind, inference)
             result.other_engine_total = (sum(n.device_bytes() for n in others)
                                          + sum(b.bytes for b in result.extra if b.device == "device"))
+    if caffe_log.is_log_file(path):
+        result.death = explain_failure(result, caffe_log.chosen_run(caffe_log.read(path), path))
     return result
 
 
 def _nets_to_audit(path, inference, options):
     """The nets an audit holds; `options` are build_nets' (phase, stages, level, inputs, batch,
-    test_batch, schema, freeze, root, defines)."""
+    test_batch, schema, freeze, root, defines, log)."""
     phase = options["phase"]
     if inference:
         return build_nets(path, **{**options, "phase": phase or "TEST", "test_batch": None})[:1]

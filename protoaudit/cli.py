@@ -33,7 +33,8 @@ def parser():
         description="Tell what a Caffe net will allocate, before it touches a GPU. "
         "`protoaudit diff A B` compares two nets.",
     )
-    p.add_argument("path", help="a net (train_val.prototxt, deploy.prototxt) or a solver.prototxt")
+    p.add_argument("path", help="a net (train_val.prototxt, deploy.prototxt), a solver.prototxt, or a Caffe log "
+                   "(the nets it initialised, with the data shapes it logged)")
     p.add_argument("--input", action="append", default=[], metavar="TOP=NxCxHxW",
                    help="the full shape of a data layer's (or net input's) top, batch included (repeatable)")
     p.add_argument("--batch", type=int, help="the first dimension of every data source")
@@ -98,6 +99,8 @@ def _common(p):
     p.add_argument("--fork", metavar="NAME",
                    help="read the files with this Caffe's schema and layers: " + ", ".join(SCHEMA_NAMES)
                    + " (default: the one that reads the file)")
+    p.add_argument("--log", metavar="LOG",
+                   help="a Caffe log of a run of this net: its data layers' shapes are taken from it")
     p.add_argument("--root", metavar="DIR",
                    help="the folder Caffe ran in: dataset and net paths in the file are relative to it "
                    "(default: the working directory)")
@@ -123,7 +126,8 @@ def main(argv=None):
 def _options(args):
     return dict(phase=args.phase, stages=args.stage, level=args.level, test_batch=args.test_batch,
                 mode=args.mode, engine=args.engine, solver_type=args.solver_type, inference=args.inference,
-                context=args.context, root=args.root, schema=args.fork, defines=parse_defines(args.define))
+                context=args.context, root=args.root, schema=args.fork, defines=parse_defines(args.define),
+                log=args.log)
 
 
 def _audit_and_fit(path, args, inputs, batch, freeze=None):
@@ -133,6 +137,8 @@ def _audit_and_fit(path, args, inputs, batch, freeze=None):
     if args.gpu_mem is not None:  # an empty size is refused by parse_size, never ignored
         fit = check_fit(result, parse_size(args.gpu_mem),
                         lambda b: audit(path, batch=b, compare_engines=False, **options))
+        if result.death is not None:  # the card given, rather than the one the log names
+            result.death.card, result.death.card_name = fit.budget, "given with --gpu-mem"
     return result, fit
 
 
@@ -141,7 +147,7 @@ def _audit(args):
     if args.caffe_log:
         for net in build_nets(args.path, phase=args.phase, stages=args.stage, level=args.level,
                               inputs=inputs, batch=args.batch, root=args.root, schema=args.fork,
-                              defines=parse_defines(args.define)):
+                              defines=parse_defines(args.define), log=args.log):
             print("\n".join(caffe_log(net)))
         return EXIT_FITS
     if args.plot:  # matplotlib is imported only here; a missing one is refused before the audit

@@ -89,6 +89,7 @@ class Context:
     root: str = None  # --root: the folder Caffe ran in, which dataset paths are relative to
     assumptions: list = field(default_factory=list)  # Assumption
     origins: list = field(default_factory=list)  # ShapeOrigin
+    input_sources: dict = field(default_factory=dict)  # top -> where an `inputs` shape came from, if not --input
 
 
 class Layer:
@@ -183,7 +184,7 @@ class Layer:
         """Note where a data top's shape came from (--input wins over what the layer says)."""
         top = self.lp.top[top_index] if top_index < len(self.lp.top) else None
         if top is not None and top in self.ctx.inputs:
-            source = "--input"
+            source = self.ctx.input_sources.get(top, "--input")
         self.ctx.origins.append(ShapeOrigin(self.lp.name, top, tuple(shape), source))
 
 

@@ -113,10 +113,13 @@ class Net:
 
 
 def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=None, path=None, keep_own_batch=False,
-          root=None):
+          root=None, logged=None, logged_from=""):
     """Build the net `net_param` (V2, upgraded) for `state`, as Caffe's Net::Init would. Tops
-    whose shape cannot be known are collected, and raised at the end as one ShapesNeeded."""
-    inputs = dict(inputs or {})
+    whose shape cannot be known are collected, and raised at the end as one ShapesNeeded.
+    `logged` are shapes a Caffe log gives for data tops (`logged_from` says where), under --input."""
+    given = dict(inputs or {})
+    logged = {top: tuple(shape) for top, shape in (logged or {}).items() if top not in given}
+    inputs = {**logged, **given}
     filtered = type(net_param)()
     filtered.CopyFrom(net_param)
     del filtered.layer[:]
@@ -135,6 +138,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
         raise e.located(file=path, line=kept_lines[e.layer_index] if hasattr(e, "layer_index") else None) from None
     phase = phase_name(state)
     builder = _Builder(phase, inputs, batch, schema, path, keep_own_batch, root)
+    builder.ctx.input_sources = dict.fromkeys(logged, logged_from or "Caffe's log")
     builder.planned = layer_params
     builder.add_legacy_inputs(filtered)
     for lp, src in zip(layer_params, origin):
@@ -150,7 +154,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
             raise e.located(file=path, line=line, layer=lp.name) from None
     if builder.needs:
         raise ShapesNeeded(builder.needs, path)
-    unused = set(inputs) - builder.ctx.used_inputs - {builder.blobs[i].name for i in builder.inputs}
+    unused = set(given) - builder.ctx.used_inputs - {builder.blobs[i].name for i in builder.inputs}
     if unused:
         names = ", ".join(sorted(unused))
         raise InputError(

@@ -210,6 +210,16 @@ def load(path, schema_name=None, defines=None):
     return Source(path, kind, mine, schema, text, tree)
 
 
+def load_text(text, path, first_line=1, schema_name=None, defines=None):
+    """A net or solver printed inside another file (a Caffe log), read as `load` reads a file;
+    its lines keep their numbers in that file, for error messages."""
+    padded = "\n" * (first_line - 1) + substitute(text, defines or {}, path)
+    kind, message, schema, tree = _read(path, padded, schema_name)
+    mine = type(message)()
+    mine.CopyFrom(message)
+    return Source(path, kind, mine, schema, padded, tree)
+
+
 @functools.lru_cache(maxsize=8)
 def _read(path, raw, schema_name):
     """Read the text with the schema asked for, else choose: BVLC's when it reads the file and

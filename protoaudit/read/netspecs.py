@@ -1,7 +1,8 @@
 """From a loaded file to the nets Caffe would build: a net file's one net, or a solver's train and
 test nets (Solver::InitTrainNet / InitTestNets), each with its NetState and upgraded to V2."""
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from . import caffe_log
 from . import load as loader
 from ..errors import InputError
 from ..net.netstate import make_state
@@ -20,6 +21,12 @@ class NetSpec:
     lines: list  # start line of each layer in param.layer, in the file `path`
     solver: object = None  # the SolverParameter that named it, if any
     own_phase: bool = False  # a net file whose own `state` sets the phase: that net alone (as Caffe logs it)
+    shapes: dict = field(default_factory=dict)  # top -> shape Caffe logged (a log's data sources), under --input
+    shapes_from: str = ""  # where those shapes were read
+
+    @property
+    def phase(self):
+        return self.state.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_number[self.state.phase].name
 
 
 def _layer_lines(block):
@@ -37,7 +44,10 @@ def _upgraded(param, schema, path, lines):
 
 def net_specs(path, *, phase=None, stages=(), level=None, schema=None, root=None, defines=None):
     """The nets a file stands for. A net file gives one net in `phase` (its own state's, else
-    TRAIN). `schema` forces a schema (--fork), `defines` fill ${NAME} templates (--define)."""
+    TRAIN); a Caffe log gives the nets it initialised. `schema` forces a schema (--fork),
+    `defines` fill ${NAME} templates (--define)."""
+    if caffe_log.is_log_file(path):
+        return _log_specs(path, phase, schema, defines)
     src = loader.load(path, schema, defines)
     if src.kind == "net":
         lines = _upgraded(src.message, src.schema, path, _layer_lines(src.outline))
@@ -45,6 +55,58 @@ def net_specs(path, *, phase=None, stages=(), level=None, schema=None, root=None
         return [NetSpec("net", src.message, state, src.schema, path, lines,
                         own_phase=src.message.state.HasField("phase"))]
     return _solver_specs(src, phase, stages, level, dict(root=root, schema=schema, defines=defines))
+
+
+def _log_specs(path, phase, schema, defines):
+    """The nets of a Caffe log's run, from the parameters Net::Init printed (already filtered for
+    their NetState and upgraded), with the shapes Caffe logged for their data sources."""
+    run = caffe_log.chosen_run(caffe_log.read(path), path)
+    solver = _logged_solver(run, path, schema, defines)
+    nets = [n for n in run.nets if phase is None or n.phase == phase]
+    cut = [n for n in nets if n.params.cut]
+    if cut:
+        raise InputError(
+            f"glog cut the printed text of the {' and '.join(n.phase for n in cut)} net{'s' if len(cut) > 1 else ''} "
+            "at its 30,000-byte limit",
+            file=path, line=cut[0].params.line,
+            fix=f"give the net file, with this log for its data shapes: protoaudit NET.prototxt --log {path}")
+    specs = []
+    for k, net in enumerate(nets):
+        src = loader.load_text(net.params.text, path, net.params.line, schema, defines)
+        if src.kind != "net":
+            raise InputError("the text after 'Initializing net from parameters' is not a net", file=path,
+                             line=net.params.line)
+        lines = _upgraded(src.message, src.schema, path, _layer_lines(src.outline))
+        state = make_state(src.message, net.phase)
+        role = "net" if solver is None else "train" if net.phase == "TRAIN" and k == 0 else "test"
+        where = f"Caffe's log, line {net.layers[0].line}" if net.layers else ""
+        specs.append(NetSpec(role, src.message, state, src.schema, path, lines, solver, own_phase=True,
+                             shapes=net.data_shapes(), shapes_from=where))
+    return specs
+
+
+def _logged_solver(run, path, schema, defines):
+    """The SolverParameter the run printed (its nets are read from their own messages), or None
+    for a run without a solver (pycaffe). A solver whose embedded net glog cut is read up to that
+    net; what came after it keeps its defaults."""
+    if run.solver is None:
+        return None
+    text = run.solver.text
+    try:
+        src = loader.load_text(text, path, run.solver.line, schema, defines)
+    except InputError:
+        if not run.solver.cut:
+            raise
+        kept = []
+        for line in text.split("\n"):
+            if line.startswith(("net_param {", "train_net_param {", "test_net_param {")):
+                break
+            kept.append(line)
+        src = loader.load_text("\n".join(kept), path, run.solver.line, schema, defines)
+    if src.kind != "solver":
+        raise InputError("the text after 'Initializing solver from parameters' is not a solver", file=path,
+                         line=run.solver.line)
+    return src.message
 
 
 def file_phase(net):

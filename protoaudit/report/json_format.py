@@ -73,6 +73,10 @@ def to_dict(audit, summary, fit=None):
         "frozen": frozen_dict(summary.frozen),
         "gaps": [{"net": net, "layer": layer, "type": kind, "not_counted": what}
                  for net, layer, kind, what in summary.gaps],
+        "death": None if audit.death is None else {
+            "line": audit.death.line, "message": audit.death.message, "where": audit.death.where,
+            "held_before_bytes": audit.death.before, "held_after_bytes": audit.death.after,
+            "card_bytes": audit.death.card, "card": audit.death.card_name},
         "assumptions": [{"net": net, "layer": a.layer, "assumption": a.what, "override": a.override}
                         for net, a in summary.assumptions],
         "data_shapes": [{"net": net, "layer": o.layer, "top": o.top, "shape": list(o.shape), "source": o.source}

@@ -8,7 +8,7 @@ that table sits in a collapsed <details> block. Every name from the net is escap
 import re
 
 from .diff_text import signed
-from .text import ENGINE_NAMES, describe, verdict_lines
+from .text import ENGINE_NAMES, death_lines, describe, verdict_lines
 from .units import shapes, size
 
 # HTML's own characters, and ~ (GFM's strikethrough, which not every renderer lets a backslash escape)
@@ -87,6 +87,7 @@ def render(audit, summary, fit=None):
     bullets = [_total(audit, summary)] + _verdict(fit, audit)
     bullets.append("Caffe's own \"Memory required for data\": " + ", ".join(_figures(summary)) + ".")
     bullets.append(f"Grows with the batch: {size(summary.per_sample)}; does not: {size(summary.invariant)}.")
+    bullets += [escape(line.strip()) for line in death_lines(audit.death)]
     bullets += [f"Assumed ({escape(net)} net, layer {code(a.layer)}): {escape(a.what)}; to change it: {code(a.override)}"
                 for net, a in summary.assumptions]
     bullets += [f"Data shape ({escape(net)} net, layer {code(o.layer)}, top {code(o.top)}): {shapes([o.shape])}, "

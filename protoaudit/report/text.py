@@ -83,6 +83,23 @@ def shape_lines(summary):
     return lines
 
 
+def death_lines(death):
+    """Where the logged run died, and what protoaudit says it held then, against the card."""
+    if death is None:
+        return []
+    lines = [f"The run in the log died at line {death.line} ({death.message}) {death.where}."]
+    held = (f"protoaudit counts {size(death.before)} held before that step and {size(death.after)} with it"
+            if death.before != death.after else f"protoaudit counts {size(death.after)} held then")
+    if death.card:
+        card = f" ({death.card_name})" if death.card_name else ""
+        verdict = ("more than the card" if death.after > death.card else "within the card, so something else "
+                   "(another process, or cuDNN's workspace) took the rest")
+        lines.append(f"  {held}; the card{card} holds {size(death.card)}: {verdict}.")
+    else:
+        lines.append(f"  {held} (give --gpu-mem to compare with the card).")
+    return lines
+
+
 def render(audit, summary, fit=None):
     out = [f"protoaudit: {audit.path}", describe(audit), "", layer_table(summary), ""]
     out += totals(summary)
@@ -102,4 +119,5 @@ def render(audit, summary, fit=None):
         out.append(f"Not counted: layer '{layer}' ({kind}) of the {net} net: {what}; its tops are as declared.")
     out += shape_lines(summary)
     out += verdict_lines(fit, audit)
+    out += death_lines(audit.death)
     return "\n".join(out)

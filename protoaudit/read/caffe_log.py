@@ -1,0 +1,265 @@
+"""Caffe's own training log, read for what it says about the run: the solver and nets it
+initialised (their text, as `Net::Init` printed it), the shape of every top it set up, and where
+the run died if it died.
+
+A log may hold several runs (a job restarted into the same file); the run audited is the last one
+that built a net. glog cuts any message at 30,000 bytes, so a long net's text may be cut: its
+layer lines (`Top shape:`) are still whole, and `protoaudit NET --log LOG` takes them instead.
+"""
+import functools
+import os
+import re
+from dataclasses import dataclass, field
+
+from ..errors import InputError
+
+# glog's line prefix: severity, date, time, thread, file:line]
+GLOG = re.compile(r"^([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ([^ \]]+):\d+\] ")
+# glog truncates a message to 30,000 bytes (LogMessage::kMaxLogMessageLen, its newline included)
+GLOG_MAX_MESSAGE = 30000
+# A training log is read line by line and never held whole; past this it is not a Caffe log.
+MAX_LOG_BYTES = 2 * 2**30
+_TOP_SHAPE = re.compile(r"^Top shape: ((?:\d+ )*)\((\d+)\)$")
+_ARROW = re.compile(r"^(.+) (<-|->) (.+?)( \(in-place\))?$")
+_ITERATION = re.compile(r"^Iteration (\d+)")
+_FRAME = re.compile(r"^\s*@\s+0x[0-9a-f]+\s+(.+?)\s*$")
+
+
+@dataclass
+class Text:
+    """A message printed over several lines (a net's or solver's parameters): its text, the log
+    line of its first line, and whether glog cut it."""
+
+    text: str
+    line: int
+    cut: bool = False
+
+
+@dataclass
+class LoggedLayer:
+    name: str
+    line: int
+    bottoms: list = field(default_factory=list)
+    tops: list = field(default_factory=list)
+    shapes: list = field(default_factory=list)
+
+
+@dataclass
+class LoggedNet:
+    """One net Caffe initialised: its printed parameters and the layers it set up."""
+
+    params: Text
+    phase: str = None  # from the printed `state { phase }`
+    layers: list = field(default_factory=list)
+    done: bool = False  # "Network initialization done."
+    memory: int = None  # the last "Memory required for data"
+    creating: str = None  # the last layer Caffe began to create (where a failed setup stopped)
+
+    def data_shapes(self):
+        """The shape Caffe logged for every top of a layer with no bottom (a data source)."""
+        return {top: shape for layer in self.layers if not layer.bottoms
+                for top, shape in zip(layer.tops, layer.shapes)}
+
+
+@dataclass
+class Failure:
+    """A fatal CHECK: its line and text, the iteration it came in, and the stack glog printed."""
+
+    line: int
+    message: str
+    iteration: int = None  # the last "Iteration N" before it (None: before Solve began)
+    solving: bool = False  # after "Solving ...": inside Solver::Step
+    testing: bool = False  # the last iteration line was "Testing net"
+    frames: list = field(default_factory=list)  # function names, innermost first
+
+    @property
+    def out_of_memory(self):
+        return "out of memory" in self.message
+
+
+@dataclass
+class Run:
+    """One `caffe train` (or pycaffe) process in the log."""
+
+    line: int
+    solver: Text = None
+    nets: list = field(default_factory=list)
+    failure: Failure = None
+    gpus: list = field(default_factory=list)  # the card names Caffe printed ("GPU 0: GeForce GTX 1080 Ti")
+
+
+def is_log_file(path):
+    """Whether the file is a Caffe (glog) log rather than a prototxt: a glog line among its first
+    lines (a prototxt has none). Unreadable files are left to the prototxt reader to report."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(65536).decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    return any(GLOG.match(line) for line in head.splitlines()[:200])
+
+
+def read(path):
+    """Every run in the log at `path`, read line by line (bounded by MAX_LOG_BYTES), once per
+    version of the file (an audit asks for it while building and again for the run's end)."""
+    try:
+        stat = os.stat(path)
+    except OSError as e:
+        raise InputError(f"cannot read the log: {e.strerror}", file=path) from None
+    return _read(path, stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _read(path, size, mtime):
+    try:
+        handle = open(path, encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise InputError(f"cannot read the log: {e.strerror}", file=path) from None
+    if size > MAX_LOG_BYTES:
+        raise InputError(f"the file is over {MAX_LOG_BYTES // 2**30} GiB, larger than any Caffe log protoaudit "
+                         "reads", file=path, fix="cut the log to the part that initialises the nets")
+    with handle:
+        return _Reader().read(handle)
+
+
+class _Reader:
+    def __init__(self):
+        self.runs = []
+        self.run = None
+        self.text = None  # (kind, lines, first line, size) of a multi-line message being read
+        self.layers = {}  # name -> LoggedLayer being created (net.cpp prints <- and -> before "Setting up")
+        self.iteration = None
+        self.solving = self.testing = False
+        self.gpus = []  # card names caffe.cpp prints before the solver starts the run
+
+    def read(self, lines):
+        for number, raw in enumerate(lines, 1):
+            line = raw.rstrip("\r\n")
+            m = GLOG.match(line)
+            if self.text is not None:
+                if m is None:
+                    self.text[1].append(line)
+                    self.text[3] += len(raw)
+                    continue
+                self._end_text()
+            if self.run is not None and self.run.failure is not None and m is None:
+                frame = _FRAME.match(line)
+                if frame:
+                    self.run.failure.frames.append(frame.group(1))
+                continue
+            if m is None:
+                continue
+            self._message(line[m.end():], m.group(1), number, len(raw))
+        if self.text is not None:
+            self._end_text()
+        return self.runs
+
+    def _new_run(self, number):
+        self.run = Run(number, gpus=self.gpus)
+        self.gpus = []
+        self.runs.append(self.run)
+        self.iteration, self.solving, self.testing = None, False, False
+
+    def _end_text(self):
+        kind, lines, first, size = self.text
+        self.text = None
+        text = Text("\n".join(lines), first, cut=size >= GLOG_MAX_MESSAGE - 1)
+        if kind == "solver":
+            self.run.solver = text
+        else:
+            net = LoggedNet(text, _state_phase(lines))
+            self.run.nets.append(net)
+            self.layers = {}
+
+    def _message(self, msg, severity, number, size):
+        msg = msg.rstrip()
+        if msg.startswith("Initializing solver from parameters"):
+            self._new_run(number)
+            self.text = ["solver", [], number + 1, size]
+            return
+        if msg.startswith("Initializing net from parameters"):
+            if self.run is None or (self.run.solver is None and self.run.failure is not None):
+                self._new_run(number)  # a pycaffe process builds nets with no solver
+            self.text = ["net", [], number + 1, size]
+            return
+        if msg.startswith("GPU ") and ": " in msg:
+            (self.run.gpus if self.run is not None and not self.run.nets else self.gpus).append(msg.split(": ", 1)[1])
+            return
+        if self.run is None:
+            return
+        if severity == "F":
+            if self.run.failure is None:
+                self.run.failure = Failure(number, msg, self.iteration, self.solving, self.testing)
+            return
+        if msg.startswith("Solving"):
+            self.solving = True
+            return
+        m = _ITERATION.match(msg)
+        if m:
+            self.iteration = int(m.group(1))
+            self.testing = "Testing net" in msg
+            return
+        net = self.run.nets[-1] if self.run.nets else None
+        if net is None or net.done:
+            return
+        if msg.startswith("Creating Layer "):
+            name = msg[len("Creating Layer "):].strip()
+            self.layers[name] = LoggedLayer(name, number)
+            net.creating = name
+        elif msg.startswith("Setting up "):
+            name = msg[len("Setting up "):].strip()
+            net.layers.append(self.layers.pop(name, None) or LoggedLayer(name, number))
+        elif msg.startswith("Top shape:"):
+            m = _TOP_SHAPE.match(msg)
+            if m and net.layers:
+                net.layers[-1].shapes.append(tuple(int(d) for d in m.group(1).split()))
+        elif msg.startswith("Memory required for data:"):
+            net.memory = int(msg.rsplit(" ", 1)[1])
+        elif msg.startswith("Network initialization done"):
+            net.done = True
+        else:
+            m = _ARROW.match(msg)
+            if m and m.group(1) in self.layers:
+                layer = self.layers[m.group(1)]
+                (layer.bottoms if m.group(2) == "<-" else layer.tops).append(m.group(3))
+
+
+def _state_phase(lines):
+    """The phase in the printed net's top-level `state { ... }` (it comes right after the name)."""
+    inside = False
+    for line in lines:
+        if line == "state {":
+            inside = True
+        elif inside and line == "}":
+            return None
+        elif inside and line.strip().startswith("phase:"):
+            return line.split(":", 1)[1].strip()
+        elif not inside and line.startswith("layer"):
+            return None
+    return None
+
+
+def chosen_run(runs, path):
+    """The run to audit: the last one that set up a net. A net whose printed state has no phase
+    (an old Caffe) is the solver's TRAIN net when it comes first, else a TEST net."""
+    built = [r for r in runs if any(n.layers for n in r.nets)]
+    if not built:
+        raise InputError(
+            "the log holds no net Caffe set up (no 'Initializing net from parameters' followed by its "
+            "layers)", file=path, fix="give the net file, and this log with --log for its data shapes")
+    run = built[-1]
+    for k, net in enumerate(run.nets):
+        if net.phase is None:
+            net.phase = "TRAIN" if k == 0 and run.solver is not None else "TEST"
+    return run
+
+
+def data_shapes(path):
+    """{phase: ({top: shape}, where)} for the nets of the log's chosen run: the shapes Caffe
+    logged for its data sources' tops."""
+    run = chosen_run(read(path), path)
+    out = {}
+    for net in run.nets:
+        if net.layers and net.phase and net.phase not in out:
+            out[net.phase] = (net.data_shapes(), f"Caffe's log {path}:{net.layers[0].line}")
+    return out

@@ -1,0 +1,141 @@
+"""A Caffe log as input: `protoaudit LOG` audits the nets the log initialised (their printed text,
+the data shapes Caffe logged), `protoaudit NET --log LOG` takes the data shapes from the log, and a
+run that died is told where, with what protoaudit says was held then.
+
+Every expected shape and figure is the real log's own (tests/data/logs, PAIRS.tsv)."""
+import json
+import os
+
+import pytest
+
+import logparse
+from conftest import DATA, run_protoaudit
+from test_caffe_logs import OLDER_CAFFE, PAIRS, _logged_nets
+
+LOGS = os.path.join(DATA, "logs")
+CUT = {"ducha_resnet56_bn.log", "ducha_thinresnet101_nobn.log"}  # glog cut their nets' text
+LOG_FILES = sorted({log for log, _, _ in PAIRS})
+
+
+@pytest.mark.parametrize("log", LOG_FILES)
+def test_a_log_reproduces_its_own_lines(log):
+    run = run_protoaudit(os.path.join(LOGS, log), "--caffe-log")
+    if log in CUT:
+        assert run.returncode == 2
+        assert "glog cut the printed text" in run.stderr and "--log" in run.stderr
+        return
+    assert run.returncode == 0, run.stderr
+    got = logparse.parse(run.stdout)
+    expected = [n for n in _logged_nets(log)]
+    assert len(got) == len(expected)
+    headers = [line for line in run.stdout.splitlines() if line.startswith("Net ")]
+    for k, (want, have) in enumerate(zip(expected, got)):
+        assert headers[k].split(": ")[0].endswith(f"phase {want.phase}")
+        if (log, want.phase) in OLDER_CAFFE:
+            continue  # a 2015 Caffe: held in test_caffe_logs
+        assert logparse.first_difference(want, have) is None, logparse.first_difference(want, have)
+
+
+@pytest.mark.parametrize("log,phase,net", [p for p in PAIRS if (p[0], p[1]) not in OLDER_CAFFE],
+                         ids=[f"{p[0][:-4]}-{p[1]}" for p in PAIRS if (p[0], p[1]) not in OLDER_CAFFE])
+def test_a_net_with_its_log_needs_no_input(log, phase, net):
+    """The data shapes come from the log: no --input, cut net text or not."""
+    (want,) = [n for n in _logged_nets(log) if n.phase == phase][:1]
+    run = run_protoaudit(net, "--log", os.path.join(LOGS, log), "--phase", phase.lower(), "--caffe-log")
+    assert run.returncode == 0, run.stderr
+    (got,) = logparse.parse(run.stdout)
+    assert logparse.first_difference(want, got) is None, logparse.first_difference(want, got)
+
+
+def test_a_log_audit_holds_the_solver_and_nets_it_printed():
+    run = run_protoaudit(os.path.join(LOGS, "cifar_resnet20.log"), "--format", "json")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    # the solver the log printed: type "Nesterov"; its train net at batch 128, its test net at 100
+    assert report["solver_type"] == "Nesterov"
+    assert [(n["role"], n["phase"], n["batch"], n["forward_only"]) for n in report["nets"]] == [
+        ("train", "TRAIN", 128, False), ("test", "TEST", 100, True)]
+    assert [n["memory_required_for_data"] for n in report["nets"]] == [551081480, 430532408]
+    assert report["death"] is None
+
+
+def test_a_run_that_died_out_of_memory_is_told_where():
+    """ducha_squeezenet128.log: the first run died in iteration 0, in a Pooling layer's
+    Backward_gpu (glog's stack), after a later run was cut off before it built a net."""
+    run = run_protoaudit(os.path.join(LOGS, "ducha_squeezenet128.log"), "--format", "json")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    death = report["death"]
+    assert death["line"] == 3335 and "out of memory" in death["message"]
+    assert death["where"] == "in the train net's backward pass of iteration 0"
+    # held after the backward pass = held before it + every buffer the train net's backward allocates
+    backward = sum(b["bytes"] for n in report["nets"] if n["role"] == "train" for layer in n["layers"]
+                   for b in layer["buffers"] if b["touch"] == "backward" and b["device"] == "device")
+    assert death["held_after_bytes"] - death["held_before_bytes"] == backward > 0
+    text = run_protoaudit(os.path.join(LOGS, "ducha_squeezenet128.log"), "--gpu-mem", "4G").stdout
+    assert "The run in the log died at line 3335" in text
+    assert "the card (given with --gpu-mem) holds 4 GiB: more than the card." in text
+
+
+SETUP_DEATH = """\
+I0101 00:00:00.000000  1 caffe.cpp:222] GPU 0: GeForce GTX 970
+I0101 00:00:00.000000  1 solver.cpp:48] Initializing solver from parameters: 
+base_lr: 0.01
+net: "net.prototxt"
+I0101 00:00:00.000000  1 net.cpp:49] Initializing net from parameters: 
+name: "tiny"
+state {
+  phase: TRAIN
+}
+layer {
+  name: "data"
+  type: "Input"
+  top: "data"
+  input_param { shape { dim: 64 dim: 3 dim: 224 dim: 224 } }
+}
+layer {
+  name: "conv1"
+  type: "Convolution"
+  bottom: "data"
+  top: "conv1"
+  convolution_param { num_output: 96 kernel_size: 11 stride: 4 }
+}
+layer {
+  name: "loss"
+  type: "EuclideanLoss"
+  bottom: "conv1"
+  bottom: "conv1"
+  top: "loss"
+}
+I0101 00:00:00.000000  1 net.cpp:100] Creating Layer data
+I0101 00:00:00.000000  1 net.cpp:408] data -> data
+I0101 00:00:00.000000  1 net.cpp:150] Setting up data
+I0101 00:00:00.000000  1 net.cpp:157] Top shape: 64 3 224 224 (9633792)
+I0101 00:00:00.000000  1 net.cpp:165] Memory required for data: 38535168
+I0101 00:00:00.000000  1 net.cpp:100] Creating Layer conv1
+F0101 00:00:00.000000  1 syncedmem.cpp:56] Check failed: error == cudaSuccess (2 vs. 0)  out of memory
+"""
+
+
+def test_a_run_that_died_setting_up_a_net(tmp_path):
+    """Caffe died creating conv1 of the train net: held then is the context and what setup
+    allocated before conv1 (an Input layer allocates nothing at setup: its top is first touched in
+    the forward pass), and with conv1 its weights, 96x3x11x11 + 96 floats, and the bias multiplier
+    Reshape fills with ones, H_out x W_out = 54 x 54 ((224 - 11) / 4 + 1 = 54)."""
+    (tmp_path / "train.log").write_text(SETUP_DEATH)
+    run = run_protoaudit("train.log", "--format", "json", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    death = json.loads(run.stdout)["death"]
+    assert death["where"] == "while setting up the TRAIN net, layer 'conv1'"
+    context = 300 * 2**20
+    assert death["held_before_bytes"] == context
+    assert death["held_after_bytes"] == context + 4 * (96 * 3 * 11 * 11 + 96 + 54 * 54)
+    assert death["card"] == "GeForce GTX 970" and death["card_bytes"] == 4 * 2**30
+
+
+def test_a_log_with_no_net_is_refused_with_the_way_out(tmp_path):
+    (tmp_path / "solver.log").write_text(SETUP_DEATH.split("I0101 00:00:00.000000  1 net.cpp:49]")[0])
+    run = run_protoaudit("solver.log", cwd=tmp_path)
+    assert run.returncode == 2
+    assert run.stderr.startswith("protoaudit: solver.log: the log holds no net Caffe set up")
+    assert "--log" in run.stderr
