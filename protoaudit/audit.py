@@ -247,7 +247,6 @@ def _nets_to_audit(path, inference, options):
         return build_nets(path, **{**options, "phase": phase or "TEST", "test_batch": None})[:1]
     common = {k: v for k, v in options.items() if k not in ("phase", "batch", "freeze")}
     needed = test = None
-    named = _phases_named(path, options["schema"], options["defines"]) if phase is None else None
     try:
         nets = build_nets(path, **options, keep_test_batch=True)
     except ShapesNeeded as e:
@@ -261,7 +260,7 @@ def _nets_to_audit(path, inference, options):
             needed = e if needed is None else needed.merged(e)
         except InputError:
             # a train.prototxt whose rules name only TRAIN (DeepLab's): Caffe never builds it in TEST
-            if needed is None and named != {"TRAIN"}:
+            if needed is None and _phases_named(path, options) != {"TRAIN"}:
                 raise
     if needed is not None:
         raise needed
@@ -272,9 +271,9 @@ def _nets_to_audit(path, inference, options):
     return nets
 
 
-def _phases_named(path, schema, defines):
+def _phases_named(path, options):
     """The phases a net file's layer rules name (none for a solver, whose nets are its own)."""
-    specs = net_specs(path, phase="TRAIN", schema=schema, defines=defines)
+    specs = net_specs(path, phase="TRAIN", schema=options["schema"], root=options["root"], defines=options["defines"])
     return phases_named(specs[0].param) if specs and specs[0].role == "net" else set()
 
 

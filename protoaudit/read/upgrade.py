@@ -25,14 +25,20 @@ V1_TYPES = {
 }
 
 # A fork's own V1 enum values -> the type names its layers register under. DeepLab v1's Caffe
-# (DeepLab-Context) predates V2 and creates these layers from the enum (layer_factory.cpp,
-# REGISTER_LAYER_CLASS(IMAGE_SEG_DATA, ImageSegDataLayer) in image_seg_data_layer.cpp:235); its V2
-# successor deeplab-public-ver2 registers the same classes as "ImageSegData", "Interp",
-# "SegAccuracy", "MatWrite" (REGISTER_LAYER_CLASS(ImageSegData) in image_seg_data_layer.cpp:222,
-# interp_layer.cpp:108, seg_accuracy_layer.cpp, mat_write_layer.cpp): the names used here.
+# (DeepLab-Context) predates V2 and creates layers from the enum, each through
+# REGISTER_LAYER_CLASS(ENUM, NameLayer) (e.g. image_seg_data_layer.cpp:235: IMAGE_SEG_DATA,
+# ImageSegDataLayer); a V2 type is the class's name less "Layer", which is also how its V2
+# successor deeplab-public-ver2 registers the same classes (REGISTER_LAYER_CLASS(ImageSegData),
+# image_seg_data_layer.cpp:222; Interp, SegAccuracy, MatWrite, MatRead, BiasChannel...).
 FORK_V1_TYPES = {
-    "deeplab_v1": {"IMAGE_SEG_DATA": "ImageSegData", "INTERP": "Interp", "SEG_ACCURACY": "SegAccuracy",
-                   "MAT_WRITE": "MatWrite", "MAT_READ": "MatRead"},
+    "deeplab_v1": {
+        "ADAPTIVE_BIAS_CHANNEL": "AdaptiveBiasChannel", "BIAS_CHANNEL": "BiasChannel", "CENSOR_LABEL": "CensorLabel",
+        "CHANNEL_AGGREGATOR": "ChannelAggregator", "DENSE_CRF": "DenseCRF", "DOMINANT_CHANNEL": "DominantChannel",
+        "GAIN_CHANNEL": "GainChannel", "HISTOGRAM": "Histogram", "IGNORE_OVERLAY": "IgnoreOverlay",
+        "IMAGE_SEG_DATA": "ImageSegData", "INTERP": "Interp", "MAT_READ": "MatRead", "MAT_WRITE": "MatWrite",
+        "ONEHOT": "OneHot", "PADDING": "Padding", "RELATIVE_ERROR": "RelativeError", "SEG_ACCURACY": "SegAccuracy",
+        "UNIQUE_LABEL": "UniqueLabel",
+    },
 }
 
 
