@@ -6,6 +6,7 @@ No log of these forks running these nets was found (their repositories ship none
 quote none), so every expected figure below is derived by hand from the fork's own source, at the
 commit named in proto/forks/NAME.proto, with file:line references.
 """
+import json
 import os
 
 import pytest
@@ -14,7 +15,7 @@ from conftest import DATA, ROOT, run_protoaudit
 from protoaudit import build_nets
 from protoaudit.errors import InputError
 from protoaudit.layers import layer_class
-from protoaudit.memory.buffers import net_buffers
+from protoaudit.memory.buffers import host_objects, net_buffers, runs_backward
 from protoaudit.read.load import load
 
 import logparse
@@ -494,3 +495,32 @@ def test_sample_audits_with_its_fork(name):
     for layer, expected in shapes.items():
         assert net.layer(layer).shapes == expected, layer
     assert run_protoaudit(path, *help_, timeout=120).returncode == 0
+
+
+# --- PSPNet's Caffe, measured (tests/data/fork_oracle/pspnet) ------------------------------------------
+
+FORK_ORACLE = os.path.join(DATA, "fork_oracle", "pspnet")
+with open(os.path.join(FORK_ORACLE, "measurements.tsv")) as f:
+    _rows = [line.rstrip("\n").split("\t") for line in f]
+PSPNET_RUNS = [dict(zip(_rows[0], row)) for row in _rows[1:]]
+
+
+@pytest.mark.parametrize("run", PSPNET_RUNS, ids=[r["run"] for r in PSPNET_RUNS])
+def test_pspnet_fork_heap(run):
+    """The real fork's heap after one forward and one backward in CPU mode (no solver), within
+    the project's 0.5% (or 64 KiB); Caffe's own figure exactly; every layer's forward and backward
+    bytes exactly (Split layers only free host objects, which protoaudit's fitted term holds)."""
+    (net,) = build_nets(os.path.join(FORK_ORACLE, run["file"]), phase=run["phase"])
+    assert net.memory_required_for_data == int(run["memory_required_for_data"])
+    buffers = net_buffers(net, mode="cpu", backward=runs_backward(net)) + [host_objects(net)]
+    want = int(run["backward_live"])
+    got = sum(b.bytes for b in buffers)
+    assert abs(got - want) <= max(0.005 * want, 64 * 1024), f"protoaudit {got:,}, the fork {want:,}"
+    with open(os.path.join(FORK_ORACLE, "runs", run["run"] + ".json")) as f:
+        measured = json.load(f)
+    for layer in measured["layers"]:
+        if layer["type"] == "Split":
+            continue
+        mine = [b for b in buffers if b.layer == layer["name"]]
+        assert sum(b.bytes for b in mine if b.touch == "forward") == layer["fwd_alloc"], layer["name"]
+        assert sum(b.bytes for b in mine if b.touch == "backward") == layer["bwd_alloc"], layer["name"]
