@@ -38,6 +38,9 @@ def parser():
     p.add_argument("--input", action="append", default=[], metavar="TOP=NxCxHxW",
                    help="the full shape of a data layer's (or net input's) top, batch included (repeatable)")
     p.add_argument("--batch", type=int, help="the first dimension of every data source")
+    p.add_argument("--shapes", metavar="FILE",
+                   help="a file of --input shapes, one TOP=NxCxHxW a line (default: NET.prototxt.shapes beside "
+                   "the net, if there is one); --input wins over it")
     p.add_argument("--caffe-log", action="store_true",
                    help="print the Top shape and Memory required for data lines as Caffe logs them")
     p.add_argument("--plot", metavar="FILE",
@@ -99,6 +102,9 @@ def _common(p):
     p.add_argument("--fork", metavar="NAME",
                    help="read the files with this Caffe's schema and layers: " + ", ".join(SCHEMA_NAMES)
                    + " (default: the one that reads the file)")
+    p.add_argument("--caffe-proto", metavar="FILE",
+                   help="your Caffe's own caffe.proto (a fork protoaudit does not ship): the files are read with it "
+                   "(needs pip install 'protoaudit[caffe-proto]')")
     p.add_argument("--log", metavar="LOG",
                    help="a Caffe log of a run of this net: its data layers' shapes are taken from it")
     p.add_argument("--root", metavar="DIR",
@@ -126,8 +132,19 @@ def main(argv=None):
 def _options(args):
     return dict(phase=args.phase, stages=args.stage, level=args.level, test_batch=args.test_batch,
                 mode=args.mode, engine=args.engine, solver_type=args.solver_type, inference=args.inference,
-                context=args.context, root=args.root, schema=args.fork, defines=parse_defines(args.define),
-                log=args.log)
+                context=args.context, root=args.root, schema=_schema(args), defines=parse_defines(args.define),
+                log=args.log, shapes=getattr(args, "shapes", None))
+
+
+def _schema(args):
+    """--fork NAME, or the user's --caffe-proto compiled now (not both)."""
+    if args.caffe_proto is None:
+        return args.fork
+    if args.fork is not None:
+        raise InputError("give --fork or --caffe-proto, not both", fix="--caffe-proto reads the files with your file")
+    from .read.schema import user_schema
+
+    return user_schema(args.caffe_proto).name
 
 
 def _audit_and_fit(path, args, inputs, batch, freeze=None):
@@ -146,8 +163,8 @@ def _audit(args):
     inputs = parse_inputs(args.input)
     if args.caffe_log:
         for net in build_nets(args.path, phase=args.phase, stages=args.stage, level=args.level,
-                              inputs=inputs, batch=args.batch, root=args.root, schema=args.fork,
-                              defines=parse_defines(args.define), log=args.log):
+                              inputs=inputs, batch=args.batch, root=args.root, schema=_schema(args),
+                              defines=parse_defines(args.define), log=args.log, shapes=args.shapes):
             print("\n".join(caffe_log(net)))
         return EXIT_FITS
     if args.plot:  # matplotlib is imported only here; a missing one is refused before the audit

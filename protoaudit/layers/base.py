@@ -12,6 +12,10 @@ from . import touch
 from ..errors import InputError
 
 REGISTRY = {}  # BVLC's layer types: type name -> class
+# Forks built on mid-2015 Caffe, whose cuDNN code and layer factory are that Caffe's (cuDNN v2 API):
+# one forward-only convolution workspace per layer, cuDNN MAX pooling, no cuDNN LRN or Deconvolution.
+# (caffe-segnet 344c113 and caffe-fast-rcnn 4115385 have the same cudnn_*_layer and layer_factory files.)
+CUDNN_2015_FORKS = frozenset({"segnet", "fastrcnn"})
 FORK_REGISTRY = {}  # fork schema name -> {type name -> class}: a fork's own types, or its version of a BVLC type
 
 

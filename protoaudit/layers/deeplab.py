@@ -10,10 +10,10 @@ Sources, at the commits named in proto/forks/*.proto: v2 = talent518/deeplab-pub
 v1 = TheLegendAli/DeepLab-Context.
 """
 from . import touch
-from ..errors import InputError
 from .base import Layer, count, legacy_shape, register
 from .conv import Convolution
-from .data import DataSource
+from .data import (BATCH_BYTES, FIRST_TOKENS, LABEL_BLOB_BYTES, OPENCV_BYTES, RNG_BYTES, THREAD_BYTES,
+                   THREAD_RNG_BYTES, DatasetLayer)
 from .losses import SoftmaxWithLoss
 from .normalization import BatchNorm
 from .pooling import Pooling
@@ -21,7 +21,9 @@ from .pooling import Pooling
 V2 = ("deeplab_v2", "pspnet")
 V1 = "deeplab_v1"
 ALL = V2 + (V1,)
-PIXEL, NONE, IMAGE = 0, 1, 2  # ImageDataParameter.LabelType in both forks' caffe.proto
+# A batch's data Blob's objects (SyncedMemory, shape vectors, control blocks: data.py's BATCH_BYTES less
+# the Batch object, its shared_ptr block and vector slot, which this fork's plain array has not)
+BATCH_BLOB_BYTES = BATCH_BYTES - 200
 
 
 @register("Interp", fork=V2)
@@ -98,40 +100,64 @@ class InterpV1(Interp):
         return p.height, p.width
 
 
-class _SegData(DataSource):
-    """ImageSegData: images and their label images read from a list file, cropped together.
+class _SegData(DatasetLayer):
+    """ImageSegData: images and their label images named by a list ("image label" lines, under
+    root_folder), cropped together.
 
     Tops: data (N, C, H, W), label (N, 1, H, W) and data_dim (N, 1, 1, 2), each image's size
     before cropping; Caffe adds the tops a file leaves out (ExactNumTopBlobs 3, AutoTopBlobs).
     C is 3 with is_color (the default), else 1. H x W is the crop when transform_param gives one,
-    else the first image's size (then --input gives the data top)."""
+    else the first image's size (resized to new_height x new_width when given), read from the
+    dataset when it is on disk, else asked for with --input."""
 
     exact_tops = 3
     auto_top_blobs = True
 
+    def param(self):
+        return self.lp.image_data_param
+
     def batch_size(self):
-        return self.lp.image_data_param.batch_size
+        return self.param().batch_size
 
     def crop_hw(self):
         size = self.lp.transform_param.crop_size
         return (size, size) if size else None
 
+    def first_names(self, list_path):
+        return [self.param().root_folder + FIRST_TOKENS(list_path, 1, "image list")[0]]
+
     def reshape(self, bottoms):
-        p = self.lp.image_data_param
+        p = self.param()
         self.check(not self.lp.transform_param.mean_file, "ImageSegData does not support mean_file",
                    fix="give mean_value instead")
         self.check((p.new_height == 0) == (p.new_width == 0), "set new_height and new_width together")
         batch = self.batch_size()
         channels = 3 if p.is_color else 1
+        self.decodes = True
         crop = self.crop_hw()
-        data = self.override(0, (batch, channels) + crop if crop else None, own_batch=batch)
-        if data is None:
-            self.need_input("ImageSegData layer without a crop: its image size is the first image's, in the "
-                            "dataset", self.lp.top[:1], known={self.lp.top[0]: (batch, channels, None, None)})
+        resized = (p.new_height, p.new_width) if p.new_height else None
+        origin = "the layer's parameters (is_color and its crop)"
+        size = crop
+        if not self.declared():
+            read = self.first_image(p.source, self.first_names, batch, channels, crop or resized)
+            if read is not None and not crop:
+                size, origin = (resized or read[0]), read[1] + (", resized" if resized else "")
+            elif read is None and not crop:
+                size, origin = resized, "the layer's parameters (is_color, new_height and new_width)"
+        data = self.override(0, (batch, channels) + tuple(size) if size else None, own_batch=batch)
         self.check(len(data) == 4, f"the data top must have 4 axes (N, C, H, W), got {tuple(data)}")
         self.check(data[0] > 0, "batch_size must be set and positive", fix="set batch_size, or use --batch")
         n, _, h, w = data
-        return [data, (n, 1, h, w), (n, 1, 1, 2)]
+        tops = [data, (n, 1, h, w), (n, 1, 1, 2)]
+        self.note_origin(0, data, origin)
+        self.note_origin(1, tops[1], "the data top (a label image per image)")
+        self.note_origin(2, tops[2], "the data top (each image's height and width)")
+        return tops
+
+    def host_touches(self, run):
+        """The list Caffe keeps (lines_, pairs of names), and OpenCV's one-time codec registry."""
+        return self.list_touch("DenseImageData") + [
+            touch.process("OpenCV codec registry", OPENCV_BYTES, "initialised by the first image decode")]
 
 
 @register("ImageSegData", fork=V2)
@@ -140,9 +166,13 @@ class ImageSegData(_SegData):
     ImageDimPrefetchingDataLayer (base_data_layer.cpp:130-174, .cu:28-56).
 
     The crop is crop_size, or crop_height x crop_width (:87-99). Setup allocates PREFETCH_COUNT
-    = 5 batches (base_data_layer.hpp:71) of all three tops, on the host and, in GPU mode, on the
-    device (:136-157). Forward COPIES the next batch into the tops, which are blobs of their own
-    (:160-174 and .cu:28-56), unlike BVLC master's data layers, whose tops point into the batch."""
+    = 5 batches (base_data_layer.hpp:71) of all three tops on the host and, in GPU mode, their
+    device copies (base_data_layer.cpp:136-157; the host ones are then pinned). Forward COPIES the
+    next batch into the tops, which are blobs of their own (:160-174 and .cu:28-56), unlike BVLC
+    master's data layers, whose tops point into the batch. Host objects: each batch's three Blobs,
+    the prefetch thread with its RNG (internal_thread.cpp:41-47), the transformer's RNG (mirror, or
+    a crop in TRAIN: data_transformer.cpp:730-739) and the shuffle's (image_seg_data_layer.cpp:60-66).
+    Measured in PSPNet's Caffe, which keeps this layer: tests/data/fork_oracle/pspnet."""
 
     PREFETCH_COUNT = 5
 
@@ -159,9 +189,21 @@ class ImageSegData(_SegData):
     def touches(self, run):
         n = self.PREFETCH_COUNT
         t = [touch.top(j, "data", "forward") for j in range(len(run.tops))]
-        return t + [touch.buffer(f"prefetch[{n}].{name}", n * count(shape), "setup", per_sample=True,
-                                 kind="prefetch", note=f"{n} x {'x'.join(map(str, shape))}")
-                    for name, shape in zip(("data_", "label_", "dim_"), run.tops)]
+        for name, shape in zip(("data_", "label_", "dim_"), run.tops):
+            note = f"{n} x {'x'.join(map(str, shape))}"
+            t.append(touch.buffer(f"prefetch[{n}].{name}", n * count(shape), "setup", per_sample=True,
+                                  kind="prefetch", note=note))
+            if run.mode == "gpu":
+                t.append(touch.buffer(f"prefetch[{n}].{name} (host)", n * count(shape), "setup", per_sample=True,
+                                      kind="prefetch", note=note + ", pinned host copies", device="host"))
+        tp = self.lp.transform_param
+        rngs = int(tp.mirror or (self.ctx.phase == "TRAIN" and tp.crop_size > 0)) + int(self.param().shuffle)
+        t += [touch.host(f"prefetch[{n}] Blob objects", n * (BATCH_BLOB_BYTES + 2 * LABEL_BLOB_BYTES),
+                         "data_, label_ and dim_ of each batch"),
+              touch.host("prefetch thread", THREAD_BYTES, "boost::thread data, glibc's TLS vector"),
+              touch.host("RNGs", THREAD_RNG_BYTES + rngs * RNG_BYTES,
+                         f"the thread's and {rngs} more" if rngs else "the thread's")]
+        return t + self.host_touches(run)
 
 
 @register("ImageSegData", fork=V1)
@@ -170,13 +212,14 @@ class ImageSegDataV1(_SegData):
     2014 BasePrefetchingDataLayer holds ONE batch, prefetch_data_, prefetch_label_ and
     prefetch_data_dim_, on the host only (base_data_layer.cpp:81-105; the prefetch thread writes
     them through cpu pointers), and each forward copies it into the tops (.cu:27-46: the device
-    copy in GPU mode is the tops' own)."""
+    copy in GPU mode is the tops' own), joins the thread and starts a new one."""
 
     def touches(self, run):
         t = [touch.top(j, "data", "forward") for j in range(len(run.tops))]
-        return t + [touch.buffer(f"prefetch_{name}", count(shape), "setup", per_sample=True, kind="prefetch",
-                                 device="host")
-                    for name, shape in zip(("data_", "label_", "data_dim_"), run.tops)]
+        t += [touch.buffer(f"prefetch_{name}", count(shape), "setup", per_sample=True, kind="prefetch",
+                           device="host")
+              for name, shape in zip(("data_", "label_", "data_dim_"), run.tops)]
+        return t + self.host_touches(run)
 
 
 @register("SegAccuracy", fork=ALL)
@@ -252,10 +295,10 @@ class BatchNormV2(BatchNorm):
 
     def touches(self, run):
         if run.mode != "gpu":
-            raise InputError("DeepLab v2's BatchNorm cannot run in CPU mode: its Forward_cpu copies into x_norm_, "
-                             "which Reshape never shapes (batch_norm_layer.cpp:53, :154), and Caffe stops at "
-                             "Blob's CHECK(data_)", file=self.ctx.path, layer=self.lp.name,
-                             fix="audit GPU mode (--mode gpu), where the fork's CUDA code runs")
+            return [touch.param(k, "data", "setup") for k in range(run.num_params)] + [touch.stop(
+                "forward", "DeepLab v2's BatchNorm cannot run in CPU mode: its Forward_cpu copies into x_norm_, "
+                "which Reshape never shapes (batch_norm_layer.cpp:53, :154), and Caffe aborts at Blob's "
+                "CHECK(data_) (observed: tests/data/fork_oracle/pspnet/README.md)")]
         shape = run.bottoms[0]
         n, c = shape[0], (shape[1] if len(shape) > 1 else 1)
         size = count(shape)
@@ -338,7 +381,7 @@ class PoolingV1(Pooling):
     cuDNN build its factory gives every pooling without padding and with one top to cuDNN,
     MAX included (layer_factory.cpp:33-56), which keeps no argmax."""
 
-    def cudnn_pooling(self, run):
+    def cudnn_2015(self, run):
         p = self.lp.pooling_param
         return (run.mode == "gpu" and run.engine == "cudnn" and p.engine != 1
                 and not (p.pad or p.pad_h or p.pad_w) and len(run.tops) == 1)

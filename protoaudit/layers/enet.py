@@ -1,20 +1,18 @@
 """caffe-enet (TimoSaemann/caffe-enet): caffe-segnet's BN, Upsample and DenseImageData ported to a
 2017 BVLC Caffe, with a label_divide_factor for DenseImageData, and the spatial dropout ENet uses,
-shipped as a Python layer (python/spatial_dropout.py).
+shipped as a Python layer (python/spatial_dropout.py), known to protoaudit.layers.python_layers.
 
 Sources: TimoSaemann/caffe-enet at the commit named in proto/forks/enet.proto. Where a file is
 caffe-segnet's unchanged (bn_layer.cpp/.cu, upsample_layer.cpp/.cu and softmax_loss_layer.cpp/.cu
 differ from alexgkendall/caffe-segnet 344c113 in their #include lines only), the class is
 segnet's; the other layers are BVLC's.
 """
-import ast
-
 from . import segnet, touch
 from .base import count, register
 from .activations import Dropout as BvlcDropout
-from .data import Python
 from .losses import Accuracy as BvlcAccuracy
 from .losses import SoftmaxWithLoss as BvlcSoftmaxWithLoss
+from .python_layers import Known, known
 
 FORK = "enet"
 
@@ -37,12 +35,23 @@ class DenseImageData(segnet.DenseImageData):
     label_divide_factor. Without a crop, the label top is (N, 1, H / f, W / f) for the image's
     H x W (new_height x new_width when given) and f = label_divide_factor (:114-116, C++ integer
     division); a crop (crop_size, else crop_height x crop_width) gives the label the crop's size
-    whatever the factor (:93-108). Its 2017 base (base_data_layer.cpp, as caffe-segnet's) keeps
-    ONE prefetch batch of each top and copies it into the tops each forward."""
+    whatever the factor (:93-108). The label image is read at the label's size, and the fork drops
+    caffe-segnet's check that it matches its image (:88-89). Its 2017 base (base_data_layer.cpp, as
+    caffe-segnet's) keeps ONE prefetch batch of each top and copies it into the tops each forward."""
+
+    def first_pair_size(self, batch):
+        p = self.param()
+        read = self.first_image(p.source, self.first_names, batch, self.channels(), self.size_from_parameters())
+        if read is None:
+            return None
+        size, origin, _ = read
+        if p.new_height:
+            return (p.new_height, p.new_width), origin + f", resized to {p.new_width}x{p.new_height}"
+        return size, origin
 
     def reshape(self, bottoms):
         data, label = super().reshape(bottoms)
-        p = self.lp.dense_image_data_param
+        p = self.param()
         factor = p.label_divide_factor
         self.check(factor > 0, "label_divide_factor must be positive")
         if not self.crop() and not p.crop_height and self.lp.top[1] not in self.ctx.inputs:
@@ -85,56 +94,39 @@ class Dropout(BvlcDropout):
         return t
 
 
-SPATIAL_DROPOUT = ("spatial_dropout", "SpatialDropoutLayer")
+@known("spatial_dropout", "SpatialDropoutLayer")
+class SpatialDropout(Known):
+    """caffe-enet's python/spatial_dropout.py (SpatialDropoutLayer), the spatial dropout ENet's nets
+    use, sized from its source (never imported or run): one bottom, one top of its shape (reshape,
+    :37-39): exact, not an assumption. Its mask is per channel: setup keeps `vec`, C ones (:33), and
+    each forward in its own TRAIN phase draws `vec_w` (np.random.binomial, C values, :43-44), both
+    NumPy int64 arrays on the host; the `phase` in its param_str, not the net's, decides whether it
+    drops. It computes through the blobs' host views (top[0].data, bottom[0].diff): in GPU mode its
+    top and its bottom's diff reach the device when the neighbouring layers read them."""
 
-
-@register("Python", fork=FORK)
-class PythonLayer(Python):
-    """A Python layer in a caffe-enet net: the fork ships one, python/spatial_dropout.py
-    (SpatialDropoutLayer), which protoaudit sizes from its source without running it; any other
-    module is the user's, whose tops the user declares (--input), as for BVLC's Python layer.
-
-    SpatialDropoutLayer (spatial_dropout.py:16-59): one bottom, one top of its shape (reshape,
-    :37-39). Its mask is per channel: setup keeps `vec`, C ones, and each TRAIN forward draws
-    `vec_w` (np.random.binomial, C values), both NumPy int64 arrays on the host; the `phase` in
-    its param_str, not the net's, decides whether it drops. It computes through the blobs' host
-    views (top[0].data, bottom[0].diff), so in GPU mode its top and its bottom's diff reach the
-    device only when the neighbouring layers read them (as the net's other blobs)."""
-
-    def is_spatial_dropout(self):
-        p = self.lp.python_param
-        return (p.module, p.layer) == SPATIAL_DROPOUT
-
-    @property
-    def gap(self):
-        return None if self.is_spatial_dropout() else Python.gap
+    gap = None
 
     def reshape(self, bottoms):
-        if not self.is_spatial_dropout():
-            return super().reshape(bottoms)
         self.check(len(bottoms) == 1 and len(self.lp.top) == 1, "SpatialDropoutLayer takes one bottom and "
-                   "gives one top")
+                   "gives one top (spatial_dropout.py:18-21)")
         self.check(len(bottoms[0]) == 4, f"SpatialDropoutLayer reads (num, channels, height, width); got "
                    f"{tuple(bottoms[0])}")
         return [tuple(bottoms[0])]
 
-    def drops(self):
-        """Whether the layer's own param_str says TRAIN (setup reads it with eval, :27-29)."""
-        try:
-            param = ast.literal_eval(self.lp.python_param.param_str)
-            return param["phase"] == "TRAIN"
-        except (ValueError, SyntaxError, TypeError, KeyError):
-            self.fail("SpatialDropoutLayer's param_str must be a dict with 'phase' and 'p', e.g. "
-                      "\"{'phase': 'TRAIN', 'p': '0.01'}\"")
-
     def touches(self, run):
-        t = super().touches(run)
-        if not self.is_spatial_dropout():
-            return t
+        """Forward writes the top from the bottom; backward, when asked (:52), the bottom's diff from
+        the top's."""
         channels = run.bottoms[0][1]
-        t.append(touch.buffer("vec", channels, "setup", per_sample=False, itemsize=8, device="host",
-                              note=f"{channels} int64 (NumPy)"))
+        t = [touch.bottom(0, "data", "forward"), touch.top(0, "data", "forward"),
+             touch.buffer("vec", channels, "setup", per_sample=False, itemsize=8, device="host",
+                          note=f"{channels} int64 (NumPy)")]
         if self.drops():
             t.append(touch.buffer("vec_w", channels, "forward", per_sample=False, itemsize=8, device="host",
                                   note=f"{channels} int64 (NumPy)"))
+        if run.propagate_down[0]:
+            t += [touch.top(0, "diff", "backward"), touch.bottom(0, "diff", "backward")]
         return t
+
+    def drops(self):
+        """Whether the layer's own param_str says TRAIN (setup reads it with eval, :27-29)."""
+        return self.param(self.dict_params(), "phase", "spatial_dropout.py:28") == "TRAIN"

@@ -2,7 +2,7 @@
 import math
 
 from . import touch
-from .base import Layer, count, float32, register
+from .base import CUDNN_2015_FORKS, Layer, count, float32, register
 
 MAX, AVE, STOCHASTIC = 0, 1, 2
 CEIL, FLOOR = 0, 1
@@ -84,7 +84,7 @@ class Pooling(Layer):
         Backward reads only the first top's diff."""
         t = [x for x in super().touches(run) if not (x.what == "top" and x.part == "diff" and x.index > 0)]
         pool = self.lp.pooling_param.pool
-        if self.cudnn_pooling(run):
+        if self.cudnn_2015(run):
             return t  # cuDNN pooling keeps no argmax
         if pool == 0 and len(run.tops) == 1:
             t.append(touch.buffer("max_idx_", count(run.tops[0]), "forward", per_sample=True))
@@ -92,12 +92,12 @@ class Pooling(Layer):
             t.append(touch.buffer("rand_idx_", count(run.tops[0]), "forward", per_sample=True))
         return t
 
-    def cudnn_pooling(self, run):
-        """Whether cuDNN pools (and so keeps no argmax): BVLC's factory keeps MAX pooling on Caffe's
-        engine; caffe-segnet's, unlike it, gives MAX pooling to cuDNN too: any pooling in a cuDNN
-        build without padding and with one top, unless it asks for the CAFFE engine."""
+    def cudnn_2015(self, run):
+        """The 2015 forks' factory (caffe-segnet's, caffe-fast-rcnn's), unlike BVLC's, gives MAX
+        pooling to cuDNN too: any pooling in a cuDNN build without padding and with one top,
+        unless it asks for the CAFFE engine."""
         p = self.lp.pooling_param
-        return (self.ctx.schema == "segnet" and run.mode == "gpu" and run.engine == "cudnn"
+        return (self.ctx.schema in CUDNN_2015_FORKS and run.mode == "gpu" and run.engine == "cudnn"
                 and p.engine != 1 and not (p.pad or p.pad_h or p.pad_w) and len(run.tops) == 1)
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from google.protobuf import text_format
 
 from ..errors import InputError
-from .schema import FORKS, SCHEMA_NAMES, ancestors, described, load_schema
+from .schema import FORKS, SCHEMA_NAMES, USER_PREFIX, ancestors, described, load_schema
 from .tokens import Text, has_tokens, parse
 
 # Larger than any real net (the biggest public ones are well under 1 MiB): reading such a file
@@ -200,7 +200,7 @@ def _embedded_nets(solver):
 def load(path, schema_name=None, defines=None):
     """Read `path` as a net or a solver, choosing the schema (BVLC, else the fork it needs), with
     `${NAME}` templates replaced by `defines` (--define NAME=VALUE)."""
-    if schema_name is not None and schema_name not in SCHEMA_NAMES:
+    if schema_name is not None and schema_name not in SCHEMA_NAMES and not schema_name.startswith(USER_PREFIX):
         raise InputError(f"--fork {schema_name}: protoaudit knows {', '.join(SCHEMA_NAMES)}",
                          fix="or give your fork's caffe.proto with --caffe-proto")
     text = substitute(read_text(path), defines or {}, path)
@@ -246,7 +246,7 @@ def _read(path, raw, schema_name):
         if bvlc is not None:  # the layer registry will name the type no fork knows
             return bvlc + (_outline(text, path),)
         raise _parse_failure(path, text, failures)
-    complete = [r for r in readings if _types_used(r[1], r[0], r[2].name) <= _known_types(r[2].name)]
+    complete = [r for r in readings if _types_used(r[1], r[0], r[2].layers) <= _known_types(r[2].layers)]
     chosen = _without_descendants(complete or readings)
     if len(chosen) > 1:
         _refuse_ambiguous(path, chosen)
@@ -284,7 +284,7 @@ def _refuse_ambiguous(path, readings):
     same layer classes, refused (naming them) when not."""
     from ..layers import layer_class
 
-    classes = {tuple(layer_class(t, r[2].name) for t in sorted(_types_used(r[1], r[0], r[2].name)))
+    classes = {tuple(layer_class(t, r[2].layers) for t in sorted(_types_used(r[1], r[0], r[2].layers)))
                for r in readings}
     if len(classes) > 1:
         names = [r[2].name for r in readings]

@@ -5,6 +5,7 @@ descriptor pool of its own, so `caffe.NetParameter` can mean BVLC's or a fork's 
 """
 import functools
 import os
+import re
 from dataclasses import dataclass
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
@@ -17,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FORKS = {
     "segnet": "caffe-segnet (alexgkendall/caffe-segnet)",
     "ducha": "ducha-aiki's fork (caffenet-benchmark)",
+    "fastrcnn": "caffe-fast-rcnn (rbgirshick/caffe-fast-rcnn, py-faster-rcnn's Caffe)",
     "enet": "caffe-enet (TimoSaemann/caffe-enet)",
     "deeplab_v2": "DeepLab v2 (deeplab-public-ver2)",
     "pspnet": "PSPNet's Caffe (hszhao/PSPNet)",
@@ -32,8 +34,14 @@ DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2"}
 
 
 def described(name):
-    """How messages name a schema: BVLC Caffe, or the fork's own words."""
+    """How messages name a schema: BVLC Caffe, the fork's own words, or the user's file."""
+    if name.startswith(USER_PREFIX):
+        return f"your caffe.proto ({name[len(USER_PREFIX):]})"
     return "BVLC Caffe" if name == "bvlc" else FORKS.get(name, name)
+
+
+USER_PREFIX = "user:"  # a schema compiled from --caffe-proto FILE is named "user:FILE"
+_USER_SCHEMAS = {}
 
 
 @dataclass(frozen=True)
@@ -42,7 +50,13 @@ class Schema:
 
     name: str
     pool: descriptor_pool.DescriptorPool
+    dialect: str = None  # whose layers the nets it reads use: its own name, or for a user's file the closest
     predates_v2: bool = False  # its caffe.proto has V1 layers only (the V2 ones are protoaudit's, _add_v2_layers)
+
+    @property
+    def layers(self):
+        """The name layers are registered under for nets read with this schema."""
+        return self.dialect or self.name
 
     def message(self, type_name):
         """The message class `caffe.<type_name>` of this schema."""
@@ -68,20 +82,22 @@ class Schema:
         return self.message("LayerParameter")
 
 
-def ancestors(name):
-    """The forks `name` descends from, nearest first."""
-    found = []
-    while name in DESCENDS_FROM:
-        name = DESCENDS_FROM[name]
-        found.append(name)
-    return found
+def load_schema(name):
+    """The schema of that name: compiled as protoaudit/read/schemas/<name>.desc, or a user's
+    file compiled with user_schema."""
+    if name in _USER_SCHEMAS:
+        return _USER_SCHEMAS[name]
+    return _shipped(name)
 
 
 @functools.cache
-def load_schema(name):
-    """The schema compiled as protoaudit/read/schemas/<name>.desc."""
+def _shipped(name):
     with open(os.path.join(HERE, "schemas", f"{name}.desc"), "rb") as f:
-        files = descriptor_pb2.FileDescriptorSet.FromString(f.read())
+        return _schema(name, f.read())
+
+
+def _schema(name, descriptor_set, dialect=None):
+    files = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set)
     pool = descriptor_pool.DescriptorPool()
     old = False
     for proto in files.file:
@@ -89,7 +105,16 @@ def load_schema(name):
             _add_v2_layers(proto)
             old = True
         pool.Add(proto)
-    return Schema(name, pool, old)
+    return Schema(name, pool, dialect, old)
+
+
+def ancestors(name):
+    """The forks `name` descends from, nearest first."""
+    found = []
+    while name in DESCENDS_FROM:
+        name = DESCENDS_FROM[name]
+        found.append(name)
+    return found
 
 
 def _predates_v2(proto):
@@ -142,3 +167,76 @@ def _all_messages(messages):
 def _bvlc_file():
     with open(os.path.join(HERE, "schemas", "bvlc.desc"), "rb") as f:
         return descriptor_pb2.FileDescriptorSet.FromString(f.read()).file[0]
+
+
+def user_schema(proto_path):
+    """A user's own caffe.proto (--caffe-proto), compiled now with the protoc that grpcio-tools
+    brings (no system protoc), loaded into a pool of its own. Its nets' layers are sized as the
+    shipped schema closest to it sizes them (the most LayerParameter fields in common)."""
+    from ..errors import InputError
+
+    path = os.path.abspath(proto_path)
+    name = USER_PREFIX + proto_path
+    if name in _USER_SCHEMAS:
+        return _USER_SCHEMAS[name]
+    if not os.path.isfile(path):
+        raise InputError("no such file", file=proto_path, fix="give the path of your Caffe's src/caffe/proto/caffe.proto")
+    try:
+        from grpc_tools import protoc
+    except ImportError:
+        raise InputError("--caffe-proto compiles your caffe.proto with protoc, which comes with grpcio-tools",
+                         file=proto_path, fix="pip install 'protoaudit[caffe-proto]'") from None
+    import tempfile
+
+    folder, base = os.path.split(path)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "schema.desc")
+        status, said = _quietly(lambda: protoc.main(["protoc", f"-I{folder}", f"--descriptor_set_out={out}", base]),
+                                os.path.join(tmp, "stderr"))
+        if status != 0 or not os.path.exists(out):
+            errors = [m for m in map(_PROTOC_ERROR.match, said.splitlines()) if m]
+            raise InputError("protoc could not compile it" + (f": {errors[0].group(2)}" if errors else ""),
+                             file=proto_path, line=int(errors[0].group(1)) if errors else None,
+                             fix="give the caffe.proto your Caffe was built with")
+        with open(out, "rb") as f:
+            compiled = f.read()
+    schema = _schema(name, compiled)
+    if not schema.has_message("NetParameter") or not schema.has_message("LayerParameter"):
+        raise InputError("this .proto has no caffe.NetParameter or caffe.LayerParameter", file=proto_path,
+                         fix="give Caffe's own caffe.proto (package caffe)")
+    schema = Schema(name, schema.pool, _closest(schema), schema.predates_v2)
+    _USER_SCHEMAS[name] = schema
+    return schema
+
+
+_PROTOC_ERROR = re.compile(r".*?\.proto:(\d+):\d+: (.*)$")  # protoc's "file.proto:LINE:COL: message"
+
+
+def _quietly(run, capture):
+    """run() with the process's stderr (where protoc's C++ code writes) captured into a file:
+    protoaudit says what went wrong in one line of its own."""
+    import sys
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(capture, "w+") as f:
+            os.dup2(f.fileno(), 2)
+            try:
+                status = run()
+            finally:
+                os.dup2(saved, 2)
+            f.seek(0)
+            return status, f.read()
+    finally:
+        os.close(saved)
+
+
+def _closest(schema):
+    """The shipped schema whose LayerParameter shares the most fields (name and number) with this one."""
+    def fields(s):
+        return {(f.name, f.number) for f in s.pool.FindMessageTypeByName("caffe.LayerParameter").fields}
+
+    mine = fields(schema)
+    scores = {n: len(mine & fields(_shipped(n))) / len(mine | fields(_shipped(n))) for n in SCHEMA_NAMES}
+    return max(SCHEMA_NAMES, key=lambda n: (scores[n], n == "bvlc"))

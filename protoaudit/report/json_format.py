@@ -43,6 +43,7 @@ def to_dict(audit, summary, fit=None):
         nets.append({
             "name": net_audit.name,
             "file": net_audit.net.path,
+            "caffe_proto": getattr(net_audit.net, "schema", "bvlc"),
             "label": label,
             "role": net_audit.role,
             "phase": net_audit.phase,

@@ -1,5 +1,6 @@
 """The plain terminal report: what runs, the per-layer table, the totals, the verdict."""
 from ..net.freeze import frozen_lines
+from ..read.schema import USER_PREFIX, described, load_schema
 from .table import simple_table
 from .units import shapes, size
 
@@ -16,8 +17,11 @@ def describe(audit):
         parts.append(f"the {n.phase} net '{n.name or '(unnamed)'}' ({source}batch {n.batch}, {how})")
     solver = "no solver" if audit.solver_type == "none" else f"the {audit.solver_type} solver's state"
     mode = "GPU" if audit.mode == "gpu" else "CPU"
+    schemas = [s for s in dict.fromkeys(getattr(n.net, "schema", "bvlc") for n in audit.nets) if s != "bvlc"]
+    read = "".join(f" Read with {described(s)}, its layers sized as {described(load_schema(s).layers)}'s."
+                   if s.startswith(USER_PREFIX) else f" Read with the caffe.proto of {described(s)}." for s in schemas)
     return (f"{mode} mode, {ENGINE_NAMES[audit.engine] if audit.mode == 'gpu' else 'CPU code'}: "
-            + ", ".join(parts) + f", with {solver}, held at once.")
+            + ", ".join(parts) + f", with {solver}, held at once." + read)
 
 
 def layer_table(summary):
@@ -74,11 +78,16 @@ def recipe_lines(recipe):
     return lines
 
 
+def net_name(label):
+    """How a line names a net: "the net" for a file's only net, else "the train net", "the test net"..."""
+    return "the net" if label == "net" else f"the {label} net"
+
+
 def shape_lines(summary):
     """Where each data top's shape came from, and every guess with the flag that overrides it."""
-    lines = [f"Data shape: {net} net, layer '{o.layer}', top '{o.top}' {shapes([o.shape])}: {o.source}"
+    lines = [f"Data shape: {net_name(net)}, layer '{o.layer}', top '{o.top}' {shapes([o.shape])}: {o.source}"
              for net, o in summary.data_shapes]
-    lines += [f"Assumed: {net} net, layer '{a.layer}': {a.what} (to change it: {a.override})"
+    lines += [f"Assumed: {net_name(net)}, layer '{a.layer}': {a.what} (to change it: {a.override})"
               for net, a in summary.assumptions]
     return lines
 
@@ -116,7 +125,8 @@ def render(audit, summary, fit=None):
         out.append(f"Caffe's own 'Memory required for data' for the {net_audit.phase} net: {figure:,} bytes "
                    f"({size(figure)})")
     for net, layer, kind, what in summary.gaps:
-        out.append(f"Not counted: layer '{layer}' ({kind}) of the {net} net: {what}; its tops are as declared.")
+        out.append(f"Not counted: layer '{layer}' ({kind}) of the {net} net: {what}; "
+                   "its tops are counted at the shapes shown.")
     out += shape_lines(summary)
     out += verdict_lines(fit, audit)
     out += death_lines(audit.death)
