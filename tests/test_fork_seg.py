@@ -169,6 +169,20 @@ def test_deeplab_v1_softmax_loss_computes_the_loss_on_the_host(tmp_path):
     assert not [b for b in gpu if b.kind == "top diff" and b.touch == "forward"]
 
 
+def test_deeplab_v1_cudnn_build(tmp_path):
+    """DeepLab v1's factory in a cuDNN build (layer_factory.cpp:10-56): every convolution is cuDNN's
+    R1 layer (no workspace, no col_buffer_; cudnn_conv_layer.cu asks before each diff), and MAX
+    pooling without padding goes to cuDNN too (no max_idx_)."""
+    pool = ('layers { name: "pool" type: POOLING bottom: "conv" top: "pool" '
+            'pooling_param { pool: MAX kernel_size: 3 stride: 1 } }\n')
+    net = build(tmp_path, V1_NET.replace('layers { name: "interp"', pool + 'layers { name: "interp"'))
+    caffe = {b.owner for b in net_buffers(net, mode="gpu", engine="caffe")}
+    cudnn = {b.owner for b in net_buffers(net, mode="gpu", engine="cudnn")}
+    assert {"conv.col_buffer_", "pool.max_idx_"} <= caffe
+    assert not {"conv.col_buffer_", "pool.max_idx_"} & cudnn
+    assert not [b for b in net_buffers(net, mode="gpu", engine="cudnn") if b.kind == "workspace"]
+
+
 def test_deeplab_v1_interp_takes_exactly_one_size(tmp_path):
     """DeepLab v1's interp_layer.cpp:14-19 CHECKs one spec; v2's takes both factors (shrink, then zoom)."""
     text = V1_NET.replace("interp_param { shrink_factor: 2 } }\nlayers { name: \"label_shrink\"",
