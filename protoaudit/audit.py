@@ -271,7 +271,9 @@ def _nets_to_audit(path, inference, options):
                 raise
     if needed is not None:
         raise needed
-    if test is not None and [n.name for n in test.layers] != [n.name for n in nets[0].layers]:
+    # a TEST net of other layers of the file: other names, or (TRAIN and TEST data layers often
+    # share a name) other lines of the file
+    if test is not None and [(n.name, n.line) for n in test.layers] != [(n.name, n.line) for n in nets[0].layers]:
         test.role = "test"
         nets[0].role = "train"
         nets.append(test)

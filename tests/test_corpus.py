@@ -14,6 +14,7 @@ import pytest
 
 import logparse
 from conftest import DATA, run_protoaudit
+from test_fork_cls import CORPUS_HELP
 from test_fork_seg import CORPUS_RUNS as SEG_FORK_RUNS
 
 CORPUS = os.path.join(DATA, "corpus")
@@ -230,16 +231,8 @@ def test_segnet_pascal_deploy_gets_every_shape():
 
 # file -> (what the message must name, --input values that get past its Python layers)
 OTHER_FORKS = {
-    "nets/densenet121_deploy.prototxt": ('no field named "ceil_mode"', []),
-    "nets/densenet161_deploy.prototxt": ('no field named "ceil_mode"', []),
-    "nets/densenet_memeff_tongcheng_c10.prototxt": ('no field named "denseblock_param"', []),
-    "nets/densenet_bc_memeff_tongcheng_c10.prototxt": ('no field named "denseblock_param"', []),
     "nets/mobilenet_ssd_train.prototxt": ('"interp_mode"', []),
     "nets/mobilenet_ssd_deploy.prototxt": ('no field named "permute_param"', []),
-    "nets/soeaver_faster_rcnn_air101_train.prototxt": ('no field named "ceil_mode"', []),
-    "nets/soeaver_resnext50_32x4d_deploy.prototxt": ('no field named "ceil_mode"', []),
-    "nets/soeaver_wrn50_2_deploy.prototxt": ('no field named "ceil_mode"', []),
-    "nets/sphereface20_train.prototxt": ('no field named "margin_inner_product_param"', []),
 }
 
 
@@ -248,7 +241,7 @@ def test_other_forks_net_is_refused_naming_what_is_missing(file):
     missing, inputs = OTHER_FORKS[file]
     # DeepLab's nets are templates: --define fills them as its scripts do
     msg = refusal(run_protoaudit(path_of(file), "--define", "NUM_LABELS=21",
-                                 *[a for v in inputs for a in ("--input", v)]))
+                                 *[a for v in inputs for a in ((v,) if v.startswith("--") else ("--input", v))]))
     assert re.match(rf"protoaudit: {re.escape(path_of(file))}(:\d+: layer '[^']+': |: \d+ layers need a top shape)",
                     msg), msg
     assert missing in msg
@@ -264,6 +257,8 @@ def test_every_corpus_file_is_held_to_something():
     bvlc = {run["file"] for run in BVLC_RUNS}
     segnet = {run["file"] for run in SEGNET_RUNS} | set(SEGNET_INFERENCE) | {"nets/segnet_pascal_deploy.prototxt"}
     fastrcnn = set(HELP) - bvlc
+    forks = set(CORPUS_HELP)  # tests/test_fork_cls.py: SphereFace, ceil_mode and DenseBlock nets
     seg_forks = {f"nets/{name}.prototxt" for name in SEG_FORK_RUNS}  # tests/test_fork_seg.py
-    assert not bvlc & segnet and not (bvlc | segnet | fastrcnn | seg_forks) & set(OTHER_FORKS)
-    assert files == bvlc | segnet | fastrcnn | seg_forks | set(OTHER_FORKS)
+    assert not bvlc & segnet and not (bvlc | segnet | fastrcnn | forks | seg_forks) & set(OTHER_FORKS)
+    assert not (bvlc | segnet | fastrcnn) & forks and not forks & seg_forks
+    assert files == bvlc | segnet | fastrcnn | forks | seg_forks | set(OTHER_FORKS)

@@ -21,16 +21,16 @@ FORK_REGISTRY = {}  # fork schema name -> {type name -> class}: a fork's own typ
 
 def register(*type_names, fork=None):
     """Class decorator: the Caffe type names (as in `type: "..."`) the class implements; with
-    `fork`, in that fork's nets only (the name of its schema, proto/forks/NAME.proto), or a tuple
-    of forks that share the layer's source."""
+    `fork`, in that fork's nets only (the name of its schema, proto/forks/NAME.proto, or a tuple of
+    names for a layer several forks carry unchanged)."""
 
     def deco(cls):
-        for name_of_fork in (fork,) if fork is None or isinstance(fork, str) else fork:
-            table = REGISTRY if name_of_fork is None else FORK_REGISTRY.setdefault(name_of_fork, {})
+        forks = (fork,) if fork is None or isinstance(fork, str) else fork
+        for one in forks:
+            table = REGISTRY if one is None else FORK_REGISTRY.setdefault(one, {})
             for name in type_names:
                 if name in table:
-                    raise RuntimeError(f"layer type {name} registered twice"
-                                       + (f" for {name_of_fork}" if name_of_fork else ""))
+                    raise RuntimeError(f"layer type {name} registered twice" + (f" for {one}" if one else ""))
                 table[name] = cls
         cls.type_names = type_names
         cls.fork = fork
@@ -124,6 +124,13 @@ class Layer:
 
     def allow_force_backward(self, bottom_index):
         return True
+
+    @classmethod
+    def sized_as(cls, lp):
+        """The class that sizes the layer `lp` (a message of this class's schema). A fork's version of
+        a BVLC type answers BVLC's class where the layer does not use what the fork changes, so two
+        forks that read a file agree on it (protoaudit.read.load)."""
+        return cls
 
     def param_specs(self):
         """The ParamSpecs the layer keeps for its own blobs (Caffe's layer_param_), which the

@@ -111,8 +111,10 @@ class _ConvolutionBase(Layer):
     # --- what it allocates ------------------------------------------------------------------
     def uses_cudnn(self, run):
         """Caffe's layer factory: cuDNN in a cuDNN build unless the layer asks for CAFFE or dilates.
-        The 2015 forks' factory has no cuDNN Deconvolution: there it is always Caffe's."""
-        if self.transposed and self.ctx.schema in CUDNN_2015_FORKS:
+        The 2015 forks' factory has no cuDNN Deconvolution, nor has caffe-priv's (its
+        layer_factory.cpp registers a DeformableConvolution creator in its place): there it is always
+        Caffe's."""
+        if self.transposed and (self.ctx.schema in CUDNN_2015_FORKS or self.ctx.schema == "priv"):
             return False
         geo = self._setup(run.bottoms)[0]
         return (run.mode == "gpu" and run.engine == "cudnn" and self.param.engine != 1
