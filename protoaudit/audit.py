@@ -149,6 +149,13 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
         except ShapesNeeded as e:  # every net's missing shapes, in one message
             needed = e if needed is None else needed.merged(e)
             continue
+        except InputError:
+            if not (phase is None and _a_test_file(spec)):
+                raise
+            # a test.prototxt (DeepLab's, MobileNet-SSD's): every data source is TEST-only, so it
+            # is the TEST net alone; Caffe never builds a TRAIN net from it
+            spec.state.phase = _TEST
+            net = build(spec.param, spec.state, **options)
         net.role = spec.role
         net.solver = spec.solver
         net.frozen = frozen
@@ -159,6 +166,26 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     if needed is not None:
         raise needed
     return nets
+
+
+def _a_test_file(spec):
+    """A net file (no state of its own) whose data sources are all TEST-only."""
+    if spec.role != "net" or spec.own_phase:
+        return False
+    test = type(spec.state)()
+    test.CopyFrom(spec.state)
+    test.phase = _TEST
+    return not feeds(spec.param, spec.state) and feeds(spec.param, test)
+
+
+_TEST = 1  # caffe.Phase TEST, the same number in every schema
+
+
+def feeds(param, state):
+    """Whether a net has a data source (a layer with no bottom, or a net input) in `state`."""
+    from .net.netstate import included
+
+    return bool(param.input) or any(not lp.bottom and included(lp, state) for lp in param.layer)
 
 
 def _log_shapes(log):
@@ -274,12 +301,6 @@ def _nets_to_audit(path, inference, options):
         nets = build_nets(path, **options, keep_test_batch=True)
     except ShapesNeeded as e:
         needed, nets = e, None
-    except InputError:
-        if phase is not None or _feeds_phase(path, common, "TRAIN") or not _feeds_phase(path, common, "TEST"):
-            raise
-        # every data layer is TEST-only (MobileNet-SSD's test prototxt, a solver's test_net): the
-        # file is its TEST net alone
-        return build_nets(path, **{**options, "phase": "TEST"}, keep_test_batch=True)
     if (nets is None or (nets and nets[0].role == "net" and not nets[0].own_phase)) and phase is None:
         # the file's TEST net, beside its TRAIN net: --input shapes take the file's test batch
         # (a file whose own state sets the phase, as Caffe prints a net it built, is that net alone)
@@ -288,6 +309,8 @@ def _nets_to_audit(path, inference, options):
         except ShapesNeeded as e:  # one message for every net's missing shapes
             needed = e if needed is None else needed.merged(e)
         except InputError:
+            # a train.prototxt whose data sources are all TRAIN-only (DeepLab's, MobileNet-SSD's)
+            # has no TEST net: Caffe never builds one from it
             if needed is None and _feeds_phase(path, common, "TEST"):
                 raise
     if needed is not None:
@@ -302,14 +325,10 @@ def _nets_to_audit(path, inference, options):
 
 
 def _feeds_phase(path, options, phase):
-    """Whether a net file has a data source (a layer with no bottom, or a net input) in `phase`.
-    One whose data layers are all TRAIN-only (MobileNet-SSD's train prototxt) is a training net
-    alone, with no TEST net beside it; one whose data layers are all TEST-only is a test net alone."""
-    from .net.netstate import included
-
+    """Whether a net file has a data source in `phase` (see feeds)."""
     spec = net_specs(path, phase=phase, stages=options["stages"], level=options["level"], schema=options["schema"],
                      root=options["root"], defines=options["defines"])[0]
-    return bool(spec.param.input) or any(not lp.bottom and included(lp, spec.state) for lp in spec.param.layer)
+    return feeds(spec.param, spec.state)
 
 
 def _net_audits(nets, mode, engine, kind, inference):

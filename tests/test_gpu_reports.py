@@ -113,6 +113,11 @@ REPLAYS = [
     Replay("20", "segnet_basic_train.prototxt", ("--input", f"data=4x{CAMVID}"), "4G", ("caffe",), False,
            "caffe-segnet#96 (the OP): segnet_basic_solver as shipped (batch 4, CamVid) on a GTX 745 (4 GB "
            "at most): out of memory. Caffe engine: the fork's default build."),
+    Replay("22", "ENet/prototxts/enet_solver_encoder decoder.prototxt", (), "11G", ("caffe", "cudnn"), False,
+           "TimoSaemann/ENet#10 (ewen1024): 'by default' (the repository's encoder-decoder solver and net: batch "
+           "3, images resized to 512x1024, the Tutorial's `caffe train -solver`), it does not fit a GTX 1080 Ti, "
+           "11 GB. The solver tests at iteration 0 (test_initialization, test_iter 1), so Caffe holds the TEST "
+           "net beside the TRAIN net. cuDNN unknown: both engines."),
     Replay("26", "openpose_coco_deploy.prototxt", ("--inference", "--input", "data=1x3x368x656"), "12G",
            ("cudnn",), True,
            "caffe_rtpose#3: the COCO model at --net_resolution 656x368 needs 2-3 GB (ZheC), 'around 3GB' "
@@ -161,10 +166,13 @@ NOT_REPLAYED = [
            "says 4) and their input size are not stated"),
     ("21", "SIVO runs Bayesian SegNet (the full net, for inference, batch 2 for MC dropout) on KITTI: the "
            "corpus has the basic train net only"),
-    ("22", "ENet encoder-decoder: no corpus net (enet_train_encoder is the encoder), and caffe-enet's "
-           "DenseImageData fields are a fork protoaudit cannot read"),
+    ("22", "the OP's out of memory on a Titan Z: batch and image size not stated. The commenter's '12 gb "
+           "for batch 3' is not a reading on a named card: protoaudit's total for that run, its test net "
+           "included, is 15.9 GiB (Caffe engine), the train net alone 10.3 GiB"),
     ("23", "Dilation front-end + context: no corpus net"),
-    ("24", "SegAware: no corpus net"),
+    ("24", "SegAware (aharley/segaware): its nets need its own Caffe, whose layers (ChannelReduce, Im2dist, "
+           "NormConvMeanfield) no schema protoaudit reads has; the DeepLab-ResNet nets of the corpus are "
+           "other nets"),
     ("25", "CPM pose training: no corpus net, and caffe_train's CPMData is a fork protoaudit cannot read"),
     ("26", "the OP's out of memory on the 12 GB Titan X: the OP's build (cuDNN or not) and rtpose flags "
            "(scales) are not stated"),

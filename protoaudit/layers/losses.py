@@ -45,8 +45,12 @@ class SoftmaxWithLoss(Loss):
     def check_bottoms(self, bottoms):
         check_label_count(self, bottoms, self.lp.softmax_param.axis)
 
+    def class_weighting(self):
+        """caffe-segnet's per-class loss weights (loss_param.weight_by_label_freqs); BVLC has none."""
+        return self.ctx.schema == "segnet" and self.lp.loss_param.weight_by_label_freqs
+
     def reshape(self, bottoms):
-        if self.ctx.schema == "segnet" and self.lp.loss_param.weight_by_label_freqs:
+        if self.class_weighting():
             weights, classes = len(self.lp.loss_param.class_weighting), (tuple(bottoms[0]) + (1, 1))[1]
             self.check(weights == classes, f"{weights} class_weighting values for {classes} classes",
                        fix="give one class_weighting per channel of the prediction")
@@ -67,7 +71,7 @@ class SoftmaxWithLoss(Loss):
             t.append(touch.buffer("prob_", count(shape), "forward", per_sample=True))
         if run.mode == "gpu":
             t.append(touch.bottom(0, "diff", "forward"))
-        if self.ctx.schema == "segnet" and self.lp.loss_param.weight_by_label_freqs:
+        if self.class_weighting():
             # caffe-segnet's class weighting: LayerSetUp copies class_weighting into label_counts_.
             t.append(touch.buffer("label_counts_", len(self.lp.loss_param.class_weighting), "setup",
                                   per_sample=False))
