@@ -222,12 +222,12 @@ def _net_vectors(net):
 
 
 def _outputs(net):
+    """The tops no later layer reads (Net::Init's available_blobs), anonymous tops apart."""
     available = set()
     for node in net.layers:
         for index in node.bottoms:
             available.discard(net.blobs[index].name)
-        for index in node.tops:
-            available.add(net.blobs[index].name)
+        available.update(net.blobs[index].name for index in node.tops[:len(node.lp.top)])
     return available
 
 
@@ -377,9 +377,10 @@ def _softmax_with_loss(node):
 def _sigmoid_cross_entropy(node):
     """sigmoid_cross_entropy_loss_layer.cpp, its header (:49-50): an inner Sigmoid layer made in the
     constructor from this LayerParameter as given, sigmoid_output_ (a new Blob of the bottom's
-    axes), sigmoid_bottom_vec_, sigmoid_top_vec_."""
+    axes), sigmoid_bottom_vec_, sigmoid_top_vec_; the inner layer's loss_ when the net gives a
+    loss_weight."""
     return (_loss(node) + LAYER_BYTES["Sigmoid"] + SHARED_PTR_BLOCK + copy_bytes(node.lp)
-            + new_blob(_axes(node)) + 2 * POINTER)
+            + new_blob(_axes(node)) + 2 * POINTER + _losses(node.lp.loss_weight))
 
 
 def _euclidean(node):
