@@ -29,6 +29,7 @@ NET_BYTES = 1016  # Net<float>
 BLOB = 80  # Blob<Dtype>: data_, diff_, shape_data_ (shared_ptrs), shape_ (vector<int>), count_, capacity_
 SYNCED_MEMORY = 40  # cpu_ptr_, gpu_ptr_, size_, head_, 3 flags, device_
 LAYER = 728  # Layer<Dtype>: vptr, LayerParameter (624), phase_, blobs_, param_propagate_down_, loss_
+LAYER_PARAMETER = 624  # sizeof(LayerParameter) of BVLC's schema, inside every layer object
 LAYER_BYTES = {
     "AbsVal": 728, "Accuracy": 832, "ArgMax": 752, "BNLL": 728, "BatchNorm": 1304, "BatchReindex": 728,
     "Bias": 824, "Clip": 728, "Concat": 744, "ContrastiveLoss": 1048, "Convolution": 1424, "Crop": 968,
@@ -126,20 +127,50 @@ def copy_bytes(msg):
     a repeated field's array holds 8 bytes of header and max(n, 8 / element size) elements (strings
     and messages: n pointers, each element new, a string assigned); a message field is a new object."""
     total = 0
+    rules = _RULES
     for f, value in msg.ListFields():
-        if f.is_repeated:
-            n = len(value)
-            if f.cpp_type == F.CPPTYPE_MESSAGE:
-                total += 8 + POINTER * n + sum(message_size(f.message_type) + copy_bytes(v) for v in value)
-            elif f.cpp_type == F.CPPTYPE_STRING:
-                total += 8 + POINTER * n + sum(STRING + assigned(len(v)) for v in value)
-            else:
-                size = _SCALAR[f.cpp_type]
-                total += 8 + size * max(8 // size, n)
-        elif f.cpp_type == F.CPPTYPE_MESSAGE:
-            total += message_size(f.message_type) + copy_bytes(value)
-        elif f.cpp_type == F.CPPTYPE_STRING:
-            total += STRING + copied(len(value))
+        how, size = rules.get(f) or _rule(f)
+        if how is _STRING:
+            total += STRING + (len(value) + 1 if len(value) > 15 else 0)
+        elif how is _STRINGS:
+            total += 8 + (POINTER + STRING) * len(value)
+            for v in value:
+                if len(v) > 15:
+                    total += assigned(len(v))
+        elif how is _MESSAGES:
+            total += 8 + (POINTER + size) * len(value)
+            for v in value:
+                total += _sub_bytes(v)
+        elif how is _MESSAGE:
+            total += size + _sub_bytes(value)
+        elif how is _SCALARS:
+            total += 8 + size * max(8 // size, len(value))
+    return total
+
+
+_STRING, _MESSAGE, _SCALARS, _STRINGS, _MESSAGES, _PLAIN = range(6)
+_RULES = {}  # field descriptor -> (how copy_bytes sizes it, the element's or message's size)
+_SUBS = {}  # (message type, its bytes) -> copy_bytes: the same parameters recur from layer to layer
+
+
+def _rule(f):
+    if f.cpp_type == F.CPPTYPE_MESSAGE:
+        rule = (_MESSAGES if f.is_repeated else _MESSAGE, message_size(f.message_type))
+    elif f.cpp_type == F.CPPTYPE_STRING:
+        rule = (_STRINGS if f.is_repeated else _STRING, 0)
+    else:
+        rule = (_SCALARS if f.is_repeated else _PLAIN, _SCALAR[f.cpp_type])
+    _RULES[f] = rule
+    return rule
+
+
+def _sub_bytes(msg):
+    key = (msg.DESCRIPTOR, msg.SerializeToString())
+    total = _SUBS.get(key)
+    if total is None:
+        if len(_SUBS) > 100000:
+            _SUBS.clear()
+        total = _SUBS[key] = copy_bytes(msg)
     return total
 
 
@@ -147,99 +178,131 @@ def host_bytes(net, *, forward=True, backward=True, shared_params=(), rng_made=F
     """Bytes of Caffe's own objects for `net` once set up, run forward (if `forward`) and backward
     (if `backward`): the Net, every layer, every blob. `shared_params` names layers whose parameter
     data a solver's test net takes from the train net (Net::ShareTrainedLayersWith, when it runs);
-    `rng_made`: Caffe's random generator exists already (an earlier net of the process made it)."""
-    total = NET_BYTES + SHARED_PTR_BLOCK + _net_vectors(net)
-    total += sum(new_blob(len(b.shape), count(b.shape)) for b in net.blobs)
-    rng = rng_made
-    for node in net.layers:
-        total += _layer(node)
-        member = MEMBERS.get(node.type)
-        if member is not None:
-            total += member(node)
-        rng = rng or _random_fill(node)
-        if forward:
-            total -= SYNCED * FORWARD_SHARES.get(node.type, _none)(node)
-            rng = rng or _random_forward(node)
-            if backward and node.need_backward:
-                total -= SYNCED * BACKWARD_SHARES.get(node.type, _none)(node)
-            if node.name in shared_params:
-                total -= SYNCED * sum(1 for p in node.params if p.owner is None)
-    return total + (RNG_BYTES if rng and not rng_made else 0)
+    `rng_made`: Caffe's random generator exists already (an earlier net of the process made it).
+
+    The Net's own members (net.hpp, filled by Net::Init, net.cpp:45-267, AppendTop, AppendBottom,
+    AppendParam): push_back grows a vector to a power of two, the per-layer vectors are resized to
+    the layer count and each layer's inner vectors pushed; names are copied into vectors and maps.
+    One pass over the blobs and one over the layers (a net has up to 100,000 of them), kept on the
+    net for the audit's other engine."""
+    total, draws = _kept(net, forward, backward, shared_params)
+    return total + (RNG_BYTES if draws and not rng_made else 0)
 
 
-def _none(node):
-    return 0
+def draws_random(net, *, forward=True):
+    """Whether setting `net` up (or running it forward) makes Caffe's random generator."""
+    kept = net.__dict__.get("_host_bytes")
+    if kept is not None and kept[0][0] == forward:
+        return kept[1][1]
+    return _kept(net, forward, True, ())[1]
 
 
-def _net_vectors(net):
-    """Net's own members (net.hpp, filled by Net::Init, net.cpp:45-267, AppendTop/Bottom/Param):
-    push_back grows a vector to a power of two; the per-layer vectors are resized to the layer
-    count, each layer's inner vectors pushed; names are copied into vectors and index maps."""
+def _kept(net, forward, backward, shared_params):
+    key = (forward, backward, frozenset(shared_params))
+    kept = net.__dict__.get("_host_bytes")
+    if kept is None or kept[0] != key:
+        kept = net._host_bytes = (key, _host_bytes(net, forward, backward, shared_params))
+    return kept[1]
+
+
+def _host_bytes(net, forward, backward, shared_params):
+    """(bytes, whether it draws random numbers)"""
     layers, blobs = net.layers, net.blobs
-    n_layers, n_blobs = len(layers), len(blobs)
-    total = assigned(len(net.name))  # name_ = param.name()
-    # layers_, layer_names_, layer_names_index_, layer_need_backward_
-    total += (16 + STRING) * grown(n_layers) + bits(n_layers)
-    names = {}
-    for node in layers:
-        names[node.name] = copied(len(node.name))
-        total += names[node.name]
-    total += sum(names.values()) + MAP_NODE * len(names)
-    # blobs_, blob_names_, blob_names_index_, blob_need_backward_
-    total += (16 + STRING) * grown(n_blobs) + bits(n_blobs)
-    names = {}
-    for b in blobs:
-        names[b.name] = copied(len(b.name))
-        total += names[b.name]
-    total += sum(names.values()) + MAP_NODE * len(names)
-    # bottom_vecs_, top_vecs_ (Blob*), bottom_id_vecs_, top_id_vecs_, param_id_vecs_ (int),
-    # bottom_need_backward_ (vector<bool>), each resized to the layer count; their inner vectors
-    total += (5 * 24 + 40) * n_layers
+    total = NET_BYTES + SHARED_PTR_BLOCK + assigned(len(net.name))  # name_ = param.name()
+    # layers_, layer_names_, layer_need_backward_; blobs_, blob_names_, blob_need_backward_;
+    # bottom_vecs_, top_vecs_, bottom_id_vecs_, top_id_vecs_, param_id_vecs_, bottom_need_backward_
+    total += (16 + STRING) * (grown(len(layers)) + grown(len(blobs))) + bits(len(layers)) + bits(len(blobs))
+    total += (5 * 24 + 40) * len(layers)
+    total += _names(b.name for b in blobs)  # blob_names_ and blob_names_index_
+    total += _names(node.name for node in layers)  # layer_names_ and layer_names_index_
+    for b in blobs:  # each a new Blob, reshaped once
+        total += new_blob(len(b.shape), 0 not in b.shape)
     size = capacity = 0  # blob_loss_weights_, resized to each new top's index + 1
-    params, inputs = [], 0
+    params, inputs, outputs = [], 0, set()
+    rng = False
+    vectors, objects = _VECTORS, LAYER_BYTES
+    offset = (message_size(layers[0].lp.DESCRIPTOR) if layers else LAYER_PARAMETER) - LAYER_PARAMETER + SHARED_PTR_BLOCK
     for node in layers:
-        nb, nt = len(node.bottoms), len(node.tops)
-        total += 12 * grown(nb) + bits(nb) + 12 * grown(nt) + 4 * grown(len(node.params))
-        for index in node.tops:
+        bottoms, tops = node.bottoms, node.tops
+        total += vectors[min(len(bottoms), 64)] + vectors[min(len(tops), 64)] - bits(len(tops))
+        for index in tops:
             if size <= index:
                 if index >= capacity:
                     capacity = max(2 * size, index + 1)
                 size = index + 1
-        params += node.params
+        outputs.difference_update(bottoms)
+        outputs.update(tops if not node.impl.auto_top_blobs else tops[:len(node.lp.top)])
         if node.type == "Input":
-            inputs += nt
+            inputs += len(tops)
+        lp_bytes = copy_bytes(node.lp)
+        total += objects.get(node.type, LAYER) + offset + lp_bytes
+        if node.params:  # param_id_vecs_ entry; blobs_, param_propagate_down_, each parameter Blob
+            params += node.params
+            total += 4 * grown(len(node.params)) + 16 * len(node.params) + bits(len(node.params))
+            for p in node.params:
+                total += new_blob(len(p.shape), 0 not in p.shape)
+        if not rng and (node.params or node.type == "DummyData"):
+            rng = _random_fill(node)
+        if node.loss_weights and any(node.loss_weights):
+            total += _losses(node.loss_weights)
+        member = MEMBERS.get(node.type)
+        if member is not None:
+            total += member(node, lp_bytes)
+        if forward:
+            shares = FORWARD_SHARES.get(node.type)
+            if shares is not None:
+                total -= SYNCED * shares(node)
+            if backward and node.need_backward and node.type in BACKWARD_SHARES:
+                total -= SYNCED * BACKWARD_SHARES[node.type](node)
+            if node.name in shared_params:
+                total -= SYNCED * sum(1 for p in node.params if p.owner is None)
+            rng = rng or _random_forward(node)
     total += 4 * capacity
     # params_, param_display_names_, param_layer_indices_, param_owners_, learnable_param_ids_;
-    # the owners' learnable_params_, params_lr_, params_weight_decay_, has_params_lr_/decay_
+    # the owners' learnable_params_, params_lr_, params_weight_decay_, has_params_lr_/decay_;
+    # param_names_index_; ShareWeights: a param sharing another's takes its data and diff
     owners = sum(1 for p in params if p.owner is None)
     total += (16 + STRING + 8 + 4 + 4) * grown(len(params)) + sum(copied(len(p.name)) for p in params)
-    total += (8 + 4 + 4) * grown(owners) + 2 * bits(owners)
+    total += (8 + 4 + 4) * grown(owners) + 2 * bits(owners) - 2 * SYNCED * (len(params) - owners)
     total += sum(MAP_NODE + copied(len(name)) for name in {p.name for p in params if p.name})
-    # net_input_blob_indices_ and net_input_blobs_ (Input tops), net_output_blob_* (unconsumed tops)
-    total += 12 * grown(inputs) + 12 * grown(len(_outputs(net)))
-    # ShareWeights: a param that shares another's takes its data and diff
-    return total - 2 * SYNCED * sum(1 for p in params if p.owner is not None)
+    # net_input_blob_indices_ and net_input_blobs_ (Input tops), net_output_blob_* (unread tops)
+    total += 12 * grown(inputs) + 12 * grown(len(outputs))
+    return total, rng
 
 
-def _outputs(net):
-    """The tops no later layer reads (Net::Init's available_blobs), anonymous tops apart."""
-    available = set()
-    for node in net.layers:
-        for index in node.bottoms:
-            available.discard(net.blobs[index].name)
-        available.update(net.blobs[index].name for index in node.tops[:len(node.lp.top)])
-    return available
+def _names(names):
+    """A vector of copied names and a map from each distinct name."""
+    heap = {}
+    total = 0
+    for name in names:
+        n = len(name)
+        if n > 15:
+            total += n + 1
+            heap[name] = n + 1
+        else:
+            heap[name] = 0
+    return total + sum(heap.values()) + MAP_NODE * len(heap)
 
 
-def _layer(node):
-    """What every layer holds (layer.hpp): its object, made by the registry's creator into a
-    shared_ptr; its copy of the LayerParameter; blobs_ (resized to the parameter count) with each
-    parameter Blob; param_propagate_down_; loss_ (set_loss for each top with a loss weight)."""
-    total = LAYER_BYTES.get(node.type, LAYER) + SHARED_PTR_BLOCK + copy_bytes(node.lp)
-    if node.params:
-        total += 16 * len(node.params) + bits(len(node.params))
-        total += sum(new_blob(len(p.shape), count(p.shape)) for p in node.params)
-    return total + _losses(node.loss_weights)
+# a layer's entries in the vectors of blob pointers and ids (8 + 4 bytes, pushed) and of bools,
+# for k bottoms (or tops: less the bools)
+_VECTORS = [12 * grown(k) + bits(k) for k in range(65)]
+
+
+def _object(type_name, lp):
+    """A layer object and its shared_ptr block; a fork's LayerParameter (inside it) has its own size."""
+    return LAYER_BYTES.get(type_name, LAYER) - LAYER_PARAMETER + message_size(lp.DESCRIPTOR) + SHARED_PTR_BLOCK
+
+
+def _message(lp, field):
+    """The message type of LayerParameter field `field` in the schema that read `lp` (BVLC's if it
+    lacks the field)."""
+    fd = lp.DESCRIPTOR.fields_by_name.get(field)
+    if fd is None:
+        from ..read.schema import load_schema
+
+        fd = load_schema("bvlc").LayerParameter.DESCRIPTOR.fields_by_name[field]
+    return fd.message_type
 
 
 def _losses(weights):
@@ -254,20 +317,25 @@ def _losses(weights):
 
 
 def _random_fill(node):
-    """Whether setting the layer up draws random numbers (a random filler for its parameters)."""
-    if not node.params:
+    """Whether setting the layer up draws random numbers: a random filler for its parameters (or a
+    DummyData top's)."""
+    data = node.lp.SerializeToString()
+    if not any(word in data for word in _RANDOM_WORDS):  # most layers: no need to look closer
         return False
-    lp = node.lp
+    p = node.impl.lp
+    fillers = list(p.dummy_data_param.data_filler) if node.type == "DummyData" else []
     for field in ("convolution_param", "inner_product_param", "embed_param", "recurrent_param"):
-        if lp.HasField(field):
-            p = getattr(lp, field)
-            if p.weight_filler.type in RANDOM_FILLERS or (p.HasField("bias_filler") and p.bias_filler.type in RANDOM_FILLERS):
-                return True
-    for field, sub in (("bias_param", "filler"), ("scale_param", "filler"), ("scale_param", "bias_filler"),
-                       ("prelu_param", "filler")):
-        if lp.HasField(field) and getattr(lp, field).HasField(sub) and getattr(getattr(lp, field), sub).type in RANDOM_FILLERS:
-            return True
-    return False
+        if p.HasField(field):
+            sub = getattr(p, field)
+            fillers += [sub.weight_filler, sub.bias_filler] if getattr(sub, "bias_term", True) else [sub.weight_filler]
+    for field, name in (("bias_param", "filler"), ("scale_param", "filler"), ("scale_param", "bias_filler"),
+                        ("prelu_param", "filler")):
+        if p.HasField(field) and getattr(p, field).HasField(name):
+            fillers.append(getattr(getattr(p, field), name))
+    return any(f.type in RANDOM_FILLERS for f in fillers)
+
+
+_RANDOM_WORDS = tuple(sorted(name.encode() for name in RANDOM_FILLERS))
 
 
 def _random_forward(node):
@@ -275,7 +343,7 @@ def _random_forward(node):
     in TRAIN."""
     if node.impl.ctx.phase != "TRAIN":
         return False
-    return node.type == "Dropout" or (node.type == "Pooling" and node.lp.pooling_param.pool == 2)
+    return node.type == "Dropout" or (node.type == "Pooling" and node.impl.lp.pooling_param.pool == 2)
 
 
 
@@ -286,32 +354,32 @@ def _axes(node, j=0):
     return len(node.bottom_shapes[j])
 
 
-def _conv(node):
+def _conv(node, lp_bytes):
     """base_conv_layer.cpp:17-185: kernel_shape_, stride_, pad_, dilation_ (Blob<int> of
     max(1, spatial axes) ints, written at setup) and conv_input_shape_ (spatial axes + 1 ints);
     col_buffer_ (spatial axes + 1) and, with a bias, bias_multiplier_ (one axis); col_buffer_shape_
     and output_shape_ pushed back."""
     axes = _axes(node)
-    n = axes - node.lp.convolution_param.axis % axes - 1
+    n = axes - node.impl.lp.convolution_param.axis % axes - 1
     total = 4 * (blob(1) + 4 * max(n, 1)) + blob(1) + 4 * (n + 1)
     total += blob(n + 1) + 4 * grown(n + 1) + 4 * grown(n)
-    return total + (blob(1) if node.lp.convolution_param.bias_term else 0)
+    return total + (blob(1) if node.impl.lp.convolution_param.bias_term else 0)
 
 
-def _inner_product(node):
+def _inner_product(node, lp_bytes):
     """inner_product_layer.cpp:76-81: bias_multiplier_, one axis, with a bias."""
-    return blob(1) if node.lp.inner_product_param.bias_term else 0
+    return blob(1) if node.impl.lp.inner_product_param.bias_term else 0
 
 
-def _pooling(node):
+def _pooling(node, lp_bytes):
     """pooling_layer.cpp:111-120: max_idx_ (MAX, one top) or rand_idx_ (STOCHASTIC, TRAIN), 4 axes."""
-    pool = node.lp.pooling_param.pool
+    pool = node.impl.lp.pooling_param.pool
     if (pool == 0 and len(node.tops) == 1) or (pool == 2 and node.impl.ctx.phase == "TRAIN"):
         return blob(4)
     return 0
 
 
-def _batch_norm(node):
+def _batch_norm(node, lp_bytes):
     """batch_norm_layer.cpp:58-92: mean_, variance_, batch_sum_multiplier_, spatial_sum_multiplier_,
     num_by_chans_ (one axis), temp_ and x_norm_ (the bottom's axes). LayerSetUp (:37-46) adds a
     ParamSpec to its LayerParameter for each of the 3 blobs not given one: the repeated field's
@@ -322,179 +390,180 @@ def _batch_norm(node):
     for size in range(given, 3):
         if size == capacity:
             capacity = max(2 * capacity + 1, size + 1)
-        total += message_size(node.lp.DESCRIPTOR.fields_by_name["param"].message_type)
+        total += message_size(_message(node.lp, "param"))
     if capacity > given:
         total += POINTER * (capacity - given) + (8 if not given else 0)
     return total
 
 
-def _scale(node):
+def _scale(node, lp_bytes):
     """scale_layer.cpp:52-80, 106-121: sum_result_ and sum_multiplier_ (one axis), temp_ in place;
     with bias_term, an inner Bias layer (its object, its copy of this LayerParameter with type "Bias"
     and a bias_param holding a filler, its bias_multiplier_; its blob is this layer's second),
     bias_bottom_vec_ and bias_propagate_down_."""
     total = 2 * blob(1) + (blob(_axes(node)) if node.in_place[0] else 0)
-    if node.lp.scale_param.bias_term:
-        bias_param = node.lp.DESCRIPTOR.fields_by_name["bias_param"].message_type
-        filler = bias_param.fields_by_name["filler"].message_type
-        total += LAYER_BYTES["Bias"] + SHARED_PTR_BLOCK + _retyped(node.lp, "Bias")
-        if not node.lp.HasField("bias_param"):
+    p = node.impl.lp
+    if p.scale_param.bias_term:
+        bias_param = _message(node.lp, "bias_param")
+        total += _object("Bias", node.lp) + _retyped(node.lp, lp_bytes, "Bias")
+        if not p.HasField("bias_param"):
             total += message_size(bias_param)
-        if not node.lp.bias_param.HasField("filler"):
-            total += message_size(filler) + copy_bytes(node.lp.scale_param.bias_filler)
+        if not p.bias_param.HasField("filler"):
+            total += message_size(bias_param.fields_by_name["filler"].message_type)
+            if "scale_param" in node.lp.DESCRIPTOR.fields_by_name:
+                total += _sub_bytes(node.lp.scale_param.bias_filler)
         total += 16 + bits(1) + blob(1) + POINTER + bits(1)  # Bias's blobs_, its flags, multiplier
     return total
 
 
-def _bias(node):
+def _bias(node, lp_bytes):
     """bias_layer.cpp:65: bias_multiplier_, one axis."""
     return blob(1)
 
 
-def _retyped(lp, new_type):
-    """Bytes of a copy of `lp` whose type was set to `new_type` (an inner layer's parameter)."""
-    return copy_bytes(lp) - copied(len(lp.type)) + copied(len(new_type))
+def _retyped(lp, lp_bytes, new_type):
+    """Bytes of a copy of `lp` (`lp_bytes`) whose type was set to `new_type` (an inner layer's)."""
+    return lp_bytes - copied(len(lp.type)) + copied(len(new_type))
 
 
-def _loss(node):
+def _loss(node, lp_bytes):
     """loss_layer.cpp:12: a LossLayer without loss_weight adds one (a float array of 2)."""
-    return 0 if node.lp.loss_weight else 16
+    return 0 if node.impl.lp.loss_weight else 16
 
 
-def _softmax(node):
+def _softmax(node, lp_bytes):
     """softmax_layer.cpp:12-21: sum_multiplier_ (one axis) and scale_ (the bottom's axes)."""
     return blob(1) + blob(_axes(node))
 
 
-def _softmax_with_loss(node):
+def _softmax_with_loss(node, lp_bytes):
     """softmax_loss_layer.cpp:11-21: an inner Softmax layer made from this LayerParameter (with the
     loss weight LossLayer added), its prob_ top (the bottom's axes) and its own buffers' objects;
     softmax_bottom_vec_, softmax_top_vec_; the inner layer's loss_ (the weight is set on it too)."""
-    return (_loss(node) * 2 + LAYER_BYTES["Softmax"] + SHARED_PTR_BLOCK + _retyped(node.lp, "Softmax")
-            + blob(_axes(node)) + _softmax(node) + 2 * POINTER + _losses(node.loss_weights))
+    return (_loss(node, 0) * 2 + _object("Softmax", node.lp) + _retyped(node.lp, lp_bytes, "Softmax")
+            + blob(_axes(node)) + _softmax(node, 0) + 2 * POINTER + _losses(node.loss_weights))
 
 
-def _sigmoid_cross_entropy(node):
+def _sigmoid_cross_entropy(node, lp_bytes):
     """sigmoid_cross_entropy_loss_layer.cpp, its header (:49-50): an inner Sigmoid layer made in the
     constructor from this LayerParameter as given, sigmoid_output_ (a new Blob of the bottom's
     axes), sigmoid_bottom_vec_, sigmoid_top_vec_; the inner layer's loss_ when the net gives a
     loss_weight."""
-    return (_loss(node) + LAYER_BYTES["Sigmoid"] + SHARED_PTR_BLOCK + copy_bytes(node.lp)
-            + new_blob(_axes(node)) + 2 * POINTER + _losses(node.lp.loss_weight))
+    return (_loss(node, 0) + _object("Sigmoid", node.lp) + lp_bytes
+            + new_blob(_axes(node)) + 2 * POINTER + _losses(node.impl.lp.loss_weight))
 
 
-def _euclidean(node):
+def _euclidean(node, lp_bytes):
     """euclidean_loss_layer.cpp:15: diff_, shaped like the bottom."""
-    return _loss(node) + blob(_axes(node))
+    return _loss(node, 0) + blob(_axes(node))
 
 
-def _contrastive(node):
+def _contrastive(node, lp_bytes):
     """contrastive_loss_layer.cpp:21-25: diff_, diff_sq_, dist_sq_, summer_vec_ (4 axes)."""
-    return _loss(node) + 4 * blob(4)
+    return _loss(node, 0) + 4 * blob(4)
 
 
-def _infogain(node):
+def _infogain(node, lp_bytes):
     """infogain_loss_layer.cpp:13-27, 73: an inner Softmax layer (loss weight 1 set in its copy),
     prob_, sum_rows_H_ (one axis), the two vectors; infogain_ read from a file (its objects)."""
-    total = (_loss(node) + LAYER_BYTES["Softmax"] + SHARED_PTR_BLOCK + _retyped(node.lp, "Softmax")
-             + 16 * (not node.lp.loss_weight) + 4 + blob(_axes(node)) + _softmax(node) + 2 * POINTER + blob(1))
-    if not node.lp.HasField("softmax_param"):
-        total += message_size(node.lp.DESCRIPTOR.fields_by_name["softmax_param"].message_type)
+    total = (_loss(node, 0) + _object("Softmax", node.lp) + _retyped(node.lp, lp_bytes, "Softmax")
+             + 16 * (not node.impl.lp.loss_weight) + 4 + blob(_axes(node)) + _softmax(node, 0) + 2 * POINTER + blob(1))
+    if not node.impl.lp.HasField("softmax_param"):
+        total += message_size(_message(node.lp, "softmax_param"))
     return total + (blob(4) if len(node.bottoms) < 3 else 0)
 
 
-def _crop(node):
+def _crop(node, lp_bytes):
     """crop_layer.cpp:40-56: offsets, src_strides_, dest_strides_ (Blob<int>, one axis; their ints
     are buffers)."""
     return 3 * blob(1)
 
 
-def _accuracy(node):
+def _accuracy(node, lp_bytes):
     """accuracy_layer.cpp:43: nums_buffer_ (one axis) with a per-class top."""
     return blob(1) if len(node.tops) > 1 else 0
 
 
-def _dropout(node):
+def _dropout(node, lp_bytes):
     """dropout_layer.cpp:27: rand_vec_, shaped like the bottom."""
     return blob(_axes(node))
 
 
-def _lrn(node):
+def _lrn(node, lp_bytes):
     """lrn_layer.cpp:18-63, 79: ACROSS_CHANNELS keeps scale_ (4 axes). WITHIN_CHANNEL builds five
     inner layers from fresh LayerParameters: Split (into product_input_ and square_input_), Power
     (square, into square_output_), AVE Pooling (into pool_output_), Power (into power_output_) and
     an Eltwise PROD (coeffs_ of 2); each Blob 4 axes, each inner layer's vectors of top pointers."""
-    if node.lp.lrn_param.norm_region == 0:
+    if node.impl.lp.lrn_param.norm_region == 0:
         return blob(4)
-    d = node.lp.DESCRIPTOR.fields_by_name
-    power = message_size(d["power_param"].message_type)
-    return (2 * POINTER + LAYER_BYTES["Split"] + SHARED_PTR_BLOCK + 2 * blob(4)
-            + 2 * POINTER + LAYER_BYTES["Power"] + SHARED_PTR_BLOCK + power + blob(4)
-            + POINTER + LAYER_BYTES["Pooling"] + SHARED_PTR_BLOCK + message_size(d["pooling_param"].message_type)
-            + blob(4) + POINTER + LAYER_BYTES["Power"] + SHARED_PTR_BLOCK + power + blob(4)
-            + 2 * POINTER + LAYER_BYTES["Eltwise"] + SHARED_PTR_BLOCK
-            + message_size(d["eltwise_param"].message_type) + 2 * 4)
+    power = message_size(_message(node.lp, "power_param"))
+    return (2 * POINTER + _object("Split", node.lp) + 2 * blob(4)
+            + 2 * POINTER + _object("Power", node.lp) + power + blob(4)
+            + POINTER + _object("Pooling", node.lp) + message_size(_message(node.lp, "pooling_param"))
+            + blob(4) + POINTER + _object("Power", node.lp) + power + blob(4)
+            + 2 * POINTER + _object("Eltwise", node.lp)
+            + message_size(_message(node.lp, "eltwise_param")) + 2 * 4)
 
 
-def _prelu(node):
+def _prelu(node, lp_bytes):
     """prelu_layer.cpp:40-41, 56: multiplier_ and backward_buff_ (one axis); bottom_memory_ in place."""
     return 2 * blob(1) + (blob(_axes(node)) if node.in_place[0] else 0)
 
 
-def _eltwise(node):
+def _eltwise(node, lp_bytes):
     """eltwise_layer.cpp:20, 42: coeffs_ (a float per bottom), max_idx_ (the top's axes) for MAX."""
-    return 4 * len(node.bottoms) + (blob(len(node.top_shapes[0])) if node.lp.eltwise_param.operation == 2 else 0)
+    return 4 * len(node.bottoms) + (blob(len(node.top_shapes[0])) if node.impl.lp.eltwise_param.operation == 2 else 0)
 
 
-def _slice(node):
+def _slice(node, lp_bytes):
     """slice_layer.cpp:15-16, 72-73: slice_point_ pushed back; one top shares data and diff."""
-    return 4 * grown(len(node.lp.slice_param.slice_point)) - (2 * SYNCED if len(node.tops) == 1 else 0)
+    return 4 * grown(len(node.impl.lp.slice_param.slice_point)) - (2 * SYNCED if len(node.tops) == 1 else 0)
 
 
-def _concat(node):
+def _concat(node, lp_bytes):
     """concat_layer.cpp:51-52: a single bottom's data and diff are shared."""
     return -2 * SYNCED if len(node.bottoms) == 1 else 0
 
 
-def _reshape(node):
+def _reshape(node, lp_bytes):
     """reshape_layer.cpp:21-26, 89-90: copy_axes_ (the dims given as 0), pushed back; the top
     shares the bottom's data and diff."""
-    zeros = sum(1 for d in node.lp.reshape_param.shape.dim if d == 0)
+    zeros = sum(1 for d in node.impl.lp.reshape_param.shape.dim if d == 0)
     return 4 * grown(zeros) - 2 * SYNCED
 
 
-def _embed(node):
+def _embed(node, lp_bytes):
     """embed_layer.cpp:59: bias_multiplier_, one axis, with a bias."""
-    return blob(1) if node.lp.embed_param.bias_term else 0
+    return blob(1) if node.impl.lp.embed_param.bias_term else 0
 
 
-def _mvn(node):
+def _mvn(node, lp_bytes):
     """mvn_layer.cpp:13-23: mean_, variance_, temp_, sum_multiplier_ (4 axes)."""
     return 4 * blob(4)
 
 
-def _reduction(node):
+def _reduction(node, lp_bytes):
     """reduction_layer.cpp:32: sum_multiplier_ (one axis) for SUM and MEAN."""
-    return blob(1) if node.lp.reduction_param.operation in (1, 4) else 0
+    return blob(1) if node.impl.lp.reduction_param.operation in (1, 4) else 0
 
 
-def _swish(node):
+def _swish(node, lp_bytes):
     """swish_layer.hpp:33-35, swish_layer.cpp:13-24: an inner Sigmoid layer from this
     LayerParameter, sigmoid_input_ and sigmoid_output_ (new Blobs, the bottom's axes), two vectors."""
-    return (LAYER_BYTES["Sigmoid"] + SHARED_PTR_BLOCK + copy_bytes(node.lp) + 2 * new_blob(_axes(node))
+    return (_object("Sigmoid", node.lp) + lp_bytes + 2 * new_blob(_axes(node))
             + 2 * POINTER)
 
 
-def _im2col(node):
+def _im2col(node, lp_bytes):
     """im2col_layer.cpp:20-91: kernel_shape_, stride_, pad_, dilation_ (Blob<int>, written)."""
-    n = _axes(node) - node.lp.convolution_param.axis % _axes(node) - 1
+    n = _axes(node) - node.impl.lp.convolution_param.axis % _axes(node) - 1
     return 4 * (blob(1) + 4 * max(n, 1))
 
 
-def _dummy_data(node):
+def _dummy_data(node, lp_bytes):
     """dummy_data_layer.cpp:48-71: refill_, and fillers_ with a Filler per data_filler (one
     constant filler when none is given)."""
-    fillers = list(node.lp.dummy_data_param.data_filler)
+    fillers = list(node.impl.lp.dummy_data_param.data_filler)
     if len(fillers) <= 1:
         made = [(fillers[0].type, copy_bytes(fillers[0])) if fillers else ("constant", STRING)]
     else:
@@ -521,7 +590,7 @@ FORWARD_SHARES = {
     "Flatten": lambda node: 1,
     "SoftmaxWithLoss": lambda node: len(node.tops) - 1,
     "InfogainLoss": lambda node: len(node.tops) - 1,
-    "LRN": lambda node: 2 * (node.lp.lrn_param.norm_region == 1),
+    "LRN": lambda node: 2 * (node.impl.lp.lrn_param.norm_region == 1),
 }
 # and its first backward: Flatten's bottom takes the top's diff (flatten_layer.cpp:38)
 BACKWARD_SHARES = {"Flatten": lambda node: 1}
