@@ -241,7 +241,7 @@ def _host_bytes(net, forward, backward, shared_params):
             total += 4 * grown(len(node.params)) + 16 * len(node.params) + bits(len(node.params))
             for p in node.params:
                 total += new_blob(len(p.shape), 0 not in p.shape)
-        if not rng and (node.params or node.type == "DummyData"):
+        if not rng and node.params:
             rng = _random_fill(node)
         if node.loss_weights and any(node.loss_weights):
             total += _losses(node.loss_weights)
@@ -317,13 +317,12 @@ def _losses(weights):
 
 
 def _random_fill(node):
-    """Whether setting the layer up draws random numbers: a random filler for its parameters (or a
-    DummyData top's)."""
+    """Whether setting the layer up draws random numbers: a random filler for its parameters."""
     data = node.lp.SerializeToString()
     if not any(word in data for word in _RANDOM_WORDS):  # most layers: no need to look closer
         return False
     p = node.impl.lp
-    fillers = list(p.dummy_data_param.data_filler) if node.type == "DummyData" else []
+    fillers = []
     for field in ("convolution_param", "inner_product_param", "embed_param", "recurrent_param"):
         if p.HasField(field):
             sub = getattr(p, field)
@@ -339,8 +338,11 @@ _RANDOM_WORDS = tuple(sorted(name.encode() for name in RANDOM_FILLERS))
 
 
 def _random_forward(node):
-    """Whether the layer's first forward draws random numbers: Dropout, and STOCHASTIC pooling,
-    in TRAIN."""
+    """Whether the layer's first forward draws random numbers: Dropout and STOCHASTIC pooling in
+    TRAIN; DummyData with a random filler (its setup fills only the constant tops,
+    dummy_data_layer.cpp:53-90)."""
+    if node.type == "DummyData":
+        return any(f.type in RANDOM_FILLERS for f in node.impl.lp.dummy_data_param.data_filler)
     if node.impl.ctx.phase != "TRAIN":
         return False
     return node.type == "Dropout" or (node.type == "Pooling" and node.impl.lp.pooling_param.pool == 2)
@@ -583,11 +585,13 @@ MEMBERS = {
 }
 
 # SyncedMemory objects a layer's first forward frees by sharing another blob's: each Split top takes
-# the bottom's data (split_layer.cpp:29), Flatten's top too (flatten_layer.cpp:32), a second top of
+# the bottom's data (split_layer.cpp:29), Flatten's top too (flatten_layer.cpp:32), Parameter's top
+# its blob's data and diff (parameter_layer.hpp:33-36), a second top of
 # SoftmaxWithLoss or InfogainLoss takes prob_'s data, LRN's inner Split its two tops'.
 FORWARD_SHARES = {
     "Split": lambda node: len(node.tops),
     "Flatten": lambda node: 1,
+    "Parameter": lambda node: 2,
     "SoftmaxWithLoss": lambda node: len(node.tops) - 1,
     "InfogainLoss": lambda node: len(node.tops) - 1,
     "LRN": lambda node: 2 * (node.impl.lp.lrn_param.norm_region == 1),
