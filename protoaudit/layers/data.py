@@ -1,11 +1,52 @@
-"""Data sources: Input, DummyData, MemoryData and the dataset readers (Data, ImageData, ...).
+"""Data sources: Input, DummyData, MemoryData and the dataset readers (Data, ImageData, WindowData, HDF5Data).
 
-A dataset reader's image size often lives in the dataset, which protoaudit never opens: then the
-layer asks for `--input`. What the prototxt does state (batch_size, crop_size, new_height/new_width,
-is_color) is used, and `--batch` replaces the batch size.
+A data top's shape comes, in this order, from (1) --input; (2) the dataset, when it is on disk, read
+as Caffe reads it at setup (the first record, the first image of a list, the first HDF5 file)
+and combined with the layer's parameters as Caffe combines them (crop wins over the stored size,
+new_height/new_width resize first, force_color/force_gray set the channels of an encoded record);
+(3) the parameters alone (crop_size, new_height/new_width, is_color, the channel count of
+mean_value or of a readable mean file, which also gives the stored size), assuming 3 channels
+(colour images) where only the channel count is unknown, which the report shows with the flag that
+changes it; (4) else the user's --input, asked for with the dimensions that are known. Where each
+shape came from is noted for the report. `--batch` replaces the batch size.
+
+What a data layer holds, beyond its tops, is in `Prefetching.touches` and `HDF5Data.touches`.
 """
+from ..read.datasets import MissingLibrary, datum, hdf5_file, image_file, leveldb_db, lists, lmdb_db, mean_file
+from ..read.datasets import window_file
 from . import touch
 from .base import Layer, count, register
+from .sources import Source, cached, legacy_chw
+
+# Host memory of Caffe's data layers (BVLC 9b89154), measured byte for byte with a heap interposer
+# against the same nets with Input layers (tests/data/data_layers/README.md gives the runs and the
+# source lines behind each figure).
+THREAD_BYTES = 1144  # the prefetch thread: boost's thread data 384, glibc's TLS vector 720, shared_ptr 40
+THREAD_RNG_BYTES = 2704  # the thread's own Caffe object and RNG (internal_thread.cpp:48, common.cpp:15-19)
+RNG_BYTES = 2608  # one Caffe::RNG (a boost::mt19937 of 2,504 bytes and its holders)
+BATCH_BYTES = 424  # per prefetch batch: Batch 160, its shared_ptr block 24, vector slot 16, data Blob's objects 224
+LABEL_BLOB_BYTES = 200  # per batch, the label Blob's objects when the layer outputs labels
+GLOG_THREAD_BYTES = 30457  # glog's message buffer, on the prefetch thread's first LOG(INFO)
+LMDB_BYTES = 1070  # env 248, env_open 108, read txn 234, cursor 392, LMDBCursor 64, LMDB 24; + strdup(path)
+LEVELDB_BYTES = 152912  # DB::Open read-write: log and MANIFEST writers (2 x 65,624), caches, info LOG...
+LEVELDB_BYTES_PER_PATH_CHAR = 10  # the database's name, kept in its file names and handles
+OPENCV_BYTES = 453134  # OpenCV's codec registry (with GDAL's drivers), on the first image decode
+OPENCV_RESIZE_BYTES = 2280  # cv::resize's thread-local state, in the prefetch thread
+HDF5_LIBRARY_BYTES = 298576  # the HDF5 library's state and free lists, on first use
+HDF5_CONVERSION_BYTES = 1048600  # HDF5's 1 MiB type-conversion buffer, kept after reading non-float data
+STRING_BYTES = 32  # sizeof(std::string)
+BLOB_OBJECT_BYTES = 245  # a Blob's objects (SyncedMemory, shape vectors, shared_ptr blocks): HDF5's residual
+LIST_ENTRY_BYTES = {"ImageData": 40, "DenseImageData": 64}  # sizeof(pair<string, int>), (pair<string, string>)
+
+# the readers, each result kept while its file is unchanged (the largest-batch search re-audits)
+MEAN_SHAPE = cached(mean_file.blob_shape)
+FIRST_RECORD = {"LMDB": cached(lmdb_db.first_record), "LevelDB": cached(leveldb_db.first_record)}
+IMAGE_HEADER = cached(image_file.header)
+FIRST_LINE = cached(lists.first_line_entry)
+FIRST_TOKENS = cached(lists.first_tokens)
+LIST_ENTRIES = cached(lists.entries)
+WINDOW_ENTRY = cached(window_file.first_entry)
+HDF5_DATASETS = cached(hdf5_file.datasets)
 
 
 class DataSource(Layer):
@@ -15,25 +56,25 @@ class DataSource(Layer):
     def batch_size(self):
         raise NotImplementedError
 
-    def image_shape(self):
-        """(C, H, W) of the data top when the prototxt fixes it, else None."""
-        return None
-
     def reshape(self, bottoms):
         batch = self.batch_size()
         tops = []
         for j, _ in enumerate(self.lp.top):
             if j == 0:
-                image = self.image_shape()
-                shape = self.override(0, (batch,) + image if image else None, own_batch=batch)
-                if shape is None:
-                    # the label follows the data's batch: only the data top needs declaring
-                    self.need_input(f"{self.lp.type} layer: its image size is in the dataset", self.lp.top[:1])
-                batch = shape[0] if shape else batch
+                image, origin = self.data_shape(batch)
+                shape = self.override(0, (batch,) + tuple(image) if image else None, own_batch=batch)
+                batch = shape[0]
+                self.note_origin(0, shape, origin)
             else:
                 shape = self.override(j, self.label_shape(batch))
+                self.note_origin(j, shape, "the layer's batch size (a label per image)")
             tops.append(shape)
         return tops
+
+    def data_shape(self, batch):
+        """((C, H, W), where it came from) for the data top (None when --input declares it), or
+        need_input for the data top alone: the label follows the data's batch."""
+        raise NotImplementedError
 
     def label_shape(self, batch):
         return (batch,)
@@ -42,85 +83,461 @@ class DataSource(Layer):
         return self.lp.transform_param.crop_size
 
 
-class Prefetching(DataSource):
-    """BasePrefetchingDataLayer: a reader thread fills `data_param.prefetch` batches (default 4) of
-    every top at setup, on the device in GPU mode (with host copies, which do not count there)."""
+class DatasetLayer(DataSource):
+    """A layer that reads a dataset on disk: its Source, the mean file, the channel assumption."""
+
+    def __init__(self, lp, ctx):
+        super().__init__(lp, ctx)
+        self.files = Source(self)
+        self.mean_shape = None  # the mean file's (C, H, W) when it was read
+        self.stored = None  # (C, H, W) of the first stored record or image, when it was read
+        self.decodes = False  # whether the layer decodes images (OpenCV)
+
+    def declared(self):
+        return self.lp.top[0] in self.ctx.inputs
+
+    def read_mean(self):
+        """The mean file's (C, H, W) as DataTransformer loads it, or None (none named, or not found)."""
+        tp = self.lp.transform_param
+        self.check(not (tp.mean_file and len(tp.mean_value)),
+                   "Cannot specify mean_file and mean_value at the same time")
+        if not tp.mean_file:
+            return None
+        found = self.files.find(tp.mean_file)
+        if found is None:
+            return None
+        shape = self.files.read(MEAN_SHAPE, found.path, what=f"mean_file '{tp.mean_file}'")
+        self.check(len(shape) <= 4, f"mean_file '{tp.mean_file}' has {len(shape)} axes; Caffe reads it as "
+                   "(num, channels, height, width)")
+        self.mean_shape = legacy_chw(shape)
+        self.mean_found = self.files.shown(found, tp.mean_file)
+        return self.mean_shape
+
+    def check_transform(self, channels, height, width, what):
+        """DataTransformer's CHECKs on an image of this size (data_transformer.cpp:56-69, 251-265)."""
+        tp = self.lp.transform_param
+        crop = tp.crop_size
+        self.check(height >= crop and width >= crop,
+                   f"crop_size {crop} is larger than {what} ({height}x{width})")
+        if self.mean_shape is not None:
+            self.check(self.mean_shape == (channels, height, width),
+                       f"the mean file is {'x'.join(map(str, self.mean_shape))} but {what} is "
+                       f"{channels}x{height}x{width} (Caffe checks they agree)",
+                       fix="use the mean computed on this dataset")
+        values = len(tp.mean_value)
+        self.check(values in (0, 1, channels),
+                   f"{values} mean_value entries for {channels} channels (Caffe: 'Specify either 1 mean_value "
+                   "or as many as channels')")
+
+    def channels_from_parameters(self):
+        """(channels, why) the parameters imply, else (None, None): a mean file's channels, one
+        mean_value per channel, force_color/force_gray."""
+        tp = self.lp.transform_param
+        if self.mean_shape is not None:
+            return self.mean_shape[0], f"the mean file {self.mean_found}"
+        if len(tp.mean_value) > 1:
+            return len(tp.mean_value), f"{len(tp.mean_value)} mean_value entries"
+        if tp.force_color or tp.force_gray:
+            return (3, "force_color") if tp.force_color else (1, "force_gray")
+        return None, None
+
+    def assume_colour(self, batch, height, width, why):
+        """Only the channel count is unknown: 3 (colour images), shown with the flag that changes it."""
+        top = self.lp.top[0]
+        self.assume(f"top '{top}' has 3 channels (colour images): {why}, and nothing in the layer says",
+                    f"--input {top}={batch}xCx{height}x{width}")
+        return 3
+
+    def missing(self, batch, known, reason):
+        """need_input for the data top, with the dimensions that are known."""
+        self.need_input(reason, self.lp.top[:1], known={self.lp.top[0]: (batch,) + tuple(known)})
+
+    def first_image(self, source, first_names, batch, channels, fixed):
+        """The first image a list names, as Caffe reads it at setup: (image size (H, W), where it
+        came from, the names `first_names(list path)` gave) -- or None when the list or the image is
+        not on disk (or its reader is not installed) and `fixed` says the parameters fix the size;
+        else need_input, with the dimensions that are known."""
+        found = self.files.find(source)
+        self.list_path = found.path if found else None
+        if found is None:
+            if fixed:
+                return None
+            self.missing(batch, (channels, None, None), self.files.not_found("source", source))
+        names = self.files.read(first_names, found.path, what=f"source '{source}'")
+        image = self.files.find(names[0])
+        if image is None:
+            if fixed:
+                return None
+            self.missing(batch, (channels, None, None),
+                         self.files.not_found(f"the first image that '{source}' names,", names[0]))
+        try:
+            h, w, _, kind = self.files.read(IMAGE_HEADER, image.path, names[0],
+                                            what=f"image '{names[0]}' (first in '{source}')")
+        except MissingLibrary as e:
+            if fixed:
+                self.unread(e, f"image '{names[0]}'")
+                return None
+            self.missing(batch, (channels, None, None), f"{e.message} ({e.fix})")
+        return (h, w), f"image {self.files.shown(image, names[0])} ({w}x{h} {kind}, first in {source})", names
+
+    def list_touch(self, kind):
+        """The list Caffe keeps (lines_: one pair per entry, names over 15 characters on the heap,
+        in a vector grown by doubling), when the list was found."""
+        if not getattr(self, "list_path", None):
+            return []
+        e = LIST_ENTRIES(self.list_path, lists.image_line_names if kind == "ImageData" else lists.pair_names)
+        capacity = 1 << max(0, e.count - 1).bit_length() if e.count else 0
+        return [touch.host("lines_", capacity * LIST_ENTRY_BYTES[kind] + e.name_bytes,
+                           f"{e.count:,} entries" + ("" if e.exact else " (estimated from the list's size)"))]
+
+    def unread(self, e, what):
+        """The dataset is there but its reader's library is not installed: the parameters' shape is
+        used, and the report says the dataset was not read and how to read it."""
+        self.assume(f"{what} was not read ({e.message}): the shape is the layer's parameters'", e.fix)
+
+
+class Prefetching(DatasetLayer):
+    """BasePrefetchingDataLayer (base_data_layer.cpp/.cu): a thread fills `data_param.prefetch` batches
+    (default 4, also for ImageData and WindowData) of every top.
+
+    What it holds (BVLC 9b89154; measured, tests/data/data_layers/README.md):
+    - The P batches (D + L bytes each: the data top's and the label's), allocated at setup before the
+      thread starts (base_data_layer.cpp:56-61). In GPU mode each also gets its device copy there
+      (:63-70), which the thread fills by async_gpu_push; the host copies are pinned host memory.
+    - The tops own no buffer: Forward points them at the current batch, `set_cpu_data` on the CPU
+      (:118-125), `set_gpu_data` on the device (base_data_layer.cu:13-18). So after the first forward
+      Caffe holds P batches, not P + 1 (an Input top owns its D + L instead). The data top's diff is
+      the consumer's, as for any top.
+    - `transformed_data_` only ever points into the batch being filled (data_layer.cpp:116): no buffer.
+    - The transformer's mean blob, the mean file's size (the stored record's, not the crop's),
+      host memory for the layer's life (data_transformer.cpp:27-29); mean_value is a few bytes.
+    - Host objects: the thread and its RNG, the transformer's RNG (mirror, or TRAIN with a crop:
+      data_transformer.cpp:523-531), the batches' C++ objects, the queues and the layer itself.
+    Device memory in GPU mode is therefore the P batches' device copies and nothing else.
+    """
+
+    # the rest of the layer's C++ objects beyond an Input layer's (two BlockingQueues 1,456, the
+    # DataTransformer 224, the larger layer object, Blob objects of transformed_data_), measured
+    OBJECT_BYTES = 0
+
+    def prefetch(self):
+        return self.lp.data_param.prefetch
 
     def touches(self, run):
-        t = super().touches(run)
-        batches = self.lp.data_param.prefetch
-        return t + [touch.buffer(f"prefetch[{batches}].{self.lp.top[j]}", batches * count(shape), "setup",
-                                 per_sample=True, kind="prefetch") for j, shape in enumerate(run.tops)]
+        P = self.prefetch()
+        gpu = run.mode == "gpu"
+        t = [touch.top(j, "data", "setup", owns=False) for j in range(len(run.tops))]
+        for j, shape in enumerate(run.tops):
+            name = f"prefetch[{P}].{self.lp.top[j]}"
+            note = f"{P} x {'x'.join(map(str, shape))}"
+            t.append(touch.buffer(name, P * count(shape), "setup", per_sample=True, kind="prefetch", note=note))
+            if gpu:
+                t.append(touch.buffer(name + " (host)", P * count(shape), "setup", per_sample=True,
+                                      kind="prefetch", note=note + ", pinned host copies", device="host"))
+        labels = len(run.tops) > 1
+        t.append(touch.host(f"prefetch[{P}] batch objects", P * (BATCH_BYTES + (LABEL_BLOB_BYTES if labels else 0))))
+        t.append(touch.host("prefetch thread", THREAD_BYTES, "boost::thread data, glibc's TLS vector"))
+        rngs = self.rngs(run)
+        t.append(touch.host("RNGs", THREAD_RNG_BYTES + rngs * RNG_BYTES,
+                            f"the thread's and {rngs} more" if rngs else "the thread's"))
+        t.append(touch.host("layer objects", self.OBJECT_BYTES, "queues, transformer, Blob objects"))
+        mean = self.mean_elements()
+        if mean:
+            t.append(touch.buffer("data_mean_", mean, "setup", per_sample=False, note="the mean file's blob",
+                                  device="host"))
+        if self.decodes:
+            t.append(touch.process("OpenCV codec registry", OPENCV_BYTES, "initialised by the first image decode"))
+        return t + self.reader_touches(run)
+
+    def rngs(self, run):
+        """The RNGs the layer keeps besides its thread's: the transformer's (data_transformer.cpp:523-531)."""
+        tp = self.lp.transform_param
+        return int(tp.mirror or (self.ctx.phase == "TRAIN" and tp.crop_size > 0))
+
+    def reader_touches(self, run):
+        return []
+
+    def mean_elements(self):
+        """The mean blob's elements: the mean file's shape (read, or else the stored record's,
+        which Caffe checks it equals), or 0 without a mean file."""
+        if not self.lp.transform_param.mean_file:
+            return 0
+        shape = self.mean_shape or self.stored
+        if shape is None:
+            return 0
+        return count(shape)
 
 
 @register("Data")
 class Data(Prefetching):
+    """DataLayer (data_layer.cpp): the first record of an LMDB or LevelDB (Caffe's default backend),
+    raw or encoded, shaped by DataTransformer::InferBlobShape: crop_size x crop_size, else the
+    record's height x width; the record's channels, or for an encoded image 3 under force_color and 1
+    under force_gray. The label top is (batch,)."""
+
     min_tops = 1
     max_tops = 2
+    OBJECT_BYTES = 2366
 
     def batch_size(self):
         return self.lp.data_param.batch_size
 
+    def backend(self):
+        return "LMDB" if self.lp.data_param.backend == 1 else "LevelDB"
+
+    def data_shape(self, batch):
+        tp, source = self.lp.transform_param, self.lp.data_param.source
+        self.check(not (tp.force_color and tp.force_gray), "cannot set both force_color and force_gray")
+        self.read_mean()
+        crop = tp.crop_size
+        channels, why = self.channels_from_parameters()
+        height = width = crop or None
+        if not crop and self.mean_shape is not None:
+            height, width = self.mean_shape[1:]
+        origin = "the layer's parameters" + (f" ({why})" if why else "")
+        if self.declared():
+            return None, "--input"
+        found = self.files.find(source)
+        self.decodes = bool(tp.force_color or tp.force_gray)  # flags that only an encoded dataset reads
+        if found is not None:
+            what = f"source '{source}' ({self.backend()})"
+            try:
+                value = self.files.read(FIRST_RECORD[self.backend()], found.path, what=what)[1]
+                record = self.files.read(datum.parse, value, what, tp.force_color, tp.force_gray, what=what)
+            except MissingLibrary as e:
+                if height is None:
+                    self.missing(batch, (channels, None, None), f"{what}: {e.message} ({e.fix})")
+                self.unread(e, what)
+                record = None
+            if record is not None:
+                self.stored = record.shape
+                self.decodes = record.encoding != "raw"
+                self.check_transform(*record.shape, f"the first record ({record.describe()})")
+                shape = (record.channels, crop or record.height, crop or record.width)
+                return shape, f"dataset {self.files.shown(found, source)} (first record: {record.describe()})"
+        elif height is None:
+            self.missing(batch, (channels, None, None), self.files.not_found("source", source))
+        if channels is None:
+            channels = self.assume_colour(batch, height, width, f"source '{source}' is not on disk")
+            origin += "; 3 channels assumed"
+        return (channels, height, width), origin
+
+    def mean_elements(self):
+        if self.lp.transform_param.mean_file and self.mean_shape is None and self.stored is None:
+            return 0  # neither the mean file nor the dataset was read: its size is unknown
+        return super().mean_elements()
+
+    def reader_touches(self, run):
+        """The database handle (db_lmdb.cpp, db_leveldb.cpp), and glog's buffer in the thread, whose
+        only message is the wrap-around at the end of each pass over the dataset (data_layer.cpp:73-74):
+        counted always, as training passes over its dataset more than once. LevelDB maps its table
+        files, so records cost no heap; a LevelDB whose blocks are snappy-compressed also fills its
+        8 MiB block cache as the thread reads, which is not counted (the measured datasets' blocks
+        were stored raw)."""
+        source = self.lp.data_param.source
+        if self.backend() == "LMDB":
+            db = touch.host("LMDB handle", LMDB_BYTES + len(source.encode()) + 1, "environment, read txn, cursor")
+        else:
+            db = touch.host("LevelDB handle", LEVELDB_BYTES + LEVELDB_BYTES_PER_PATH_CHAR * len(source.encode()),
+                            "opened read-write: log and MANIFEST writers, caches")
+        return [db, touch.host("glog thread buffer", GLOG_THREAD_BYTES, "'Restarting data prefetching from start.'")]
+
 
 @register("ImageData")
 class ImageData(Prefetching):
-    """Images decoded in colour (3 channels) or grey (1), resized to new_height x new_width when
-    given, then cropped to crop_size; the label top is always there."""
+    """ImageDataLayer (image_data_layer.cpp): images named by a "path label" list, relative to
+    root_folder, decoded in colour (3 channels) or grey (1, is_color: false), resized to
+    new_height x new_width when given, then cropped to crop_size; the label top is always there.
+
+    Caffe reads the image the list's first line names (after `shuffle` shuffles the list, or
+    `rand_skip` skips a random number of lines) and every batch is reshaped to its own first image,
+    so a list of images of several sizes works only at batch 1 or with new_height/new_width. At a
+    larger batch every image has the size of the first (Transform checks it), so the list's first
+    line is as good as Caffe's random one; protoaudit reads that one.
+    """
 
     exact_tops = 2
+    OBJECT_BYTES = 2366
 
     def batch_size(self):
-        batch = self.lp.image_data_param.batch_size
-        self.check(batch > 0, "ImageData needs a positive batch_size")
+        batch = self.param().batch_size
+        self.check(batch > 0, f"{self.lp.type} needs a positive batch_size")
         return batch
 
-    def image_shape(self):
-        p = self.lp.image_data_param
+    def param(self):
+        return self.lp.image_data_param
+
+    def fixed_size(self):
+        """(H, W) before the crop that the parameters fix: new_height x new_width, else None."""
+        p = self.param()
         self.check((p.new_height == 0) == (p.new_width == 0), "new_height and new_width must be set together")
+        return (p.new_height, p.new_width) if p.new_height else None
+
+    def first_names(self, list_path):
+        """The image the list's first line names, under root_folder (a list of one name)."""
+        return [self.param().root_folder + FIRST_LINE(list_path, "image list")]
+
+    def data_shape(self, batch):
+        p = self.param()
         channels = 3 if p.is_color else 1
+        self.read_mean()
+        self.decodes = True
+        if self.declared():
+            self.fixed_size()
+            return None, "--input"
         crop = self.crop()
-        if p.new_height:
-            self.check(crop <= min(p.new_height, p.new_width),
-                       f"crop_size {crop} is larger than the resized image {p.new_height}x{p.new_width}")
-        if crop:
-            return (channels, crop, crop)
-        if p.new_height:
-            return (channels, p.new_height, p.new_width)
-        return None
+        fixed = self.fixed_size()
+        mean_size = self.mean_shape[1:] if self.mean_shape is not None else None
+        read = self.first_image(self.param().source, self.first_names, batch, channels, crop or fixed or mean_size)
+        if read is not None:
+            (h, w), origin, _ = read
+            stored = fixed or (h, w)
+            self.stored = (channels,) + tuple(stored)
+            if fixed:
+                origin += f", resized to {fixed[1]}x{fixed[0]}"
+            self.check_transform(channels, *stored, "the image" + (" after new_height/new_width" if fixed else ""))
+            return (channels, crop or stored[0], crop or stored[1]), origin
+        stored = fixed or (self.mean_shape[1:] if self.mean_shape is not None else None)
+        if stored is not None:
+            self.stored = (channels,) + tuple(stored)
+            self.check_transform(channels, *stored, "the image" + (" after new_height/new_width" if fixed else ""))
+        origin = "the layer's parameters (is_color" + (", new_height/new_width" if fixed else "") + \
+                 (", crop_size" if crop else "") + (", the mean file" if stored and not fixed else "") + ")"
+        return (channels, crop or stored[0], crop or stored[1]), origin
+
+    def rngs(self, run):
+        """The transformer's RNG, and the shuffle's prefetch_rng_ (image_data_layer.cpp:54)."""
+        return super().rngs(run) + int(self.param().shuffle)
+
+    def reader_touches(self, run):
+        """The list Caffe keeps (lines_), and cv::resize's state in the thread."""
+        t = self.list_touch("ImageData")
+        if self.fixed_size():
+            t.append(touch.host("cv::resize thread state", OPENCV_RESIZE_BYTES))
+        return t
 
 
 @register("WindowData")
 class WindowData(Prefetching):
-    """Windows warped to transform_param's crop_size. The channel count is the window file's, and
-    the images are always decoded in colour, so a working window file says 3."""
+    """WindowDataLayer (window_data_layer.cpp): windows warped to transform_param's crop_size, with the
+    channel count the window file gives (its entries all say the same; images are always decoded in
+    colour, so a working file says 3). Without the window file, 3 channels are assumed. The window
+    lists it reads whole at setup (7 floats a window, and the image list) are host memory that is
+    not counted: no run of this layer was measured."""
 
     exact_tops = 2
+    OBJECT_BYTES = 2366
 
     def batch_size(self):
         return self.lp.window_data_param.batch_size
 
-    def image_shape(self):
+    def data_shape(self, batch):
         crop = self.crop()
         self.check(crop > 0, "WindowData needs transform_param { crop_size } (the window size)")
-        return (3, crop, crop)
+        self.read_mean()
+        self.decodes = True
+        if self.declared():
+            return None, "--input"
+        source = self.lp.window_data_param.source
+        found = self.files.find(source)
+        if found is not None:
+            _, channels, _, _ = self.files.read(WINDOW_ENTRY, found.path,
+                                                what=f"source '{source}'")
+            self.check(channels > 0, f"the window file '{source}' gives {channels} channels")
+            return (channels, crop, crop), f"window file {self.files.shown(found, source)} ({channels} channels) " \
+                                           "and crop_size"
+        channels, why = self.channels_from_parameters()
+        if channels is None:
+            channels = self.assume_colour(batch, crop, crop, f"the window file '{source}' is not on disk")
+            return (channels, crop, crop), "crop_size; 3 channels assumed"
+        return (channels, crop, crop), f"the layer's parameters (crop_size, {why})"
+
+    def rngs(self, run):
+        """The transformer's RNG and the layer's own prefetch_rng_ (mirror or crop_size, always set)."""
+        return super().rngs(run) + 1
+
+    def mean_elements(self):
+        """The mean is loaded twice: by the transformer and by the layer (window_data_layer.cpp:206-214)."""
+        return 2 * count(self.mean_shape) if self.mean_shape is not None else 0
 
 
 @register("HDF5Data")
 class HDF5Data(DataSource):
-    """Every top is a dataset of the HDF5 files (batch_size rows of it), so its shape is the user's."""
+    """HDF5DataLayer (hdf5_data_layer.cpp): `source` lists .h5 files; each top is the dataset of the
+    same name in the first one (batch_size rows of it). No transform, no thread: the tops own their
+    memory, filled by copying rows (hdf5_data_layer.cpp:163-178)."""
 
     min_tops = 1
+
+    def __init__(self, lp, ctx):
+        super().__init__(lp, ctx)
+        self.files = Source(self)
+        self.sets = None  # hdf5_file.Dataset per top, when the first file was read
+        self.file_count = None
+
+    def batch_size(self):
+        return self.lp.hdf5_data_param.batch_size
 
     def reshape(self, bottoms):
         self.check(not self.lp.HasField("transform_param"), "HDF5Data does not transform data",
                    fix="remove transform_param")
-        tops = []
-        for j, name in enumerate(self.lp.top):
-            shape = self.override(j, None)
+        batch = self.batch_size()
+        tops = list(self.lp.top)
+        declared = all(t in self.ctx.inputs for t in tops)
+        try:
+            self.sets, origin = self.read_first_file()
+        except MissingLibrary as e:
+            if not declared:
+                self.need_input(f"HDF5Data: {e.message} ({e.fix})")
+            self.sets, origin = None, None
+        if self.sets is None and not declared:
+            self.need_input(origin)
+        shapes = []
+        for j, top in enumerate(tops):
+            own = (batch,) + self.sets[j].shape[1:] if self.sets else None
+            shape = self.override(j, own, own_batch=batch)
             if shape is None:
-                self.need_input("HDF5Data layer: every top's shape is in the HDF5 files")
-            tops.append(shape)
-        return tops
+                self.need_input(origin)
+            self.note_origin(j, shape, origin if own else "--input")
+            shapes.append(shape)
+        return shapes
+
+    def read_first_file(self):
+        """(Datasets of the first listed file, origin) or (None, why not)."""
+        source = self.lp.hdf5_data_param.source
+        found = self.files.find(source)
+        if found is None:
+            return None, "HDF5Data: " + self.files.not_found("source", source)
+        first = self.files.read(FIRST_TOKENS, found.path, 1, "HDF5 file list", what=f"source '{source}'")[0]
+        self.file_count = LIST_ENTRIES(found.path, lists.token_names)
+        h5 = self.files.find(first)
+        if h5 is None:
+            return None, "HDF5Data: " + self.files.not_found(f"the first file that '{source}' lists,", first)
+        sets = self.files.read(HDF5_DATASETS, h5.path, tuple(self.lp.top), what=f"HDF5 file '{first}'")
+        described = ", ".join(f"{d.name} {'x'.join(map(str, d.shape))} {d.dtype}" for d in sets)
+        return sets, f"HDF5 file {self.files.shown(h5, first)} (first in {source}: {described})"
+
+    def touches(self, run):
+        """Beyond its tops (which it owns, as an Input layer does): hdf_blobs_, the whole current
+        file's datasets as floats (util/hdf5.cpp:92-93), with its row permutation; the HDF5
+        library's own state; and HDF5's type-conversion buffer when a dataset is not stored as
+        float. Caffe keeps the current file only: a later, larger file in the list replaces it."""
+        t = super().touches(run)
+        t.append(touch.process("HDF5 library", HDF5_LIBRARY_BYTES, "initialised on first use"))
+        if self.sets:
+            rows = self.sets[0].shape[0]
+            t.append(touch.buffer("hdf_blobs_", sum(count(d.shape) for d in self.sets), "setup", per_sample=False,
+                                  note=f"the first file: {rows:,} rows", device="host"))
+            files = self.file_count or lists.Entries(1, 0, True)
+            capacity = 1 << max(0, files.count - 1).bit_length()
+            t.append(touch.host("file list and permutations",
+                                capacity * STRING_BYTES + files.name_bytes + 4 * rows + 4 * files.count
+                                + BLOB_OBJECT_BYTES * len(run.tops),
+                                "hdf_filenames_, data_permutation_, file_permutation_, hdf_blobs_' Blob objects"))
+            if not all(d.native_float for d in self.sets):
+                t.append(touch.process("HDF5 conversion buffer", HDF5_CONVERSION_BYTES,
+                                       "kept after reading non-float data as float"))
+        return t
 
 
 @register("MemoryData")
@@ -133,6 +550,8 @@ class MemoryData(DataSource):
                    "batch_size, channels, height and width must be specified and positive in memory_data_param")
         data = self.override(0, (p.batch_size, p.channels, p.height, p.width))
         label = self.override(1, (data[0],))
+        self.note_origin(0, data, "the layer's parameters")
+        self.note_origin(1, label, "the layer's batch size (a label per image)")
         return [data, label]
 
 
@@ -156,8 +575,13 @@ class Input(DataSource):
             tops = [self.override(j, None) for j in range(len(self.lp.top))]
             if None in tops:
                 self.need_input("Input layer without input_param { shape }")
+            for j, shape in enumerate(tops):
+                self.note_origin(j, shape, "--input")
             return tops
-        return [self.override(j, tuple(s.dim)) for j, s in enumerate(once_or_per_top(self, shapes, "shape"))]
+        tops = [self.override(j, tuple(s.dim)) for j, s in enumerate(once_or_per_top(self, shapes, "shape"))]
+        for j, shape in enumerate(tops):
+            self.note_origin(j, shape, "the layer's input_param")
+        return tops
 
     def touches(self, run):
         """Input's forward does nothing: its tops are allocated when a consumer first reads them."""
@@ -184,7 +608,10 @@ class DummyData(DataSource):
             shapes = list(zip(*columns))
         else:
             shapes = [tuple(s.dim) for s in once_or_per_top(self, p.shape, "shape")]
-        return [self.override(j, shape) for j, shape in enumerate(shapes)]
+        tops = [self.override(j, shape) for j, shape in enumerate(shapes)]
+        for j, shape in enumerate(tops):
+            self.note_origin(j, shape, "the layer's dummy_data_param")
+        return tops
 
     def touches(self, run):
         """LayerSetUp runs one forward that fills only the tops with a constant filler (the
@@ -212,15 +639,7 @@ class Declared(Layer):
         """Why the user must declare the layer's tops."""
         return f"unknown layer type '{lp.type}'"
 
-
-@register("Python")
-class Python(Declared):
-    """A Python layer's shapes are set by code protoaudit never imports: the user declares them."""
-
-    gap = "what its Python code allocates (protoaudit never runs it)"
-
     @classmethod
-    def why(cls, lp):
-        p = lp.python_param
-        return (f"Python layer ({p.module}.{p.layer}): its top shapes are set by Python code, which protoaudit "
-                "never runs")
+    def asks(cls, lp):
+        """Whether the user must declare this layer's tops (else it knows their shapes)."""
+        return True

@@ -1,7 +1,7 @@
 """Normalisation and affine layers: LRN, MVN, BatchNorm, Scale, Bias, Softmax."""
 from . import touch
 from .activations import Neuron
-from .base import Layer, canonical_axis, count, legacy_shape, register
+from .base import CUDNN_2015_FORKS, Layer, canonical_axis, count, legacy_shape, register
 
 
 @register("LRN")
@@ -24,8 +24,9 @@ class LRN(Neuron):
             t += [touch.buffer(name, size, "forward", per_sample=True) for name in inner]
             t += [touch.buffer(name + ".diff", size, "backward", per_sample=True)
                   for name in inner + ("product_input_", "square_input_")]
-        # caffe-segnet has no cuDNN LRN: its LRN is always Caffe's.
-        elif not (run.mode == "gpu" and run.engine == "cudnn" and p.engine != 1 and self.ctx.schema != "segnet"):
+        # the 2015 forks have no cuDNN LRN: theirs is always Caffe's.
+        elif not (run.mode == "gpu" and run.engine == "cudnn" and p.engine != 1
+                  and self.ctx.schema not in CUDNN_2015_FORKS):
             t.append(touch.buffer("scale_", size, "forward", per_sample=True))
         return t
 

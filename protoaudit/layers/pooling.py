@@ -2,7 +2,7 @@
 import math
 
 from . import touch
-from .base import Layer, count, float32, register
+from .base import CUDNN_2015_FORKS, Layer, count, float32, register
 
 MAX, AVE, STOCHASTIC = 0, 1, 2
 CEIL, FLOOR = 0, 1
@@ -47,12 +47,15 @@ def check_pad(layer, pool, kernel, pad):
                 f"pad {pad} must be smaller than the kernel {kernel}")
 
 
-def pooled_size(layer, size, kernel, stride, pad, round_mode=CEIL):
-    """Caffe's rounding (in float), then the clip that starts the last window inside the image."""
+def pooled_size(layer, size, kernel, stride, pad, round_mode=CEIL, padded=None):
+    """Caffe's rounding (in float), then the clip that starts the last window inside the image.
+
+    PoolingLayer::Reshape clips both axes when either is padded (`if (pad_h_ || pad_w_)`):
+    `padded` says whether the layer pads at all (default: this axis's pad)."""
     layer.check(stride > 0, "stride must be positive")  # Caffe would divide by zero
     ratio = float32(float32(size + 2 * pad - kernel) / float32(stride))
     out = int(math.ceil(ratio) if round_mode == CEIL else math.floor(ratio)) + 1
-    if pad:
+    if pad if padded is None else padded:
         if (out - 1) * stride >= size + pad:
             out -= 1
         layer.check((out - 1) * stride < size + pad,
@@ -73,10 +76,15 @@ class Pooling(Layer):
         shape = bottoms[0]
         p = self.lp.pooling_param
         kernel, stride, pad = pooling_geometry(self, p, shape)
-        h = pooled_size(self, shape[2], kernel[0], stride[0], pad[0], p.round_mode)
-        w = pooled_size(self, shape[3], kernel[1], stride[1], pad[1], p.round_mode)
+        rounding, padded = self.rounding(), any(pad)
+        h = pooled_size(self, shape[2], kernel[0], stride[0], pad[0], rounding, padded)
+        w = pooled_size(self, shape[3], kernel[1], stride[1], pad[1], rounding, padded)
         top = (shape[0], shape[1], h, w)
         return [top] * max(1, len(self.lp.top))
+
+    def rounding(self):
+        """CEIL or FLOOR: BVLC's round_mode (default CEIL)."""
+        return self.lp.pooling_param.round_mode
 
     def touches(self, run):
         """MAX pooling keeps each output's argmax in max_idx_ (int32) unless a second top holds the
@@ -84,7 +92,7 @@ class Pooling(Layer):
         Backward reads only the first top's diff."""
         t = [x for x in super().touches(run) if not (x.what == "top" and x.part == "diff" and x.index > 0)]
         pool = self.lp.pooling_param.pool
-        if self.segnet_cudnn(run):
+        if self.cudnn_2015(run):
             return t  # cuDNN pooling keeps no argmax
         if pool == 0 and len(run.tops) == 1:
             t.append(touch.buffer("max_idx_", count(run.tops[0]), "forward", per_sample=True))
@@ -92,12 +100,31 @@ class Pooling(Layer):
             t.append(touch.buffer("rand_idx_", count(run.tops[0]), "forward", per_sample=True))
         return t
 
-    def segnet_cudnn(self, run):
-        """caffe-segnet's factory, unlike BVLC's, gives MAX pooling to cuDNN too: any pooling in a
-        cuDNN build without padding and with one top, unless it asks for the CAFFE engine."""
+    def cudnn_2015(self, run):
+        """The 2015 forks' factory (caffe-segnet's, caffe-fast-rcnn's), unlike BVLC's, gives MAX
+        pooling to cuDNN too: any pooling in a cuDNN build without padding and with one top,
+        unless it asks for the CAFFE engine."""
         p = self.lp.pooling_param
-        return (self.ctx.schema == "segnet" and run.mode == "gpu" and run.engine == "cudnn"
+        return (self.ctx.schema in CUDNN_2015_FORKS and run.mode == "gpu" and run.engine == "cudnn"
                 and p.engine != 1 and not (p.pad or p.pad_h or p.pad_w) and len(run.tops) == 1)
+
+
+@register("Pooling", fork="priv")
+class CeilModePooling(Pooling):
+    """caffe-priv's PoolingLayer: BVLC's, with BVLC/caffe#3057's `ceil_mode` (field 13, default true)
+    in place of BVLC's later `round_mode`. Its Reshape (caffe-priv src/caffe/layers/pooling_layer.cpp
+    91-114, the pull request's lines) rounds (H + 2*pad - kernel) / stride, a float division, up
+    with ceil_mode and down without, adds 1, then keeps BVLC's clip: when the layer pads at all, a
+    last window that would start in the padding (at or past H + pad) is dropped, on both axes. Its
+    buffers are BVLC's (max_idx_, rand_idx_); the layer factory is BVLC's too (cuDNN for AVE)."""
+
+    def rounding(self):
+        return CEIL if self.lp.pooling_param.ceil_mode else FLOOR
+
+    @classmethod
+    def sized_as(cls, lp):
+        """BVLC's Pooling sizes a layer that keeps ceil_mode true (the default) the same way."""
+        return Pooling if lp.pooling_param.ceil_mode else cls
 
 
 @register("SPP")
@@ -129,4 +156,4 @@ class SPP(Layer):
         pads = [(k * bins - size + 1) // 2 for k, size in zip(kernels, (h, w))]
         if pads != [0, 0]:
             check_pad(self, self.lp.spp_param.pool, tuple(kernels), tuple(pads))
-        return tuple(pooled_size(self, size, k, k, p) for size, k, p in zip((h, w), kernels, pads))
+        return tuple(pooled_size(self, size, k, k, p, padded=any(pads)) for size, k, p in zip((h, w), kernels, pads))

@@ -5,7 +5,7 @@ a missing axis reads as 1, more than four axes is an error) and always make 4-ax
 """
 from . import touch
 from .base import Layer, count, register
-from .data import DataSource
+from .data import FIRST_TOKENS, IMAGE_HEADER, OPENCV_BYTES, DatasetLayer
 
 LEARN = 0  # BNParameter.BNMode
 
@@ -138,52 +138,94 @@ class Upsample(Layer):
 
 
 @register("DenseImageData", fork="segnet")
-class DenseImageData(DataSource):
-    """DenseImageDataLayer: image and label image pairs; data (N, C, H, W) and label (N, 1, H, W).
+class DenseImageData(DatasetLayer):
+    """DenseImageDataLayer (caffe-segnet's dense_image_data_layer.cpp): "image label-image" pairs
+    (whitespace-separated, under root_folder); data (N, C, H, W) and label (N, 1, H, W).
 
     C is 3 with is_color (OpenCV's colour read), else 1. H x W is transform_param.crop_size, else
-    crop_height x crop_width, else new_height x new_width, else the first image's size, which
-    protoaudit never reads: then --input gives the data top (the label follows it).
+    crop_height x crop_width, else new_height x new_width, else the first pair's image size (its
+    label image must have the same size: the layer checks it). `shuffle` and `rand_skip` pick
+    another first pair at setup; the batch needs every image of one size anyway, so the list's first
+    pair is as good. Without the images, --input gives the data top (the label follows it).
+
+    Subclasses (other forks' versions) reuse `size_from_parameters` and `first_pair_size`.
     """
 
     exact_tops = 2
 
-    def batch_size(self):
-        return fork_param(self, "dense_image_data_param").batch_size
+    def param(self):
+        return fork_param(self, "dense_image_data_param")
 
-    def image_shape(self):
-        p = fork_param(self, "dense_image_data_param")
+    def batch_size(self):
+        return self.param().batch_size
+
+    def channels(self):
+        return 3 if self.param().is_color else 1
+
+    def size_from_parameters(self):
+        """(H, W) of the tops that the parameters fix (crop, crop_height/width, new size), else None."""
+        p = self.param()
         self.check((p.new_height == 0) == (p.new_width == 0), "set new_height and new_width together")
         self.check((p.crop_height == 0) == (p.crop_width == 0), "set crop_height and crop_width together")
-        channels = 3 if p.is_color else 1
         if self.crop():
-            return (channels, self.crop(), self.crop())
+            return self.crop(), self.crop()
         if p.crop_height:
-            return (channels, p.crop_height, p.crop_width)
+            return p.crop_height, p.crop_width
         if p.new_height:
-            return (channels, p.new_height, p.new_width)
+            return p.new_height, p.new_width
         return None
 
+    def first_names(self, list_path):
+        root = self.param().root_folder
+        return [root + name for name in FIRST_TOKENS(list_path, 2, "image list")]
+
+    def first_pair_size(self, batch):
+        """((H, W), origin) of the first pair's image after new_height/new_width, its label image
+        checked to match; None when the images are not on disk and the parameters fix the size."""
+        p = self.param()
+        fixed = self.size_from_parameters()
+        read = self.first_image(p.source, self.first_names, batch, self.channels(), fixed)
+        if read is None:
+            return None
+        size, origin, names = read
+        if p.new_height:
+            return (p.new_height, p.new_width), origin + f", resized to {p.new_width}x{p.new_height}"
+        label = self.files.find(names[1])
+        if label is not None:
+            h, w, _, _ = self.files.read(IMAGE_HEADER, label.path, names[1], what=f"label image '{names[1]}'")
+            self.check((h, w) == size, f"the label image '{names[1]}' is {w}x{h} but its image is "
+                       f"{size[1]}x{size[0]} (Caffe: 'Input and label image heights and widths must match')")
+        return size, origin
+
     def reshape(self, bottoms):
-        image = self.image_shape()
-        data = self.override(0, (self.batch_size(),) + image if image else None)
-        if data is None:
-            data_top = self.lp.top[0]
-            self.fail("DenseImageData layer: its image size is in the dataset; the shape of its tops "
-                      "comes from the images",
-                      fix=f"give --input {data_top}=NxCxHxW (the label follows as Nx1xHxW), or set "
-                      "new_height and new_width, or crop_height and crop_width")
+        batch = self.batch_size()
+        self.decodes = True
+        size = None if self.declared() else self.first_pair_size(batch)
+        fixed = self.size_from_parameters()
+        origin = "the layer's parameters (is_color and its crop or new size)"
+        if size is not None:
+            size, origin = size
+        own = (batch, self.channels()) + tuple(fixed or size) if (fixed or size) else None
+        if size is not None and fixed:
+            origin += f"; cropped to {fixed[1]}x{fixed[0]}"
+        data = self.override(0, own)
         self.check(len(data) == 4, f"the data top must have 4 axes (N, C, H, W), got {data}")
         self.check(data[0] > 0, "batch_size must be set and positive", fix="set batch_size, or use --batch")
         label = (data[0], 1, data[2], data[3])
         if self.lp.top[1] in self.ctx.inputs:
             label = self.override(1, label)
+        self.note_origin(0, data, origin)
+        self.note_origin(1, label, "the data top (a label image per image)")
         return [data, label]
 
     def touches(self, run):
         """The fork's BasePrefetchingDataLayer holds ONE prefetch batch (prefetch_data_ and
         prefetch_label_, the tops' sizes), allocated at setup before its reader thread starts,
-        then copied into the tops each forward. (In GPU mode these live in pinned host memory.)"""
-        return super().touches(run) + [
+        then copied into the tops each forward. (In GPU mode these live in pinned host memory.)
+        Its host memory is the list (lines_) and OpenCV's one-time codec registry; the fork's
+        other small objects are not measured."""
+        t = super().touches(run) + [
             touch.buffer(f"prefetch[1].{self.lp.top[j]}", count(shape), "setup", per_sample=True, kind="prefetch")
             for j, shape in enumerate(run.tops)]
+        t += self.list_touch("DenseImageData")
+        return t + [touch.process("OpenCV codec registry", OPENCV_BYTES, "initialised by the first image decode")]

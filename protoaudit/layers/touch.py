@@ -12,7 +12,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Touch:
     stage: str  # setup | forward | backward
-    what: str  # bottom | top | param | buffer
+    what: str  # bottom | top | param | buffer | stop
     index: int = 0  # which bottom, top or param
     part: str = "data"  # data | diff (for blobs and params)
     name: str = ""  # a private buffer's name, as in Caffe's source (col_buffer_, max_idx_, ...)
@@ -22,6 +22,8 @@ class Touch:
     kind: str = "layer buffer"  # layer buffer | workspace | prefetch
     note: str = ""  # how its size comes about, for explanations: "64x7x7x384x512 (one image)"
     device: str = "device"  # "host" for a buffer only ever touched by CPU code, even in GPU mode
+    owns: bool = True  # False: a top whose data points into a buffer counted elsewhere (set_cpu_data)
+    process: bool = False  # a one-time cost of the process (a library's state), counted once per audit
 
 
 # Touches of shared blobs are few distinct values, asked for on every layer of every pass: each
@@ -32,8 +34,8 @@ def bottom(j, part, stage, device="device"):
 
 
 @functools.cache
-def top(j, part, stage, device="device"):
-    return Touch(stage, "top", j, part, device=device)
+def top(j, part, stage, device="device", owns=True):
+    return Touch(stage, "top", j, part, device=device, owns=owns)
 
 
 @functools.cache
@@ -44,6 +46,26 @@ def param(k, part, stage):
 def buffer(name, elements, stage, *, per_sample, itemsize=4, kind="layer buffer", note="", device="device"):
     return Touch(stage, "buffer", name=name, elements=int(elements), itemsize=itemsize,
                  per_sample=per_sample, kind=kind, note=note, device=device)
+
+
+def host(name, size, note="", kind="host objects"):
+    """Host memory a layer's C++ code holds from setup on (objects, handles, lists): `size` bytes."""
+    return Touch("setup", "buffer", name=name, elements=int(size), itemsize=1, kind=kind, note=note, device="host")
+
+
+def process(name, size, note=""):
+    """A one-time cost of the process (a library initialised on first use), host memory, `size`
+    bytes. It is the process's, not a layer's: a train net and its test net (or two decoding
+    layers) in one `caffe train` pay it once. So it is one buffer per audit, carried by the first
+    layer that needs it (where Caffe first pays it), and the report's first-touch order shows why."""
+    return Touch("setup", "buffer", name=name, elements=int(size), itemsize=1, kind="library state", note=note,
+                 device="host", process=True)
+
+
+def stop(stage, why):
+    """Caffe stops here: the layer has no code for this pass in this mode (a fork's
+    NOT_IMPLEMENTED). Reached only when the audited run makes that pass."""
+    return Touch(stage, "stop", note=why)
 
 
 @dataclass

@@ -8,13 +8,14 @@ Flatten, Reshape, shared params) makes two names one buffer.
 """
 from dataclasses import dataclass
 
+from ..errors import InputError
 from ..layers import touch
 from ..layers.base import count
 from ..layers.touch import Run
 from .host import host_bytes
 
 KINDS = ("top data", "top diff", "param data", "param diff", "history", "layer buffer", "workspace",
-         "prefetch", "host objects", "context")
+         "prefetch", "host objects", "library state", "context")
 
 @dataclass(frozen=True)
 class Buffer:
@@ -150,6 +151,8 @@ def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", 
             if key in seen:
                 continue
             seen.add(key)
+            if not t.owns:  # the blob points into a buffer its layer counts (a data layer's prefetch batch)
+                continue
             b = blobs[root_index]
             out.append(_buffer(label, node.name, b.name, f"top {root_part}", b.count, 4, t.stage,
                                batch_axis[root_index], "host" if cpu else t.device, "x".join(map(str, b.shape))))
@@ -165,12 +168,16 @@ def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", 
             shape = owner.params[owner_k].shape
             out.append(_buffer(label, node.name, f"{owner.name}.param{owner_k}", f"param {t.part}", count(shape), 4,
                                t.stage, False, "host" if cpu else "device", "x".join(map(str, shape))))
+        elif what == "stop":
+            raise InputError(t.note, file=net.path, line=node.line, layer=node.name,
+                             fix="audit it where Caffe has that code: GPU mode (--mode gpu)")
         else:
-            key = ("buffer", node.index, t.name)
+            key = ("process", t.name) if t.process else ("buffer", node.index, t.name)
             if key in seen:
                 continue
             seen.add(key)
-            out.append(_buffer(label, node.name, f"{node.name}.{t.name}", t.kind, t.elements, t.itemsize, t.stage,
+            owner = f"process.{t.name}" if t.process else f"{node.name}.{t.name}"
+            out.append(_buffer(label, node.name, owner, t.kind, t.elements, t.itemsize, t.stage,
                                t.per_sample, "host" if cpu else t.device, t.note))
     return out
 

@@ -2,6 +2,7 @@
 
 Every figure and sentence of `protoaudit diff` is made here; the reports only lay them out.
 """
+from collections import Counter
 from dataclasses import dataclass, field
 
 from ..net.freeze import freeze_sentences
@@ -149,9 +150,27 @@ def _explain(c):
     biggest = max(a.total, b.total, 1)
     named = [d for d in c.causes if abs(d.delta) >= NAMED_SHARE * biggest][:MOST] or c.causes[:3]
     out += [_why(c, d) for d in named]
+    out += _replaced(c)
     out += freeze_sentences(c)
     out += _column_buffers(c)
     return out
+
+
+def _replaced(c):
+    """Layers one net has and the other lacks (a run of plain layers traded for one fork layer that
+    does their work, say): how many of each type, and what each side's hold."""
+    gone = [d for d in c.layers if d.status == "removed"]
+    new = [d for d in c.layers if d.status == "added"]
+    if not (gone and new):
+        return []
+
+    def kinds(diffs, type_of):
+        counts = Counter(type_of(d) for d in diffs)
+        return ", ".join(f"{n} {t}" for t, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    held_a, held_b = sum(d.bytes_a for d in gone), sum(d.bytes_b for d in new)
+    return [f"The {len(gone)} layers only A has ({kinds(gone, lambda d: d.type_a)}) hold {size(held_a)}; "
+            f"the {len(new)} only B has ({kinds(new, lambda d: d.type_b)}) hold {size(held_b)}."]
 
 
 def _column_buffers(c):
@@ -168,9 +187,11 @@ def _column_buffers(c):
         before = ca.get(layer)
         was = "new" if before is None else "the same in A" if before == cb[layer] else f"A: {size(before)}"
         listed.append(f"{layer} {size(cb[layer])} ({was})")
+    largest = f" The largest: {', '.join(listed)}." if listed else (
+        " The largest in A: " + ", ".join(f"{layer} {size(ca[layer])}" for layer in sorted(ca, key=lambda n: -ca[n])[:MOST]) + ".")
     text = (f"Column buffers hold one image each, so they do not shrink with the batch: {size(total_b)} in B "
-            f"({total_b / max(c.summary_b.total, 1):.0%} of its total) against {size(sum(ca.values()))} in A. "
-            f"The largest: {', '.join(listed)}.")
+            f"({total_b / max(c.summary_b.total, 1):.0%} of its total) against {size(sum(ca.values()))} in A."
+            + largest)
     if c.a.other_engine_total is not None and c.b.other_engine_total is not None and c.b.engine == "caffe":
         text += (f" A cuDNN build allocates none (each convolution keeps a small workspace instead): "
                  f"B would need {size(c.b.other_engine_total)} and A {size(c.a.other_engine_total)}.")
@@ -198,9 +219,11 @@ def _why(c, d):
     if d.a and d.b:
         return (f"{layer}: {what} {d.owner} is {size(d.bytes_b)} in B ({d.b.note or 'x'}) against "
                 f"{size(d.bytes_a)} in A ({d.a.note or 'x'}){grows}.")
+    about = "; ".join(x for x in ((d.b or d.a).note, "grows with the batch" if (d.b or d.a).per_sample else "") if x)
+    about = f" ({about})" if about else ""
     if d.b:
-        return f"{layer}: {what} {d.owner}, {size(d.bytes_b)}{grows}, is new in B."
-    return f"{layer}: {what} {d.owner}, {size(d.bytes_a)}{grows}, is gone in B."
+        return f"{layer}: {what} {d.owner}, {size(d.bytes_b)}{about}, is new in B."
+    return f"{layer}: {what} {d.owner}, {size(d.bytes_a)}{about}, is gone in B."
 
 
 def _conv_cause(c, d):

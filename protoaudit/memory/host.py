@@ -91,7 +91,7 @@ def new_blob(axes, elements=1):
     return BLOB + SHARED_PTR_BLOCK + blob(axes, elements)
 
 
-_SIZES = {}
+_SIZES = {}  # message descriptor -> sizeof (by descriptor: forks name their messages as BVLC does)
 
 
 def message_size(d):
@@ -99,7 +99,7 @@ def message_size(d):
     has-bits words and the cached size, then the fields packed by alignment (a repeated message or
     string 24, a repeated scalar 16 (+4 for a packed varint's cached size), a string or message
     pointer 8, a scalar its size), rounded to 8. Holds for every message of BVLC's caffe.proto."""
-    size = _SIZES.get(d.full_name)
+    size = _SIZES.get(d)
     if size is None:
         has, body = 0, []
         for f in d.fields:
@@ -118,7 +118,7 @@ def message_size(d):
             head += 4 * ((has + 31) // 32)
             if any(b % 8 == 0 for b in body):
                 head = (head + 7) // 8 * 8
-        size = _SIZES[d.full_name] = 16 + (head + sum(body) + 7) // 8 * 8
+        size = _SIZES[d] = 16 + (head + sum(body) + 7) // 8 * 8
     return size
 
 

@@ -13,7 +13,7 @@ every learnable param a diff, lr_mult 0 included (a plain forward and backward d
 Forks differ: ducha-aiki's fork and caffe-segnet run the CPU sequence with GPU calls (no fused
 kernels), so their GPU path touches what the CPU path does; caffe-segnet's solver also walks every
 param blob of the net (a blob shared by name included: it has its own diff there) and knows only
-SGD, Nesterov and AdaGrad.
+SGD, Nesterov and AdaGrad; Tongcheng's DenseBlock fork rewrote Nesterov's CPU step without update_.
 """
 from dataclasses import dataclass
 
@@ -45,12 +45,16 @@ class _Fork:
     fused_gpu: bool  # BVLC's .cu kernels: the GPU path touches the diff and history_ only
     every_param: bool  # the solver walks every param blob, not only the owned (learnable) ones
     types: tuple = SOLVER_TYPES
+    cpu_paths: tuple = ()  # (type, blobs): where the fork's CPU code touches other blobs than BVLC's
 
 
 _FORKS = {
     "bvlc": _Fork(fused_gpu=True, every_param=False),
     "ducha": _Fork(fused_gpu=False, every_param=False),
     "segnet": _Fork(fused_gpu=False, every_param=True, types=("SGD", "Nesterov", "AdaGrad")),
+    # Tongcheng/caffe's nesterov_solver.cpp (1625bb3, lines 22-45) folds the step into the param's
+    # diff and no longer keeps the old history in update_
+    "tongcheng": _Fork(fused_gpu=True, every_param=False, cpu_paths=(("Nesterov", ("history_",)),)),
 }
 
 
@@ -119,6 +123,7 @@ def solver_buffers(net, solver_type, *, mode="gpu", regularization="L2", weight_
         raise InputError(f"unknown regularization_type '{regularization}'; Caffe stops at the first step",
                          fix="use \"L2\" (the default) or \"L1\"")
     cpu_path, gpu_path = _UPDATE_TOUCHES[kind]
+    cpu_path = dict(fork.cpu_paths).get(kind, cpu_path)
     touched = cpu_path if mode == "cpu" or not fork.fused_gpu else gpu_path
     out = [_buffer(label, node, f"{node.name}.param{k}", "param diff", node.params[k].shape)
            for node, k, _ in params]

@@ -12,7 +12,7 @@ COLUMNS = {
     "params": ("param data",),
     "data": ("top data",),
     "diffs": ("top diff", "param diff"),
-    "buffers": ("layer buffer", "prefetch"),
+    "buffers": ("layer buffer", "prefetch", "host objects", "library state"),
     "workspace": ("workspace",),
 }
 COLUMN_OF = {kind: column for column, kinds in COLUMNS.items() for kind in kinds}

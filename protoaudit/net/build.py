@@ -283,7 +283,7 @@ class _Builder:
             return False
         cls = layer_class(lp.type, self.ctx.schema)
         undeclared = [t for t in lp.top if t not in self.ctx.inputs]
-        if cls is None or (issubclass(cls, Declared) and undeclared):
+        if cls is None or (issubclass(cls, Declared) and undeclared and cls.asks(lp)):
             reason = _unknown_type(lp, self.ctx.schema).message if cls is None else cls.why(lp)
             self.missing(lp, line, MissingShape(reason, [(t, ()) for t in undeclared]))
         self.unknown.update(lp.top)

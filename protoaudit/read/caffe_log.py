@@ -19,6 +19,7 @@ GLOG = re.compile(r"^([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ([^ \]]+):\d+\] ")
 GLOG_MAX_MESSAGE = 30000
 # A training log is read line by line and never held whole; past this it is not a Caffe log.
 MAX_LOG_BYTES = 2 * 2**30
+MAX_LINE = 2**20  # glog writes no line this long; a longer one is read in pieces
 _TOP_SHAPE = re.compile(r"^Top shape: ((?:\d+ )*)\((\d+)\)$")
 _ARROW = re.compile(r"^(.+) (<-|->) (.+?)( \(in-place\))?$")
 _ITERATION = re.compile(r"^Iteration (\d+)")
@@ -119,7 +120,22 @@ def _read(path, size, mtime):
         raise InputError(f"the file is over {MAX_LOG_BYTES // 2**30} GiB, larger than any Caffe log protoaudit "
                          "reads", file=path, fix="cut the log to the part that initialises the nets")
     with handle:
-        return _Reader().read(handle)
+        return _Reader().read(_bounded_lines(handle, path))
+
+
+def _bounded_lines(handle, path):
+    """The file's lines, none longer than MAX_LINE characters (the rest of a longer one is passed
+    over in pieces) and no more than MAX_LOG_BYTES in all: a stream that never ends is refused."""
+    total = 0
+    while True:
+        line = handle.readline(MAX_LINE)
+        if not line:
+            return
+        total += len(line)
+        if total > MAX_LOG_BYTES:
+            raise InputError(f"the log goes on past {MAX_LOG_BYTES // 2**30} GiB, larger than any Caffe log "
+                             "protoaudit reads", file=path, fix="cut the log to the part that initialises the nets")
+        yield line
 
 
 class _Reader:

@@ -169,18 +169,23 @@ def _parse(text, schema, kind):
     return parse(text, message)
 
 
-def _types_used(message, kind):
-    """The layer types a parsed net (or a solver's embedded nets) names, V1 enums as V2 names."""
+def _layers_used(message, kind):
+    """(type, layer message) for every layer of a parsed net (or a solver's embedded nets), V1 enums
+    as V2 names."""
     from .upgrade import V1_TYPES
 
     nets = [message] if kind == "net" else list(_embedded_nets(message))
-    used = {layer.type for net in nets for layer in net.layer}
     for net in nets:
+        yield from ((layer.type, layer) for layer in net.layer)
         for v1 in net.layers:
             if v1.HasField("type"):
                 name = v1.DESCRIPTOR.fields_by_name["type"].enum_type.values_by_number[v1.type].name
-                used.add(V1_TYPES.get(name, name))
-    return used
+                yield V1_TYPES.get(name, name), v1
+
+
+def _types_used(message, kind):
+    """The layer types a parsed net (or a solver's embedded nets) names."""
+    return {t for t, _ in _layers_used(message, kind)}
 
 
 def _known_types(schema_name):
@@ -266,12 +271,18 @@ def _try(text, name, failures):
 
 
 def _refuse_ambiguous(path, readings):
-    """Several forks read the file and know its layers: fine when they would build it with the
-    same layer classes, refused (naming them) when not."""
+    """Several forks read the file and know its layers: fine when they would size every layer with
+    the same class, refused (naming them) when not. A fork's version of a BVLC type counts as BVLC's
+    on a layer that does not use what the fork changes (Layer.sized_as): a file that two forks read,
+    neither of whose changes it uses, is no ambiguity."""
     from ..layers import layer_class
 
-    used = sorted(_types_used(readings[0][1], readings[0][0]))
-    classes = {tuple(layer_class(t, r[2].layers) for t in used) for r in readings}
+    def sizing(reading):
+        kind, message, schema = reading
+        classes = ((layer_class(t, schema.layers), layer) for t, layer in _layers_used(message, kind))
+        return tuple(cls.sized_as(layer) if cls is not None else None for cls, layer in classes)
+
+    classes = {sizing(r) for r in readings}
     if len(classes) > 1:
         names = [r[2].name for r in readings]
         raise InputError(
@@ -300,6 +311,7 @@ def _parse_failure(path, text, failures):
     detail = str(error)
     if detail.startswith(f"{line}:"):
         detail = detail.split(" : ", 1)[-1]
+    detail = " ".join(detail.split())  # protobuf may quote the line it stopped in, newline included
     fix = _parse_fix(detail, _line_text(text.text, line))
     if schema != "bvlc" and ("has no field named" in detail or "should not have multiple" in detail):
         detail = f"{detail.rstrip('.')} in the {schema} fork's caffe.proto, which read furthest of those protoaudit knows"

@@ -18,6 +18,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FORKS = {
     "segnet": "caffe-segnet (alexgkendall/caffe-segnet)",
     "ducha": "ducha-aiki's fork (caffenet-benchmark)",
+    "fastrcnn": "caffe-fast-rcnn (rbgirshick/caffe-fast-rcnn, py-faster-rcnn's Caffe)",
+    "sphereface": "SphereFace's Caffe (wy1iu/sphereface)",
+    "tongcheng": "Tongcheng's memory-efficient DenseNet Caffe (Tongcheng/caffe)",
+    "priv": "Caffe with ceil_mode pooling (BVLC/caffe#3057), as soeaver's caffe-priv (py-RFCN-priv) carries it",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 

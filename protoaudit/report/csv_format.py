@@ -2,6 +2,8 @@
 
 The rows are the per-layer table's (the nets' layers, then the solver's state and the CUDA
 context), so the last cumulative figure is the total. Shapes are written as in the text report.
+The last column holds the guesses protoaudit made for that layer (a Python layer's built-in
+shapes), each with the flag that changes it.
 """
 import csv
 import io
@@ -9,7 +11,7 @@ import io
 from .units import shapes
 
 AUDIT_HEAD = ["net", "layer", "type", "top_shapes", "params_bytes", "data_bytes", "diffs_bytes", "buffers_bytes",
-              "workspace_bytes", "total_bytes", "cumulative_bytes"]
+              "workspace_bytes", "total_bytes", "cumulative_bytes", "assumed"]
 DIFF_HEAD = ["net", "layer", "status", "type_a", "type_b", "tops_a", "tops_b", "bytes_a", "bytes_b", "change_bytes"]
 
 
@@ -22,9 +24,13 @@ def _write(head, rows):
 
 
 def render(audit, summary, fit=None):
+    assumed = {}
+    for net, a in summary.assumptions:
+        assumed.setdefault((net, a.layer), []).append(f"{a.what} (to change it: {a.override})")
     return _write(AUDIT_HEAD, [
         [r.net, r.name, r.type, shapes(r.tops)]
         + [r.columns[c] for c in ("params", "data", "diffs", "buffers", "workspace")] + [r.total, r.cumulative]
+        + ["; ".join(assumed.get((r.net, r.name), ()))]
         for r in summary.rows])
 
 

@@ -8,7 +8,7 @@ that table sits in a collapsed <details> block. Every name from the net is escap
 import re
 
 from .diff_text import signed
-from .text import ENGINE_NAMES, death_lines, describe, verdict_lines
+from .text import ENGINE_NAMES, death_lines, describe, net_name, verdict_lines
 from .units import shapes, size
 
 # HTML's own characters, and ~ (GFM's strikethrough, which not every renderer lets a backslash escape)
@@ -88,9 +88,9 @@ def render(audit, summary, fit=None):
     bullets.append("Caffe's own \"Memory required for data\": " + ", ".join(_figures(summary)) + ".")
     bullets.append(f"Grows with the batch: {size(summary.per_sample)}; does not: {size(summary.invariant)}.")
     bullets += [escape(line.strip()) for line in death_lines(audit.death)]
-    bullets += [f"Assumed ({escape(net)} net, layer {code(a.layer)}): {escape(a.what)}; to change it: {code(a.override)}"
-                for net, a in summary.assumptions]
-    bullets += [f"Data shape ({escape(net)} net, layer {code(o.layer)}, top {code(o.top)}): {shapes([o.shape])}, "
+    bullets += [f"Assumed ({escape(net_name(net))}, layer {code(a.layer)}): {escape(a.what)}; to change it: "
+                f"{code(a.override)}" for net, a in summary.assumptions]
+    bullets += [f"Data shape ({escape(net_name(net))}, layer {code(o.layer)}, top {code(o.top)}): {shapes([o.shape])}, "
                 f"from {escape(o.source)}" for net, o in summary.data_shapes]
     rows = [[kind, size(b), f"{b:,}"] for kind, b in summary.by_kind.items()]
     rows.append(["total", size(summary.total), f"{summary.total:,}"])

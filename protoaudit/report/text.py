@@ -78,11 +78,16 @@ def recipe_lines(recipe):
     return lines
 
 
+def net_name(label):
+    """How a line names a net: "the net" for a file's only net, else "the train net", "the test net"..."""
+    return "the net" if label == "net" else f"the {label} net"
+
+
 def shape_lines(summary):
     """Where each data top's shape came from, and every guess with the flag that overrides it."""
-    lines = [f"Data shape: {net} net, layer '{o.layer}', top '{o.top}' {shapes([o.shape])}: {o.source}"
+    lines = [f"Data shape: {net_name(net)}, layer '{o.layer}', top '{o.top}' {shapes([o.shape])}: {o.source}"
              for net, o in summary.data_shapes]
-    lines += [f"Assumed: {net} net, layer '{a.layer}': {a.what} (to change it: {a.override})"
+    lines += [f"Assumed: {net_name(net)}, layer '{a.layer}': {a.what} (to change it: {a.override})"
               for net, a in summary.assumptions]
     return lines
 
@@ -120,7 +125,8 @@ def render(audit, summary, fit=None):
         out.append(f"Caffe's own 'Memory required for data' for the {net_audit.phase} net: {figure:,} bytes "
                    f"({size(figure)})")
     for net, layer, kind, what in summary.gaps:
-        out.append(f"Not counted: layer '{layer}' ({kind}) of the {net} net: {what}; its tops are as declared.")
+        out.append(f"Not counted: layer '{layer}' ({kind}) of the {net} net: {what}; "
+                   "its tops are counted at the shapes shown.")
     out += shape_lines(summary)
     out += verdict_lines(fit, audit)
     out += death_lines(audit.death)

@@ -1,0 +1,317 @@
+"""Python layers: declared, never imported or run.
+
+A Python layer's tops are shaped by Python code. The user declares them (`--input`, or a shapes
+file beside the net: protoaudit.read.sidecar); for the well-known layers of py-faster-rcnn and of
+the FCN models, protoaudit knows the shapes their published code gives and uses them, each shown
+as an assumption with the flag that changes it. Their tops and diffs are counted as Caffe
+allocates them; what the Python code itself holds (numpy arrays, a prefetch process) is a gap the
+report lists.
+
+Sources, cited file:line in each class:
+  py-faster-rcnn (rbgirshick/py-faster-rcnn 781a917): lib/roi_data_layer/layer.py and minibatch.py,
+    lib/rpn/anchor_target_layer.py, proposal_layer.py, proposal_target_layer.py, generate_anchors.py,
+    lib/fast_rcnn/config.py and experiments/cfgs/faster_rcnn_end2end.yml;
+  FCN (shelhamer/fcn.berkeleyvision.org 1305c73): voc_layers.py, siftflow_layers.py, nyud_layers.py,
+    pascalcontext_layers.py.
+"""
+import ast
+import os
+
+from ..read.sidecar import SUFFIX
+from . import touch
+from .base import register
+from .data import Declared
+
+KNOWN = {}  # (python_param.module, python_param.layer) -> class
+
+
+def known(module, layer):
+    """Class decorator: the built-in shapes of one published Python layer."""
+
+    def deco(cls):
+        KNOWN[(module, layer)] = cls
+        return cls
+
+    return deco
+
+
+@register("Python")
+class Python(Declared):
+    """A Python layer. One protoaudit knows (KNOWN) gets its built-in shapes; any other needs
+    its tops declared."""
+
+    gap = "what its Python code allocates (protoaudit never runs it)"
+
+    def __new__(cls, lp, ctx):
+        if cls is Python:
+            p = lp.python_param
+            cls = KNOWN.get((p.module, p.layer), Python)
+        return super().__new__(cls)
+
+    @classmethod
+    def why(cls, lp):
+        p = lp.python_param
+        return (f"Python layer ({p.module}.{p.layer}): its top shapes are set by Python code, which protoaudit "
+                "never runs")
+
+    @classmethod
+    def asks(cls, lp):
+        p = lp.python_param
+        return (p.module, p.layer) not in KNOWN
+
+
+class Known(Python):
+    """A published Python layer whose top shapes protoaudit derives from its source. Subclasses
+    give `defaults(bottoms)`: one shape per top, and the reason (the source's defaults)."""
+
+    tops = None  # the exact top count the layer's code requires, when it checks one
+
+    @property
+    def source(self):
+        p = self.lp.python_param
+        return f"{p.module}.{p.layer}"
+
+    def defaults(self, bottoms):
+        raise NotImplementedError
+
+    def reshape(self, bottoms):
+        self.data_source = not bottoms
+        if self.tops is not None:
+            self.check(len(self.lp.top) == self.tops,
+                       f"{self.source} makes {self.tops} tops; {len(self.lp.top)} are named")
+        declared = [t in self.ctx.inputs for t in self.lp.top]
+        if all(declared):
+            return [self.override(j, None) for j in range(len(self.lp.top))]
+        shapes, reason = self.defaults(bottoms)
+        tops = []
+        assumed = []
+        for j, top in enumerate(self.lp.top):
+            if declared[j] or self.data_source:
+                shape = self.override(j, shapes[j])  # --input, else the default (with --batch for a data layer)
+            else:
+                shape = tuple(shapes[j])
+            if not declared[j]:
+                assumed.append((top, shape))
+            if self.data_source:
+                self.note_origin(j, shape, "--input" if declared[j] else f"assumed: {self.source}'s defaults")
+            tops.append(shape)
+        what = ", ".join(f"{top} {'x'.join(map(str, s))}" for top, s in assumed)
+        flags = " ".join(f"--input {top}={'x'.join(map(str, s))}" for top, s in assumed)
+        beside = f"{os.path.basename(self.ctx.path)}{SUFFIX}" if self.ctx.path else f"the net's {SUFFIX} file"
+        self.assume(f"{self.source} tops {what}: {reason}", f"{flags}, or those lines in {beside}")
+        return tops
+
+    def touches(self, run):
+        """PythonLayer's forward runs the Python code, which writes every top's data (`top[i].data[...] =`)
+        after reading the bottoms it uses; its backward is `pass`: no diff is touched."""
+        t = [touch.bottom(j, "data", "forward") for j in self.reads(len(run.bottoms))]
+        return t + [touch.top(j, "data", "forward") for j in range(len(run.tops))]
+
+    def reads(self, bottoms):
+        """The bottoms the forward code reads."""
+        return range(bottoms)
+
+    # --- param_str, read as the layer reads it (never executed) -----------------------------------
+    def yaml_params(self):
+        """py-faster-rcnn's param_str: YAML (`yaml.load(self.param_str_)`)."""
+        import yaml
+
+        text = self.lp.python_param.param_str
+        try:
+            params = yaml.safe_load(text) if text.strip() else {}
+        except yaml.YAMLError as e:
+            self.fail(f"param_str {text!r} is not YAML, which {self.source} reads it as: {str(e).splitlines()[0]}",
+                      fix="write it like \"'num_classes': 21\"")
+        self.check(isinstance(params, dict), f"param_str {text!r} is not a YAML mapping, which {self.source} needs",
+                   fix="write it like \"'num_classes': 21\"")
+        return params
+
+    def dict_params(self):
+        """FCN's param_str: a Python dict literal (`eval(self.param_str)`), read here with
+        ast.literal_eval, which evaluates no code."""
+        text = self.lp.python_param.param_str
+        try:
+            params = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            self.fail(f"param_str is not a Python dict of plain values, which {self.source} reads it as",
+                      fix="write it like \"{'split': 'train', 'seed': 1337}\", or declare the tops with --input")
+        self.check(isinstance(params, dict), f"param_str is not a Python dict, which {self.source} needs")
+        return params
+
+    def param(self, params, key, where):
+        self.check(key in params, f"param_str has no '{key}', which {self.source} reads ({where})",
+                   fix=f"add '{key}' to param_str")
+        return params[key]
+
+
+# --- py-faster-rcnn --------------------------------------------------------------------------------
+# lib/fast_rcnn/config.py (the defaults), with experiments/cfgs/faster_rcnn_end2end.yml for an RPN net
+TRAIN_MAX_SCALE = 600  # config.py:38 __C.TRAIN.SCALES = (600,): the shortest side
+TRAIN_MAX_SIZE = 1000  # config.py:41: the longest side at most
+IMS_PER_BATCH = 2  # config.py:44; faster_rcnn_end2end.yml:4 sets 1 (an RPN net: one image, minibatch.py:34-35)
+ROI_BATCH = 128  # config.py:47 __C.TRAIN.BATCH_SIZE: RoIs per minibatch
+POST_NMS_TOP_N = {"TRAIN": 2000, "TEST": 300}  # config.py:116 and :162
+ANCHOR_RATIOS = 3  # generate_anchors.py:37 ratios=[0.5, 1, 2]
+ANCHOR_SCALES = (8, 16, 32)  # anchor_target_layer.py:28, proposal_layer.py:29 default 'scales'
+GT_BOXES = 64  # ground-truth boxes of one image: the blob keeps room for the most any image has
+
+IMAGE = (f"py-faster-rcnn's largest training image (cfg.TRAIN.SCALES {TRAIN_MAX_SCALE} for the short side, "
+         f"cfg.TRAIN.MAX_SIZE {TRAIN_MAX_SIZE} for the long side)")
+
+
+@known("roi_data_layer.layer", "RoIDataLayer")
+class RoIDataLayer(Known):
+    """The training data layer (lib/roi_data_layer/layer.py). With cfg.TRAIN.HAS_RPN (3 tops,
+    layer.py:100-107): data, im_info (1, 3) and gt_boxes (G, 5) (minibatch.py:38-44). Without
+    (Fast R-CNN, 6 tops with BBOX_REG, layer.py:108-137): data, rois (R, 5), labels (R,) and
+    bbox_targets/inside/outside weights (R, 4 * num_classes), R = TRAIN.BATCH_SIZE RoIs in all
+    (minibatch.py:25, 47-79). Forward reshapes every top to its minibatch (layer.py:146-151): the
+    blobs keep the largest, which these defaults are; the image blob holds IMS_PER_BATCH images
+    padded to the largest (utils/blob.py:18-20)."""
+
+    def defaults(self, bottoms):
+        params = self.yaml_params()
+        classes = self.param(params, "num_classes", "layer.py:89")
+        n = len(self.lp.top)
+        if n == 3:
+            image = (1, 3, TRAIN_MAX_SCALE, TRAIN_MAX_SIZE)
+            return [image, (1, 3), (GT_BOXES, 5)], (
+                f"3 tops: cfg.TRAIN.HAS_RPN, one image ({IMAGE}), room for {GT_BOXES} ground-truth boxes")
+        if n == 6:
+            image = (IMS_PER_BATCH, 3, TRAIN_MAX_SCALE, TRAIN_MAX_SIZE)
+            shapes = [image, (ROI_BATCH, 5), (ROI_BATCH,)] + [(ROI_BATCH, 4 * classes)] * (n - 3)
+            return shapes, (f"6 tops: Fast R-CNN with bounding-box regression, {IMS_PER_BATCH} images of "
+                            f"{IMAGE}, {ROI_BATCH} RoIs (cfg.TRAIN.BATCH_SIZE), {classes} classes")
+        self.fail(f"{self.source} makes 3 tops (data, im_info, gt_boxes with cfg.TRAIN.HAS_RPN) or 6 (data, rois, "
+                  f"labels and the three bbox blobs); {n} are named",
+                  fix="declare its tops with --input if your configuration makes these")
+
+
+def anchors(layer, params):
+    scales = params.get("scales", ANCHOR_SCALES)
+    layer.check(isinstance(scales, (list, tuple)) and scales, "param_str 'scales' must be a list of anchor scales")
+    return ANCHOR_RATIOS * len(scales)
+
+
+@known("rpn.anchor_target_layer", "AnchorTargetLayer")
+class AnchorTargetLayer(Known):
+    """RPN training targets (lib/rpn/anchor_target_layer.py): for A anchors per position of the
+    score map bottom 0 (H, W) (:51, :55), labels (1, 1, A*H, W) and bbox_targets, inside and outside
+    weights (1, 4A, H, W) each (:57-63, and forward :224-249). A is 3 ratios times the 'scales'
+    of param_str (generate_anchors.py:37, anchor_target_layer.py:28-30)."""
+
+    tops = 4
+
+    def defaults(self, bottoms):
+        a = anchors(self, self.yaml_params())
+        self.check(len(bottoms[0]) >= 2, f"bottom 0 {tuple(bottoms[0])} needs height and width axes")
+        h, w = bottoms[0][-2:]
+        return [(1, 1, a * h, w)] + [(1, 4 * a, h, w)] * 3, (
+            f"{a} anchors at each of the {h}x{w} positions of the score map (bottom 0)")
+
+    def reads(self, bottoms):
+        return range(min(bottoms, 3))  # the score map, gt_boxes and im_info (forward :74-82)
+
+
+@known("rpn.proposal_layer", "ProposalLayer")
+class ProposalLayer(Known):
+    """RPN proposals (lib/rpn/proposal_layer.py): rois (P, 5) and, with a second top, scores
+    (P, 1) (:150-161), where P is at most cfg[phase].RPN_POST_NMS_TOP_N (:64-66, :145-146: 2000
+    in TRAIN, 300 in TEST, config.py:116 and :162) and at most one per anchor (A per position of
+    the score map, bottom 0)."""
+
+    def defaults(self, bottoms):
+        self.check(len(self.lp.top) in (1, 2), f"{self.source} makes 1 or 2 tops (rois, scores)")
+        a = anchors(self, self.yaml_params())
+        self.check(len(bottoms[0]) >= 2, f"bottom 0 {tuple(bottoms[0])} needs height and width axes")
+        h, w = bottoms[0][-2:]
+        phase = self.ctx.phase
+        p = min(POST_NMS_TOP_N[phase], a * h * w)
+        return [(p, 5), (p, 1)][:len(self.lp.top)], (
+            f"at most {POST_NMS_TOP_N[phase]} proposals in {phase} (cfg.{phase}.RPN_POST_NMS_TOP_N), and at most "
+            f"one per anchor ({a} at each of {h}x{w} positions)")
+
+
+@known("rpn.proposal_target_layer", "ProposalTargetLayer")
+class ProposalTargetLayer(Known):
+    """Fast R-CNN training targets from RPN proposals (lib/rpn/proposal_target_layer.py): R
+    sampled RoIs, at most cfg.TRAIN.BATCH_SIZE for its one image (:58-59, :147-185): rois (R, 5),
+    labels (R,), bbox_targets and the inside and outside weights (R, 4 * num_classes) (:78-96)."""
+
+    tops = 5
+
+    def defaults(self, bottoms):
+        classes = self.param(self.yaml_params(), "num_classes", "proposal_target_layer.py:26")
+        return [(ROI_BATCH, 5), (ROI_BATCH,)] + [(ROI_BATCH, 4 * classes)] * 3, (
+            f"{ROI_BATCH} RoIs (cfg.TRAIN.BATCH_SIZE), {classes} classes")
+
+
+# --- FCN (fcn.berkeleyvision.org) -----------------------------------------------------------------
+# Each layer loads one image (and its labels) per forward, at the image's own size, with batch 1
+# (`top[i].reshape(1, *shape)` in reshape()): the blobs grow to the largest image of the dataset.
+VOC_SIZE = (500, 500)  # PASCAL VOC (and SBD's VOC images, PASCAL-Context's VOC2010): at most 500 on a side
+SIFTFLOW_SIZE = (256, 256)  # SIFT Flow: the 256x256 LabelMe images (siftflow_layers.py:100)
+NYUD_SIZE = (425, 560)  # NYUDv2 as FCN prepared it: 425x560 crops
+
+
+class SegData(Known):
+    """An FCN data layer: image (1, 3, H, W) and label maps (1, 1, H, W)."""
+
+    size = None
+    dataset = ""
+
+    def defaults(self, bottoms):
+        self.check(not bottoms, f"{self.source} takes no bottom")
+        h, w = self.size
+        return [(1, 3, h, w)] + [(1, 1, h, w)] * (len(self.lp.top) - 1), (
+            f"one image at a time (batch 1), {h}x{w}: {self.dataset}")
+
+
+@known("voc_layers", "VOCSegDataLayer")
+@known("voc_layers", "SBDDSegDataLayer")
+class VOCSegData(SegData):
+    """voc_layers.py: data and label (:43-44, :158-159), reshaped per image (:65-71, :180-186)."""
+
+    tops = 2
+    size = VOC_SIZE
+    dataset = "PASCAL VOC images are at most 500x500"
+
+
+@known("pascalcontext_layers", "PASCALContextSegDataLayer")
+class PASCALContextSegData(SegData):
+    """pascalcontext_layers.py: data and label (:53-54), reshaped per VOC2010 image (:74-80)."""
+
+    tops = 2
+    size = VOC_SIZE
+    dataset = "PASCAL-Context's VOC2010 images are at most 500x500"
+
+
+@known("siftflow_layers", "SIFTFlowSegDataLayer")
+class SIFTFlowSegData(SegData):
+    """siftflow_layers.py: data, semantic and geometric labels (:45-46), reshaped per image (:65-73)."""
+
+    tops = 3
+    size = SIFTFLOW_SIZE
+    dataset = "SIFT Flow's images are 256x256"
+
+
+@known("nyud_layers", "NYUDSegDataLayer")
+class NYUDSegData(Known):
+    """nyud_layers.py: one top per name in param_str 'tops' (:43, :56-57), reshaped per image
+    (:76-80): color and hha (1, 3, H, W) (:110-123, :147-156), depth and label (1, 1, H, W)
+    (:125-145)."""
+
+    CHANNELS = {"color": 3, "hha": 3, "depth": 1, "label": 1}
+
+    def defaults(self, bottoms):
+        self.check(not bottoms, f"{self.source} takes no bottom")
+        names = self.param(self.dict_params(), "tops", "nyud_layers.py:43")
+        self.check(isinstance(names, (list, tuple)) and len(names) == len(self.lp.top),
+                   f"param_str 'tops' names {len(names) if isinstance(names, (list, tuple)) else 'no list of'} "
+                   f"outputs; the layer has {len(self.lp.top)} tops", fix="name one output per top")
+        unknown = [n for n in names if n not in self.CHANNELS]
+        self.check(not unknown, f"unknown output type {unknown[0]!r} in param_str 'tops'" if unknown else "",
+                   fix="use color, depth, hha or label")
+        h, w = NYUD_SIZE
+        return [(1, self.CHANNELS[n], h, w) for n in names], (
+            f"one image at a time (batch 1), {h}x{w}: the NYUDv2 images FCN uses")

@@ -1,0 +1,203 @@
+"""caffe-fast-rcnn (rbgirshick/caffe-fast-rcnn 4115385, py-faster-rcnn's Caffe): its schema, its
+ROIPooling and SmoothL1Loss layers, and protoaudit against the fork's measured heap.
+
+The runs (tests/data/fork_oracle/fastrcnn, README there) built the fork CPU-only and measured it in
+CPU mode, with no solver. The fork has no CPU code for SmoothL1Loss (forward or backward) nor for
+ROIPooling's backward (NOT_IMPLEMENTED aborts), so the measuring script did not run those passes:
+protoaudit's prediction for those runs is its own walk with exactly those passes left out, which
+the tests check is what protoaudit itself says the CPU build lacks. What those passes allocate
+on the GPU is derived by hand from the fork's .cu files below.
+"""
+import csv
+import json
+import os
+
+import pytest
+
+from conftest import DATA, run_protoaudit
+from protoaudit import build_nets
+from protoaudit.layers import fastrcnn
+from protoaudit.memory.buffers import host_objects, layer_touches, net_buffers, runs_backward
+
+ORACLE = os.path.join(DATA, "fork_oracle", "fastrcnn")
+RUNS = list(csv.DictReader(open(os.path.join(ORACLE, "measurements.tsv")), delimiter="\t"))
+CORPUS = os.path.join(DATA, "corpus", "nets")
+F = 4
+
+
+def detail(run):
+    return json.load(open(os.path.join(ORACLE, "runs", run["run"] + ".json")))
+
+
+def oracle_net(run):
+    return build_nets(os.path.join(ORACLE, run["file"]), phase=run["phase"])[0]
+
+
+def skipped_passes(net):
+    """(layer type, stage) of every pass protoaudit says the fork's CPU code lacks."""
+    return {(node.type, t.stage) for node in net.layers
+            for t in layer_touches(node, "cpu", "caffe") if t.what == "stop"}
+
+
+@pytest.fixture
+def without_missing_cpu_passes(monkeypatch):
+    """The walk with the passes the CPU build lacks left out, as the measuring script ran it."""
+    for cls in (fastrcnn.ROIPooling, fastrcnn.SmoothL1Loss):
+        original = cls.touches
+        monkeypatch.setattr(cls, "touches", lambda self, run, original=original:
+                            [t for t in original(self, run) if t.what != "stop"])
+
+
+def by_layer(buffers):
+    table = {}
+    for b in buffers:
+        row = table.setdefault(b.layer, {"setup": 0, "forward": 0, "backward": 0})
+        row[b.touch] += b.bytes
+    return table
+
+
+# --- the schema -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("file", ["faster_rcnn_vgg16_end2end_train", "faster_rcnn_vggcnnm1024_end2end_train",
+                                  "faster_rcnn_vgg16_end2end_test", "fast_rcnn_vgg16_train"])
+def test_faster_rcnn_nets_are_read_with_the_forks_schema(file):
+    net = build_nets(os.path.join(CORPUS, file + ".prototxt"), phase="train")[0]
+    assert {node.impl.ctx.schema for node in net.layers} == {"fastrcnn"}
+
+
+@pytest.mark.parametrize("file", ["bvlc_alexnet_train_val", "voc-fcn8s_train", "vgg16_train_val"])
+def test_bvlc_nets_are_still_read_with_bvlcs(file):
+    path = os.path.join(CORPUS, file + ".prototxt")
+    if not os.path.exists(path):
+        pytest.skip(f"{file} is not in the corpus")
+    net = build_nets(path, phase="train", inputs={"data": (1, 3, 227, 227), "label": (1,)}
+                     if "alexnet" in file or "vgg16" in file else None)[0]
+    assert {node.impl.ctx.schema for node in net.layers} == {"bvlc"}
+
+
+def test_dropout_scale_train_is_the_forks_field(tmp_path):
+    """DropoutParameter.scale_train (caffe.proto, fork only): BVLC cannot read it, the fork can; it
+    changes the arithmetic (dropout_layer.cpp), not what Dropout allocates."""
+    path = tmp_path / "net.prototxt"
+    path.write_text('input: "x" input_shape { dim: 2 dim: 8 }\n'
+                    'layer { name: "d" type: "Dropout" bottom: "x" top: "y" dropout_param { scale_train: false } }\n')
+    net = build_nets(str(path))[0]
+    assert net.layers[0].impl.ctx.schema == "fastrcnn"
+    assert {b.owner: b.bytes for b in net_buffers(net, mode="gpu", backward=False)}["d.rand_vec_"] == 16 * F
+
+
+# --- against the fork's heap -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("run", RUNS, ids=[r["run"] for r in RUNS])
+def test_the_passes_not_run_are_those_the_forks_cpu_code_lacks(run):
+    """The script left out SmoothL1Loss's forward and backward and ROIPooling's backward; protoaudit
+    stops a CPU audit at exactly those (smooth_L1_loss_layer.cpp:54, :60; roi_pooling_layer.cpp:130)."""
+    net = oracle_net(run)
+    stops = skipped_passes(net)
+    said = {(t, "forward") for t in run["forward_not_run"].split(",")} | \
+           {(t, "backward") for t in run["backward_not_run"].split(",")}
+    assert stops <= said
+    present = {node.type for node in net.layers}
+    assert {s for s in said if s[0] in present} == stops
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[r["run"] for r in RUNS])
+def test_shapes_and_caffes_figure_match_the_fork(run):
+    net = oracle_net(run)
+    measured = detail(run)
+    assert [(b.name, b.shape) for b in net.blobs] == [(name, tuple(shape)) for name, shape in measured["blobs"]]
+    assert net.memory_required_for_data == int(run["memory_required_for_data"])
+    # Net::Init's own backward decisions, as the fork logged them
+    needs = {name: how == "needs" for name, how in measured["need_backward"]}
+    assert {node.name: node.need_backward for node in net.layers if node.name in needs} == needs
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[r["run"] for r in RUNS])
+def test_total_matches_the_forks_heap(run, without_missing_cpu_passes):
+    net = oracle_net(run)
+    got = sum(b.bytes for b in net_buffers(net, mode="cpu", backward=runs_backward(net))) + host_objects(net).bytes
+    want = int(run["backward_live"])
+    assert abs(got - want) <= max(0.005 * want, 64 * 1024), f"protoaudit {got:,}, the fork {want:,}"
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[r["run"] for r in RUNS])
+def test_every_layers_allocations_match_the_fork(run, without_missing_cpu_passes):
+    """Each layer's first forward and first backward allocate what protoaudit says, to the byte.
+    (The fork's Split layers free 128 bytes of host objects in their first forward: Caffe's
+    objects are protoaudit's one fitted term, not a layer's buffers.)"""
+    net = oracle_net(run)
+    mine = by_layer(net_buffers(net, mode="cpu", backward=runs_backward(net)))
+    for layer in detail(run)["layers"]:
+        got = mine.get(layer["name"], {"forward": 0, "backward": 0})
+        fwd = layer["fwd_alloc"] + (128 if layer["type"] == "Split" else 0)
+        assert (got["forward"], got["backward"]) == (fwd, layer["bwd_alloc"]), layer["name"]
+
+
+def test_roipooling_by_hand_and_as_measured():
+    """roipool_train: conv (2, 8, 24, 32), 6 RoIs pooled 4x4. Forward: the top and max_idx_, each
+    6*8*4*4 = 768 elements of 4 bytes (roi_pooling_layer.cpp:39-42, :54-57): 6,144 bytes, as the
+    fork allocated. Its backward is the GPU's only."""
+    run = next(r for r in RUNS if r["run"] == "roipool_train")
+    layer = next(x for x in detail(run)["layers"] if x["name"] == "roi_pool")
+    assert layer["fwd_alloc"] == 2 * 6 * 8 * 4 * 4 * F == 6144
+    net = oracle_net(run)
+    gpu = {b.owner: b for b in net_buffers(net, mode="gpu") if b.layer == "roi_pool"}
+    # Backward_gpu (roi_pooling_layer.cu:168-184): the top's diff (its consumer wrote it first) and
+    # bottom 0's diff, the conv map: 2*8*24*32; never the rois' diff
+    assert gpu["roi_pool.max_idx_"].bytes == 768 * F and gpu["pool"].touch == "forward"
+    assert gpu["conv"].kind == "top diff" and gpu["conv"].bytes == 2 * 8 * 24 * 32 * F
+    assert "rois" not in {b.owner for b in net_buffers(net, mode="gpu") if b.kind == "top diff"}
+
+
+def test_smoothl1_without_loss_weight_gets_no_backward():
+    """SmoothL1LossLayer::LayerSetUp (smooth_L1_loss_layer.cpp:13-22) never calls LossLayer's, which
+    adds the default loss weight of 1: without `loss_weight` nothing needs backward, as the fork's
+    Net::Init logged ('loss does not need backward computation')."""
+    run = next(r for r in RUNS if r["run"] == "smoothl1_no_loss_weight")
+    net = oracle_net(run)
+    assert not runs_backward(net)
+    assert dict(detail(run)["need_backward"])["loss"] == "does not need"
+
+
+def test_smoothl1_buffers_by_hand():
+    """smoothl1_weights: bottom 0 is (4, 8, 6, 5), 960 elements.
+    CPU: Reshape fills ones_ at setup (cpp:44-48), and nothing more runs.
+    GPU (smooth_L1_loss_layer.cu): forward writes diff_ and errors_ (:32-55) and reads ones_ on the
+    device (:59); backward writes the diffs of bottoms 0 and 1 (:87-96): 'targets' needs none here
+    (a DummyData top), so only 'pred', the conv's top; the weights never get one."""
+    run = next(r for r in RUNS if r["run"] == "smoothl1_weights")
+    net = oracle_net(run)
+    cpu = {b.owner: b for b in net_buffers(net, mode="cpu", backward=False, forward=False) if b.layer == "loss"}
+    assert cpu["loss.ones_"].bytes == 960 * F and cpu["loss.ones_"].touch == "setup"
+    gpu = [b for b in net_buffers(net, mode="gpu") if b.layer == "loss"]
+    owners = {b.owner: (b.touch, b.bytes, b.device) for b in gpu}
+    assert owners["loss.diff_"] == owners["loss.errors_"] == owners["loss.ones_"] == ("forward", 960 * F, "device")
+    assert owners["loss.ones_ (host)"] == ("setup", 960 * F, "host")
+    assert owners["pred"] == ("backward", 960 * F, "device")
+    assert not {"targets", "inside", "outside"} & {b.owner for b in gpu if b.kind == "top diff"}
+
+
+def test_cpu_mode_stops_where_caffe_does():
+    train = os.path.join(CORPUS, "faster_rcnn_vgg16_end2end_train.prototxt")
+    r = run_protoaudit(train, "--mode", "cpu")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    assert "layer 'rpn_loss_bbox'" in r.stderr and "smooth_L1_loss_layer.cpp:54" in r.stderr
+    test = os.path.join(CORPUS, "faster_rcnn_vgg16_end2end_test.prototxt")
+    assert run_protoaudit(test, "--mode", "cpu", "--inference").returncode == 0  # ROIPooling forward runs
+    r = run_protoaudit(test, "--mode", "cpu", "--phase", "test", "--solver-type", "none")
+    assert r.returncode == 0  # nothing needs backward in the test net: ROIPooling's backward never runs
+
+
+def test_cudnn_build_keeps_the_forks_2015_cudnn_code():
+    """The fork's cudnn_conv_layer.cu:22-25 limits the forward algorithm's workspace to
+    kh*kw*C_in ints (+1 byte), one workspace per layer, none backward; its layer_factory.cpp gives
+    MAX pooling without padding to cuDNN (no max_idx_). VGG16's 13 convolutions and the RPN's
+    3x3 and two 1x1: at most sum(kh*kw*C_in) * 4 bytes of workspace."""
+    net = build_nets(os.path.join(CORPUS, "faster_rcnn_vgg16_end2end_train.prototxt"), phase="train")[0]
+    buffers = net_buffers(net, mode="gpu", engine="cudnn")
+    work = sum(b.bytes for b in buffers if b.kind == "workspace")
+    limit = sum(c * k * k * F for c, k in [(3, 3), (64, 3), (64, 3), (128, 3), (128, 3), (256, 3), (256, 3),
+                                           (256, 3), (512, 3), (512, 3), (512, 3), (512, 3), (512, 3),
+                                           (512, 3), (512, 1), (512, 1)])
+    assert work == limit
+    assert not [b for b in buffers if b.owner.endswith("max_idx_") and b.layer.startswith("pool")]
