@@ -100,9 +100,10 @@ DIFFERENCES = [
     ("ip_bias", "ip_bias_params", 8 + 16 + 2 * 48),
     # two named ParamSpecs (48 + a name 32 each), and param_names_index_'s two nodes
     ("ip_bias", "ip_bias_named", 8 + 16 + 2 * (48 + 32) + 2 * 72),
-    # a gaussian weight filler makes Caffe's random generator (2,608 measured); the net gives no
-    # bias_filler (less its FillerParameter and type string)
-    ("ip_bias", "ip_gaussian", host.RNG_BYTES - 96),
+    # a gaussian weight filler makes Caffe's random generator: an RNG and its Generator (16 each),
+    # a boost::mt19937 (2,504), three shared_ptr blocks; the net gives no bias_filler (less its
+    # FillerParameter and type string, 96)
+    ("ip_bias", "ip_gaussian", 16 + 16 + 2504 + 3 * 24 - 96),
     # the conv's bias as the InnerProduct's (304 + 16 + 4 + 64 + 16 + 200 + 96), buffers: the bias (4
     # floats) and its multiplier (4 x 4 outputs)
     ("conv_nobias", "conv", 700 + 16 + 64),

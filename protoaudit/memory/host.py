@@ -3,21 +3,24 @@
 protoaudit.memory.buffers counts every buffer (blob data and diffs, parameters, a layer's private
 buffers). What else Caffe holds is objects: the Net and its vectors and name maps, each Layer
 object with its copy of the LayerParameter, each Blob with its SyncedMemory objects and shape
-vectors, the members and inner layers some layer types keep. Each is sized here from BVLC Caffe's
-source (commit 9b89154: net.cpp, layer.hpp, blob.cpp, syncedmem.cpp, layers/*.cpp) as the bytes
-malloc is asked for (libstdc++, protobuf 3.21, x86-64), and every rule is held against real Caffe's
-heap in tests/test_host_objects.py (tests/data/host_objects).
+vectors, the members and inner layers some layer types keep, Caffe's random generator. Each is sized
+here from BVLC Caffe's source (commit 9b89154: net.cpp, layer.hpp, blob.cpp, syncedmem.cpp,
+layers/*.cpp) as the bytes malloc is asked for (libstdc++, protobuf 3.21, x86-64); a protobuf
+message's size is derived from its fields (message_size). tests/test_host_objects.py holds every
+rule to real Caffe's heap on small nets (tests/data/host_objects), and tests/test_oracle.py the
+whole to the byte on the oracle's 314 runs.
 
-The sizeof of each class is measured (a C++ program against Caffe's headers, see
-tests/data/host_objects/README.md): LAYER_BYTES, FILLER_BYTES, NET_BYTES, BLOB, SYNCED_MEMORY.
-The one other measured constant is RNG_BYTES. Everything is linear in the layers and blobs.
+Measured rather than derived: the sizeof of Caffe's own classes (NET_BYTES, BLOB, SYNCED_MEMORY,
+LAYER, LAYER_BYTES, FILLER, FILLER_BYTES), printed by a C++ program against Caffe's headers (see
+tests/data/host_objects/README.md): summing each class's members by hand would only restate the
+compiler's layout. Everything is linear in the layers and blobs.
 
-Layer types of forks (and BVLC types whose members are not modelled: RNN, LSTM, SPP, which build
-inner nets or layers) count as a plain Layer<Dtype> with their LayerParameter, blobs and params.
+Not modelled: the members of a fork's layer types (they count as a plain Layer<Dtype> with their
+LayerParameter, blobs and params) and of RNN, LSTM, LSTMUnit and SPP (inner nets and layers);
+data layers' own members are their model's (protoaudit/layers/data.py). The core classes are
+BVLC's: a fork built on an older Caffe (caffe-segnet, caffe-fast-rcnn) holds a little less.
 """
 from google.protobuf.descriptor import FieldDescriptor as F
-
-from ..layers.base import count
 
 SHARED_PTR_BLOCK = 24  # shared_ptr<T>(new T): _Sp_counted_ptr, a vptr, two counts and the pointer
 STRING = 32  # std::string (libstdc++): pointer, length, 16-byte inline buffer
@@ -46,9 +49,11 @@ LAYER_BYTES = {
 FILLER_BYTES = {"gaussian": 88}  # GaussianFiller keeps a rand_vec_; every other Filler<Dtype> is 72
 FILLER = 72  # vptr, FillerParameter (64)
 
-# Measured: Caffe's random generator (Caffe::RNG: a boost::mt19937 of 2,504 bytes and its holders),
-# made by the first random filler or the first Dropout forward of the process.
-RNG_BYTES = 2608
+# Caffe's random generator, made by the first random filler or the first Dropout forward of the
+# process (Caffe::rng_stream, common.hpp:128-133; common.cpp:83-92): an RNG (a shared_ptr, 16)
+# holding a Generator (16) holding a boost::mt19937 (624 uint32 and an index: 2,504), each new'd
+# into a shared_ptr (3 x 24).
+RNG_BYTES = 16 + 16 + 2504 + 3 * SHARED_PTR_BLOCK
 RANDOM_FILLERS = frozenset({"gaussian", "uniform", "xavier", "msra", "positive_unitball"})
 
 SYNCED = SYNCED_MEMORY + SHARED_PTR_BLOCK  # a shared_ptr<SyncedMemory>'s object and block
@@ -224,7 +229,8 @@ def _host_bytes(net, forward, backward, shared_params):
     offset = (message_size(layers[0].lp.DESCRIPTOR) if layers else LAYER_PARAMETER) - LAYER_PARAMETER + SHARED_PTR_BLOCK
     for node in layers:
         bottoms, tops = node.bottoms, node.tops
-        total += vectors[min(len(bottoms), 64)] + vectors[min(len(tops), 64)] - bits(len(tops))
+        nb, nt = len(bottoms), len(tops)
+        total += (vectors[nb] if nb < 65 else 12 * grown(nb) + bits(nb)) + 12 * grown(nt)
         for index in tops:
             if size <= index:
                 if index >= capacity:
@@ -284,8 +290,8 @@ def _names(names):
     return total + sum(heap.values()) + MAP_NODE * len(heap)
 
 
-# a layer's entries in the vectors of blob pointers and ids (8 + 4 bytes, pushed) and of bools,
-# for k bottoms (or tops: less the bools)
+# a layer's bottom entries: blob pointers and ids (8 + 4 bytes, pushed back) and need-backward
+# flags, for k bottoms (tops have no flags)
 _VECTORS = [12 * grown(k) + bits(k) for k in range(65)]
 
 
