@@ -1,5 +1,6 @@
 """The public entry point: `audit(path, **options)`: the nets a file stands for, built, and every
 allocation Caffe would make for them, held at once as `caffe train` (or the chosen run) holds them."""
+import functools
 from dataclasses import dataclass, field, replace
 
 from .collector import paused
@@ -63,6 +64,8 @@ class Audit:
     extra: list = field(default_factory=list)  # Buffer: solver history, the CUDA context
     other_engine_total: int = None  # the same run's total under the other engine (gpu mode)
     death: object = None  # protoaudit.memory.failure.Death: where a run in the Caffe log audited died
+    fit: object = None  # protoaudit.memory.fit.Fit, against a card (protoaudit.audit(gpu_mem=...), --gpu-mem)
+    sweep: object = None  # protoaudit.memory.sweep.Sweep (protoaudit.audit(sweep=...), --sweep)
 
     @property
     def buffers(self):
@@ -81,6 +84,31 @@ class Audit:
     def train(self):
         return next((n for n in self.nets if n.role in ("train", "net")), None)
 
+    # the library's surface (README, "As a library"): the figures every report shows
+    @functools.cached_property
+    def summary(self):
+        """protoaudit.memory.summary.Summary: the per-layer rows and the totals by category."""
+        from .memory.summary import summarize
+
+        return summarize(self)
+
+    def rows(self):
+        """The per-layer table's rows (LayerRow: net, name, type, tops, columns, total, cumulative, buffers)."""
+        return self.summary.rows
+
+    def explain(self):
+        """The plain-words lines: the hand recipe and what it leaves out, freezing, layers not counted,
+        where data shapes came from and what was assumed, the verdict, where a logged run died."""
+        from .report.text import explanation
+
+        return explanation(self, self.summary, self.fit)
+
+    def to_dict(self):
+        """The JSON report (--format json) as dicts and lists."""
+        from .report.json_format import to_dict
+
+        return to_dict(self, self.summary, self.fit)
+
 
 @paused
 def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, schema=None, freeze=(),
@@ -92,10 +120,11 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     their ancestors (protoaudit.net.freeze) in every net but the test nets, which run forward only.
     `root` is the folder Caffe ran in (dataset paths are relative to it; default: the working
     directory). `schema` forces a schema (a fork's name: --fork), `defines` fill the file's ${NAME}
-    templates (--define). `log` is a Caffe log of a run of these nets: the data shapes it logged
-    stand where no --input is given (a log given as `path` brings its own). `shapes` names a shapes
-    file (protoaudit.read.sidecar; None: the one beside `path`, if any; False: none); `inputs` win
-    over it."""
+    templates (--define) and give the counts only the data decides that some layers read
+    (Layer.defines: MultiBoxLoss's matched_priors, DetectionOutput's detections). `log` is a Caffe
+    log of a run of these nets: the data shapes it logged stand where no --input is given (a log
+    given as `path` brings its own). `shapes` names a shapes file (protoaudit.read.sidecar; None:
+    the one beside `path`, if any; False: none); `inputs` win over it."""
     inputs = {**declared_shapes(path, shapes), **(inputs or {})}
     phase = phase.upper() if phase else None
     if phase not in (None, "TRAIN", "TEST"):
@@ -110,7 +139,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
             logged.update(log.get(spec.phase, {}))
         options = dict(inputs=inputs, batch=test_batch if is_test else batch, schema=spec.schema.layers,
                        lines=spec.lines, path=spec.path, keep_own_batch=keep_test_batch and is_test, root=root,
-                       logged=logged, logged_from=log_from.get(spec.phase, spec.shapes_from))
+                       logged=logged, logged_from=log_from.get(spec.phase, spec.shapes_from), defines=defines)
         frozen = []
         if freeze and not is_test:
             spec.param, frozen = freeze_param(
@@ -246,6 +275,12 @@ def _nets_to_audit(path, inference, options):
         nets = build_nets(path, **options, keep_test_batch=True)
     except ShapesNeeded as e:
         needed, nets = e, None
+    except InputError:
+        if phase is not None or _feeds_phase(path, common, "TRAIN") or not _feeds_phase(path, common, "TEST"):
+            raise
+        # every data layer is TEST-only (MobileNet-SSD's test prototxt, a solver's test_net): the
+        # file is its TEST net alone
+        return build_nets(path, **{**options, "phase": "TEST"}, keep_test_batch=True)
     if (nets is None or (nets and nets[0].role == "net" and not nets[0].own_phase)) and phase is None:
         # the file's TEST net, beside its TRAIN net: --input shapes take the file's test batch
         # (a file whose own state sets the phase, as Caffe prints a net it built, is that net alone)
@@ -254,7 +289,7 @@ def _nets_to_audit(path, inference, options):
         except ShapesNeeded as e:  # one message for every net's missing shapes
             needed = e if needed is None else needed.merged(e)
         except InputError:
-            if needed is None:
+            if needed is None and _feeds_phase(path, common, "TEST"):
                 raise
     if needed is not None:
         raise needed
@@ -265,6 +300,17 @@ def _nets_to_audit(path, inference, options):
         nets[0].role = "train"
         nets.append(test)
     return nets
+
+
+def _feeds_phase(path, options, phase):
+    """Whether a net file has a data source (a layer with no bottom, or a net input) in `phase`.
+    One whose data layers are all TRAIN-only (MobileNet-SSD's train prototxt) is a training net
+    alone, with no TEST net beside it; one whose data layers are all TEST-only is a test net alone."""
+    from .net.netstate import included
+
+    spec = net_specs(path, phase=phase, stages=options["stages"], level=options["level"], schema=options["schema"],
+                     root=options["root"], defines=options["defines"])[0]
+    return bool(spec.param.input) or any(not lp.bottom and included(lp, spec.state) for lp in spec.param.layer)
 
 
 def _net_audits(nets, mode, engine, kind, inference):

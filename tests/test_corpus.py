@@ -15,6 +15,7 @@ import pytest
 import logparse
 from conftest import DATA, run_protoaudit
 from test_fork_cls import CORPUS_HELP
+from test_fork_ssd import CORPUS_HELP as SSD_CORPUS
 
 CORPUS = os.path.join(DATA, "corpus")
 with open(os.path.join(CORPUS, "oracle_shapes.json")) as f:
@@ -237,8 +238,6 @@ OTHER_FORKS = {
     "nets/deeplabv2_resnet101_msc_test.prototxt": ("unknown layer type 'ImageSegData'", ["--phase=test"]),
     "nets/v1_deeplab_v1_vgg128_noup_train.prototxt": ("no value named IMAGE_SEG_DATA", []),
     "nets/v1_deeplab_v1_vgg128_noup_test.prototxt": ("no value named IMAGE_SEG_DATA", []),
-    "nets/mobilenet_ssd_train.prototxt": ('"interp_mode"', []),
-    "nets/mobilenet_ssd_deploy.prototxt": ('no field named "permute_param"', []),
     "nets/pspnet101_voc2012_473_deploy.prototxt": ('no field named "slope_filler"', []),
     "nets/pspnet101_cityscapes_713_deploy.prototxt": ('no field named "slope_filler"', []),
     "nets/soeaver_pspnet_resnet101v2_train.prototxt": ("unknown layer type 'ImageSegData'", []),
@@ -266,7 +265,7 @@ def test_every_corpus_file_is_held_to_something():
     bvlc = {run["file"] for run in BVLC_RUNS}
     segnet = {run["file"] for run in SEGNET_RUNS} | set(SEGNET_INFERENCE) | {"nets/segnet_pascal_deploy.prototxt"}
     fastrcnn = set(HELP) - bvlc
-    forks = set(CORPUS_HELP)  # tests/test_fork_cls.py: SphereFace, ceil_mode and DenseBlock nets
+    forks = set(CORPUS_HELP) | set(SSD_CORPUS)  # test_fork_cls.py (SphereFace, ceil_mode, DenseBlock), test_fork_ssd.py
     assert not bvlc & segnet and not (bvlc | segnet | fastrcnn | forks) & set(OTHER_FORKS)
     assert not (bvlc | segnet | fastrcnn) & forks
     assert files == bvlc | segnet | fastrcnn | forks | set(OTHER_FORKS)

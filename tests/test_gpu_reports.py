@@ -150,9 +150,11 @@ NOT_REPLAYED = [
           "(its Python data layer now audits at 500x500 with no flag), and the CRF-RNN layer's buffers are "
           "the fork's"),
     ("10", "CRF-RNN on FCN-8s: no corpus net (the CRF-RNN layer is a fork's); voc-fcn8s alone is a smaller net"),
-    ("11", "S3FD: no corpus net, and the input size is not stated"),
-    ("12", "SSD300 (VGG16, weiliu89's ssd_pascal.py): no corpus net (mobilenet_ssd_train is another net)"),
-    ("13", "DSOD300: no corpus net"),
+    ("11", "S3FD (an SSD built on VGG16, in the SSD fork): no corpus net (mobilenet_ssd_train is another "
+           "backbone and other prior boxes), and the input size is not stated"),
+    ("12", "SSD300 (VGG16, weiliu89's ssd_pascal.py): no corpus net; the SSD fork's layers are audited, but "
+           "mobilenet_ssd_train is another net (MobileNet backbone, 1917 priors against SSD300's 8732)"),
+    ("13", "DSOD300 (SSD-style heads on a DenseNet): no corpus net"),
     ("16", "the maintainer's 'K40 or Titan X' is replayed on the Titan X (12287 MiB) only: a K40's usable "
            "memory depends on ECC (11519 MiB on, about 12 GiB off), which the tutorial does not say"),
     ("20", "the commenter's Titan X run: the batch they lowered from ('6, the default I believe'; the file "
@@ -174,7 +176,7 @@ NOT_REPLAYED = [
     ("30", "AlexNet at batch 1024 runs under `caffe time`: not with bvlc_alexnet_train_val, the table's "
            "pairing; see test_report_30_alexnet_train_val_cannot_be_what_ran"),
     ("31", "DecoupledNet: no corpus net, input size not stated"),
-    ("32", "TextBoxes++: no corpus net, batch not stated"),
+    ("32", "TextBoxes++ (on the SSD fork, with its own TextBoxes layers): no corpus net, batch not stated"),
     ("33", "FCN-AlexNet (DIGITS): DIGITS' variant of the net (its own data layers and padding), not "
            "voc-fcn-alexnet_train, and PASCAL's images vary in size"),
     ("34", "FCN-8s (DIGITS): DIGITS' variant of the net on a custom dataset whose input size is not stated"),

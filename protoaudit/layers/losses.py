@@ -94,14 +94,15 @@ class SigmoidCrossEntropyLoss(Loss):
                    "SigmoidCrossEntropyLoss needs inputs of the same count")
 
     def touches(self, run):
-        """The inner Sigmoid's output (the bottom's size), and its diff when the net gives the
-        layer a loss weight; the GPU forward borrows both bottoms' diffs as scratch."""
+        """The inner Sigmoid's output (the bottom's size); the GPU forward borrows both bottoms'
+        diffs as scratch. The inner Sigmoid is built from this layer's own parameters
+        (sigmoid_cross_entropy_loss_layer.hpp:49), so a loss_weight written in the file makes it a
+        loss too: SetLossWeights fills its output's diff at setup and each forward reads it."""
         t = super().touches(run)
         t.append(touch.buffer("sigmoid_output_", count(run.bottoms[0]), "forward", per_sample=True))
-        if any(self.lp.loss_weight):
-            # the inner Sigmoid is made from the net's LayerParameter (the header, :49-50): a
-            # loss_weight given there is written into sigmoid_output_'s diff by its SetUp
-            t.append(touch.buffer("sigmoid_output_ diff", count(run.bottoms[0]), "setup", per_sample=True))
+        if self.lp.loss_weight and self.lp.loss_weight[0]:
+            t.append(touch.buffer("sigmoid_output_.diff", count(run.bottoms[0]),
+                                  "forward" if run.mode == "gpu" else "setup", per_sample=True))
         if run.mode == "gpu":
             t += [touch.bottom(0, "diff", "forward"), touch.bottom(1, "diff", "forward")]
         return t

@@ -22,6 +22,7 @@ FORKS = {
     "sphereface": "SphereFace's Caffe (wy1iu/sphereface)",
     "tongcheng": "Tongcheng's memory-efficient DenseNet Caffe (Tongcheng/caffe)",
     "priv": "Caffe with ceil_mode pooling (BVLC/caffe#3057), as soeaver's caffe-priv (py-RFCN-priv) carries it",
+    "ssd": "SSD (weiliu89/caffe, branch ssd)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
