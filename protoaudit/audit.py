@@ -7,6 +7,7 @@ from .collector import paused
 from .errors import InputError
 from .net.freeze import freeze as freeze_param
 from .memory.buffers import Buffer, host_objects, net_buffers, runs_backward
+from .memory.host import draws_random
 from .net.build import ShapesNeeded, build
 from .memory.failure import explain as explain_failure
 from .read import caffe_log
@@ -335,6 +336,7 @@ def _net_audits(nets, mode, engine, kind, inference):
     """Each net's buffers: the train net forward and backward (plus ClearParamDiffs under a
     solver), a solver's test nets forward only on the train net's weights."""
     out = []
+    rng_made = False  # Caffe's random generator, made once per process by the first net that draws
     train = next((n for n in nets if n.role in ("train", "net")), None)
     shared = {layer.name for layer in train.layers if layer.params} if train is not None else set()
     libraries = set()  # a library's one-time state (OpenCV, HDF5) is the process's: counted once
@@ -348,7 +350,9 @@ def _net_audits(nets, mode, engine, kind, inference):
                               shared_params=shared if is_test else None, forward=runs)
         buffers = [b for b in buffers if b.kind != "library state" or b.owner not in libraries]
         libraries.update(b.owner for b in buffers if b.kind == "library state")
-        buffers.append(host_objects(net, label))
+        buffers.append(host_objects(net, label, forward=runs, backward=backward,
+                                    shared_params=shared if is_test and runs else (), rng_made=rng_made))
+        rng_made = rng_made or draws_random(net, forward=runs)
         out.append(NetAudit(net, net.role, not backward, buffers, runs))
     return out
 

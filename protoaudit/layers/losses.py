@@ -112,7 +112,11 @@ class SigmoidCrossEntropyLoss(Loss):
         return t
 
 
-register("HingeLoss")(type("HingeLoss", (Loss,), {"__doc__": "LossLayer's checks only."}))
+@register("HingeLoss")
+class HingeLoss(Loss):
+    def touches(self, run):
+        """The forward computes the margins in the first bottom's diff (hinge_loss_layer.cpp:17)."""
+        return super().touches(run) + [touch.bottom(0, "diff", "forward")]
 
 
 @register("MultinomialLogisticLoss")
