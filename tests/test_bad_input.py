@@ -296,3 +296,14 @@ def test_truncated_net_is_refused_or_read_never_crashes(cli, tmp_path, data_dir)
         assert run.returncode in (0, 2), (cut, run.stderr)
         if run.returncode == 2:
             refused(run)
+
+
+
+def test_unknown_type_in_a_forks_net_names_that_fork(cli, tmp_path):
+    """A net only caffe-priv's schema reads (ceil_mode) with a type protoaudit has no rule for."""
+    write(tmp_path, "net.prototxt", NET.replace('"Convolution"', '"Qzxv"').replace(
+        "convolution_param { num_output: 4 kernel_size: 3 }", "pooling_param { ceil_mode: false }"))
+    msg = refused(cli("net.prototxt"))
+    assert ("unknown layer type 'Qzxv': protoaudit has no rule for it in soeaver's caffe-priv (py-RFCN-priv), "
+            "which has ceil_mode pooling; ") in msg
+    says_what_to_do(msg)

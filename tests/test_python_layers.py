@@ -18,8 +18,8 @@ CORPUS = os.path.join(DATA, "corpus")
 
 # Every corpus net with Faster R-CNN layers or Python layers, and the help it needs to audit to
 # the end (only --input, a shapes file, --define or --caffe-proto are allowed). With the built-in
-# shapes, none needs any. (soeaver_faster_rcnn_air101_train also needs ceil_mode pooling, which
-# caffe-fast-rcnn lacks: tests/test_corpus.py holds its refusal.)
+# shapes, none needs any. (soeaver_faster_rcnn_air101_train needs caffe-priv's schema for its
+# ceil_mode pooling: tests/test_fork_cls.py holds it.)
 HELP = {
     "nets/faster_rcnn_vgg16_end2end_train.prototxt": [],
     "nets/faster_rcnn_vggcnnm1024_end2end_train.prototxt": [],

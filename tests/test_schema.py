@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from protoaudit.read.schema import SCHEMA_NAMES, load_schema
+from protoaudit.read.schema import SCHEMA_NAMES, described, load_schema
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 
@@ -53,3 +53,20 @@ def test_forks_keep_their_own_field_numbers():
     assert segnet["bn_param"].number == 45
     loss = load_schema("segnet").message("LossParameter").DESCRIPTOR.fields_by_name
     assert loss["weight_by_label_freqs"].number == 3
+
+
+@pytest.mark.parametrize("schema", [*SCHEMA_NAMES, "user:my/caffe.proto"])
+def test_unknown_type_names_the_caffe_that_read_the_net_in_one_clause(schema):
+    """The schema's description (BVLC Caffe, a fork's own words, the user's file) is a noun phrase
+    that ends its clause: '...: protoaudit has no rule for it in <description>; ...'."""
+    from types import SimpleNamespace
+
+    from protoaudit.net.build import _unknown_type
+
+    layer = SimpleNamespace(type="Qzxv", name="odd", top=["q"])
+    message = _unknown_type(layer, schema).message
+    said = described(schema)
+    assert message.startswith(f"unknown layer type 'Qzxv': protoaudit has no rule for it in {said}; ")
+    assert said.count("(") == said.count(")") and ";" not in said and not said.endswith(".")
+    assert message.endswith("declaring its tops audits the rest of the net around it")
+    assert ("--caffe-proto" in message) == (not schema.startswith("user:"))  # not offered to one who gave it

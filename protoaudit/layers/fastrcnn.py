@@ -46,20 +46,27 @@ class ROIPooling(Layer):
     def touches(self, run):
         """Reshape sizes max_idx_ (Blob<int>) as the top (roi_pooling_layer.cpp:41-42); forward
         writes the top and the argmax into it, on the CPU (cpp:54-57) as on the GPU
-        (cu:84-85). Backward, on the GPU only (cu:168-184; cpp:128-131 is NOT_IMPLEMENTED),
-        returns at once unless bottom 0 needs a diff; then it reads top 0's diff and max_idx_
-        and writes bottom 0's diff. The rois never get a diff."""
-        t = [touch.bottom(0, "data", "forward"), touch.bottom(1, "data", "forward"),
-             touch.top(0, "data", "forward"),
-             touch.buffer("max_idx_", count(run.tops[0]), "forward", per_sample=True,
-                          note="int32, the top's size: each output's argmax")]
+        (cu:84-85). Backward: `backward_touches`."""
+        return [touch.bottom(0, "data", "forward"), touch.bottom(1, "data", "forward"),
+                touch.top(0, "data", "forward"),
+                touch.buffer("max_idx_", count(run.tops[0]), "forward", per_sample=True,
+                             note="int32, the top's size: each output's argmax")] + self.backward_touches(run)
+
+    def backward_touches(self, run):
+        """On the GPU only (cu:168-184; cpp:128-131 is NOT_IMPLEMENTED)."""
         if run.mode == "cpu":
-            return t + [touch.stop("backward", f"{SOURCE}'s ROIPooling has no CPU backward "
-                                   "(roi_pooling_layer.cpp:130, NOT_IMPLEMENTED): Caffe stops at the first "
-                                   "backward pass in CPU mode (a forward-only run, --inference, has none)")]
-        if run.propagate_down[0]:
-            t += [touch.top(0, "diff", "backward"), touch.bottom(0, "diff", "backward")]
-        return t
+            return [touch.stop("backward", f"{SOURCE}'s ROIPooling has no CPU backward "
+                               "(roi_pooling_layer.cpp:130, NOT_IMPLEMENTED): Caffe stops at the first "
+                               "backward pass in CPU mode (a forward-only run, --inference, has none)")]
+        return into_the_map(run)
+
+
+def into_the_map(run):
+    """ROIPooling's backward (here and in caffe-priv's copy, CPU and GPU alike) returns at once unless bottom 0 needs a
+    diff; then it reads top 0's diff and max_idx_ and writes bottom 0's diff. The rois never get one."""
+    if run.propagate_down[0]:
+        return [touch.top(0, "diff", "backward"), touch.bottom(0, "diff", "backward")]
+    return []
 
 
 @register("SmoothL1Loss", fork=FORK)
@@ -77,6 +84,8 @@ class SmoothL1Loss(Layer):
     max_bottoms = 4
     exact_tops = 1
     auto_top_blobs = True
+    source = SOURCE
+    no_cpu_code = "smooth_L1_loss_layer.cpp:54 and :60"  # Forward_cpu, Backward_cpu
 
     def reshape(self, bottoms):
         self.check(len(bottoms) in (2, 4), "if weights are used, give both the inside and the outside weights",
@@ -100,8 +109,8 @@ class SmoothL1Loss(Layer):
         size = count(run.bottoms[0])
         weights = range(2, len(run.bottoms))
         if run.mode == "cpu":
-            why = (f"{SOURCE}'s SmoothL1Loss has no CPU code (smooth_L1_loss_layer.cpp:54 and :60, "
-                   "NOT_IMPLEMENTED): Caffe stops at its first {} pass in CPU mode")
+            why = (f"{self.source}'s SmoothL1Loss has no CPU code ({self.no_cpu_code}, NOT_IMPLEMENTED): "
+                   "Caffe stops at its first {} pass in CPU mode")
             return [touch.buffer("ones_", size, "setup", per_sample=True, note="ones, bottom 0's size"),
                     touch.stop("forward", why.format("forward")), touch.stop("backward", why.format("backward"))]
         t = [touch.buffer("ones_ (host)", size, "setup", per_sample=True, device="host",

@@ -477,15 +477,18 @@ def _loss_weights(impl, lp, num_tops):
 
 def _unknown_type(lp, schema):
     from ..layers import suggest
-    from ..read.schema import described
+    from ..read.schema import USER_PREFIX, described
 
     hint = suggest(lp.type, schema)
     message = f"unknown layer type '{lp.type}'"
     if hint:
         message += f" (did you mean '{hint}'?)"
     else:
-        message += (f": not a layer of {described(schema)} that protoaudit knows; a fork's own caffe.proto "
-                    "(--caffe-proto) reads its fields, and declaring its tops audits the rest of the net around it")
+        # the schema's description ends the clause, whatever its length or parentheses
+        message += f": protoaudit has no rule for it in {described(schema)}; "
+        if not schema.startswith(USER_PREFIX):
+            message += "a fork's own caffe.proto (--caffe-proto) reads its fields, and "
+        message += "declaring its tops audits the rest of the net around it"
     tops = ", ".join(f"--input {t}=NxCxHxW" for t in lp.top) or "--input TOP=NxCxHxW"
     return InputError(message, layer=lp.name, fix=f"declare its tops ({tops}) to audit the rest of the net around it")
 

@@ -13,7 +13,8 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # The forks protoaudit reads, each compiled from proto/forks/NAME.proto, in the order they are
-# tried; the text says which Caffe it is in messages. Their layer types are registered with the
+# tried; the text says which Caffe it is in messages, as a noun phrase that may end a clause
+# ("protoaudit has no rule for it in TEXT; ..."). Their layer types are registered with the
 # layers (protoaudit.layers.base.register(..., fork=NAME)).
 FORKS = {
     "segnet": "caffe-segnet (alexgkendall/caffe-segnet)",
@@ -21,7 +22,7 @@ FORKS = {
     "fastrcnn": "caffe-fast-rcnn (rbgirshick/caffe-fast-rcnn, py-faster-rcnn's Caffe)",
     "sphereface": "SphereFace's Caffe (wy1iu/sphereface)",
     "tongcheng": "Tongcheng's memory-efficient DenseNet Caffe (Tongcheng/caffe)",
-    "priv": "Caffe with ceil_mode pooling (BVLC/caffe#3057), as soeaver's caffe-priv (py-RFCN-priv) carries it",
+    "priv": "soeaver's caffe-priv (py-RFCN-priv), which has ceil_mode pooling",
     "ssd": "SSD (weiliu89/caffe, branch ssd)",
     "enet": "caffe-enet (TimoSaemann/caffe-enet)",
     "deeplab_v2": "DeepLab v2 (deeplab-public-ver2)",
