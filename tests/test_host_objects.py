@@ -140,6 +140,11 @@ def test_sizes_measured_are_the_models():
     assert {t: SIZEOF[t + "Layer"] for t in host.LAYER_BYTES} == host.LAYER_BYTES
     assert SIZEOF["GaussianFiller"] == host.FILLER_BYTES["gaussian"]
     assert all(SIZEOF[f] == host.FILLER for f in ("ConstantFiller", "UniformFiller", "XavierFiller", "MSRAFiller"))
+    assert SIZEOF["DataTransformer<float>"] == host.DATA_TRANSFORMER and SIZEOF["Batch<float>"] == host.BATCH
+    sync = SIZEOF["BlockingQueue<Batch<float>*>::sync"]
+    assert sync == SIZEOF["boost::mutex"] + SIZEOF["boost::condition_variable"]
+    # a deque's initial map holds 8 node pointers (libstdc++'s _S_initial_map_size)
+    assert host.QUEUE == 8 * 8 + SIZEOF["std::deque<Batch<float>*> node"] + sync + host.SHARED_PTR_BLOCK
 
 
 def test_message_sizes_derived_from_the_schema():

@@ -24,8 +24,6 @@ from .sources import Source, cached, legacy_chw
 THREAD_BYTES = 1144  # the prefetch thread: boost's thread data 384, glibc's TLS vector 720, shared_ptr 40
 THREAD_RNG_BYTES = 2704  # the thread's own Caffe object and RNG (internal_thread.cpp:48, common.cpp:15-19)
 RNG_BYTES = 2608  # one Caffe::RNG (a boost::mt19937 of 2,504 bytes and its holders)
-BATCH_BYTES = 424  # per prefetch batch: Batch 160, its shared_ptr block 24, vector slot 16, data Blob's objects 224
-LABEL_BLOB_BYTES = 200  # per batch, the label Blob's objects when the layer outputs labels
 GLOG_THREAD_BYTES = 30457  # glog's message buffer, on the prefetch thread's first LOG(INFO)
 LMDB_BYTES = 1070  # env 248, env_open 108, read txn 234, cursor 392, LMDBCursor 64, LMDB 24; + strdup(path)
 LEVELDB_BYTES = 152912  # DB::Open read-write: log and MANIFEST writers (2 x 65,624), caches, info LOG...
@@ -35,7 +33,6 @@ OPENCV_RESIZE_BYTES = 2280  # cv::resize's thread-local state, in the prefetch t
 HDF5_LIBRARY_BYTES = 298576  # the HDF5 library's state and free lists, on first use
 HDF5_CONVERSION_BYTES = 1048600  # HDF5's 1 MiB type-conversion buffer, kept after reading non-float data
 STRING_BYTES = 32  # sizeof(std::string)
-BLOB_OBJECT_BYTES = 245  # a Blob's objects (SyncedMemory, shape vectors, shared_ptr blocks): HDF5's residual
 LIST_ENTRY_BYTES = {"ImageData": 40, "DenseImageData": 64}  # sizeof(pair<string, int>), (pair<string, string>)
 
 # the readers, each result kept while its file is unchanged (the largest-batch search re-audits)
@@ -90,11 +87,22 @@ class DatasetLayer(DataSource):
         super().__init__(lp, ctx)
         self.files = Source(self)
         self.mean_shape = None  # the mean file's (C, H, W) when it was read
+        self.mean_axes = 4  # its Blob's axes (a BlobProto's num, channels, height, width, unless it gives a shape)
         self.stored = None  # (C, H, W) of the first stored record or image, when it was read
         self.decodes = False  # whether the layer decodes images (OpenCV)
 
     def declared(self):
         return self.lp.top[0] in self.ctx.inputs
+
+    def mean_elements(self):
+        """The mean blob's elements: the mean file's shape (read, or else the stored record's,
+        which Caffe checks it equals), or 0 without a mean file."""
+        if not self.lp.transform_param.mean_file:
+            return 0
+        shape = self.mean_shape or self.stored
+        if shape is None:
+            return 0
+        return count(shape)
 
     def read_mean(self):
         """The mean file's (C, H, W) as DataTransformer loads it, or None (none named, or not found)."""
@@ -110,6 +118,7 @@ class DatasetLayer(DataSource):
         self.check(len(shape) <= 4, f"mean_file '{tp.mean_file}' has {len(shape)} axes; Caffe reads it as "
                    "(num, channels, height, width)")
         self.mean_shape = legacy_chw(shape)
+        self.mean_axes = len(shape)
         self.mean_found = self.files.shown(found, tp.mean_file)
         return self.mean_shape
 
@@ -211,14 +220,13 @@ class Prefetching(DatasetLayer):
     - `transformed_data_` only ever points into the batch being filled (data_layer.cpp:116): no buffer.
     - The transformer's mean blob, the mean file's size (the stored record's, not the crop's),
       host memory for the layer's life (data_transformer.cpp:27-29); mean_value is a few bytes.
-    - Host objects: the thread and its RNG, the transformer's RNG (mirror, or TRAIN with a crop:
-      data_transformer.cpp:523-531), the batches' C++ objects, the queues and the layer itself.
+    - Host state: the thread and its RNG, the transformer's RNG (mirror, or TRAIN with a crop:
+      data_transformer.cpp:523-531). The batches' C++ objects, the queues, the transformer and
+      the layer itself are Caffe's objects, derived with the others' (protoaudit.memory.host).
     Device memory in GPU mode is therefore the P batches' device copies and nothing else.
     """
 
-    # the rest of the layer's C++ objects beyond an Input layer's (two BlockingQueues 1,456, the
-    # DataTransformer 224, the larger layer object, Blob objects of transformed_data_), measured
-    OBJECT_BYTES = 0
+    batches_in_array = False  # BVLC 9b89154 news each Batch into a shared_ptr (protoaudit.memory.host)
 
     def prefetch(self):
         return self.lp.data_param.prefetch
@@ -234,13 +242,10 @@ class Prefetching(DatasetLayer):
             if gpu:
                 t.append(touch.buffer(name + " (host)", P * count(shape), "setup", per_sample=True,
                                       kind="prefetch", note=note + ", pinned host copies", device="host"))
-        labels = len(run.tops) > 1
-        t.append(touch.host(f"prefetch[{P}] batch objects", P * (BATCH_BYTES + (LABEL_BLOB_BYTES if labels else 0))))
         t.append(touch.host("prefetch thread", THREAD_BYTES, "boost::thread data, glibc's TLS vector"))
         rngs = self.rngs(run)
         t.append(touch.host("RNGs", THREAD_RNG_BYTES + rngs * RNG_BYTES,
                             f"the thread's and {rngs} more" if rngs else "the thread's"))
-        t.append(touch.host("layer objects", self.OBJECT_BYTES, "queues, transformer, Blob objects"))
         mean = self.mean_elements()
         if mean:
             t.append(touch.buffer("data_mean_", mean, "setup", per_sample=False, note="the mean file's blob",
@@ -257,15 +262,6 @@ class Prefetching(DatasetLayer):
     def reader_touches(self, run):
         return []
 
-    def mean_elements(self):
-        """The mean blob's elements: the mean file's shape (read, or else the stored record's,
-        which Caffe checks it equals), or 0 without a mean file."""
-        if not self.lp.transform_param.mean_file:
-            return 0
-        shape = self.mean_shape or self.stored
-        if shape is None:
-            return 0
-        return count(shape)
 
 
 @register("Data")
@@ -277,7 +273,6 @@ class Data(Prefetching):
 
     min_tops = 1
     max_tops = 2
-    OBJECT_BYTES = 2366
 
     def batch_size(self):
         return self.lp.data_param.batch_size
@@ -357,7 +352,6 @@ class ImageData(Prefetching):
     """
 
     exact_tops = 2
-    OBJECT_BYTES = 2366
 
     def batch_size(self):
         batch = self.param().batch_size
@@ -426,7 +420,6 @@ class WindowData(Prefetching):
     not counted: no run of this layer was measured."""
 
     exact_tops = 2
-    OBJECT_BYTES = 2366
 
     def batch_size(self):
         return self.lp.window_data_param.batch_size
@@ -531,9 +524,8 @@ class HDF5Data(DataSource):
             files = self.file_count or lists.Entries(1, 0, True)
             capacity = 1 << max(0, files.count - 1).bit_length()
             t.append(touch.host("file list and permutations",
-                                capacity * STRING_BYTES + files.name_bytes + 4 * rows + 4 * files.count
-                                + BLOB_OBJECT_BYTES * len(run.tops),
-                                "hdf_filenames_, data_permutation_, file_permutation_, hdf_blobs_' Blob objects"))
+                                capacity * STRING_BYTES + files.name_bytes + 4 * rows + 4 * files.count,
+                                "hdf_filenames_, data_permutation_, file_permutation_"))
             if not all(d.native_float for d in self.sets):
                 t.append(touch.process("HDF5 conversion buffer", HDF5_CONVERSION_BYTES,
                                        "kept after reading non-float data as float"))

@@ -12,8 +12,7 @@ v1 = TheLegendAli/DeepLab-Context.
 from . import touch
 from .base import Layer, count, legacy_shape, register
 from .conv import Convolution
-from .data import (BATCH_BYTES, FIRST_TOKENS, LABEL_BLOB_BYTES, OPENCV_BYTES, RNG_BYTES, THREAD_BYTES,
-                   THREAD_RNG_BYTES, DatasetLayer)
+from .data import FIRST_TOKENS, OPENCV_BYTES, RNG_BYTES, THREAD_BYTES, THREAD_RNG_BYTES, DatasetLayer
 from .losses import SoftmaxWithLoss
 from .normalization import BatchNorm
 from .pooling import Pooling
@@ -21,9 +20,6 @@ from .pooling import Pooling
 V2 = ("deeplab_v2", "pspnet")
 V1 = "deeplab_v1"
 ALL = V2 + (V1,)
-# A batch's data Blob's objects (SyncedMemory, shape vectors, control blocks: data.py's BATCH_BYTES less
-# the Batch object, its shared_ptr block and vector slot, which this fork's plain array has not)
-BATCH_BLOB_BYTES = BATCH_BYTES - 200
 
 
 @register("Interp", fork=V2)
@@ -169,12 +165,18 @@ class ImageSegData(_SegData):
     = 5 batches (base_data_layer.hpp:71) of all three tops on the host and, in GPU mode, their
     device copies (base_data_layer.cpp:136-157; the host ones are then pinned). Forward COPIES the
     next batch into the tops, which are blobs of their own (:160-174 and .cu:28-56), unlike BVLC
-    master's data layers, whose tops point into the batch. Host objects: each batch's three Blobs,
-    the prefetch thread with its RNG (internal_thread.cpp:41-47), the transformer's RNG (mirror, or
-    a crop in TRAIN: data_transformer.cpp:730-739) and the shuffle's (image_seg_data_layer.cpp:60-66).
+    master's data layers, whose tops point into the batch. Host state: the prefetch thread with its
+    RNG (internal_thread.cpp:41-47), the transformer's RNG (mirror, or a crop in TRAIN:
+    data_transformer.cpp:730-739) and the shuffle's (image_seg_data_layer.cpp:60-66); each batch's
+    three Blobs (base_data_layer.hpp:49-52, 77), the queues, the transformer, transformed_data_
+    and transformed_label_ are Caffe's objects (protoaudit.memory.host).
     Measured in PSPNet's Caffe, which keeps this layer: tests/data/fork_oracle/pspnet."""
 
     PREFETCH_COUNT = 5
+    batches_in_array = True  # Batch<Dtype> prefetch_[PREFETCH_COUNT] (base_data_layer.hpp:77)
+
+    def prefetch(self):
+        return self.PREFETCH_COUNT
 
     def crop_hw(self):
         t = self.lp.transform_param
@@ -198,9 +200,7 @@ class ImageSegData(_SegData):
                                       kind="prefetch", note=note + ", pinned host copies", device="host"))
         tp = self.lp.transform_param
         rngs = int(tp.mirror or (self.ctx.phase == "TRAIN" and tp.crop_size > 0)) + int(self.param().shuffle)
-        t += [touch.host(f"prefetch[{n}] Blob objects", n * (BATCH_BLOB_BYTES + 2 * LABEL_BLOB_BYTES),
-                         "data_, label_ and dim_ of each batch"),
-              touch.host("prefetch thread", THREAD_BYTES, "boost::thread data, glibc's TLS vector"),
+        t += [touch.host("prefetch thread", THREAD_BYTES, "boost::thread data, glibc's TLS vector"),
               touch.host("RNGs", THREAD_RNG_BYTES + rngs * RNG_BYTES,
                          f"the thread's and {rngs} more" if rngs else "the thread's")]
         return t + self.host_touches(run)

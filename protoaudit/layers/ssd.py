@@ -41,6 +41,8 @@ class ForkPrefetching:
     data_param.prefetch x batch_size records (host memory the size of the stored, often encoded,
     images) are not counted."""
 
+    batches_in_array = True  # Batch<Dtype> prefetch_[PREFETCH_COUNT] (base_data_layer.hpp:77)
+
     def prefetch(self):
         return 3
 

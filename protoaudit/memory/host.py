@@ -16,9 +16,11 @@ tests/data/host_objects/README.md): summing each class's members by hand would o
 compiler's layout. Everything is linear in the layers and blobs.
 
 Not modelled: the members of a fork's layer types (they count as a plain Layer<Dtype> with their
-LayerParameter, blobs and params) and of RNN, LSTM, LSTMUnit and SPP (inner nets and layers);
-data layers' own members are their model's (protoaudit/layers/data.py). The core classes are
-BVLC's: a fork built on an older Caffe (caffe-segnet, caffe-fast-rcnn) holds a little less.
+LayerParameter, blobs and params; the prefetching data layers of SSD and DeepLab v2 are derived
+from their sources) and of RNN, LSTM, LSTMUnit and SPP (inner nets and layers); a data layer's
+thread, RNGs, database handle and libraries are its own model's (protoaudit/layers/data.py). The
+core classes are BVLC's: a fork built on an older Caffe (caffe-segnet, caffe-fast-rcnn) holds a
+little less.
 """
 from google.protobuf.descriptor import FieldDescriptor as F
 
@@ -579,7 +581,79 @@ def _dummy_data(node, lp_bytes):
     return 8 + 16 * len(made) + sum(FILLER_BYTES.get(t, FILLER) + SHARED_PTR_BLOCK + b for t, b in made)
 
 
+# --- data layers: BasePrefetchingDataLayer's members (base_data_layer.hpp:40-43, 72-77), sizeof
+# measured like the classes above (tests/data/host_objects/sizeof.tsv)
+DATA_TRANSFORMER = 200  # DataTransformer<float>: vptr, TransformationParameter param_, rng_, phase_, data_mean_, mean_values_
+BATCH = 160  # Batch<float>: Blob data_, label_
+# BlockingQueue<Batch*> (blocking_queue.hpp:37-38, blocking_queue.cpp:10-20): its std::deque's map
+# (8 pointers) and first 512-byte node, and a new sync (boost::mutex 40, boost::condition_variable
+# 88) in a shared_ptr
+QUEUE = 8 * POINTER + 512 + 128 + SHARED_PTR_BLOCK
+# the blobs DataLayerSetUp reshapes beside the batches (to one image, 4 axes): transformed_data_
+# (data_layer.cpp:38, image_data_layer.cpp:80; never in window_data_layer.cpp), and
+# deeplab-public-ver2's ImageSegData's transformed_label_ too (image_seg_data_layer.cpp:106, :113)
+TRANSFORMED_BLOBS = {"Data": 1, "ImageData": 1, "WindowData": 0, "AnnotatedData": 1, "ImageSegData": 2}
+
+
+def _prefetching(node, lp_bytes):
+    """A prefetching data layer's members: transform_param_, a copy of its LayerParameter's
+    (base_data_layer.cpp:17); data_transformer_, a new DataTransformer and its block (:28-29) with
+    its own copy (data_transformer.cpp:18), the mean file's Blob (FromProto, :27-29) and the
+    mean_value entries pushed back (:35-37); P Batches, each a new Batch in a shared_ptr held by
+    prefetch_ (:39-43), its data_ reshaped to the data top and, with labels, label_ to the label
+    top (data_layer.cpp:42-44, 53-55), the Blobs' buffers being prefetch buffers; prefetch_free_
+    and prefetch_full_ (QUEUE; up to 63 batches fit their first node); the transformed blobs.
+    The forks built on 2015-16 Caffe (SSD, DeepLab v2: `batches_in_array`) keep their batches in
+    an array inside the layer object (its sizeof), each with a Blob per top (DeepLab v2's Batch has
+    a third, dim_). The prefetch thread, the RNGs and the database handle are the layer's
+    library state (protoaudit/layers/data.py); a layer with no prefetching base has none of this."""
+    impl = node.impl
+    prefetch = getattr(impl, "prefetch", None)
+    if prefetch is None:
+        return 0
+    per_batch = sum(blob(len(shape)) for shape in node.top_shapes)
+    if not impl.batches_in_array:
+        per_batch += BATCH + SHARED_PTR_BLOCK + 16
+    tp = node.lp.transform_param
+    total = prefetch() * per_batch + 2 * QUEUE + DATA_TRANSFORMER + SHARED_PTR_BLOCK + 2 * copy_bytes(tp)
+    total += TRANSFORMED_BLOBS.get(node.type, 1) * blob(4)
+    return total + _mean(impl, len(tp.mean_value))
+
+
+def _mean(impl, values):
+    """A DataTransformer's data_mean_, when a mean file is given and its size known (the Blob
+    FromProto makes, of the BlobProto's axes), and mean_values_, one push_back per value."""
+    total = 4 * grown(values)
+    if impl.lp.transform_param.mean_file and impl.mean_elements():
+        total += blob(impl.mean_axes)
+    return total
+
+
+def _data(node, lp_bytes):
+    """DataLayer: the prefetching members, and the shared_ptr blocks of db_ and cursor_
+    (data_layer.hpp:33-34, data_layer.cpp:18-20); the older forks' DataLayer reads through a
+    DataReader instead (not counted, as its thread is not)."""
+    return _prefetching(node, lp_bytes) + (0 if node.impl.batches_in_array else 2 * SHARED_PTR_BLOCK)
+
+
+def _window_data(node, lp_bytes):
+    """WindowDataLayer: the prefetching members, and its own data_mean_ and mean_values_
+    (window_data_layer.cpp:192-214: a second FromProto of the mean file; a single mean_value is
+    pushed back once more per further channel). Its window lists are not counted (data.py)."""
+    values = len(node.lp.transform_param.mean_value)
+    channels = node.top_shapes[0][1]
+    return _prefetching(node, lp_bytes) + _mean(node.impl, channels if values == 1 else values)
+
+
+def _hdf5_data(node, lp_bytes):
+    """HDF5DataLayer: hdf_blobs_, resized to the tops (hdf5_data_layer.cpp:36), each a new Blob in
+    a shared_ptr (:42) reshaped to its dataset's axes by hdf5_load_nd_dataset."""
+    return 16 * len(node.tops) + sum(new_blob(len(shape)) for shape in node.top_shapes)
+
+
 MEMBERS = {
+    "Data": _data, "ImageData": _prefetching, "WindowData": _window_data, "AnnotatedData": _prefetching,
+    "ImageSegData": _prefetching, "HDF5Data": _hdf5_data,
     "Convolution": _conv, "Deconvolution": _conv, "InnerProduct": _inner_product, "Pooling": _pooling,
     "BatchNorm": _batch_norm, "Scale": _scale, "Bias": _bias, "Softmax": _softmax,
     "SoftmaxWithLoss": _softmax_with_loss, "SigmoidCrossEntropyLoss": _sigmoid_cross_entropy,
