@@ -552,14 +552,18 @@ def test_normalize_on_the_gpu_keeps_the_across_spatial_norm_on_the_host():
 
 def test_the_forks_other_prefetching_data_layers_keep_three_batches(tmp_path):
     """Data, ImageData and WindowData are built on the same BasePrefetchingDataLayer in the fork
-    (PREFETCH_COUNT = 3, base_data_layer.hpp:71); BVLC's keep data_param.prefetch (4) batches."""
+    (PREFETCH_COUNT = 3, base_data_layer.hpp:71); BVLC's keep data_param.prefetch (4) batches. The
+    fork's Data reads through a DataReader<Datum> of data_param.prefetch x batch_size = 8 Datums
+    (data_reader.cpp:29-33, :55-60), each (the dataset not read) a raw record of the top's 3x4x5
+    bytes: the object 72, its data string 32 and 60 bytes and a terminator on the heap."""
     text = """
 layer { name: "data" type: "Data" top: "data" top: "label" data_param { source: "x" batch_size: 2 } }
 layer { name: "p" type: "Permute" bottom: "data" top: "p" permute_param { order: 0 order: 2 order: 3 order: 1 } }
 """
     net = build(tmp_path, text, inputs={"data": (2, 3, 4, 5)})
     prefetch = {b.owner: b.bytes for b in cpu_buffers(net) if b.kind == "prefetch"}
-    assert prefetch == {"data.prefetch[3].data": 3 * 2 * 60 * F, "data.prefetch[3].label": 3 * 2 * F}
+    assert prefetch == {"data.prefetch[3].data": 3 * 2 * 60 * F, "data.prefetch[3].label": 3 * 2 * F,
+                        "data.DataReader datums": 4 * 2 * (72 + 32 + 61)}
     bvlc = build(tmp_path, text.replace("Permute", "Flatten").replace(
         " permute_param { order: 0 order: 2 order: 3 order: 1 }", ""), inputs={"data": (2, 3, 4, 5)})
     assert {b.owner for b in cpu_buffers(bvlc) if b.kind == "prefetch"} == {"data.prefetch[4].data",

@@ -33,6 +33,7 @@ OPENCV_RESIZE_BYTES = 2280  # cv::resize's thread-local state, in the prefetch t
 HDF5_LIBRARY_BYTES = 298576  # the HDF5 library's state and free lists, on first use
 HDF5_CONVERSION_BYTES = 1048600  # HDF5's 1 MiB type-conversion buffer, kept after reading non-float data
 STRING_BYTES = 32  # sizeof(std::string)
+DATUM_BYTES = 72  # sizeof(caffe::Datum), protobuf 3.21 (BVLC's and PSPNet's; tests/data/host_objects/sizeof.tsv)
 LIST_ENTRY_BYTES = {"ImageData": 40, "DenseImageData": 64}  # sizeof(pair<string, int>), (pair<string, string>)
 
 # the readers, each result kept while its file is unchanged (the largest-batch search re-audits)
@@ -189,12 +190,14 @@ class DatasetLayer(DataSource):
             self.missing(batch, (channels, None, None), f"{e.message} ({e.fix})")
         return (h, w), f"image {self.files.shown(image, names[0])} ({w}x{h} {kind}, first in {source})", names
 
-    def list_touch(self, kind):
+    def list_touch(self, kind, names_of=None):
         """The list Caffe keeps (lines_: one pair per entry, names over 15 characters on the heap,
-        in a vector grown by doubling), when the list was found."""
+        in a vector grown by doubling), when the list was found; `names_of(line)` gives the names an
+        entry keeps (default: ImageData's "path label" line, DenseImageData's two names)."""
         if not getattr(self, "list_path", None):
             return []
-        e = LIST_ENTRIES(self.list_path, lists.image_line_names if kind == "ImageData" else lists.pair_names)
+        names_of = names_of or (lists.image_line_names if kind == "ImageData" else lists.pair_names)
+        e = LIST_ENTRIES(self.list_path, names_of)
         capacity = 1 << max(0, e.count - 1).bit_length() if e.count else 0
         return [touch.host("lines_", capacity * LIST_ENTRY_BYTES[kind] + e.name_bytes,
                            f"{e.count:,} entries" + ("" if e.exact else " (estimated from the list's size)"))]
@@ -264,6 +267,63 @@ class Prefetching(DatasetLayer):
 
 
 
+class CopyingPrefetching:
+    """The BasePrefetchingDataLayer of forks built on 2015-16 BVLC Caffe (SSD, DeepLab v2 and
+    PSPNet's Caffe), mixed in before a BVLC data-layer class: PREFETCH_COUNT batches whatever
+    data_param.prefetch says (which sizes only their DataLayer's DataReader queue), held in an
+    array inside the layer object (`batches_in_array`), and a forward that COPIES the current batch
+    into the tops (caffe_copy into top->mutable_cpu_data(), or mutable_gpu_data() in
+    base_data_layer.cu), which own their buffers, where BVLC 9b89154 points the tops at the batch.
+    A subclass gives its fork's PREFETCH_COUNT and the Blobs of its Batch class, and the lines
+    that say so."""
+
+    PREFETCH_COUNT = None
+    BATCH_BLOBS = None
+    batches_in_array = True
+
+    def prefetch(self):
+        return self.PREFETCH_COUNT
+
+    def touches(self, run):
+        t = [x for x in super().touches(run) if not (x.what == "top" and x.stage == "setup" and not x.owns)]
+        return t + [touch.top(j, "data", "forward") for j in range(len(run.tops))]
+
+
+class ThroughDataReader:
+    """The DataLayer of forks built on 2016 BVLC Caffe (deeplab-public-ver2 and PSPNet's Caffe,
+    data_layer.hpp:33; SSD's DataReader<Datum>), mixed in before Data: it reads through a DataReader
+    (data_reader.cpp, as in deeplab-public-ver2) rather than a cursor of its own. The reader makes
+    data_param.prefetch x batch_size Datums at construction (:19-20, :44-49) and its own thread
+    (:63-67) parses a record into each (:105-109), so once the prefetch thread has drawn more than
+    that many, every Datum holds a record: its object, and its `data` string of the record's bytes
+    (the first record's: raw pixels, or an encoded image, which varies from record to record).
+    The reader's thread seeds its own RNG as the prefetch thread does (internal_thread.cpp). Its
+    objects (queues, Body, the map of readers) are Caffe's objects (protoaudit.memory.host)."""
+
+    def reader_touches(self, run):
+        count_ = self.lp.data_param.prefetch * run.tops[0][0]
+        size = self.datum_bytes(run)
+        t = super().reader_touches(run)
+        t.append(touch.buffer("DataReader datums", count_, "setup", per_sample=True, itemsize=size, kind="prefetch",
+                              device="host", note=f"{count_} Datums of {size:,} bytes (prefetch x batch_size)"))
+        t.append(touch.host("DataReader thread", THREAD_BYTES + THREAD_RNG_BYTES, "its boost::thread and RNG"))
+        return t
+
+    def datum_bytes(self, run):
+        """A Datum holding one record: the object, its data string (std::string assigned the
+        record's bytes: the heap holds them and a terminator when they do not fit inline; without
+        the dataset, a raw record of the stored shape, or of the top's image), its float_data
+        array (8 bytes of header and the values)."""
+        from ..memory.host import assigned
+
+        record = self.record
+        if record is not None:
+            data, floats = record.data_bytes, record.float_values
+        else:
+            data, floats = count(self.stored or run.tops[0][1:]), 0
+        return DATUM_BYTES + STRING_BYTES + assigned(data) + (8 + 4 * floats if floats else 0)
+
+
 @register("Data")
 class Data(Prefetching):
     """DataLayer (data_layer.cpp): the first record of an LMDB or LevelDB (Caffe's default backend),
@@ -273,6 +333,7 @@ class Data(Prefetching):
 
     min_tops = 1
     max_tops = 2
+    record = None  # the first record (read.datasets.datum.Record), when the dataset was read
 
     def batch_size(self):
         return self.lp.data_param.batch_size
@@ -306,6 +367,7 @@ class Data(Prefetching):
                 record = None
             if record is not None:
                 self.stored = record.shape
+                self.record = record
                 self.decodes = record.encoding != "raw"
                 self.check_transform(*record.shape, f"the first record ({record.describe()})")
                 shape = (record.channels, crop or record.height, crop or record.width)

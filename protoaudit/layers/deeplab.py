@@ -1,7 +1,8 @@
 """DeepLab's layers: Interp, ImageSegData, SegAccuracy, MatWrite, and DeepLab v1's Caffe (2014).
 
 Two forks, one family. deeplab-public-ver2 (schema `deeplab_v2`, a 2016 BVLC Caffe) registers
-Interp, ImageSegData, SegAccuracy and MatWrite; PSPNet's Caffe (schema `pspnet`) is that fork
+Interp, ImageSegData, SegAccuracy and MatWrite, and its Data, ImageData and WindowData hold five
+prefetch batches and copy them into their tops (V2Prefetching); PSPNet's Caffe (schema `pspnet`) is that fork
 plus a BN layer, with these files unchanged, so the same classes serve it. DeepLab-Context
 (schema `deeplab_v1`, an October 2014 Caffe with V1 layers only) has older versions of the same
 layers, its convolution's `hole`, and an older SoftmaxWithLoss and data-layer base.
@@ -12,7 +13,9 @@ v1 = TheLegendAli/DeepLab-Context.
 from . import touch
 from .base import Layer, count, legacy_shape, register
 from .conv import Convolution
-from .data import FIRST_TOKENS, OPENCV_BYTES, RNG_BYTES, THREAD_BYTES, THREAD_RNG_BYTES, DatasetLayer
+from ..read.datasets import lists
+from .data import (FIRST_TOKENS, OPENCV_BYTES, RNG_BYTES, THREAD_BYTES, THREAD_RNG_BYTES, CopyingPrefetching, Data,
+                   DatasetLayer, ImageData, ThroughDataReader, WindowData)
 from .losses import SoftmaxWithLoss
 from .normalization import BatchNorm
 from .pooling import Pooling
@@ -96,6 +99,42 @@ class InterpV1(Interp):
         return p.height, p.width
 
 
+class V2Prefetching(CopyingPrefetching):
+    """deeplab-public-ver2's BasePrefetchingDataLayer (base_data_layer.hpp:54-82,
+    base_data_layer.cpp:35-125, .cu:7-27; PSPNet's Caffe keeps these files unchanged), a 2016 BVLC
+    one: PREFETCH_COUNT = 5 batches (hpp:71) in an array (hpp:77), each of three Blobs (data_, label_
+    and dim_, hpp:48-52, which only ImageSegData shapes), allocated at setup on the host and,
+    in GPU mode, on the device (cpp:53-68), and a forward that copies the current batch into the
+    tops (cpp:106-125, .cu:7-27), which own their buffers. Its Data, ImageData and WindowData are
+    this base's; Data reads through a DataReader (data_layer.hpp:33, data_layer.cpp:15-18,
+    ThroughDataReader)."""
+
+    PREFETCH_COUNT = 5
+    BATCH_BLOBS = 3
+
+
+@register("Data", fork=V2)
+class DataV2(V2Prefetching, ThroughDataReader, Data):
+    pass
+
+
+@register("ImageData", fork=V2)
+class ImageDataV2(V2Prefetching, ImageData):
+    """Its list is read as whitespace-separated "name label" pairs (image_data_layer.cpp:40-44,
+    `infile >> filename >> label`), where BVLC 9b89154 splits each line at its last space."""
+
+    def first_names(self, list_path):
+        return [self.param().root_folder + FIRST_TOKENS(list_path, 1, "image list")[0]]
+
+    def list_touch(self, kind, names_of=None):
+        return super().list_touch(kind, lists.name_label_names)
+
+
+@register("WindowData", fork=V2)
+class WindowDataV2(V2Prefetching, WindowData):
+    pass
+
+
 class _SegData(DatasetLayer):
     """ImageSegData: images and their label images named by a list ("image label" lines, under
     root_folder), cropped together.
@@ -172,7 +211,8 @@ class ImageSegData(_SegData):
     and transformed_label_ are Caffe's objects (protoaudit.memory.host).
     Measured in PSPNet's Caffe, which keeps this layer: tests/data/fork_oracle/pspnet."""
 
-    PREFETCH_COUNT = 5
+    PREFETCH_COUNT = V2Prefetching.PREFETCH_COUNT
+    BATCH_BLOBS = V2Prefetching.BATCH_BLOBS
     batches_in_array = True  # Batch<Dtype> prefetch_[PREFETCH_COUNT] (base_data_layer.hpp:77)
 
     def prefetch(self):

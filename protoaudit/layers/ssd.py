@@ -14,7 +14,7 @@ Two counts only the data decides are taken at their worst by default, each with 
 """
 from . import touch
 from .base import Layer, canonical_axis, count, float32, layer_class, legacy_shape, register
-from .data import Data, ImageData, Prefetching, WindowData
+from .data import CopyingPrefetching, Data, ImageData, Prefetching, ThroughDataReader, WindowData
 from .touch import Run
 
 FORK = "ssd"
@@ -32,23 +32,14 @@ def fork_param(layer, name):
 
 # --- data --------------------------------------------------------------------------------------
 
-class ForkPrefetching:
-    """The fork's BasePrefetchingDataLayer (base_data_layer.hpp:71, base_data_layer.cpp:46-125), older
-    than BVLC 9b89154's: PREFETCH_COUNT = 3 batches whatever data_param.prefetch says (which sizes
-    only its DataReader's queue), and a forward that copies the batch into the tops, which own their
-    buffers (caffe_copy into top->mutable_cpu_data(), or mutable_gpu_data() in base_data_layer.cu),
-    where BVLC points the tops at the batch. The DataReader's own thread and its queue of
-    data_param.prefetch x batch_size records (host memory the size of the stored, often encoded,
-    images) are not counted."""
+class ForkPrefetching(CopyingPrefetching):
+    """The fork's BasePrefetchingDataLayer (base_data_layer.hpp:71-80, base_data_layer.cpp:46-125),
+    older than BVLC 9b89154's: PREFETCH_COUNT = 3 batches in an array (hpp:71, :77), a Batch being
+    data_ and label_ (hpp:48-51), and a forward that copies them into the tops
+    (CopyingPrefetching). AnnotatedData's DataReader (of AnnotatedDatum records) is not counted."""
 
-    batches_in_array = True  # Batch<Dtype> prefetch_[PREFETCH_COUNT] (base_data_layer.hpp:77)
-
-    def prefetch(self):
-        return 3
-
-    def touches(self, run):
-        t = [x for x in super().touches(run) if not (x.what == "top" and x.stage == "setup" and not x.owns)]
-        return t + [touch.top(j, "data", "forward") for j in range(len(run.tops))]
+    PREFETCH_COUNT = 3
+    BATCH_BLOBS = 2
 
 
 @register("AnnotatedData", fork=FORK)
@@ -133,8 +124,9 @@ class AnnotatedData(ForkPrefetching, Prefetching):
 
 
 @register("Data", fork=FORK)
-class SSDData(ForkPrefetching, Data):
-    pass
+class SSDData(ForkPrefetching, ThroughDataReader, Data):
+    """Its DataReader<Datum> (data_layer.hpp:34) is deeplab-public-ver2's code, templated
+    (data_reader.cpp:29-33, :55-60)."""
 
 
 @register("ImageData", fork=FORK)

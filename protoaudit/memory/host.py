@@ -604,18 +604,20 @@ def _prefetching(node, lp_bytes):
     top (data_layer.cpp:42-44, 53-55), the Blobs' buffers being prefetch buffers; prefetch_free_
     and prefetch_full_ (QUEUE; up to 63 batches fit their first node); the transformed blobs.
     The forks built on 2015-16 Caffe (SSD, DeepLab v2: `batches_in_array`) keep their batches in
-    an array inside the layer object (its sizeof), each with a Blob per top (DeepLab v2's Batch has
-    a third, dim_). The prefetch thread, the RNGs and the database handle are the layer's
+    an array inside the layer object, each of BATCH_BLOBS Blobs (DeepLab v2's Batch has a third,
+    dim_), where BVLC's layer object (LAYER_BYTES) has prefetch_'s vector. The prefetch thread, the RNGs and the database handle are the layer's
     library state (protoaudit/layers/data.py); a layer with no prefetching base has none of this."""
     impl = node.impl
     prefetch = getattr(impl, "prefetch", None)
     if prefetch is None:
         return 0
     per_batch = sum(blob(len(shape)) for shape in node.top_shapes)
-    if not impl.batches_in_array:
-        per_batch += BATCH + SHARED_PTR_BLOCK + 16
+    if impl.batches_in_array:  # the Batches themselves, in the layer object where BVLC's has a vector
+        total = prefetch() * (per_batch + BLOB * impl.BATCH_BLOBS) - 3 * POINTER
+    else:
+        total = prefetch() * (per_batch + BATCH + SHARED_PTR_BLOCK + 16)
     tp = node.lp.transform_param
-    total = prefetch() * per_batch + 2 * QUEUE + DATA_TRANSFORMER + SHARED_PTR_BLOCK + 2 * copy_bytes(tp)
+    total += 2 * QUEUE + DATA_TRANSFORMER + SHARED_PTR_BLOCK + 2 * copy_bytes(tp)
     total += TRANSFORMED_BLOBS.get(node.type, 1) * blob(4)
     return total + _mean(impl, len(tp.mean_value))
 
@@ -632,8 +634,34 @@ def _mean(impl, values):
 def _data(node, lp_bytes):
     """DataLayer: the prefetching members, and the shared_ptr blocks of db_ and cursor_
     (data_layer.hpp:33-34, data_layer.cpp:18-20); the older forks' DataLayer reads through a
-    DataReader instead (not counted, as its thread is not)."""
-    return _prefetching(node, lp_bytes) + (0 if node.impl.batches_in_array else 2 * SHARED_PTR_BLOCK)
+    DataReader instead (_data_reader)."""
+    if node.impl.batches_in_array:
+        return _prefetching(node, lp_bytes) + _data_reader(node, lp_bytes)
+    return _prefetching(node, lp_bytes) + 2 * SHARED_PTR_BLOCK
+
+
+# sizeof, measured against PSPNet's Caffe's headers (deeplab-public-ver2's data_reader.hpp)
+QUEUE_PAIR = 192  # DataReader::QueuePair: two BlockingQueue<Datum*>
+READER_BODY = 776  # DataReader::Body: InternalThread, a LayerParameter, a BlockingQueue
+READER_MAP_NODE = 80  # a node of map<const string, weak_ptr<Body>>: links 32, the key 32, the weak_ptr 16
+
+
+def _data_reader(node, lp_bytes):
+    """A DataReader's objects (deeplab-public-ver2 data_reader.cpp; SSD's is the same code): its
+    QueuePair, new'd into a shared_ptr (:19-20), whose free_ queue takes prefetch x batch_size
+    Datum pointers (:44-49: a 512-byte node per 64, the deque's map of 8 grown to 18 when they
+    need more than its 5 last slots); the reader's Body (:27), its copy of the LayerParameter
+    (:64), its new_queue_pairs_ queue; the map of readers' node, keyed "name:source" (:23-28); in
+    the reader's thread, the database's and cursor's shared_ptr blocks and the vector of queue
+    pairs (:74-77, :87). The Datums and the thread are the layer's (layers/data.py,
+    ThroughDataReader); the queues' nodes as the two threads pass the Datums back and forth are
+    not followed."""
+    datums = node.impl.lp.data_param.prefetch * node.top_shapes[0][0]
+    nodes = datums // 64
+    total = QUEUE_PAIR + SHARED_PTR_BLOCK + 2 * QUEUE + 512 * nodes + (18 - 8) * POINTER * (nodes > 4)
+    total += READER_BODY + SHARED_PTR_BLOCK + lp_bytes + QUEUE
+    key = len(node.impl.lp.name) + 1 + len(node.impl.lp.data_param.source.encode())
+    return total + READER_MAP_NODE + copied(key) + 2 * SHARED_PTR_BLOCK + 16
 
 
 def _window_data(node, lp_bytes):

@@ -18,6 +18,8 @@ class Record:
     height: int
     width: int
     encoding: str  # "raw" or the image format ("PNG", "JPEG", ...)
+    data_bytes: int = 0  # the record's `data` (raw pixels, or the encoded image)
+    float_values: int = 0  # its `float_data` entries
 
     @property
     def shape(self):
@@ -43,7 +45,7 @@ def parse(value, what, force_color=False, force_gray=False):
         height, width, channels, kind = header(datum.data, f"{what}: the first record's image")
         if force_color or force_gray:
             channels = 3 if force_color else 1
-        return Record(channels, height, width, kind)
+        return Record(channels, height, width, kind, len(datum.data), len(datum.float_data))
     c, h, w = datum.channels, datum.height, datum.width
     if c <= 0 or h <= 0 or w <= 0:
         raise DatasetError(f"{what}: the first record's shape is {c}x{h}x{w} (Caffe checks channels > 0)")
@@ -51,4 +53,4 @@ def parse(value, what, force_color=False, force_gray=False):
     if stored != c * h * w:
         raise DatasetError(f"{what}: the first record says {c}x{h}x{w} = {c * h * w:,} values but holds "
                            f"{stored:,}")
-    return Record(c, h, w, "raw")
+    return Record(c, h, w, "raw", len(datum.data), len(datum.float_data))

@@ -81,6 +81,11 @@ def token_names(line):
     return line.split()
 
 
+def name_label_names(line):
+    """A "name label" entry read as two tokens (2016 forks' ImageData: `infile >> filename >> label`)."""
+    return line.split()[:1]
+
+
 def pair_names(line):
     """DenseImageData's "image label-image" entry (caffe-segnet reads pairs of tokens)."""
     return line.split()[:2]
