@@ -255,6 +255,23 @@ def test_report_18_runs_out_in_the_forward_pass():
     assert result["fit"]["fits"]
 
 
+def test_segnet_replays_hold_dense_image_datas_tops_alone_on_the_device():
+    """caffe-segnet's DenseImageData keeps its one prefetch batch on the host: the fork's
+    Forward_gpu copies prefetch_data_.cpu_data() into the tops' device memory
+    (base_data_layer.cu:13-22; base_data_layer.cpp:38-41 touches only the batch's cpu_data). At
+    report 14's batch 1 on CamVid the device holds the tops, 1*3*360*480 + 1*1*360*480 floats =
+    2,764,800 bytes, written by the first forward, and nothing at setup; the batch, as much
+    again, is among the host bytes a GPU-mode report leaves out."""
+    replay = next(r for r in REPLAYS if r.report == "14")
+    _, result = audit_json(replay, "caffe")
+    (net,) = [n for n in result["nets"] if n["role"] in ("train", "net")]
+    (layer,) = [x for x in net["layers"] if x["name"] == "data"]
+    device = [b for b in layer["buffers"] if b["device"] == "device"]
+    assert sum(b["bytes"] for b in device) == (3 + 1) * 360 * 480 * 4 == 2764800
+    assert {b["touch"] for b in device} == {"forward"} and len(device) == len(layer["buffers"])
+    assert result["uncounted_host_bytes"] >= 2764800
+
+
 def test_report_8_reading_is_below_caffes_own_heap():
     """deepdetect#84 read 302 MB (nvidia-smi, MiB) for ResNet-50 predicting one image. Real BVLC Caffe
     (the oracle, CPU mode, the same net at batch 1) holds 357,944,885 bytes after one forward with no

@@ -240,6 +240,26 @@ layer { name: "data" type: "DenseImageData" top: "data" top: "label"
     assert all(b.touch == "setup" for b in net_buffers(net, mode="cpu") if b.kind == "prefetch")
 
 
+def test_dense_image_data_on_the_gpu_holds_only_its_tops(tmp_path):
+    """The fork's BasePrefetchingDataLayer keeps prefetch_data_ and prefetch_label_ on the host
+    (base_data_layer.cpp:38-41 touches only their cpu_data; data_layers.hpp:76-77), and
+    Forward_gpu copies prefetch_data_.cpu_data() into top[0]->mutable_gpu_data()
+    (base_data_layer.cu:13-22; dense_image_data_layer has no .cu). So in GPU mode the device holds
+    the tops, written by the first forward: 4*3*360*480 + 4*1*360*480 floats; the batch is host
+    memory, malloc'd (syncedmem.hpp:24-27)."""
+    text = """
+layer { name: "data" type: "DenseImageData" top: "data" top: "label"
+        dense_image_data_param { source: "train.txt" batch_size: 4 new_height: 360 new_width: 480 } }
+"""
+    net = build(tmp_path, text)
+    gpu = [b for b in net_buffers(net, mode="gpu") if b.layer == "data"]
+    device = {b.owner: (b.touch, b.bytes) for b in gpu if b.device == "device"}
+    assert device == {"data": ("forward", 2073600 * F), "label": ("forward", 691200 * F)}
+    host = {b.owner: b.bytes for b in gpu if b.kind == "prefetch"}
+    assert host == {"data.prefetch[1].data": 2073600 * F, "data.prefetch[1].label": 691200 * F}
+    assert {b.device for b in gpu if b.kind == "prefetch"} == {"host"}
+
+
 def test_forks_cudnn_convolution_has_a_small_forward_workspace_and_asks_before_each_diff(tmp_path):
     text = HEAD + """
 layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"

@@ -220,12 +220,17 @@ class DenseImageData(DatasetLayer):
 
     def touches(self, run):
         """The fork's BasePrefetchingDataLayer holds ONE prefetch batch (prefetch_data_ and
-        prefetch_label_, the tops' sizes), allocated at setup before its reader thread starts,
-        then copied into the tops each forward. (In GPU mode these live in pinned host memory.)
-        Its host memory is the list (lines_) and OpenCV's one-time codec registry; the fork's
-        other small objects are not measured."""
+        prefetch_label_, the tops' sizes, data_layers.hpp:76-77), allocated on the host at setup
+        before its reader thread starts (base_data_layer.cpp:38-41), then copied into the tops
+        each forward: from the host into the tops' host memory (cpp:59-80) or, in GPU mode, into
+        their device memory (base_data_layer.cu:8-26 copies from prefetch_data_.cpu_data(); the
+        layer has no .cu of its own). So on the device it holds its tops alone, and the batch is
+        host memory in either mode (malloc'd, syncedmem.hpp:24-27; caffe-enet's 2017 SyncedMemory
+        pins it, the same base otherwise). Its host memory is also the list (lines_) and OpenCV's
+        one-time codec registry; the fork's other small objects are not measured."""
         t = super().touches(run) + [
-            touch.buffer(f"prefetch[1].{self.lp.top[j]}", count(shape), "setup", per_sample=True, kind="prefetch")
+            touch.buffer(f"prefetch[1].{self.lp.top[j]}", count(shape), "setup", per_sample=True, kind="prefetch",
+                         device="host")
             for j, shape in enumerate(run.tops)]
         t += self.list_touch("DenseImageData")
         return t + [touch.process("OpenCV codec registry", OPENCV_BYTES, "initialised by the first image decode")]
