@@ -583,7 +583,7 @@ def _dummy_data(node, lp_bytes):
 
 # --- data layers: BasePrefetchingDataLayer's members (base_data_layer.hpp:40-43, 72-77), sizeof
 # measured like the classes above (tests/data/host_objects/sizeof.tsv)
-DATA_TRANSFORMER = 200  # DataTransformer<float>: vptr, TransformationParameter param_, rng_, phase_, data_mean_, mean_values_
+DATA_TRANSFORMER = 200  # DataTransformer<float>: vptr, param_, rng_, phase_, data_mean_, mean_values_
 BATCH = 160  # Batch<float>: Blob data_, label_
 # BlockingQueue<Batch*> (blocking_queue.hpp:37-38, blocking_queue.cpp:10-20): its std::deque's map
 # (8 pointers) and first 512-byte node, and a new sync (boost::mutex 40, boost::condition_variable
@@ -605,8 +605,9 @@ def _prefetching(node, lp_bytes):
     and prefetch_full_ (QUEUE; up to 63 batches fit their first node); the transformed blobs.
     The forks built on 2015-16 Caffe (SSD, DeepLab v2: `batches_in_array`) keep their batches in
     an array inside the layer object, each of BATCH_BLOBS Blobs (DeepLab v2's Batch has a third,
-    dim_), where BVLC's layer object (LAYER_BYTES) has prefetch_'s vector. The prefetch thread, the RNGs and the database handle are the layer's
-    library state (protoaudit/layers/data.py); a layer with no prefetching base has none of this."""
+    dim_), where BVLC's layer object (LAYER_BYTES) has prefetch_'s vector. The prefetch thread,
+    the RNGs and the database handle are the layer's library state (protoaudit/layers/data.py); a
+    layer with no prefetching base has none of this."""
     impl = node.impl
     prefetch = getattr(impl, "prefetch", None)
     if prefetch is None:
