@@ -301,11 +301,11 @@ class ThroughDataReader:
     objects (queues, Body, the map of readers) are Caffe's objects (protoaudit.memory.host)."""
 
     def reader_touches(self, run):
-        count_ = self.lp.data_param.prefetch * run.tops[0][0]
+        datums = self.lp.data_param.prefetch * run.tops[0][0]
         size = self.datum_bytes(run)
         t = super().reader_touches(run)
-        t.append(touch.buffer("DataReader datums", count_, "setup", per_sample=True, itemsize=size, kind="prefetch",
-                              device="host", note=f"{count_} Datums of {size:,} bytes (prefetch x batch_size)"))
+        t.append(touch.buffer("DataReader datums", datums, "setup", per_sample=True, itemsize=size, kind="prefetch",
+                              device="host", note=f"{datums} Datums of {size:,} bytes (prefetch x batch_size)"))
         t.append(touch.host("DataReader thread", THREAD_BYTES + THREAD_RNG_BYTES, "its boost::thread and RNG"))
         return t
 
