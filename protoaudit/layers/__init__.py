@@ -8,7 +8,7 @@ from .base import FORK_REGISTRY, REGISTRY, fork_types, layer_class
 
 __all__ = ["REGISTRY", "FORK_REGISTRY", "fork_types", "layer_class", "suggest"]
 
-_HELPERS = {"base", "touch"}  # the framework, not a family of layers
+_HELPERS = {"base", "touch", "cxx"}  # the framework, not a family of layers
 for _module in pkgutil.iter_modules(__path__):
     if _module.name not in _HELPERS:
         importlib.import_module(f"{__name__}.{_module.name}")

@@ -203,6 +203,20 @@ class Layer:
                    fix=f"write it as --define {name}=10")
         return int(text)
 
+    def fork_param(self, name):
+        """The layer's fork-only message (bn_param, prior_box_param, ...): missing only when the net
+        was read with a schema that lacks it (e.g. a fork layer type in a file another fork read)."""
+        try:
+            return getattr(self.lp, name)
+        except AttributeError:
+            from ..read.schema import described
+
+            whose = described(self.fork) if self.fork else "another Caffe"
+            self.fail(f"{self.lp.type} is a layer of {whose}, but the net was not read with that fork's "
+                      f"caffe.proto (it has no {name})",
+                      fix="the net mixes this fork's layers with fields the fork does not have; "
+                      "say which Caffe with --fork or --caffe-proto")
+
     def assume(self, what, override):
         """Note a guess the report must show, with the flag that overrides it."""
         self.ctx.assumptions.append(Assumption(self.lp.name, what, override))

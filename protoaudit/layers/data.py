@@ -16,6 +16,7 @@ from ..read.datasets import MissingLibrary, datum, hdf5_file, image_file, leveld
 from ..read.datasets import window_file
 from . import touch
 from .base import Layer, count, register
+from .cxx import STRING, assigned
 from .sources import Source, cached, legacy_chw
 
 # Host memory of Caffe's data layers (BVLC 9b89154), measured byte for byte with a heap interposer
@@ -32,7 +33,6 @@ OPENCV_BYTES = 453134  # OpenCV's codec registry (with GDAL's drivers), on the f
 OPENCV_RESIZE_BYTES = 2280  # cv::resize's thread-local state, in the prefetch thread
 HDF5_LIBRARY_BYTES = 298576  # the HDF5 library's state and free lists, on first use
 HDF5_CONVERSION_BYTES = 1048600  # HDF5's 1 MiB type-conversion buffer, kept after reading non-float data
-STRING_BYTES = 32  # sizeof(std::string)
 DATUM_BYTES = 72  # sizeof(caffe::Datum), protobuf 3.21 (BVLC's and PSPNet's; tests/data/host_objects/sizeof.tsv)
 LIST_ENTRY_BYTES = {"ImageData": 40, "DenseImageData": 64}  # sizeof(pair<string, int>), (pair<string, string>)
 
@@ -314,14 +314,12 @@ class ThroughDataReader:
         record's bytes: the heap holds them and a terminator when they do not fit inline; without
         the dataset, a raw record of the stored shape, or of the top's image), its float_data
         array (8 bytes of header and the values)."""
-        from ..memory.host import assigned
-
         record = self.record
         if record is not None:
             data, floats = record.data_bytes, record.float_values
         else:
             data, floats = count(self.stored or run.tops[0][1:]), 0
-        return DATUM_BYTES + STRING_BYTES + assigned(data) + (8 + 4 * floats if floats else 0)
+        return DATUM_BYTES + STRING + assigned(data) + (8 + 4 * floats if floats else 0)
 
 
 @register("Data")
@@ -586,7 +584,7 @@ class HDF5Data(DataSource):
             files = self.file_count or lists.Entries(1, 0, True)
             capacity = 1 << max(0, files.count - 1).bit_length()
             t.append(touch.host("file list and permutations",
-                                capacity * STRING_BYTES + files.name_bytes + 4 * rows + 4 * files.count,
+                                capacity * STRING + files.name_bytes + 4 * rows + 4 * files.count,
                                 "hdf_filenames_, data_permutation_, file_permutation_"))
             if not all(d.native_float for d in self.sets):
                 t.append(touch.process("HDF5 conversion buffer", HDF5_CONVERSION_BYTES,

@@ -14,16 +14,6 @@ FORK = "fastrcnn"
 SOURCE = "caffe-fast-rcnn"
 
 
-def fork_param(layer, name):
-    """The layer's fork-only message (roi_pooling_param, smooth_l1_loss_param); missing only when
-    the net was read with another schema."""
-    try:
-        return getattr(layer.lp, name)
-    except AttributeError:
-        layer.fail(f"{layer.lp.type} is a caffe-fast-rcnn layer, but the net was not readable with that "
-                   "fork's caffe.proto", fix="the net mixes caffe-fast-rcnn layers with another fork's fields")
-
-
 @register("ROIPooling", fork=FORK)
 class ROIPooling(Layer):
     """ROIPoolingLayer: max pooling of each region of interest (bottom 1, R rows of
@@ -36,7 +26,7 @@ class ROIPooling(Layer):
     exact_tops = 1
 
     def reshape(self, bottoms):
-        p = fork_param(self, "roi_pooling_param")
+        p = self.fork_param("roi_pooling_param")
         self.check(p.pooled_h > 0, "pooled_h must be > 0", fix="set roi_pooling_param { pooled_h: 7 }")
         self.check(p.pooled_w > 0, "pooled_w must be > 0", fix="set roi_pooling_param { pooled_w: 7 }")
         channels = legacy_shape(self, bottoms[0])[1]

@@ -17,16 +17,6 @@ def legacy_nchw(layer, shape):
     return tuple(shape) + (1,) * (4 - len(shape))
 
 
-def fork_param(layer, name):
-    """The layer's fork-only message (e.g. bn_param); missing only when the net was read as BVLC's."""
-    try:
-        return getattr(layer.lp, name)
-    except AttributeError:
-        layer.fail(f"{layer.lp.type} is a caffe-segnet layer, but the net was not readable with that "
-                   "fork's caffe.proto",
-                   fix="the net mixes caffe-segnet layers with fields the fork does not have")
-
-
 @register("BN", fork="segnet")
 class BN(Layer):
     """BNLayer: per-channel normalisation with a learnt scale and shift of shape (1, C, 1, 1) each.
@@ -39,7 +29,7 @@ class BN(Layer):
 
     @property
     def max_tops(self):
-        learn = fork_param(self, "bn_param").bn_mode == LEARN
+        learn = self.fork_param("bn_param").bn_mode == LEARN
         return 3 if learn else 1
 
     def reshape(self, bottoms):
@@ -62,7 +52,7 @@ class BN(Layer):
         propagate_down check); on the CPU it sums through spatial_variance_'s and spatial_mean_'s
         diffs (N*C each), where the GPU code uses their data. It reads only top 0's diff."""
         n, c, h, w = legacy_nchw(self, run.bottoms[0])
-        learn = fork_param(self, "bn_param").bn_mode == LEARN
+        learn = self.fork_param("bn_param").bn_mode == LEARN
         cpu = run.mode == "cpu"
         t = [touch.param(k, "data", "setup") for k in range(run.num_params)]
         t += [touch.buffer("spatial_sum_multiplier_", h * w, "setup", per_sample=False),
@@ -100,7 +90,7 @@ class Upsample(Layer):
     exact_tops = 1
 
     def _output_size(self, height, width):
-        p = fork_param(self, "upsample_param")
+        p = self.fork_param("upsample_param")
         has = p.HasField
         self.check((has("upsample_h") and has("upsample_w"))
                    or (not has("scale") and has("scale_h") and has("scale_w"))
@@ -154,7 +144,7 @@ class DenseImageData(DatasetLayer):
     exact_tops = 2
 
     def param(self):
-        return fork_param(self, "dense_image_data_param")
+        return self.fork_param("dense_image_data_param")
 
     def batch_size(self):
         return self.param().batch_size

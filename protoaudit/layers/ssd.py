@@ -20,16 +20,6 @@ from .touch import Run
 FORK = "ssd"
 
 
-def fork_param(layer, name):
-    """The layer's fork-only message (e.g. prior_box_param)."""
-    try:
-        return getattr(layer.lp, name)
-    except AttributeError:
-        layer.fail(f"{layer.lp.type} is a layer of the SSD fork (weiliu89/caffe), but the net was not "
-                   "read with that fork's caffe.proto",
-                   fix="the net mixes SSD layers with fields the SSD fork does not have")
-
-
 # --- data --------------------------------------------------------------------------------------
 
 class ForkPrefetching(CopyingPrefetching):
@@ -153,7 +143,7 @@ class Permute(Layer):
     def orders(self, shape):
         n = len(shape)
         orders = []
-        for order in fork_param(self, "permute_param").order:
+        for order in self.fork_param("permute_param").order:
             self.check(order < n, f"order {order} should be less than the input's {n} axes")
             self.check(order not in orders, f"there are duplicate orders ({order})")
             orders.append(order)
@@ -201,7 +191,7 @@ class PriorBox(Layer):
     exact_tops = 1
 
     def num_priors(self):
-        p = fork_param(self, "prior_box_param")
+        p = self.fork_param("prior_box_param")
         self.check(len(p.min_size) > 0, "must provide min_size")
         self.check(all(s > 0 for s in p.min_size), "min_size must be positive")
         ratios = [1.0]
@@ -229,7 +219,7 @@ class PriorBox(Layer):
         return priors
 
     def reshape(self, bottoms):
-        p = fork_param(self, "prior_box_param")
+        p = self.fork_param("prior_box_param")
         own_size = (p.HasField("img_h") or p.HasField("img_w") or p.HasField("img_size"))
         self.check(len(bottoms) >= 2 or (own_size and (p.img_size or (p.img_h and p.img_w))),
                    "PriorBox reads the image size from bottom 1 when img_size (or img_h and img_w) is not given",
@@ -259,7 +249,7 @@ class Normalize(Layer):
 
     def param_shapes(self, bottoms):
         """blobs_[0]: one scale per channel, or a scalar (a 0-axis blob) with channel_shared."""
-        shared = fork_param(self, "norm_param").channel_shared
+        shared = self.fork_param("norm_param").channel_shared
         return [()] if shared else [(legacy_shape(self, bottoms[0])[1],)]
 
     def touches(self, run):
@@ -271,7 +261,7 @@ class Normalize(Layer):
         (H*W), and the scale's diff when it learns (on the host when the scale is shared).
         The GPU code reads sum_channel_multiplier_ forward and sum_spatial_multiplier_ backward."""
         n, c, h, w = legacy_shape(self, run.bottoms[0])
-        p = fork_param(self, "norm_param")
+        p = self.fork_param("norm_param")
         gpu = run.mode == "gpu"
         host = "host" if gpu else "device"
         t = [touch.param(0, "data", "setup"),
@@ -369,7 +359,7 @@ class MultiBoxLoss(Layer):
         return bottom_index != 1  # LossLayer's rule, which the fork keeps
 
     def reshape(self, bottoms):
-        p = fork_param(self, "multibox_loss_param")
+        p = self.fork_param("multibox_loss_param")
         loc, conf, priors, label = (legacy_shape(self, b) for b in bottoms)
         self.check(p.HasField("num_classes") and p.num_classes >= 1, "Must provide num_classes (1 or more)")
         self.check(loc[0] == conf[0], f"the location {tuple(bottoms[0])} and confidence {tuple(bottoms[1])} "
@@ -398,7 +388,7 @@ class MultiBoxLoss(Layer):
 
     def rows(self, num, num_priors):
         """(M, K): matched priors and confidence rows of the batch."""
-        p = fork_param(self, "multibox_loss_param")
+        p = self.fork_param("multibox_loss_param")
         per_image = self.defined("matched_priors")
         if per_image is None:
             per_image = num_priors
@@ -427,7 +417,7 @@ class MultiBoxLoss(Layer):
         return layer_class(type_name, self.ctx.schema)(lp, self.ctx)
 
     def touches(self, run):
-        p = fork_param(self, "multibox_loss_param")
+        p = self.fork_param("multibox_loss_param")
         num = run.bottoms[0][0]
         num_priors = legacy_shape(self, run.bottoms[2])[2] // 4
         matches, rows = self.rows(num, num_priors)
@@ -517,7 +507,7 @@ class DetectionOutput(Layer):
     defines = {"detections": "DetectionOutput: detections kept per image"}
 
     def reshape(self, bottoms):
-        p = fork_param(self, "detection_output_param")
+        p = self.fork_param("detection_output_param")
         self.check(p.HasField("num_classes"), "Must specify num_classes")
         self.check(p.nms_param.nms_threshold >= 0, "nms_threshold must be non negative")
         self.check(0 < p.nms_param.eta <= 1, "nms_param eta must be in (0, 1]")
@@ -538,7 +528,7 @@ class DetectionOutput(Layer):
 
     def kept(self, num, num_priors):
         """Rows of the top after a forward: detections kept in the batch (N when none)."""
-        p = fork_param(self, "detection_output_param")
+        p = self.fork_param("detection_output_param")
         per_image = self.defined("detections")
         if per_image is None:
             classes = p.num_classes - (1 if 0 <= p.background_label_id < p.num_classes else 0)
@@ -549,7 +539,7 @@ class DetectionOutput(Layer):
         return max(num * per_image, num)
 
     def touches(self, run):
-        p = fork_param(self, "detection_output_param")
+        p = self.fork_param("detection_output_param")
         num = run.bottoms[0][0]
         num_priors = legacy_shape(self, run.bottoms[2])[2] // 4
         gpu = run.mode == "gpu"
@@ -583,7 +573,7 @@ class DetectionEvaluate(Layer):
     exact_tops = 1
 
     def reshape(self, bottoms):
-        p = fork_param(self, "detection_evaluate_param")
+        p = self.fork_param("detection_evaluate_param")
         self.check(p.HasField("num_classes"), "Must provide num_classes")
         self.check(p.overlap_threshold > 0, "overlap_threshold must be positive")
         det, gt = (legacy_shape(self, b) for b in bottoms)

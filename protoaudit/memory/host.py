@@ -24,10 +24,8 @@ little less.
 """
 from google.protobuf.descriptor import FieldDescriptor as F
 
-SHARED_PTR_BLOCK = 24  # shared_ptr<T>(new T): _Sp_counted_ptr, a vptr, two counts and the pointer
-STRING = 32  # std::string (libstdc++): pointer, length, 16-byte inline buffer
-MAP_NODE = 72  # a std::map<string, int> node: colour and 3 links (32), pair<const string, int> (40)
-POINTER = 8
+from ..layers.cxx import MAP_NODE, POINTER, SHARED_PTR_BLOCK, STRING, assigned, bits, copied, grown
+
 
 # sizeof, measured with g++ 12 against Caffe's headers (CPU_ONLY), Dtype = float
 NET_BYTES = 1016  # Net<float>
@@ -63,27 +61,6 @@ SYNCED = SYNCED_MEMORY + SHARED_PTR_BLOCK  # a shared_ptr<SyncedMemory>'s object
 _SCALAR = {F.CPPTYPE_BOOL: 1, F.CPPTYPE_INT32: 4, F.CPPTYPE_UINT32: 4, F.CPPTYPE_FLOAT: 4, F.CPPTYPE_ENUM: 4,
            F.CPPTYPE_INT64: 8, F.CPPTYPE_UINT64: 8, F.CPPTYPE_DOUBLE: 8}
 _FIXED = (F.TYPE_FLOAT, F.TYPE_DOUBLE, F.TYPE_BOOL, F.TYPE_FIXED32, F.TYPE_FIXED64, F.TYPE_SFIXED32, F.TYPE_SFIXED64)
-
-
-def copied(n):
-    """Heap bytes of a std::string copied from one of n characters (up to 15 fit inline)."""
-    return n + 1 if n > 15 else 0
-
-
-def assigned(n):
-    """Heap bytes of an empty std::string assigned n characters: _M_create doubles the old
-    capacity (15) when the new one is below twice it."""
-    return 0 if n <= 15 else 31 if n < 30 else n + 1
-
-
-def grown(n):
-    """The capacity push_back leaves a vector of n elements: 0, 1, 2, 4, 8, ..."""
-    return 0 if n <= 0 else 1 << (n - 1).bit_length()
-
-
-def bits(n):
-    """Bytes of a vector<bool> of n elements: whole 64-bit words, doubling as it grows."""
-    return 0 if n <= 0 else max(64, grown(n)) // 8
 
 
 def blob(axes, elements=1):
