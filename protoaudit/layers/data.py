@@ -537,20 +537,22 @@ class HDF5Data(DataSource):
         batch = self.batch_size()
         tops = list(self.lp.top)
         declared = all(t in self.ctx.inputs for t in tops)
+        # each top is batch_size rows of its dataset: only the first dimension is known
+        known = {t: (batch if self.ctx.batch is None else self.ctx.batch, None, None, None) for t in tops}
         try:
             self.sets, origin = self.read_first_file()
         except MissingLibrary as e:
             if not declared:
-                self.need_input(f"HDF5Data: {e.message} ({e.fix})")
+                self.need_input(f"HDF5Data: {e.message} ({e.fix})", known=known)
             self.sets, origin = None, None
         if self.sets is None and not declared:
-            self.need_input(origin)
+            self.need_input(origin, known=known)
         shapes = []
         for j, top in enumerate(tops):
             own = (batch,) + self.sets[j].shape[1:] if self.sets else None
             shape = self.override(j, own, own_batch=batch)
             if shape is None:
-                self.need_input(origin)
+                self.need_input(origin, known=known)
             self.note_origin(j, shape, origin if own else "--input")
             shapes.append(shape)
         return shapes
