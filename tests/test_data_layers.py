@@ -382,7 +382,8 @@ def test_hdf5_failures(here):
     assert "has no dataset 'data'" in refused(path, cwd=here)
     ds.write_list(str(here / "list.txt"), ["gone.h5"])
     msg = refused(path, cwd=here)
-    assert "'gone.h5' is not found" in msg and "--input data=" in msg
+    # each top is batch_size rows of its dataset: the flag carries the batch, 2
+    assert "'gone.h5' is not found" in msg and "--input data=2xCxHxW" in msg
 
 
 def test_corrupt_mean_file(here):
