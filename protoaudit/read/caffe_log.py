@@ -20,9 +20,12 @@ GLOG_MAX_MESSAGE = 30000
 # A training log is read line by line and never held whole; past this it is not a Caffe log.
 MAX_LOG_BYTES = 2 * 2**30
 MAX_LINE = 2**20  # glog writes no line this long; a longer one is read in pieces
-_TOP_SHAPE = re.compile(r"^Top shape: ((?:\d+ )*)\((\d+)\)$")
+# The numbers Caffe prints are at most 64-bit; a line with longer ones (or with no number where one
+# belongs) is no line Caffe wrote, and is passed over as any other unknown line is.
+_TOP_SHAPE = re.compile(r"^Top shape: ((?:[0-9]{1,20} )*)\(([0-9]{1,20})\)$")
+_MEMORY = re.compile(r"^Memory required for data: ([0-9]{1,20})$")
 _ARROW = re.compile(r"^(.+) (<-|->) (.+?)( \(in-place\))?$")
-_ITERATION = re.compile(r"^Iteration (\d+)")
+_ITERATION = re.compile(r"^Iteration ([0-9]{1,20})(?![0-9])")
 _FRAME = re.compile(r"^\s*@\s+0x[0-9a-f]+\s+(.+?)\s*$")
 
 
@@ -230,7 +233,9 @@ class _Reader:
             if m and net.layers:
                 net.layers[-1].shapes.append(tuple(int(d) for d in m.group(1).split()))
         elif msg.startswith("Memory required for data:"):
-            net.memory = int(msg.rsplit(" ", 1)[1])
+            m = _MEMORY.match(msg)
+            if m:
+                net.memory = int(m.group(1))
         elif msg.startswith("Network initialization done"):
             net.done = True
         else:

@@ -63,6 +63,10 @@ def _log_specs(path, phase, schema, defines):
     run = caffe_log.chosen_run(caffe_log.read(path), path)
     solver = _logged_solver(run, path, schema, defines)
     nets = [n for n in run.nets if phase is None or n.phase == phase]
+    if not nets:
+        built = sorted({n.phase for n in run.nets})
+        raise InputError(f"the run in the log built no {phase} net (only {' and '.join(built)})", file=path,
+                         fix=" or ".join(f"--phase {p.lower()}" for p in built) + ", or no --phase")
     cut = [n for n in nets if n.params.cut]
     if cut:
         raise InputError(
