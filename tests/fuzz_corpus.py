@@ -380,7 +380,7 @@ def run_case(case, folder, timeout=TIMEOUT):
     alarm = signal.signal(signal.SIGALRM, _timed_out)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     # a hang in C code, where the alarm cannot interrupt it: the stacks, and the run ends
-    faulthandler.dump_traceback_later(timeout * 3, exit=True)
+    faulthandler.dump_traceback_later(timeout * 3, exit=True, file=sys.__stderr__)
     start, cpu = time.perf_counter(), time.process_time()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import InputError
+from . import special
 
 # glog's line prefix: severity, date, time, thread, file:line]
 GLOG = re.compile(r"^([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ([^ \]]+):\d+\] ")
@@ -94,7 +95,10 @@ class Run:
 
 def is_log_file(path):
     """Whether the file is a Caffe (glog) log rather than a prototxt: a glog line among its first
-    lines (a prototxt has none). Unreadable files are left to the prototxt reader to report."""
+    lines (a prototxt has none). Unreadable files, and pipes or devices, are left to the prototxt
+    reader to report."""
+    if special.kind(path):
+        return False
     try:
         with open(path, "rb") as f:
             head = f.read(65536).decode("utf-8", errors="replace")
@@ -106,6 +110,7 @@ def is_log_file(path):
 def read(path):
     """Every run in the log at `path`, read line by line (bounded by MAX_LOG_BYTES), once per
     version of the file (an audit asks for it while building and again for the run's end)."""
+    special.refuse(path, "Caffe log")
     try:
         stat = os.stat(path)
     except OSError as e:

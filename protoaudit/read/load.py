@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from google.protobuf import text_format
 
 from ..errors import InputError
+from . import special
 from .schema import FORKS, SCHEMA_NAMES, USER_PREFIX, described, load_schema
 from .tokens import Text, has_tokens, parse
 
@@ -51,7 +52,8 @@ class Source:
 
 
 def read_text(path):
-    """The file's text, or a clear error for a missing, empty or binary file."""
+    """The file's text, or a clear error for a missing, empty or binary file, or for no file at all."""
+    special.refuse(path)
     try:
         with open(path, "rb") as f:
             data = f.read(MAX_FILE_BYTES + 1)

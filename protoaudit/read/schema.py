@@ -101,11 +101,13 @@ def user_schema(proto_path):
     brings (no system protoc), loaded into a pool of its own. Its nets' layers are sized as the
     shipped schema closest to it sizes them (the most LayerParameter fields in common)."""
     from ..errors import InputError
+    from . import special
 
     path = os.path.abspath(proto_path)
     name = USER_PREFIX + proto_path
     if name in _USER_SCHEMAS:
         return _USER_SCHEMAS[name]
+    special.refuse(proto_path, ".proto file")
     if not os.path.isfile(path):
         raise InputError("no such file", file=proto_path, fix="give the path of your Caffe's src/caffe/proto/caffe.proto")
     try:

@@ -8,6 +8,7 @@ import os
 
 from ..errors import InputError
 from ..options import parse_input
+from . import special
 
 SUFFIX = ".shapes"
 
@@ -20,6 +21,7 @@ def beside(path):
 
 def read_shapes(path):
     """{top: shape} from a shapes file; a bad line is one error naming the file and line."""
+    special.refuse(path, "shapes file")
     try:
         with open(path, encoding="utf-8") as f:
             lines = f.read().splitlines()
