@@ -13,6 +13,8 @@ from .read.netspecs import net_specs
 from .read.sidecar import declared_shapes
 from .options import INT_MAX, parse_batch
 
+MAX_BLOB_AXES = 32  # kMaxBlobAxes, caffe/blob.hpp
+
 ENGINES = ("caffe", "cudnn")
 MODES = ("gpu", "cpu")
 # The CUDA context and library handles: device memory Caffe holds before its first buffer. The
@@ -143,15 +145,28 @@ def _log_shapes(log):
 
 
 def _check_sizes(net):
+    """Blob::Reshape's CHECKs (blob.cpp:24-34): no blob, top or parameter, has more than
+    kMaxBlobAxes (32) axes or holds more than INT_MAX elements."""
     for layer in net.layers:
         for index in layer.tops:
             blob = net.blobs[index]
+            if len(blob.shape) > MAX_BLOB_AXES:
+                raise InputError(f"top '{blob.name}' would have {len(blob.shape):,} axes; a Caffe blob has at most "
+                                 f"{MAX_BLOB_AXES}", file=net.path, line=layer.line, layer=layer.name,
+                                 fix="give the shape with fewer dims")
             if blob.count > INT_MAX:
                 raise InputError(
                     f"top '{blob.name}' would hold {blob.count:,} elements {blob.shape}; a Caffe blob holds "
                     f"at most {INT_MAX:,}",
                     file=net.path, line=layer.line, layer=layer.name,
                     fix="use a smaller batch or input size",
+                )
+        for k, param in enumerate(layer.params):
+            if param.count > INT_MAX:
+                raise InputError(
+                    f"parameter {k} would hold {param.count:,} elements {param.shape}; a Caffe blob holds at most "
+                    f"{INT_MAX:,}", file=net.path, line=layer.line, layer=layer.name,
+                    fix="use a smaller num_output or kernel",
                 )
 
 

@@ -132,14 +132,20 @@ def _read(path, size, mtime):
 
 
 def _bounded_lines(handle, path):
-    """The file's lines, none longer than MAX_LINE characters (the rest of a longer one is passed
-    over in pieces) and no more than MAX_LOG_BYTES in all: a stream that never ends is refused."""
+    """The file's lines, none longer than MAX_LINE characters (the rest of a longer one is read in
+    pieces and passed over, so the lines after it keep their numbers) and no more than MAX_LOG_BYTES
+    in all: a file that never ends is refused."""
     total = 0
     while True:
-        line = handle.readline(MAX_LINE)
+        line = piece = handle.readline(MAX_LINE)
         if not line:
             return
-        total += len(line)
+        total += len(piece)
+        while not piece.endswith("\n") and len(piece) == MAX_LINE:
+            piece = handle.readline(MAX_LINE)
+            total += len(piece)
+            if total > MAX_LOG_BYTES:
+                break
         if total > MAX_LOG_BYTES:
             raise InputError(f"the log goes on past {MAX_LOG_BYTES // 2**30} GiB, larger than any Caffe log "
                              "protoaudit reads", file=path, fix="cut the log to the part that initialises the nets")

@@ -68,8 +68,7 @@ def read_text(path):
             f"the file is over {MAX_FILE_BYTES // 2**20} MiB, far larger than any Caffe net or solver",
             file=path, fix="give the net's train_val.prototxt, deploy.prototxt or solver.prototxt",
         )
-    head = data[:65536]
-    if head.translate(None, _BINARY_BYTES) != head:
+    if looks_binary(data[:65536]):
         raise InputError(
             "this is a binary file, not a text prototxt",
             file=path,
@@ -80,6 +79,11 @@ def read_text(path):
     if not text.strip() or not has_tokens(text):
         raise InputError("the file is empty", file=path, fix="give a net or solver prototxt")
     return text
+
+
+def looks_binary(head):
+    """Whether bytes hold what no text file does (control bytes other than whitespace)."""
+    return head.translate(None, _BINARY_BYTES) != head
 
 
 _TEMPLATE = re.compile(r"\$\{(\w+)\}")
