@@ -11,9 +11,7 @@ from .memory.failure import explain as explain_failure
 from .read import caffe_log
 from .read.netspecs import net_specs
 from .read.sidecar import declared_shapes
-from .options import INT_MAX, parse_batch
-
-MAX_BLOB_AXES = 32  # kMaxBlobAxes, caffe/blob.hpp
+from .options import INT_MAX, MAX_AXES, parse_batch
 
 ENGINES = ("caffe", "cudnn")
 MODES = ("gpu", "cpu")
@@ -150,9 +148,9 @@ def _check_sizes(net):
     for layer in net.layers:
         for index in layer.tops:
             blob = net.blobs[index]
-            if len(blob.shape) > MAX_BLOB_AXES:
+            if len(blob.shape) > MAX_AXES:
                 raise InputError(f"top '{blob.name}' would have {len(blob.shape):,} axes; a Caffe blob has at most "
-                                 f"{MAX_BLOB_AXES}", file=net.path, line=layer.line, layer=layer.name,
+                                 f"{MAX_AXES}", file=net.path, line=layer.line, layer=layer.name,
                                  fix="give the shape with fewer dims")
             if blob.count > INT_MAX:
                 raise InputError(

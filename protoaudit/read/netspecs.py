@@ -146,8 +146,11 @@ def _net_from(src, field_name, file_value=None, index=None, files=None):
     files = files or {}
     net_path = loader.resolve_path(file_value, src.path, files.get("root"))
     net_src = loader.load(net_path, files.get("schema"), files.get("defines"))
-    if net_src.kind != "net":
-        raise InputError("the solver names this file as a net, but it is a solver", file=net_path)
+    if net_src.kind != "net":  # itself, or another solver (two solvers naming each other)
+        line = next((i for i, text in enumerate(src.text.split("\n"), 1)
+                     if f'"{file_value}"' in text or f"'{file_value}'" in text), None)
+        raise InputError(f"the net it names, '{file_value}', is a solver, not a net", file=src.path, line=line,
+                         fix="name the net's prototxt (train_val.prototxt) there")
     return net_src.message, net_src.schema, net_path, _layer_lines(net_src.outline)
 
 

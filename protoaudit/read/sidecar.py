@@ -11,6 +11,7 @@ from ..options import parse_input
 from . import special
 
 SUFFIX = ".shapes"
+MAX_BYTES = 2**20  # characters: a net's tops take a few lines
 
 
 def beside(path):
@@ -24,7 +25,11 @@ def read_shapes(path):
     special.refuse(path, "shapes file")
     try:
         with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+            text = f.read(MAX_BYTES + 1)
+        if len(text) > MAX_BYTES:
+            raise InputError(f"the shapes file is over {MAX_BYTES // 2**20} MiB, far more than a line per top "
+                             "takes", file=path, fix="keep one TOP=NxCxHxW line per data or Python layer top")
+        lines = text.splitlines()
     except FileNotFoundError:
         raise InputError("no such shapes file", file=path, fix="check the path given to --shapes") from None
     except (OSError, UnicodeDecodeError) as e:
