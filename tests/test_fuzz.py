@@ -7,12 +7,15 @@ PROTOAUDIT_FUZZ_CASES (default 2000) and PROTOAUDIT_FUZZ_SEED make the run longe
 """
 import os
 
+import pytest
+
 import fuzz_corpus
 
 CASES = int(os.environ.get("PROTOAUDIT_FUZZ_CASES", "2000"))
 SEED = int(os.environ.get("PROTOAUDIT_FUZZ_SEED", "20260101"))
 
 
+@pytest.mark.slow
 def test_mutated_corpus_files_are_reported_or_refused_in_one_line(tmp_path, capsys):
     summary = fuzz_corpus.fuzz(CASES, SEED, str(tmp_path))
     with capsys.disabled():  # the run's figures, for the log of a CI run

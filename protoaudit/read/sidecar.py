@@ -33,7 +33,8 @@ def read_shapes(path):
     except FileNotFoundError:
         raise InputError("no such shapes file", file=path, fix="check the path given to --shapes") from None
     except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read the shapes file: {getattr(e, 'strerror', None) or e}", file=path) from None
+        raise InputError(f"cannot read the shapes file: {getattr(e, 'strerror', None) or e}", file=path,
+                         fix="write it as UTF-8 text, one TOP=NxCxHxW a line") from None
     shapes, where = {}, {}
     for number, raw in enumerate(lines, 1):
         text = raw.split("#", 1)[0].strip()
