@@ -44,6 +44,7 @@ def main():
     a = ap.parse_args()
     rows = list(csv.DictReader(open(os.path.join(a.oracle, "measurements.tsv")), delimiter="\t"))
     worst, bad, shown = 0.0, 0, 0
+    residuals = []  # (Caffe - protoaudit, Caffe, run)
     for row in rows:
         run = row["run"]
         if a.only and a.only not in run:
@@ -61,6 +62,7 @@ def main():
         err = (got - want) / want
         ok = abs(got - want) <= max(0.005 * want, 64 * 1024)
         worst = max(worst, abs(err))
+        residuals.append((want - got, want, run))
         if not ok:
             bad += 1
         if not ok or a.v:
@@ -75,6 +77,13 @@ def main():
                     print(f"    {layer['name']:30s} {layer['type']:16s} fwd {m['forward']:>12,} vs {layer['fwd_alloc']:>12,}"
                           f"   bwd {m['backward']:>12,} vs {layer['bwd_alloc']:>12,}")
     print(f"worst error {worst:.3%}; {bad} outside tolerance of {len(rows)}")
+    if residuals:
+        errors = sorted(abs(d) / w for d, w, _ in residuals)
+        big = [abs(d) / w for d, w, _ in residuals if w > 20e6]
+        print(f"median {errors[len(errors) // 2]:.4%}; worst over 20 MB {max(big, default=0):.4%}; "
+              f"worst absolute {max(abs(d) for d, _, _ in residuals):,} bytes")
+        for d, w, run in sorted(residuals, key=lambda r: -abs(r[0]))[:5]:
+            print(f"  {run}: Caffe - protoaudit = {d:+,} bytes ({d / w:+.4%})")
     return 1 if bad else 0
 
 

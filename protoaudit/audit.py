@@ -1,11 +1,13 @@
 """The public entry point: `audit(path, **options)`: the nets a file stands for, built, and every
 allocation Caffe would make for them, held at once as `caffe train` (or the chosen run) holds them."""
+import functools
 from dataclasses import dataclass, field, replace
 
 from .collector import paused
 from .errors import InputError
 from .net.freeze import freeze as freeze_param
 from .memory.buffers import Buffer, host_objects, net_buffers, runs_backward
+from .memory.host import draws_random
 from .net.build import ShapesNeeded, build
 from .memory.failure import explain as explain_failure
 from .read import caffe_log
@@ -62,6 +64,8 @@ class Audit:
     extra: list = field(default_factory=list)  # Buffer: solver history, the CUDA context
     other_engine_total: int = None  # the same run's total under the other engine (gpu mode)
     death: object = None  # protoaudit.memory.failure.Death: where a run in the Caffe log audited died
+    fit: object = None  # protoaudit.memory.fit.Fit, against a card (protoaudit.audit(gpu_mem=...), --gpu-mem)
+    sweep: object = None  # protoaudit.memory.sweep.Sweep (protoaudit.audit(sweep=...), --sweep)
 
     @property
     def buffers(self):
@@ -80,6 +84,31 @@ class Audit:
     def train(self):
         return next((n for n in self.nets if n.role in ("train", "net")), None)
 
+    # the library's surface (README, "As a library"): the figures every report shows
+    @functools.cached_property
+    def summary(self):
+        """protoaudit.memory.summary.Summary: the per-layer rows and the totals by category."""
+        from .memory.summary import summarize
+
+        return summarize(self)
+
+    def rows(self):
+        """The per-layer table's rows (LayerRow: net, name, type, tops, columns, total, cumulative, buffers)."""
+        return self.summary.rows
+
+    def explain(self):
+        """The plain-words lines: the hand recipe and what it leaves out, freezing, layers not counted,
+        where data shapes came from and what was assumed, the verdict, where a logged run died."""
+        from .report.text import explanation
+
+        return explanation(self, self.summary, self.fit)
+
+    def to_dict(self):
+        """The JSON report (--format json) as dicts and lists."""
+        from .report.json_format import to_dict
+
+        return to_dict(self, self.summary, self.fit)
+
 
 @paused
 def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, schema=None, freeze=(),
@@ -91,10 +120,11 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     their ancestors (protoaudit.net.freeze) in every net but the test nets, which run forward only.
     `root` is the folder Caffe ran in (dataset paths are relative to it; default: the working
     directory). `schema` forces a schema (a fork's name: --fork), `defines` fill the file's ${NAME}
-    templates (--define). `log` is a Caffe log of a run of these nets: the data shapes it logged
-    stand where no --input is given (a log given as `path` brings its own). `shapes` names a shapes
-    file (protoaudit.read.sidecar; None: the one beside `path`, if any; False: none); `inputs` win
-    over it."""
+    templates (--define) and give the counts only the data decides that some layers read
+    (Layer.defines: MultiBoxLoss's matched_priors, DetectionOutput's detections). `log` is a Caffe
+    log of a run of these nets: the data shapes it logged stand where no --input is given (a log
+    given as `path` brings its own). `shapes` names a shapes file (protoaudit.read.sidecar; None:
+    the one beside `path`, if any; False: none); `inputs` win over it."""
     inputs = {**declared_shapes(path, shapes), **(inputs or {})}
     phase = phase.upper() if phase else None
     if phase not in (None, "TRAIN", "TEST"):
@@ -109,7 +139,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
             logged.update(log.get(spec.phase, {}))
         options = dict(inputs=inputs, batch=test_batch if is_test else batch, schema=spec.schema.layers,
                        lines=spec.lines, path=spec.path, keep_own_batch=keep_test_batch and is_test, root=root,
-                       logged=logged, logged_from=log_from.get(spec.phase, spec.shapes_from))
+                       logged=logged, logged_from=log_from.get(spec.phase, spec.shapes_from), defines=defines)
         frozen = []
         if freeze and not is_test:
             spec.param, frozen = freeze_param(
@@ -120,6 +150,13 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
         except ShapesNeeded as e:  # every net's missing shapes, in one message
             needed = e if needed is None else needed.merged(e)
             continue
+        except InputError:
+            if not (phase is None and _a_test_file(spec)):
+                raise
+            # a test.prototxt (DeepLab's, MobileNet-SSD's): every data source is TEST-only, so it
+            # is the TEST net alone; Caffe never builds a TRAIN net from it
+            spec.state.phase = _TEST
+            net = build(spec.param, spec.state, **options)
         net.role = spec.role
         net.solver = spec.solver
         net.frozen = frozen
@@ -130,6 +167,26 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     if needed is not None:
         raise needed
     return nets
+
+
+def _a_test_file(spec):
+    """A net file (no state of its own) whose data sources are all TEST-only."""
+    if spec.role != "net" or spec.own_phase:
+        return False
+    test = type(spec.state)()
+    test.CopyFrom(spec.state)
+    test.phase = _TEST
+    return not feeds(spec.param, spec.state) and feeds(spec.param, test)
+
+
+_TEST = 1  # caffe.Phase TEST, the same number in every schema
+
+
+def feeds(param, state):
+    """Whether a net has a data source (a layer with no bottom, or a net input) in `state`."""
+    from .net.netstate import included
+
+    return bool(param.input) or any(not lp.bottom and included(lp, state) for lp in param.layer)
 
 
 def _log_shapes(log):
@@ -266,7 +323,9 @@ def _nets_to_audit(path, inference, options):
         except ShapesNeeded as e:  # one message for every net's missing shapes
             needed = e if needed is None else needed.merged(e)
         except InputError:
-            if needed is None:
+            # a train.prototxt whose data sources are all TRAIN-only (DeepLab's, MobileNet-SSD's)
+            # has no TEST net: Caffe never builds one from it
+            if needed is None and _feeds_phase(path, common, "TEST"):
                 raise
     if needed is not None:
         raise needed
@@ -279,10 +338,18 @@ def _nets_to_audit(path, inference, options):
     return nets
 
 
+def _feeds_phase(path, options, phase):
+    """Whether a net file has a data source in `phase` (see feeds)."""
+    spec = net_specs(path, phase=phase, stages=options["stages"], level=options["level"], schema=options["schema"],
+                     root=options["root"], defines=options["defines"])[0]
+    return feeds(spec.param, spec.state)
+
+
 def _net_audits(nets, mode, engine, kind, inference):
     """Each net's buffers: the train net forward and backward (plus ClearParamDiffs under a
     solver), a solver's test nets forward only on the train net's weights."""
     out = []
+    rng_made = False  # Caffe's random generator, made once per process by the first net that draws
     train = next((n for n in nets if n.role in ("train", "net")), None)
     shared = {layer.name for layer in train.layers if layer.params} if train is not None else set()
     libraries = set()  # a library's one-time state (OpenCV, HDF5) is the process's: counted once
@@ -296,7 +363,9 @@ def _net_audits(nets, mode, engine, kind, inference):
                               shared_params=shared if is_test else None, forward=runs)
         buffers = [b for b in buffers if b.kind != "library state" or b.owner not in libraries]
         libraries.update(b.owner for b in buffers if b.kind == "library state")
-        buffers.append(host_objects(net, label))
+        buffers.append(host_objects(net, label, forward=runs, backward=backward,
+                                    shared_params=shared if is_test and runs else (), rng_made=rng_made))
+        rng_made = rng_made or draws_random(net, forward=runs)
         out.append(NetAudit(net, net.role, not backward, buffers, runs))
     return out
 

@@ -3,21 +3,21 @@ import argparse
 import signal
 import sys
 
-from .audit import audit, build_nets
+from . import __version__, library
+from .audit import build_nets
 from .collector import paused
 from .memory.explain import compare
 from .errors import InputError
-from .memory.fit import check_fit, parse_size
+from .memory.fit import parse_size
 from .options import parse_defines, parse_inputs
 from .read.schema import SCHEMA_NAMES
-from .report import csv_format, diff_text, json_format, markdown
+from .report import csv_format, diff_text, html_format, json_format, markdown
 from .report import text as text_report
 from .report.caffelog import caffe_log
-from .memory.summary import summarize
 
 EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 # --format: the modules with render() and render_diff(), besides the default text
-FORMATS = {"json": json_format, "markdown": markdown, "csv": csv_format}
+FORMATS = {"json": json_format, "markdown": markdown, "csv": csv_format, "html": html_format}
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -45,7 +45,12 @@ def parser():
                    help="print the Top shape and Memory required for data lines as Caffe logs them")
     p.add_argument("--plot", metavar="FILE",
                    help="also draw memory by layer, stacked by category, with the running total and the card, "
-                   "into FILE.svg or FILE.png (needs pip install 'protoaudit[plot]')")
+                   "into FILE.svg or FILE.png (with --sweep: memory against the batch; needs pip install "
+                   "'protoaudit[plot]')")
+    p.add_argument("--sweep", metavar="BATCHES",
+                   help="the totals at each batch: 1,2,4,8 or 1..64 (with --gpu-mem, whether each fits); "
+                   "--format csv then writes one row per batch")
+    p.add_argument("--version", action="version", version=f"protoaudit {__version__}")
     _common(p)
     return p
 
@@ -71,8 +76,9 @@ def diff_parser():
     return p
 
 
-def _common(p):
-    """The options that apply to an audit, and to both sides of a diff."""
+def _common(p, formats=True):
+    """The options that apply to an audit, and to both sides of a diff (and to protoaudit-check,
+    which has no --format)."""
     p.add_argument("--phase", choices=["train", "test"], type=str.lower,
                    help="build this phase's net only (default: train for a net file; all nets of a solver)")
     p.add_argument("--stage", action="append", default=[], help="a NetState stage (repeatable)")
@@ -98,7 +104,10 @@ def _common(p):
                    "propagate_down: false where their outputs enter the rest; Caffe's solver still keeps their "
                    "param diffs and history (repeatable; in diff, both nets)")
     p.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
-                   help="fill the file's ${NAME} templates (as DeepLab's scripts do before running Caffe; repeatable)")
+                   help="fill the file's ${NAME} templates (as DeepLab's scripts do before running Caffe), or give a "
+                   "count only the data decides: matched_priors (SSD's MultiBoxLoss: priors matched per image; "
+                   "default: every prior), detections (SSD's DetectionOutput: kept per image; default: the most "
+                   "it keeps) (repeatable)")
     p.add_argument("--fork", metavar="NAME",
                    help="read the files with this Caffe's schema and layers: " + ", ".join(SCHEMA_NAMES)
                    + " (default: the one that reads the file)")
@@ -110,7 +119,8 @@ def _common(p):
     p.add_argument("--root", metavar="DIR",
                    help="the folder Caffe ran in: dataset and net paths in the file are relative to it "
                    "(default: the working directory)")
-    p.add_argument("--format", choices=["text", *FORMATS], default="text", type=str.lower)
+    if formats:
+        p.add_argument("--format", choices=["text", *FORMATS], default="text", type=str.lower)
 
 
 def _bytes(value):
@@ -147,16 +157,10 @@ def _schema(args):
     return user_schema(args.caffe_proto).name
 
 
-def _audit_and_fit(path, args, inputs, batch, freeze=None):
+def _audit_and_fit(path, args, inputs, batch, freeze=None, sweep=None):
     options = dict(_options(args), inputs=inputs, freeze=args.freeze if freeze is None else freeze)
-    result = audit(path, batch=batch, **options)
-    fit = None
-    if args.gpu_mem is not None:  # an empty size is refused by parse_size, never ignored
-        fit = check_fit(result, parse_size(args.gpu_mem),
-                        lambda b: audit(path, batch=b, compare_engines=False, **options))
-        if result.death is not None:  # the card given, rather than the one the log names
-            result.death.card, result.death.card_name = fit.budget, "given with --gpu-mem"
-    return result, fit
+    result = library.audit(path, batch=batch, gpu_mem=args.gpu_mem, sweep=sweep, **options)
+    return result, result.fit
 
 
 def _audit(args):
@@ -170,8 +174,8 @@ def _audit(args):
     if args.plot:  # matplotlib is imported only here; a missing one is refused before the audit
         from .report import chart
         chart.check(args.plot)
-    result, fit = _audit_and_fit(args.path, args, inputs, args.batch)
-    summary = summarize(result)
+    result, fit = _audit_and_fit(args.path, args, inputs, args.batch, sweep=args.sweep)
+    summary = result.summary
     if args.format in FORMATS:
         print(FORMATS[args.format].render(result, summary, fit))
     else:

@@ -50,3 +50,24 @@ def parse_defines(values):
             raise InputError(f"--define '{text}' is not NAME=VALUE", fix="write it as NUM_LABELS=21")
         defines[name] = value
     return defines
+
+
+MAX_SWEEP = 1024  # batches in one --sweep: each may need an audit of its own
+
+
+def parse_batches(text):
+    """`--sweep 1,2,4,8`, `1..64` (every batch from 1 to 64) or both (`1..8,16,32`) -> sorted batches."""
+    fix = "write it as 1,2,4,8 or 1..64"
+    batches = set()
+    for part in str(text).replace(" ", "").split(","):
+        low, sep, high = part.partition("..")
+        try:
+            first, last = int(low), int(high if sep else low)
+        except ValueError:
+            raise InputError(f"--sweep {text}: '{part}' is not a batch or a range of batches", fix=fix) from None
+        if first < 1 or last < first:
+            raise InputError(f"--sweep {text}: batches are whole numbers from 1 up, ranges low..high", fix=fix)
+        if last - first + 1 + len(batches) > MAX_SWEEP:
+            raise InputError(f"--sweep {text}: more than {MAX_SWEEP} batches", fix="sweep fewer batches, e.g. 1,2,4,...")
+        batches.update(range(first, last + 1))
+    return sorted(batches)

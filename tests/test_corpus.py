@@ -15,6 +15,8 @@ import pytest
 import logparse
 from conftest import DATA, run_protoaudit
 from test_fork_cls import CORPUS_HELP
+from test_fork_seg import CORPUS_RUNS as SEG_FORK_RUNS
+from test_fork_ssd import CORPUS_HELP as SSD_CORPUS
 
 CORPUS = os.path.join(DATA, "corpus")
 with open(os.path.join(CORPUS, "oracle_shapes.json")) as f:
@@ -228,37 +230,6 @@ def test_segnet_pascal_deploy_gets_every_shape():
 
 # --- other forks: refused, naming what is missing ---------------------------------------------------
 
-# file -> (what the message must name, --input values that get past its Python layers)
-OTHER_FORKS = {
-    "nets/enet_train_encoder.prototxt": ('no field named "label_divide_factor"', []),
-    "nets/enet_deploy_final.prototxt": ('no field named "bn_param"', []),
-    # caffe-priv's caffe.proto (ceil_mode pooling, R-FCN and DeepLab fields) reads these; their types it lacks
-    "nets/deeplabv2_vgg16_largefov_train.prototxt": ("unknown layer type 'ImageSegData'", []),
-    "nets/deeplabv2_resnet101_msc_test.prototxt": ("unknown layer type 'ImageSegData'", ["--phase=test"]),
-    "nets/v1_deeplab_v1_vgg128_noup_train.prototxt": ("no value named IMAGE_SEG_DATA", []),
-    "nets/v1_deeplab_v1_vgg128_noup_test.prototxt": ("no value named IMAGE_SEG_DATA", []),
-    "nets/mobilenet_ssd_train.prototxt": ('"interp_mode"', []),
-    "nets/mobilenet_ssd_deploy.prototxt": ('no field named "permute_param"', []),
-    "nets/pspnet101_voc2012_473_deploy.prototxt": ('no field named "slope_filler"', []),
-    "nets/pspnet101_cityscapes_713_deploy.prototxt": ('no field named "slope_filler"', []),
-    "nets/soeaver_pspnet_resnet101v2_train.prototxt": ("unknown layer type 'ImageSegData'", []),
-}
-
-
-@pytest.mark.parametrize("file", sorted(OTHER_FORKS))
-def test_other_forks_net_is_refused_naming_what_is_missing(file):
-    missing, inputs = OTHER_FORKS[file]
-    # DeepLab's nets are templates: --define fills them as its scripts do
-    msg = refusal(run_protoaudit(path_of(file), "--define", "NUM_LABELS=21",
-                                 *[a for v in inputs for a in ((v,) if v.startswith("--") else ("--input", v))]))
-    assert re.match(rf"protoaudit: {re.escape(path_of(file))}(:\d+: layer '[^']+': |: \d+ layers need a top shape)",
-                    msg), msg
-    assert missing in msg
-    # what to do: a field or type of another fork means a layer to replace or cut away, or (an
-    # unknown type whose fields parse) a layer whose tops the user declares to audit around it
-    assert "replace that layer" in msg or "cut the net" in msg or "(give --input" in msg
-
-
 def test_every_corpus_file_is_held_to_something():
     from test_python_layers import HELP  # the Faster R-CNN and FCN nets with Python layers, audited there
 
@@ -266,7 +237,8 @@ def test_every_corpus_file_is_held_to_something():
     bvlc = {run["file"] for run in BVLC_RUNS}
     segnet = {run["file"] for run in SEGNET_RUNS} | set(SEGNET_INFERENCE) | {"nets/segnet_pascal_deploy.prototxt"}
     fastrcnn = set(HELP) - bvlc
-    forks = set(CORPUS_HELP)  # tests/test_fork_cls.py: SphereFace, ceil_mode and DenseBlock nets
-    assert not bvlc & segnet and not (bvlc | segnet | fastrcnn | forks) & set(OTHER_FORKS)
-    assert not (bvlc | segnet | fastrcnn) & forks
-    assert files == bvlc | segnet | fastrcnn | forks | set(OTHER_FORKS)
+    # the forks' nets, each held in its own test file: test_fork_cls.py (SphereFace, ceil_mode,
+    # DenseBlock), test_fork_ssd.py, test_fork_seg.py (PSPNet, DeepLab, ENet)
+    forks = set(CORPUS_HELP) | set(SSD_CORPUS) | {f"nets/{name}.prototxt" for name in SEG_FORK_RUNS}
+    assert not bvlc & segnet and not (bvlc | segnet | fastrcnn) & forks
+    assert files == bvlc | segnet | fastrcnn | forks

@@ -194,5 +194,5 @@ def test_text_stays_the_default():
 
 
 def test_an_unknown_format_is_a_usage_error():
-    r = run_protoaudit("diff", OLD, NEW, "--format", "html")
-    assert r.returncode == 2 and "invalid choice: 'html'" in r.stderr
+    r = run_protoaudit("diff", OLD, NEW, "--format", "pdf")
+    assert r.returncode == 2 and "invalid choice: 'pdf'" in r.stderr

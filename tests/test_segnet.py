@@ -55,7 +55,8 @@ layer {{ name: "up" type: "Upsample" bottom: "pool" bottom: "pool_mask" top: "up
 # --- BN ----------------------------------------------------------------------------------------
 
 def test_bn_keeps_the_shape_and_has_a_scale_and_a_shift_per_channel(tmp_path):
-    net = build(tmp_path, HEAD + 'layer { name: "bn" type: "BN" bottom: "pool" top: "pool" }')
+    # a bare BN reads as PSPNet's too (tests/test_fork_seg.py): these tests name caffe-segnet (--fork)
+    net = build(tmp_path, HEAD + 'layer { name: "bn" type: "BN" bottom: "pool" top: "pool" }', schema="segnet")
     # pool: ceil((5 - 2) / 2) + 1 = 3, ceil((7 - 2) / 2) + 1 = 4
     assert tops(net, "bn") == [(2, 3, 3, 4)]
     assert net.layer("bn").in_place == [True]
@@ -64,7 +65,8 @@ def test_bn_keeps_the_shape_and_has_a_scale_and_a_shift_per_channel(tmp_path):
 
 
 def test_bn_in_learn_mode_may_output_the_batch_mean_and_variance(tmp_path):
-    net = build(tmp_path, HEAD + 'layer { name: "bn" type: "BN" bottom: "pool" top: "bn" top: "mean" top: "var" }')
+    net = build(tmp_path, HEAD + 'layer { name: "bn" type: "BN" bottom: "pool" top: "bn" top: "mean" top: "var" }',
+                schema="segnet")
     # top[1] and top[2] are Reshape(1, C_, 1, 1)
     assert tops(net, "bn") == [(2, 3, 3, 4), (1, 3, 1, 1), (1, 3, 1, 1)]
 
@@ -81,7 +83,7 @@ def test_bn_reads_a_2_axis_bottom_as_n_c_1_1(tmp_path):
 layer { name: "ip" type: "InnerProduct" bottom: "pool" top: "ip" inner_product_param { num_output: 10 } }
 layer { name: "bn" type: "BN" bottom: "ip" top: "bn" }
 """
-    net = build(tmp_path, text)
+    net = build(tmp_path, text, schema="segnet")
     # num() = 2, channels() = 10, height() and width() of a 2-axis blob read as 1 (LegacyShape)
     assert tops(net, "ip") == [(2, 10)]
     assert tops(net, "bn") == [(2, 10, 1, 1)]
@@ -200,7 +202,7 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "data" bottom: "label" top:
 layer { name: "acc" type: "Accuracy" bottom: "data" bottom: "label" top: "acc" }
 layer { name: "bn" type: "BN" bottom: "data" top: "bn" }
 """
-    net = build(tmp_path, text)
+    net = build(tmp_path, text, schema="segnet")
     # InsertSplits: a net input read by several layers gets a Split named after layer "input",
     # put before every layer; data feeds 3 layers, label 2.
     assert [layer.name for layer in net.layers] == [

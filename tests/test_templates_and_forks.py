@@ -58,11 +58,14 @@ layer { name: "bn" type: "BN" bottom: "data" top: "bn" }
 
 def test_fork_names_the_schema(tmp_path):
     path = tmp_path / "net.prototxt"
-    path.write_text(NET_WITH_BN)
-    assert load.load(str(path)).schema.name == "segnet"  # the one fork whose layers include BN
+    # scale_filler is caffe-segnet's name (PSPNet's BN says slope_filler): segnet is the one fork
+    # that reads it and knows BN (caffe-enet reads it too, but descends from caffe-segnet)
+    path.write_text(NET_WITH_BN.replace('top: "bn" }', 'top: "bn" bn_param { scale_filler { value: 1 } } }'))
+    assert load.load(str(path)).schema.name == "segnet"
     run = run_protoaudit("net.prototxt", "--fork", "nosuchfork", cwd=tmp_path)
     assert run.returncode == 2
     assert run.stderr.startswith("protoaudit: --fork nosuchfork: protoaudit knows bvlc, segnet")
+    path.write_text(NET_WITH_BN)
     with pytest.raises(InputError, match="unknown layer type 'BN'"):
         build_nets(str(path), schema="bvlc")
 
@@ -76,12 +79,15 @@ def test_forks_that_would_size_a_file_differently_make_it_ambiguous(tmp_path, mo
     class OtherBN(BN):
         pass
 
+    # PSPNet's Caffe reads a bare BN too (with a BN of its own, tests/test_fork_seg.py): here it
+    # gets segnet's, so that only ducha differs
+    monkeypatch.setitem(FORK_REGISTRY, "pspnet", {**FORK_REGISTRY["pspnet"], "BN": BN})
     monkeypatch.setitem(FORK_REGISTRY, "ducha", {"BN": OtherBN})
     load._read.cache_clear()
     with pytest.raises(InputError) as e:
         load.load(str(path))
     assert "more than one Caffe fork reads this file, and they size its layers differently" in str(e.value)
-    assert "segnet (" in str(e.value) and "ducha (" in str(e.value) and "--fork (segnet, ducha)" in str(e.value)
+    assert "segnet (" in str(e.value) and "ducha (" in str(e.value) and "--fork (segnet, ducha, pspnet)" in str(e.value)
     assert load.load(str(path), "ducha").schema.name == "ducha"
     monkeypatch.setitem(FORK_REGISTRY, "ducha", {"BN": BN})
     load._read.cache_clear()

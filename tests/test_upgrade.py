@@ -18,7 +18,7 @@ from protoaudit.read import load
 from protoaudit.audit import build_nets
 from protoaudit.errors import InputError
 from protoaudit.read.schema import SCHEMA_NAMES, load_schema
-from protoaudit.read.upgrade import V1_TYPES, upgrade
+from protoaudit.read.upgrade import V1_TYPES, upgrade, v1_type
 
 NETS = os.path.join(DATA, "nets")
 LEGACY = os.path.join(DATA, "legacy")
@@ -112,7 +112,8 @@ def test_every_v1_param_is_copied(name):
     schema = load_schema(name)
     v1_params = {f.name for f in schema.message("V1LayerParameter").DESCRIPTOR.fields
                  if f.name.endswith("_param")} - FORK_V1_EXTRAS.get(name, ((), set()))[1]
-    assert v1_params == CAFFE_COPIED_PARAMS
+    # a fork from before V2 (DeepLab v1) has its own V1 params: every one travels (schema._add_v2_layers)
+    assert v1_params == CAFFE_COPIED_PARAMS or (schema.predates_v2 and v1_params > {"convolution_param"})
     net = schema.NetParameter()
     legacy = net.layers.add()
     legacy.type = legacy.RELU
@@ -147,7 +148,11 @@ def test_v1_type_names_are_caffes():
 @pytest.mark.parametrize("name", SCHEMA_NAMES)
 def test_every_v1_enum_value_of_every_schema_has_a_v2_type(name):
     enum = load_schema(name).message("V1LayerParameter").DESCRIPTOR.fields_by_name["type"].enum_type
-    assert {v.name for v in enum.values} - FORK_V1_EXTRAS.get(name, (set(), ()))[0] == set(V1_TYPES)
+    if load_schema(name).predates_v2:  # DeepLab v1's own enum values take its classes' names
+        assert all(v1_type(v.name, name) is not None for v in enum.values)
+        assert v1_type("IMAGE_SEG_DATA", name) == "ImageSegData" and v1_type("ONEHOT", name) == "OneHot"
+    else:
+        assert {v.name for v in enum.values} - FORK_V1_EXTRAS.get(name, (set(), ()))[0] == set(V1_TYPES)
 
 
 def test_a_v1_type_the_forks_own_upgrade_refuses_is_refused():

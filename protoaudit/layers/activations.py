@@ -11,8 +11,18 @@ class Neuron(Layer):
         return [tuple(bottoms[0])]
 
 
-register("ReLU", "Sigmoid", "TanH", "BNLL", "ELU", "Power", "Threshold", "Clip", "Swish")(
+register("ReLU", "Sigmoid", "TanH", "BNLL", "ELU", "Power", "Threshold", "Clip")(
     type("Elementwise", (Neuron,), {"__doc__": "Same shape out as in; no checks in Caffe's setup."}))
+
+
+@register("Swish")
+class Swish(Neuron):
+    def touches(self, run):
+        """The forward copies beta * x into sigmoid_input_ and runs an inner Sigmoid into
+        sigmoid_output_, both the bottom's size (swish_layer.cpp:30-39)."""
+        size = count(run.bottoms[0])
+        return super().touches(run) + [touch.buffer(name, size, "forward", per_sample=True)
+                                       for name in ("sigmoid_input_", "sigmoid_output_")]
 
 
 @register("Dropout")

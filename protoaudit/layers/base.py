@@ -45,8 +45,10 @@ def layer_class(type_name, schema="bvlc"):
 
 
 def fork_types(fork):
-    """The layer types a fork's nets may use that a BVLC net may not."""
-    return frozenset(t for t in FORK_REGISTRY.get(fork, {}) if t not in REGISTRY)
+    """The layer types a fork's nets may use that a BVLC net may not, and that make a file the
+    fork's (a class with `claims_files = False` is the fork's only when the file says --fork)."""
+    return frozenset(t for t, cls in FORK_REGISTRY.get(fork, {}).items()
+                     if t not in REGISTRY and getattr(cls, "claims_files", True))
 
 
 @dataclass
@@ -91,6 +93,7 @@ class Context:
     keep_own_batch: bool = False  # a test net beside its train net: --input shapes take the file's batch
     path: str = None  # the net's file
     root: str = None  # --root: the folder Caffe ran in, which dataset paths are relative to
+    defines: dict = field(default_factory=dict)  # --define NAME=VALUE: templates, and counts only the data decides
     assumptions: list = field(default_factory=list)  # Assumption
     origins: list = field(default_factory=list)  # ShapeOrigin
     input_sources: dict = field(default_factory=dict)  # top -> where an `inputs` shape came from, if not --input
@@ -108,6 +111,7 @@ class Layer:
     auto_top_blobs = False  # Caffe adds anonymous tops up to the required count
     loss_by_default = False  # LossLayer: top 0 has loss weight 1 unless loss_weight is given
     data_source = False  # has no bottoms and makes a batch: --batch and --input apply
+    defines = {}  # --define names the layer reads: name -> what it means
 
     def __init__(self, lp, ctx):
         self.lp = View(lp)
@@ -186,6 +190,18 @@ class Layer:
         tops = list(self.lp.top) if tops is None else list(tops)
         known = known or {}
         raise MissingShape(what, [(t, tuple(known.get(t) or ())) for t in tops])
+
+    def defined(self, name):
+        """The user's --define NAME=COUNT for a count only the data decides (None when not given);
+        the class lists the names it reads in `defines`."""
+        assert name in self.defines, name
+        value = self.ctx.defines.get(name)
+        if value is None:
+            return None
+        text = str(value).strip()
+        self.check(text.isdigit(), f"--define {name}={value}: {self.defines[name]} is a count, a whole number",
+                   fix=f"write it as --define {name}=10")
+        return int(text)
 
     def assume(self, what, override):
         """Note a guess the report must show, with the flag that overrides it."""

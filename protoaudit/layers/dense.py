@@ -47,3 +47,10 @@ class Embed(Layer):
         p = self.lp.embed_param
         weight = (p.input_dim, p.num_output)
         return [weight, (p.num_output,)] if p.bias_term else [weight]
+
+    def touches(self, run):
+        """With a bias, Reshape sets bias_multiplier_ to ones, one per index (embed_layer.cpp:56-61)."""
+        t = super().touches(run)
+        if self.lp.embed_param.bias_term:
+            t.append(touch.buffer("bias_multiplier_", count(run.bottoms[0]), "setup", per_sample=True))
+        return t

@@ -45,8 +45,12 @@ class SoftmaxWithLoss(Loss):
     def check_bottoms(self, bottoms):
         check_label_count(self, bottoms, self.lp.softmax_param.axis)
 
+    def class_weighting(self):
+        """caffe-segnet's per-class loss weights (loss_param.weight_by_label_freqs); BVLC has none."""
+        return self.ctx.schema == "segnet" and self.lp.loss_param.weight_by_label_freqs
+
     def reshape(self, bottoms):
-        if self.ctx.schema == "segnet" and self.lp.loss_param.weight_by_label_freqs:
+        if self.class_weighting():
             weights, classes = len(self.lp.loss_param.class_weighting), (tuple(bottoms[0]) + (1, 1))[1]
             self.check(weights == classes, f"{weights} class_weighting values for {classes} classes",
                        fix="give one class_weighting per channel of the prediction")
@@ -67,7 +71,7 @@ class SoftmaxWithLoss(Loss):
             t.append(touch.buffer("prob_", count(shape), "forward", per_sample=True))
         if run.mode == "gpu":
             t.append(touch.bottom(0, "diff", "forward"))
-        if self.ctx.schema == "segnet" and self.lp.loss_param.weight_by_label_freqs:
+        if self.class_weighting():
             # caffe-segnet's class weighting: LayerSetUp copies class_weighting into label_counts_.
             t.append(touch.buffer("label_counts_", len(self.lp.loss_param.class_weighting), "setup",
                                   per_sample=False))
@@ -95,15 +99,24 @@ class SigmoidCrossEntropyLoss(Loss):
 
     def touches(self, run):
         """The inner Sigmoid's output (the bottom's size); the GPU forward borrows both bottoms'
-        diffs as scratch."""
+        diffs as scratch. The inner Sigmoid is built from this layer's own parameters
+        (sigmoid_cross_entropy_loss_layer.hpp:49), so a loss_weight written in the file makes it a
+        loss too: SetLossWeights fills its output's diff at setup and each forward reads it."""
         t = super().touches(run)
         t.append(touch.buffer("sigmoid_output_", count(run.bottoms[0]), "forward", per_sample=True))
+        if self.lp.loss_weight and self.lp.loss_weight[0]:
+            t.append(touch.buffer("sigmoid_output_.diff", count(run.bottoms[0]),
+                                  "forward" if run.mode == "gpu" else "setup", per_sample=True))
         if run.mode == "gpu":
             t += [touch.bottom(0, "diff", "forward"), touch.bottom(1, "diff", "forward")]
         return t
 
 
-register("HingeLoss")(type("HingeLoss", (Loss,), {"__doc__": "LossLayer's checks only."}))
+@register("HingeLoss")
+class HingeLoss(Loss):
+    def touches(self, run):
+        """The forward computes the margins in the first bottom's diff (hinge_loss_layer.cpp:17)."""
+        return super().touches(run) + [touch.bottom(0, "diff", "forward")]
 
 
 @register("MultinomialLogisticLoss")

@@ -38,6 +38,20 @@ class MVN(Neuron):
     def reshape(self, bottoms):
         return [legacy_shape(self, bottoms[0])]
 
+    def touches(self, run):
+        """Reshape sets sum_multiplier_ to ones (H*W, or C*H*W across channels); the forward writes
+        mean_ (N*C), temp_ (the bottom's size) and, normalising the variance, variance_ (N*C)
+        (mvn_layer.cpp:9-67)."""
+        n, c, h, w = legacy_shape(self, run.bottoms[0])
+        p = self.lp.mvn_param
+        t = super().touches(run)
+        t.append(touch.buffer("sum_multiplier_", (c if p.across_channels else 1) * h * w, "setup", per_sample=False))
+        t.append(touch.buffer("mean_", n * c, "forward", per_sample=True))
+        t.append(touch.buffer("temp_", n * c * h * w, "forward", per_sample=True))
+        if p.normalize_variance:
+            t.append(touch.buffer("variance_", n * c, "forward", per_sample=True))
+        return t
+
 
 @register("Softmax")
 class Softmax(Neuron):

@@ -219,6 +219,16 @@ class Reduction(Layer):
         axis = canonical_axis(self, self.lp.reduction_param.axis, len(bottoms[0]))
         return [tuple(bottoms[0][:axis])]
 
+    def touches(self, run):
+        """SUM and MEAN set sum_multiplier_ to ones in Reshape: one per element from the axis on
+        (reduction_layer.cpp:28-35)."""
+        t = super().touches(run)
+        p = self.lp.reduction_param
+        if p.operation in (1, 4):  # SUM, MEAN
+            axis = canonical_axis(self, p.axis, len(run.bottoms[0]))
+            t.append(touch.buffer("sum_multiplier_", count(run.bottoms[0], axis), "setup", per_sample=False))
+        return t
+
 
 @register("ArgMax")
 class ArgMax(Layer):
@@ -281,6 +291,11 @@ class Parameter(Layer):
 
     def param_shapes(self, bottoms):
         return [tuple(self.lp.parameter_param.shape.dim)]
+
+    def touches(self, run):
+        """None: no filler, and the forward only points the top at the blob (ShareData, ShareDiff;
+        parameter_layer.hpp:27-42); what reads the top allocates the blob's data."""
+        return []
 
 
 @register("Silence")

@@ -12,19 +12,10 @@ from ..errors import InputError
 from ..layers import touch
 from ..layers.base import count
 from ..layers.touch import Run
+from .host import host_bytes
 
 KINDS = ("top data", "top diff", "param data", "param diff", "history", "layer buffer", "workspace",
          "prefetch", "host objects", "library state", "context")
-
-# Caffe's own C++ objects (Layer, Blob and SyncedMemory objects, the copies Net::Init keeps of each
-# LayerParameter, the vectors a pass builds) live in host memory. Fitted by least squares to real
-# Caffe's heap after one forward and backward, less every buffer protoaudit counts, over the 314
-# runs of tests/data/oracle (largest residual 51 KB): per layer, per parameter blob, and per byte
-# of the layer's serialized LayerParameter.
-HOST_BYTES_PER_LAYER = 2790
-HOST_BYTES_PER_PARAM = 900
-HOST_BYTES_PER_PARAM_BYTE = 5.6
-
 
 @dataclass(frozen=True)
 class Buffer:
@@ -193,11 +184,10 @@ def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", 
     return out
 
 
-def host_objects(net, label="net"):
-    """Caffe's C++ objects for this net, as one host-memory buffer (see HOST_BYTES_PER_*)."""
-    size = sum(HOST_BYTES_PER_LAYER + HOST_BYTES_PER_PARAM * len(node.params)
-               + HOST_BYTES_PER_PARAM_BYTE * node.lp.ByteSize() for node in net.layers)
-    return Buffer(label, "(net)", "C++ objects", "host objects", int(size), 1, "setup", False, "host")
+def host_objects(net, label="net", *, forward=True, backward=True, shared_params=(), rng_made=False):
+    """Caffe's C++ objects for this net (protoaudit.memory.host), as one host-memory buffer."""
+    size = host_bytes(net, forward=forward, backward=backward, shared_params=shared_params, rng_made=rng_made)
+    return Buffer(label, "(net)", "C++ objects", "host objects", size, 1, "setup", False, "host")
 
 
 def runs_backward(net):

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from ..net.freeze import freeze_sentences
 from .buffers import KINDS
 from ..report.units import shape, size
-from .summary import counted, summarize
+from .summary import counted
 
 NAMED_SHARE = 0.03  # name each buffer whose change is at least this share of the larger total
 MOST = 6  # ... but no more than this many
@@ -70,10 +70,28 @@ class Comparison:
     def delta(self):
         return self.summary_b.total - self.summary_a.total
 
+    @property
+    def fit_a(self):
+        return self.a.fit
+
+    @property
+    def fit_b(self):
+        return self.b.fit
+
+    def explain(self):
+        """Why B needs more (or less) than A, in plain words."""
+        return list(self.sentences)
+
+    def to_dict(self):
+        """The JSON report of `protoaudit diff` (--format json) as dicts and lists."""
+        from ..report.json_format import diff_dict
+
+        return diff_dict(self, self.fit_a, self.fit_b)
+
 
 def compare(a, b):
     """Compare audit `a` (the old net) with audit `b` (the new one)."""
-    sa, sb = summarize(a), summarize(b)
+    sa, sb = a.summary, b.summary
     layers = _align(sa.rows, sb.rows)
     by_kind = {k: (sa.by_kind.get(k, 0), sb.by_kind.get(k, 0)) for k in KINDS
                if sa.by_kind.get(k) or sb.by_kind.get(k)}

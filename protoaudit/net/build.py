@@ -113,7 +113,7 @@ class Net:
 
 
 def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=None, path=None, keep_own_batch=False,
-          root=None, logged=None, logged_from=""):
+          root=None, logged=None, logged_from="", defines=None):
     """Build the net `net_param` (V2, upgraded) for `state`, as Caffe's Net::Init would. Tops
     whose shape cannot be known are collected, and raised at the end as one ShapesNeeded.
     `logged` are shapes a Caffe log gives for data tops (`logged_from` says where), under --input."""
@@ -137,7 +137,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
     except InputError as e:
         raise e.located(file=path, line=kept_lines[e.layer_index] if hasattr(e, "layer_index") else None) from None
     phase = phase_name(state)
-    builder = _Builder(phase, inputs, batch, schema, path, keep_own_batch, root)
+    builder = _Builder(phase, inputs, batch, schema, path, keep_own_batch, root, defines)
     builder.ctx.input_sources = dict.fromkeys(logged, logged_from or "Caffe's log")
     builder.planned = layer_params
     builder.add_legacy_inputs(filtered)
@@ -233,9 +233,9 @@ def _line(lines, i):
 class _Builder:
     """Net::Init's loop state: blobs by name, the blobs still unconsumed, the layers so far."""
 
-    def __init__(self, phase, inputs, batch, schema, path, keep_own_batch=False, root=None):
+    def __init__(self, phase, inputs, batch, schema, path, keep_own_batch=False, root=None, defines=None):
         self.ctx = Context(phase=phase, inputs=inputs, batch=batch, schema=schema, keep_own_batch=keep_own_batch,
-                           path=path, root=root)
+                           path=path, root=root, defines=dict(defines or {}))
         self.needs = []  # Need: layers whose tops need a shape the user must give
         self.unknown = set()  # top names whose shapes wait on those
         self.layers = []

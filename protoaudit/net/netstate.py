@@ -43,3 +43,4 @@ def included(layer, state):
 
 def phase_name(state):
     return state.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_number[state.phase].name
+

@@ -13,7 +13,7 @@ from google.protobuf import text_format
 
 from ..errors import InputError
 from . import special
-from .schema import FORKS, SCHEMA_NAMES, USER_PREFIX, described, load_schema
+from .schema import FORKS, SCHEMA_NAMES, USER_PREFIX, ancestors, described, load_schema
 from .tokens import Text, has_tokens, parse
 
 # Larger than any real net (the biggest public ones are well under 1 MiB): reading such a file
@@ -175,23 +175,23 @@ def _parse(text, schema, kind):
     return parse(text, message)
 
 
-def _layers_used(message, kind):
+def _layers_used(message, kind, schema_name="bvlc"):
     """(type, layer message) for every layer of a parsed net (or a solver's embedded nets), V1 enums
-    as V2 names."""
-    from .upgrade import V1_TYPES
+    as V2 names (BVLC's, or the fork's own: upgrade.FORK_V1_TYPES)."""
+    from .upgrade import v1_type
 
-    nets = [message] if kind == "net" else list(_embedded_nets(message))
+    nets = _nets_of(message, kind)
     for net in nets:
         yield from ((layer.type, layer) for layer in net.layer)
         for v1 in net.layers:
             if v1.HasField("type"):
                 name = v1.DESCRIPTOR.fields_by_name["type"].enum_type.values_by_number[v1.type].name
-                yield V1_TYPES.get(name, name), v1
+                yield v1_type(name, schema_name) or name, v1
 
 
-def _types_used(message, kind):
+def _types_used(message, kind, schema_name="bvlc"):
     """The layer types a parsed net (or a solver's embedded nets) names."""
-    return {t for t, _ in _layers_used(message, kind)}
+    return {t for t, _ in _layers_used(message, kind, schema_name)}
 
 
 def _known_types(schema_name):
@@ -257,11 +257,17 @@ def _read(path, raw, schema_name):
         if bvlc is not None:  # the layer registry will name the type no fork knows
             return bvlc + (_outline(text, path),)
         raise _parse_failure(path, text, failures)
-    complete = [r for r in readings if _types_used(r[1], r[0]) <= _known_types(r[2].layers)]
-    chosen = complete or readings
+    complete = [r for r in readings if _types_used(r[1], r[0], r[2].layers) <= _known_types(r[2].layers)]
+    chosen = _without_descendants(complete or readings)
     if len(chosen) > 1:
         _refuse_ambiguous(path, chosen)
     return chosen[0] + (_outline(text, path),)
+
+
+def _without_descendants(readings):
+    """A fork grown from another that also reads the file is not needed for it (DESCENDS_FROM)."""
+    names = {r[2].name for r in readings}
+    return [r for r in readings if not names & set(ancestors(r[2].name))]
 
 
 def _try(text, name, failures):
@@ -270,10 +276,18 @@ def _try(text, name, failures):
     schema = load_schema(name)
     for kind in ("net", "solver"):
         try:
-            return kind, _parse(text, schema, kind), schema
+            message = _parse(text, schema, kind)
         except text_format.ParseError as e:
             failures.append((e, name, kind))
+            continue
+        if schema.predates_v2 and any(net.layer for net in _nets_of(message, kind)):
+            return None  # V2 `layer` blocks: the fork's own caffe.proto has no such field
+        return kind, message, schema
     return None
+
+
+def _nets_of(message, kind):
+    return [message] if kind == "net" else list(_embedded_nets(message))
 
 
 def _refuse_ambiguous(path, readings):
@@ -285,7 +299,8 @@ def _refuse_ambiguous(path, readings):
 
     def sizing(reading):
         kind, message, schema = reading
-        classes = ((layer_class(t, schema.layers), layer) for t, layer in _layers_used(message, kind))
+        classes = ((layer_class(t, schema.layers), layer)
+                   for t, layer in _layers_used(message, kind, schema.layers))
         return tuple(cls.sized_as(layer) if cls is not None else None for cls, layer in classes)
 
     classes = {sizing(r) for r in readings}

@@ -22,8 +22,19 @@ FORKS = {
     "sphereface": "SphereFace's Caffe (wy1iu/sphereface)",
     "tongcheng": "Tongcheng's memory-efficient DenseNet Caffe (Tongcheng/caffe)",
     "priv": "Caffe with ceil_mode pooling (BVLC/caffe#3057), as soeaver's caffe-priv (py-RFCN-priv) carries it",
+    "ssd": "SSD (weiliu89/caffe, branch ssd)",
+    "enet": "caffe-enet (TimoSaemann/caffe-enet)",
+    "deeplab_v2": "DeepLab v2 (deeplab-public-ver2)",
+    "pspnet": "PSPNet's Caffe (hszhao/PSPNet)",
+    "deeplab_v1": "DeepLab v1 (DeepLab-Context)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
+
+# Forks grown from another fork whose layers they keep: caffe-enet is caffe-segnet's BN, Upsample and
+# DenseImageData ported to a 2017 BVLC Caffe, PSPNet's Caffe is deeplab-public-ver2 plus its BN
+# layer (their sources are the same files elsewhere). A file both read is the ancestor's: the
+# descendant is needed only for the fields and layer types it adds.
+DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2"}
 
 
 def described(name):
@@ -44,6 +55,7 @@ class Schema:
     name: str
     pool: descriptor_pool.DescriptorPool
     dialect: str = None  # whose layers the nets it reads use: its own name, or for a user's file the closest
+    predates_v2: bool = False  # its caffe.proto has V1 layers only (the V2 ones are protoaudit's, _add_v2_layers)
 
     @property
     def layers(self):
@@ -91,9 +103,74 @@ def _shipped(name):
 def _schema(name, descriptor_set, dialect=None):
     files = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set)
     pool = descriptor_pool.DescriptorPool()
+    old = False
     for proto in files.file:
+        if name != "bvlc" and _predates_v2(proto):
+            _add_v2_layers(proto)
+            old = True
         pool.Add(proto)
-    return Schema(name, pool, dialect)
+    return Schema(name, pool, dialect, old)
+
+
+def ancestors(name):
+    """The forks `name` descends from, nearest first."""
+    found = []
+    while name in DESCENDS_FROM:
+        name = DESCENDS_FROM[name]
+        found.append(name)
+    return found
+
+
+def _predates_v2(proto):
+    """A caffe.proto from before V2 layers (late 2014): its LayerParameter is the V1 one."""
+    net = next((m for m in proto.message_type if m.name == "NetParameter"), None)
+    return net is not None and not any(f.name == "layer" for f in net.field)
+
+
+def _add_v2_layers(proto):
+    """Give a pre-V2 fork's schema what Caffe's V1-to-V2 upgrade writes into, as BVLC's schema has
+    it: its LayerParameter is renamed V1LayerParameter (the text reads as before), and a V2
+    LayerParameter is added with BVLC's common fields (name, type, bottom, top, phase, loss_weight,
+    param, blobs, propagate_down, include, exclude) and every *_param message field of the fork's
+    own V1 layer, so the fork's parameters (DeepLab v1's conv `hole`, interp_param...) travel along.
+    NetParameter gets BVLC's `layer` field (100). Nothing of the fork's own text format changes."""
+    bvlc = {m.name: m for m in _bvlc_file().message_type}
+    old = ".caffe.LayerParameter"
+    for message in _all_messages(proto.message_type):
+        for f in message.field:
+            if f.type_name == old or f.type_name.startswith(old + "."):
+                f.type_name = ".caffe.V1LayerParameter" + f.type_name[len(old):]
+    v1 = next(m for m in proto.message_type if m.name == "LayerParameter")
+    v1.name = "V1LayerParameter"
+    if not any(m.name == "ParamSpec" for m in proto.message_type):
+        proto.message_type.add().CopyFrom(bvlc["ParamSpec"])
+    layer = proto.message_type.add()
+    layer.name = "LayerParameter"
+    for f in bvlc["LayerParameter"].field:
+        if f.name in V2_COMMON_FIELDS:
+            layer.field.add().CopyFrom(f)
+    for number, f in enumerate((f for f in v1.field if f.name.endswith("_param") and f.type_name), start=100):
+        added = layer.field.add()
+        added.CopyFrom(f)
+        added.number = number
+    net = next(m for m in proto.message_type if m.name == "NetParameter")
+    net.field.add().CopyFrom(next(f for f in bvlc["NetParameter"].field if f.name == "layer"))
+
+
+V2_COMMON_FIELDS = ("name", "type", "bottom", "top", "phase", "loss_weight", "param", "blobs", "propagate_down",
+                    "include", "exclude")
+
+
+def _all_messages(messages):
+    for m in messages:
+        yield m
+        yield from _all_messages(m.nested_type)
+
+
+@functools.cache
+def _bvlc_file():
+    with open(os.path.join(HERE, "schemas", "bvlc.desc"), "rb") as f:
+        return descriptor_pb2.FileDescriptorSet.FromString(f.read()).file[0]
 
 
 def user_schema(proto_path):
@@ -137,7 +214,7 @@ def user_schema(proto_path):
     if not schema.has_message("NetParameter") or not schema.has_message("LayerParameter"):
         raise InputError("this .proto has no caffe.NetParameter or caffe.LayerParameter", file=proto_path,
                          fix="give Caffe's own caffe.proto (package caffe)")
-    schema = Schema(name, schema.pool, _closest(schema))
+    schema = Schema(name, schema.pool, _closest(schema), schema.predates_v2)
     _USER_SCHEMAS[name] = schema
     return schema
 

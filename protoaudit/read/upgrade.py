@@ -24,6 +24,29 @@ V1_TYPES = {
     "TANH": "TanH", "WINDOW_DATA": "WindowData", "THRESHOLD": "Threshold",
 }
 
+# A fork's own V1 enum values -> the type names its layers register under. DeepLab v1's Caffe
+# (DeepLab-Context) predates V2 and creates layers from the enum, each through
+# REGISTER_LAYER_CLASS(ENUM, NameLayer) (e.g. image_seg_data_layer.cpp:235: IMAGE_SEG_DATA,
+# ImageSegDataLayer); a V2 type is the class's name less "Layer", which is also how its V2
+# successor deeplab-public-ver2 registers the same classes (REGISTER_LAYER_CLASS(ImageSegData),
+# image_seg_data_layer.cpp:222; Interp, SegAccuracy, MatWrite, MatRead, BiasChannel...).
+FORK_V1_TYPES = {
+    "deeplab_v1": {
+        "ADAPTIVE_BIAS_CHANNEL": "AdaptiveBiasChannel", "BIAS_CHANNEL": "BiasChannel", "CENSOR_LABEL": "CensorLabel",
+        "CHANNEL_AGGREGATOR": "ChannelAggregator", "DENSE_CRF": "DenseCRF", "DOMINANT_CHANNEL": "DominantChannel",
+        "GAIN_CHANNEL": "GainChannel", "HISTOGRAM": "Histogram", "IGNORE_OVERLAY": "IgnoreOverlay",
+        "IMAGE_SEG_DATA": "ImageSegData", "INTERP": "Interp", "MAT_READ": "MatRead", "MAT_WRITE": "MatWrite",
+        "ONEHOT": "OneHot", "PADDING": "Padding", "RELATIVE_ERROR": "RelativeError", "SEG_ACCURACY": "SegAccuracy",
+        "UNIQUE_LABEL": "UniqueLabel",
+    },
+}
+
+
+def v1_type(enum_name, schema_name="bvlc"):
+    """The V2 type name a V1 enum value upgrades to (BVLC's, or the fork's own), or None."""
+    return FORK_V1_TYPES.get(schema_name, {}).get(enum_name) or V1_TYPES.get(enum_name)
+
+
 # V1 data layers whose own *_param once held the transformation fields (UpgradeNetDataTransformation)
 DATA_TRANSFORM_OWNERS = {"DATA": "data_param", "IMAGE_DATA": "image_data_param",
                          "WINDOW_DATA": "window_data_param"}
@@ -42,7 +65,7 @@ def upgrade(net, schema, lines=()):
             origins = upgrade_v0(net)
         upgrade_data_transformation(net)
         if net.layers:
-            upgrade_v1(net)
+            upgrade_v1(net, schema.name)
     except InputError as e:
         index = getattr(e, "layer_index", None)
         raise e.located(line=lines[index] if index is not None and index < len(lines) else None) from None
@@ -67,7 +90,7 @@ def upgrade_data_transformation(net):
                 param.ClearField(name)
 
 
-def upgrade_v1(net):
+def upgrade_v1(net, schema_name="bvlc"):
     """V1 `layers` (enum types, blobs_lr, weight_decay) become V2 `layer` (string types, ParamSpec)."""
     if net.layer:
         raise InputError(
@@ -76,7 +99,7 @@ def upgrade_v1(net):
         )
     for index, legacy in enumerate(net.layers):
         try:
-            _upgrade_v1_layer(legacy, net.layer.add())
+            _upgrade_v1_layer(legacy, net.layer.add(), schema_name)
         except InputError as e:
             e.layer_index = index
             raise e.located(layer=legacy.name) from None
@@ -90,7 +113,7 @@ SPEC_FIELDS = {"param": "name", "blob_share_mode": "share_mode", "blobs_lr": "lr
 SAME_FIELDS = {"bottom", "top", "name", "include", "exclude", "blobs", "loss_weight"}
 
 
-def _upgrade_v1_layer(v1, layer):
+def _upgrade_v1_layer(v1, layer, schema_name):
     """UpgradeV1LayerParameter, in one pass over the fields the V1 layer sets."""
     specs = []
     for field, value in v1.ListFields():
@@ -100,7 +123,7 @@ def _upgrade_v1_layer(v1, layer):
         elif name.endswith("_param"):
             getattr(layer, name).CopyFrom(value)
         elif name == "type":
-            layer.type = _v2_type(field, value)
+            layer.type = _v2_type(field, value, schema_name)
         elif name not in SAME_FIELDS:
             continue  # a V0 `layer` left in: the V0 upgrade has already replaced every one
         elif field.is_repeated:
@@ -111,14 +134,15 @@ def _upgrade_v1_layer(v1, layer):
         _fill_param_specs(layer, specs, v1.DESCRIPTOR.fields_by_name["blob_share_mode"].enum_type)
 
 
-def _v2_type(field, value):
+def _v2_type(field, value, schema_name):
     name = field.enum_type.values_by_number[value].name
-    if name not in V1_TYPES:
+    v2 = v1_type(name, schema_name)
+    if v2 is None:
         raise InputError(
             f"V1 layer type {name} has no V2 equivalent in Caffe's upgrade",
             fix="rewrite the layer in the V2 form, layer { type: \"...\" }, with the type its fork registers",
         )
-    return V1_TYPES[name]
+    return v2
 
 
 def _fill_param_specs(layer, specs, v1_modes):

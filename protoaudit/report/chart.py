@@ -1,4 +1,5 @@
-"""`--plot FILE.svg|.png`: memory by layer as a picture, from the summary's rows.
+"""`--plot FILE.svg|.png`: memory by layer as a picture, from the summary's rows (with --sweep,
+memory against the batch).
 
 One stacked bar per row of the summary, in its order: every layer of every audited net, then the
 rows held beside the nets (the solver's state, the CUDA context, host objects in CPU mode), each a
@@ -50,7 +51,7 @@ def draw(audit, summary, fit, path):
     check(path)
     import matplotlib
 
-    fig = figure(audit, summary, fit, path)
+    fig = sweep_figure(audit, audit.sweep, path) if audit.sweep is not None else figure(audit, summary, fit, path)
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "protoaudit"}):
         try:
             fig.savefig(path, format=os.path.splitext(path)[1][1:].lower(), metadata=_metadata(path))
@@ -121,6 +122,35 @@ def figure(audit, summary, fit, path=""):
     handles = ax.get_legend_handles_labels()[0] + cum.get_legend_handles_labels()[0]
     ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.01), ncol=min(len(handles), 6) or 1,
               fontsize=8, frameon=False)
+    return fig
+
+
+def sweep_figure(audit, sweep, path=""):
+    """--sweep's chart: the total against the batch for each engine, the part that does not grow
+    with it, and the card. A batch Caffe refuses has no point."""
+    Figure, FigureCanvasAgg = _matplotlib(path)
+    rows = [r for r in sweep.rows if not r.refused]
+    fig = Figure(figsize=(9, 5.5), dpi=110, layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    top = max([r.total for r in rows] + [r.other_engine_total or 0 for r in rows] + [sweep.budget or 0, 1])
+    name, scale = unit(top)
+    batches = [r.batch for r in rows]
+    ax.plot(batches, [r.total / scale for r in rows], marker="o", markersize=3, color="#c00000",
+            label=f"total ({sweep.engine})", gid="sweep-total")
+    if sweep.other_engine:
+        ax.plot(batches, [r.other_engine_total / scale for r in rows], color="#4e79a7",
+                label=f"with {sweep.other_engine}", gid="sweep-other")
+    ax.plot(batches, [r.fixed / scale for r in rows], color="#888888", linestyle="--",
+            label="does not grow with the batch", gid="sweep-fixed")
+    if sweep.budget is not None:
+        ax.axhline(sweep.budget / scale, color="#000000", linestyle="--", linewidth=1.2,
+                   label=f"card: {size(sweep.budget)}", gid="card")
+    ax.set_ylim(0, top / scale * 1.08)
+    ax.set_xlabel("batch")
+    ax.set_ylabel(f"memory ({name})")
+    ax.legend(loc="upper left", fontsize=8, frameon=False)
+    fig.suptitle(f"{audit.path}: memory against the batch", fontsize=10)
     return fig
 
 

@@ -1,4 +1,5 @@
-"""`--format csv`: one row per layer, every figure an integer number of bytes, for a spreadsheet.
+"""`--format csv`: one row per layer, every figure an integer number of bytes, for a spreadsheet
+(with --sweep, one row per batch instead).
 
 The rows are the per-layer table's (the nets' layers, then the solver's state and the CUDA
 context), so the last cumulative figure is the total. Shapes are written as in the text report.
@@ -12,6 +13,8 @@ from .units import shapes
 
 AUDIT_HEAD = ["net", "layer", "type", "top_shapes", "params_bytes", "data_bytes", "diffs_bytes", "buffers_bytes",
               "workspace_bytes", "total_bytes", "cumulative_bytes", "assumed"]
+SWEEP_HEAD = ["batch", "total_bytes", "other_engine_total_bytes", "per_sample_bytes", "fixed_bytes", "fits", "how",
+              "refused"]
 DIFF_HEAD = ["net", "layer", "status", "type_a", "type_b", "tops_a", "tops_b", "bytes_a", "bytes_b", "change_bytes"]
 
 
@@ -24,6 +27,10 @@ def _write(head, rows):
 
 
 def render(audit, summary, fit=None):
+    if audit.sweep is not None:  # --sweep: one row per batch instead of per layer
+        return _write(SWEEP_HEAD, [
+            [r.batch, r.total, r.other_engine_total, r.per_sample, r.fixed, "" if r.fits is None else str(r.fits).lower(),
+             r.how, r.refused] for r in audit.sweep.rows])
     assumed = {}
     for net, a in summary.assumptions:
         assumed.setdefault((net, a.layer), []).append(f"{a.what} (to change it: {a.override})")

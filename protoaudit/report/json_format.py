@@ -35,7 +35,23 @@ def frozen_dict(f):
             "param_diff_bytes": f.diff_bytes, "history_bytes": f.history_bytes, "top_diff_bytes": f.top_diff_bytes}
 
 
+def sweep_dict(sweep):
+    """--sweep's rows, one per batch, and how their totals were found."""
+    if sweep is None:
+        return None, None
+    rows = [{"batch": r.batch, "total_bytes": r.total, "other_engine_total_bytes": r.other_engine_total,
+             "per_sample_bytes": r.per_sample, "fixed_bytes": r.fixed, "fits": r.fits, "how": r.how, "refused": r.refused or None}
+            for r in sweep.rows]
+    basis = {"how": sweep.how, "base_batch": sweep.base_batch, "checked_at": sweep.checked_at, "engine": sweep.engine,
+             "other_engine": sweep.other_engine, "budget_bytes": sweep.budget, "refused_at": sweep.refused_at,
+             "description": sweep.describe(),
+             "not_scaling": [{"net": net, "owner": owner, "kind": kind, "batch": batch, "expected_bytes": expected,
+                              "audited_bytes": got} for net, owner, kind, batch, expected, got in sweep.broken]}
+    return rows, basis
+
+
 def to_dict(audit, summary, fit=None):
+    """The JSON report as plain data (dicts and lists): also the library's `Audit.to_dict()`."""
     nets = []
     for net_audit in audit.nets:
         label = net_audit.buffers[0].net if net_audit.buffers else net_audit.role
@@ -54,6 +70,7 @@ def to_dict(audit, summary, fit=None):
             "layers": [{"name": r.name, "type": r.type, "tops": [list(t) for t in r.tops], "bytes": r.total,
                         "buffers": [buffer_dict(b) for b in r.buffers]} for r in rows],
         })
+    sweep, sweep_basis = sweep_dict(audit.sweep)
     return {
         "protoaudit": __version__,
         "schema": SCHEMA_VERSION,
@@ -82,6 +99,8 @@ def to_dict(audit, summary, fit=None):
                         for net, a in summary.assumptions],
         "data_shapes": [{"net": net, "layer": o.layer, "top": o.top, "shape": list(o.shape), "source": o.source}
                         for net, o in summary.data_shapes],
+        "sweep": sweep,
+        "sweep_basis": sweep_basis,
     }
 
 
@@ -90,8 +109,13 @@ def render(audit, summary, fit=None):
 
 
 def render_diff(c, fit_a=None, fit_b=None):
-    """`protoaudit diff --format json`: both audits in full, the aligned layers, the explanation."""
-    return json.dumps({
+    return json.dumps(diff_dict(c, fit_a, fit_b), indent=1)
+
+
+def diff_dict(c, fit_a=None, fit_b=None):
+    """`protoaudit diff --format json` as plain data: both audits in full, the aligned layers, the
+    explanation (also the library's `Comparison.to_dict()`)."""
+    return {
         "protoaudit": __version__,
         "schema": SCHEMA_VERSION,
         "a": to_dict(c.a, c.summary_a, fit_a),
@@ -106,4 +130,4 @@ def render_diff(c, fit_a=None, fit_b=None):
         "causes": [{"net": d.net, "layer": d.layer, "owner": d.owner, "kind": d.kind, "bytes_a": d.bytes_a,
                     "bytes_b": d.bytes_b, "change": d.delta} for d in c.causes],
         "explanation": c.sentences,
-    }, indent=1)
+    }

@@ -8,7 +8,7 @@ that table sits in a collapsed <details> block. Every name from the net is escap
 import re
 
 from .diff_text import signed
-from .text import ENGINE_NAMES, death_lines, describe, net_name, verdict_lines
+from .text import ENGINE_NAMES, death_lines, describe, net_name, refused_lines, sweep_table, verdict_lines
 from .units import shapes, size
 
 # HTML's own characters, and ~ (GFM's strikethrough, which not every renderer lets a backslash escape)
@@ -100,8 +100,20 @@ def render(audit, summary, fit=None):
     out = [f"**protoaudit** {code(audit.path)}", "", escape(describe(audit)), ""]
     out += [f"- {b}" for b in bullets] + [""]
     out += table(["category", "size", "bytes"], rows, right=(1, 2)) + [""]
+    out += _sweep(audit.sweep)
     out += details(f"Per layer ({len(summary.rows)} rows)", table(LAYER_HEAD, layers, right=range(4, 11)))
     return "\n".join(out)
+
+
+def _sweep(sweep):
+    """--sweep's table (one row per batch) and how its totals were found."""
+    if sweep is None:
+        return []
+    head, rows = sweep_table(sweep)
+    card = f" on a {size(sweep.budget)} card" if sweep.budget is not None else ""
+    figures = len(head) - (sweep.budget is not None)
+    out = [f"**Batch sweep{card}**", ""] + table(head, rows, right=range(1, figures)) + [""]
+    return out + [escape(sweep.describe()), ""] + [f"- {escape(line)}" for line in refused_lines(sweep)] + [""]
 
 
 def render_diff(c, fit_a=None, fit_b=None):

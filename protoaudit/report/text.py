@@ -124,10 +124,60 @@ def render(audit, summary, fit=None):
         figure = net_audit.net.memory_required_for_data
         out.append(f"Caffe's own 'Memory required for data' for the {net_audit.phase} net: {figure:,} bytes "
                    f"({size(figure)})")
-    for net, layer, kind, what in summary.gaps:
-        out.append(f"Not counted: layer '{layer}' ({kind}) of the {net} net: {what}; "
-                   "its tops are counted at the shapes shown.")
+    out += gap_lines(summary)
     out += shape_lines(summary)
     out += verdict_lines(fit, audit)
     out += death_lines(audit.death)
+    out += sweep_lines(audit.sweep)
     return "\n".join(out)
+
+
+def gap_lines(summary):
+    """The layers whose own allocations protoaudit cannot see."""
+    return [f"Not counted: layer '{layer}' ({kind}) of the {net} net: {what}; "
+            "its tops are counted at the shapes shown." for net, layer, kind, what in summary.gaps]
+
+
+def explanation(audit, summary, fit=None):
+    """Every plain-words line of an audit (the library's `Audit.explain()`, the HTML report's)."""
+    return (recipe_lines(summary.recipe) + frozen_lines(summary.frozen, audit.solver_type) + gap_lines(summary)
+            + shape_lines(summary) + verdict_lines(fit, audit) + death_lines(audit.death))
+
+
+def sweep_table(sweep):
+    """--sweep's rows as table cells: batch, the totals of both engines, what grows, what does not, the verdict."""
+    head = ["batch", f"total ({sweep.engine})"] + ([f"with {sweep.other_engine}"] if sweep.other_engine else [])
+    head += ["grows with the batch", "does not"] + (["card"] if sweep.budget is not None else [])
+    rows = []
+    for r in sweep.rows:
+        if r.refused:
+            rows.append([str(r.batch), "refused"] + [""] * (len(head) - 2))
+            continue
+        row = [str(r.batch), size(r.total)] + ([size(r.other_engine_total)] if sweep.other_engine else [])
+        row += [size(r.per_sample), size(r.fixed)]
+        if sweep.budget is not None:
+            row.append("fits" if r.fits else "does not fit")
+        rows.append(row)
+    return head, rows
+
+
+def sweep_lines(sweep):
+    if sweep is None:
+        return []
+    head, rows = sweep_table(sweep)
+    card = f"on a {size(sweep.budget)} card" if sweep.budget is not None else "no card given"
+    return ["", f"Batch sweep ({card}):", simple_table(rows, head), sweep.describe()] + refused_lines(sweep)
+
+
+def refused_lines(sweep):
+    """Where Caffe refuses the net, one line per run of batches it refuses (the first one's reason)."""
+    out, run = [], []
+    for r in sweep.rows + [None]:
+        if r is not None and r.refused:
+            run.append(r)
+            continue
+        if run:
+            batches = f"batch {run[0].batch}" if len(run) == 1 else f"batches {run[0].batch} to {run[-1].batch}"
+            out.append(f"At {batches}, Caffe refuses the net: {run[0].refused}")
+            run = []
+    return out

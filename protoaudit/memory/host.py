@@ -1,0 +1,606 @@
+"""Caffe's own C++ objects on the host, as Net::Init and the layers create them.
+
+protoaudit.memory.buffers counts every buffer (blob data and diffs, parameters, a layer's private
+buffers). What else Caffe holds is objects: the Net and its vectors and name maps, each Layer
+object with its copy of the LayerParameter, each Blob with its SyncedMemory objects and shape
+vectors, the members and inner layers some layer types keep, Caffe's random generator. Each is sized
+here from BVLC Caffe's source (commit 9b89154: net.cpp, layer.hpp, blob.cpp, syncedmem.cpp,
+layers/*.cpp) as the bytes malloc is asked for (libstdc++, protobuf 3.21, x86-64); a protobuf
+message's size is derived from its fields (message_size). tests/test_host_objects.py holds every
+rule to real Caffe's heap on small nets (tests/data/host_objects), and tests/test_oracle.py the
+whole to the byte on the oracle's 314 runs.
+
+Measured rather than derived: the sizeof of Caffe's own classes (NET_BYTES, BLOB, SYNCED_MEMORY,
+LAYER, LAYER_BYTES, FILLER, FILLER_BYTES), printed by a C++ program against Caffe's headers (see
+tests/data/host_objects/README.md): summing each class's members by hand would only restate the
+compiler's layout. Everything is linear in the layers and blobs.
+
+Not modelled: the members of a fork's layer types (they count as a plain Layer<Dtype> with their
+LayerParameter, blobs and params) and of RNN, LSTM, LSTMUnit and SPP (inner nets and layers);
+data layers' own members are their model's (protoaudit/layers/data.py). The core classes are
+BVLC's: a fork built on an older Caffe (caffe-segnet, caffe-fast-rcnn) holds a little less.
+"""
+from google.protobuf.descriptor import FieldDescriptor as F
+
+SHARED_PTR_BLOCK = 24  # shared_ptr<T>(new T): _Sp_counted_ptr, a vptr, two counts and the pointer
+STRING = 32  # std::string (libstdc++): pointer, length, 16-byte inline buffer
+MAP_NODE = 72  # a std::map<string, int> node: colour and 3 links (32), pair<const string, int> (40)
+POINTER = 8
+
+# sizeof, measured with g++ 12 against Caffe's headers (CPU_ONLY), Dtype = float
+NET_BYTES = 1016  # Net<float>
+BLOB = 80  # Blob<Dtype>: data_, diff_, shape_data_ (shared_ptrs), shape_ (vector<int>), count_, capacity_
+SYNCED_MEMORY = 40  # cpu_ptr_, gpu_ptr_, size_, head_, 3 flags, device_
+LAYER = 728  # Layer<Dtype>: vptr, LayerParameter (624), phase_, blobs_, param_propagate_down_, loss_
+LAYER_PARAMETER = 624  # sizeof(LayerParameter) of BVLC's schema, inside every layer object
+LAYER_BYTES = {
+    "AbsVal": 728, "Accuracy": 832, "ArgMax": 752, "BNLL": 728, "BatchNorm": 1304, "BatchReindex": 728,
+    "Bias": 824, "Clip": 728, "Concat": 744, "ContrastiveLoss": 1048, "Convolution": 1424, "Crop": 968,
+    "Data": 1184, "Deconvolution": 1424, "Dropout": 824, "DummyData": 792, "ELU": 728, "Eltwise": 848,
+    "Embed": 824, "EuclideanLoss": 808, "Exp": 736, "Filter": 760, "Flatten": 728, "HDF5Data": 848,
+    "HDF5Output": 936, "HingeLoss": 728, "Im2col": 1080, "ImageData": 1192, "InfogainLoss": 1064,
+    "InnerProduct": 832, "Input": 728, "LRN": 1472, "LSTM": 864, "LSTMUnit": 816, "Log": 744, "MVN": 1056,
+    "MemoryData": 1032, "MultinomialLogisticLoss": 728, "PReLU": 976, "Parameter": 728, "Pooling": 944,
+    "Power": 744, "RNN": 864, "ReLU": 728, "Reduction": 832, "Reshape": 760, "SPP": 1016, "Scale": 1072,
+    "Sigmoid": 728, "SigmoidCrossEntropyLoss": 832, "Silence": 728, "Slice": 768, "Softmax": 904,
+    "SoftmaxWithLoss": 896, "Split": 736, "Swish": 824, "TanH": 728, "Threshold": 736, "Tile": 744,
+    "WindowData": 1368,
+}
+FILLER_BYTES = {"gaussian": 88}  # GaussianFiller keeps a rand_vec_; every other Filler<Dtype> is 72
+FILLER = 72  # vptr, FillerParameter (64)
+
+# Caffe's random generator, made by the first random filler or the first Dropout forward of the
+# process (Caffe::rng_stream, common.hpp:128-133; common.cpp:83-92): an RNG (a shared_ptr, 16)
+# holding a Generator (16) holding a boost::mt19937 (624 uint32 and an index: 2,504), each new'd
+# into a shared_ptr (3 x 24).
+RNG_BYTES = 16 + 16 + 2504 + 3 * SHARED_PTR_BLOCK
+RANDOM_FILLERS = frozenset({"gaussian", "uniform", "xavier", "msra", "positive_unitball"})
+
+SYNCED = SYNCED_MEMORY + SHARED_PTR_BLOCK  # a shared_ptr<SyncedMemory>'s object and block
+
+_SCALAR = {F.CPPTYPE_BOOL: 1, F.CPPTYPE_INT32: 4, F.CPPTYPE_UINT32: 4, F.CPPTYPE_FLOAT: 4, F.CPPTYPE_ENUM: 4,
+           F.CPPTYPE_INT64: 8, F.CPPTYPE_UINT64: 8, F.CPPTYPE_DOUBLE: 8}
+_FIXED = (F.TYPE_FLOAT, F.TYPE_DOUBLE, F.TYPE_BOOL, F.TYPE_FIXED32, F.TYPE_FIXED64, F.TYPE_SFIXED32, F.TYPE_SFIXED64)
+
+
+def copied(n):
+    """Heap bytes of a std::string copied from one of n characters (up to 15 fit inline)."""
+    return n + 1 if n > 15 else 0
+
+
+def assigned(n):
+    """Heap bytes of an empty std::string assigned n characters: _M_create doubles the old
+    capacity (15) when the new one is below twice it."""
+    return 0 if n <= 15 else 31 if n < 30 else n + 1
+
+
+def grown(n):
+    """The capacity push_back leaves a vector of n elements: 0, 1, 2, 4, 8, ..."""
+    return 0 if n <= 0 else 1 << (n - 1).bit_length()
+
+
+def bits(n):
+    """Bytes of a vector<bool> of n elements: whole 64-bit words, doubling as it grows."""
+    return 0 if n <= 0 else max(64, grown(n)) // 8
+
+
+def blob(axes, elements=1):
+    """A Blob after its first Reshape (blob.cpp:22-44): shape_ (exact), shape_data_ (a
+    SyncedMemory whose host copy holds the axes), and the data and diff SyncedMemory objects
+    when it has elements (their bytes are buffers)."""
+    return 4 * axes + SYNCED + 4 * axes + (2 * SYNCED if elements else 0)
+
+
+def new_blob(axes, elements=1):
+    """A Blob made with new and held by a shared_ptr (a net's blob, a parameter)."""
+    return BLOB + SHARED_PTR_BLOCK + blob(axes, elements)
+
+
+_SIZES = {}  # message descriptor -> sizeof (by descriptor: forks name their messages as BVLC does)
+
+
+def message_size(d):
+    """sizeof the class protoc 3.21 generates for message `d`: vptr and metadata (16), then the
+    has-bits words and the cached size, then the fields packed by alignment (a repeated message or
+    string 24, a repeated scalar 16 (+4 for a packed varint's cached size), a string or message
+    pointer 8, a scalar its size), rounded to 8. Holds for every message of BVLC's caffe.proto."""
+    size = _SIZES.get(d)
+    if size is None:
+        has, body = 0, []
+        for f in d.fields:
+            if f.is_repeated:
+                if f.cpp_type in (F.CPPTYPE_STRING, F.CPPTYPE_MESSAGE):
+                    body.append(24)
+                else:
+                    body.append(16)
+                    if f.is_packed and f.type not in _FIXED:
+                        body.append(4)
+            else:
+                has += 1
+                body.append(8 if f.cpp_type in (F.CPPTYPE_STRING, F.CPPTYPE_MESSAGE) else _SCALAR[f.cpp_type])
+        head = 4
+        if has:
+            head += 4 * ((has + 31) // 32)
+            if any(b % 8 == 0 for b in body):
+                head = (head + 7) // 8 * 8
+        size = _SIZES[d] = 16 + (head + sum(body) + 7) // 8 * 8
+    return size
+
+
+def copy_bytes(msg):
+    """Heap bytes of a copy of `msg` (its own object excluded): a string field is a new std::string;
+    a repeated field's array holds 8 bytes of header and max(n, 8 / element size) elements (strings
+    and messages: n pointers, each element new, a string assigned); a message field is a new object."""
+    total = 0
+    rules = _RULES
+    for f, value in msg.ListFields():
+        how, size = rules.get(f) or _rule(f)
+        if how is _STRING:
+            total += STRING + (len(value) + 1 if len(value) > 15 else 0)
+        elif how is _STRINGS:
+            total += 8 + (POINTER + STRING) * len(value)
+            for v in value:
+                if len(v) > 15:
+                    total += assigned(len(v))
+        elif how is _MESSAGES:
+            total += 8 + (POINTER + size) * len(value)
+            for v in value:
+                total += _sub_bytes(v)
+        elif how is _MESSAGE:
+            total += size + _sub_bytes(value)
+        elif how is _SCALARS:
+            total += 8 + size * max(8 // size, len(value))
+    return total
+
+
+_STRING, _MESSAGE, _SCALARS, _STRINGS, _MESSAGES, _PLAIN = range(6)
+_RULES = {}  # field descriptor -> (how copy_bytes sizes it, the element's or message's size)
+_SUBS = {}  # (message type, its bytes) -> copy_bytes: the same parameters recur from layer to layer
+
+
+def _rule(f):
+    if f.cpp_type == F.CPPTYPE_MESSAGE:
+        rule = (_MESSAGES if f.is_repeated else _MESSAGE, message_size(f.message_type))
+    elif f.cpp_type == F.CPPTYPE_STRING:
+        rule = (_STRINGS if f.is_repeated else _STRING, 0)
+    else:
+        rule = (_SCALARS if f.is_repeated else _PLAIN, _SCALAR[f.cpp_type])
+    _RULES[f] = rule
+    return rule
+
+
+def _sub_bytes(msg):
+    key = (msg.DESCRIPTOR, msg.SerializeToString())
+    total = _SUBS.get(key)
+    if total is None:
+        if len(_SUBS) > 100000:
+            _SUBS.clear()
+        total = _SUBS[key] = copy_bytes(msg)
+    return total
+
+
+def host_bytes(net, *, forward=True, backward=True, shared_params=(), rng_made=False):
+    """Bytes of Caffe's own objects for `net` once set up, run forward (if `forward`) and backward
+    (if `backward`): the Net, every layer, every blob. `shared_params` names layers whose parameter
+    data a solver's test net takes from the train net (Net::ShareTrainedLayersWith, when it runs);
+    `rng_made`: Caffe's random generator exists already (an earlier net of the process made it).
+
+    The Net's own members (net.hpp, filled by Net::Init, net.cpp:45-267, AppendTop, AppendBottom,
+    AppendParam): push_back grows a vector to a power of two, the per-layer vectors are resized to
+    the layer count and each layer's inner vectors pushed; names are copied into vectors and maps.
+    One pass over the blobs and one over the layers (a net has up to 100,000 of them), kept on the
+    net for the audit's other engine."""
+    total, draws = _kept(net, forward, backward, shared_params)
+    return total + (RNG_BYTES if draws and not rng_made else 0)
+
+
+def draws_random(net, *, forward=True):
+    """Whether setting `net` up (or running it forward) makes Caffe's random generator."""
+    kept = net.__dict__.get("_host_bytes")
+    if kept is not None and kept[0][0] == forward:
+        return kept[1][1]
+    return _kept(net, forward, True, ())[1]
+
+
+def _kept(net, forward, backward, shared_params):
+    key = (forward, backward, frozenset(shared_params))
+    kept = net.__dict__.get("_host_bytes")
+    if kept is None or kept[0] != key:
+        kept = net._host_bytes = (key, _host_bytes(net, forward, backward, shared_params))
+    return kept[1]
+
+
+def _host_bytes(net, forward, backward, shared_params):
+    """(bytes, whether it draws random numbers)"""
+    layers, blobs = net.layers, net.blobs
+    total = NET_BYTES + SHARED_PTR_BLOCK + assigned(len(net.name))  # name_ = param.name()
+    # layers_, layer_names_, layer_need_backward_; blobs_, blob_names_, blob_need_backward_;
+    # bottom_vecs_, top_vecs_, bottom_id_vecs_, top_id_vecs_, param_id_vecs_, bottom_need_backward_
+    total += (16 + STRING) * (grown(len(layers)) + grown(len(blobs))) + bits(len(layers)) + bits(len(blobs))
+    total += (5 * 24 + 40) * len(layers)
+    total += _names(b.name for b in blobs)  # blob_names_ and blob_names_index_
+    total += _names(node.name for node in layers)  # layer_names_ and layer_names_index_
+    for b in blobs:  # each a new Blob, reshaped once
+        total += new_blob(len(b.shape), 0 not in b.shape)
+    size = capacity = 0  # blob_loss_weights_, resized to each new top's index + 1
+    params, inputs, outputs = [], 0, set()
+    rng = False
+    vectors, objects = _VECTORS, LAYER_BYTES
+    offset = (message_size(layers[0].lp.DESCRIPTOR) if layers else LAYER_PARAMETER) - LAYER_PARAMETER + SHARED_PTR_BLOCK
+    for node in layers:
+        bottoms, tops = node.bottoms, node.tops
+        nb, nt = len(bottoms), len(tops)
+        total += (vectors[nb] if nb < 65 else 12 * grown(nb) + bits(nb)) + 12 * grown(nt)
+        for index in tops:
+            if size <= index:
+                if index >= capacity:
+                    capacity = max(2 * size, index + 1)
+                size = index + 1
+        outputs.difference_update(bottoms)
+        outputs.update(tops if not node.impl.auto_top_blobs else tops[:len(node.lp.top)])
+        if node.type == "Input":
+            inputs += len(tops)
+        lp_bytes = copy_bytes(node.lp)
+        total += objects.get(node.type, LAYER) + offset + lp_bytes
+        if node.params:  # param_id_vecs_ entry; blobs_, param_propagate_down_, each parameter Blob
+            params += node.params
+            total += 4 * grown(len(node.params)) + 16 * len(node.params) + bits(len(node.params))
+            for p in node.params:
+                total += new_blob(len(p.shape), 0 not in p.shape)
+        if not rng and node.params:
+            rng = _random_fill(node)
+        if node.loss_weights and any(node.loss_weights):
+            total += _losses(node.loss_weights)
+        member = MEMBERS.get(node.type)
+        if member is not None:
+            total += member(node, lp_bytes)
+        if forward:
+            shares = FORWARD_SHARES.get(node.type)
+            if shares is not None:
+                total -= SYNCED * shares(node)
+            if backward and node.need_backward and node.type in BACKWARD_SHARES:
+                total -= SYNCED * BACKWARD_SHARES[node.type](node)
+            if node.name in shared_params:
+                total -= SYNCED * sum(1 for p in node.params if p.owner is None)
+            rng = rng or _random_forward(node)
+    total += 4 * capacity
+    # params_, param_display_names_, param_layer_indices_, param_owners_, learnable_param_ids_;
+    # the owners' learnable_params_, params_lr_, params_weight_decay_, has_params_lr_/decay_;
+    # param_names_index_; ShareWeights: a param sharing another's takes its data and diff
+    owners = sum(1 for p in params if p.owner is None)
+    total += (16 + STRING + 8 + 4 + 4) * grown(len(params)) + sum(copied(len(p.name)) for p in params)
+    total += (8 + 4 + 4) * grown(owners) + 2 * bits(owners) - 2 * SYNCED * (len(params) - owners)
+    total += sum(MAP_NODE + copied(len(name)) for name in {p.name for p in params if p.name})
+    # net_input_blob_indices_ and net_input_blobs_ (Input tops), net_output_blob_* (unread tops)
+    total += 12 * grown(inputs) + 12 * grown(len(outputs))
+    return total, rng
+
+
+def _names(names):
+    """A vector of copied names and a map from each distinct name."""
+    heap = {}
+    total = 0
+    for name in names:
+        n = len(name)
+        if n > 15:
+            total += n + 1
+            heap[name] = n + 1
+        else:
+            heap[name] = 0
+    return total + sum(heap.values()) + MAP_NODE * len(heap)
+
+
+# a layer's bottom entries: blob pointers and ids (8 + 4 bytes, pushed back) and need-backward
+# flags, for k bottoms (tops have no flags)
+_VECTORS = [12 * grown(k) + bits(k) for k in range(65)]
+
+
+def _object(type_name, lp):
+    """A layer object and its shared_ptr block; a fork's LayerParameter (inside it) has its own size."""
+    return LAYER_BYTES.get(type_name, LAYER) - LAYER_PARAMETER + message_size(lp.DESCRIPTOR) + SHARED_PTR_BLOCK
+
+
+def _message(lp, field):
+    """The message type of LayerParameter field `field` in the schema that read `lp` (BVLC's if it
+    lacks the field)."""
+    fd = lp.DESCRIPTOR.fields_by_name.get(field)
+    if fd is None:
+        from ..read.schema import load_schema
+
+        fd = load_schema("bvlc").LayerParameter.DESCRIPTOR.fields_by_name[field]
+    return fd.message_type
+
+
+def _losses(weights):
+    """Layer::loss_ grown by set_loss(top, weight) for each nonzero weight: resize(top + 1)."""
+    size = capacity = 0
+    for j, weight in enumerate(weights):
+        if weight and size <= j:
+            if j >= capacity:
+                capacity = max(2 * size, j + 1)
+            size = j + 1
+    return 4 * capacity
+
+
+def _random_fill(node):
+    """Whether setting the layer up draws random numbers: a random filler for its parameters."""
+    data = node.lp.SerializeToString()
+    if not any(word in data for word in _RANDOM_WORDS):  # most layers: no need to look closer
+        return False
+    p = node.impl.lp
+    fillers = []
+    for field in ("convolution_param", "inner_product_param", "embed_param", "recurrent_param"):
+        if p.HasField(field):
+            sub = getattr(p, field)
+            fillers += [sub.weight_filler, sub.bias_filler] if getattr(sub, "bias_term", True) else [sub.weight_filler]
+    for field, name in (("bias_param", "filler"), ("scale_param", "filler"), ("scale_param", "bias_filler"),
+                        ("prelu_param", "filler")):
+        if p.HasField(field) and getattr(p, field).HasField(name):
+            fillers.append(getattr(getattr(p, field), name))
+    return any(f.type in RANDOM_FILLERS for f in fillers)
+
+
+_RANDOM_WORDS = tuple(sorted(name.encode() for name in RANDOM_FILLERS))
+
+
+def _random_forward(node):
+    """Whether the layer's first forward draws random numbers: Dropout and STOCHASTIC pooling in
+    TRAIN; DummyData with a random filler (its setup fills only the constant tops,
+    dummy_data_layer.cpp:53-90)."""
+    if node.type == "DummyData":
+        return any(f.type in RANDOM_FILLERS for f in node.impl.lp.dummy_data_param.data_filler)
+    if node.impl.ctx.phase != "TRAIN":
+        return False
+    return node.type == "Dropout" or (node.type == "Pooling" and node.impl.lp.pooling_param.pool == 2)
+
+
+
+# --- what each layer type keeps beyond Layer<Dtype>: its member Blobs (the objects; their data
+# are buffers unless said), vectors and inner layers; file:line in BVLC's src/caffe/layers/
+
+def _axes(node, j=0):
+    return len(node.bottom_shapes[j])
+
+
+def _conv(node, lp_bytes):
+    """base_conv_layer.cpp:17-185: kernel_shape_, stride_, pad_, dilation_ (Blob<int> of
+    max(1, spatial axes) ints, written at setup) and conv_input_shape_ (spatial axes + 1 ints);
+    col_buffer_ (spatial axes + 1) and, with a bias, bias_multiplier_ (one axis); col_buffer_shape_
+    and output_shape_ pushed back."""
+    axes = _axes(node)
+    n = axes - node.impl.lp.convolution_param.axis % axes - 1
+    total = 4 * (blob(1) + 4 * max(n, 1)) + blob(1) + 4 * (n + 1)
+    total += blob(n + 1) + 4 * grown(n + 1) + 4 * grown(n)
+    return total + (blob(1) if node.impl.lp.convolution_param.bias_term else 0)
+
+
+def _inner_product(node, lp_bytes):
+    """inner_product_layer.cpp:76-81: bias_multiplier_, one axis, with a bias."""
+    return blob(1) if node.impl.lp.inner_product_param.bias_term else 0
+
+
+def _pooling(node, lp_bytes):
+    """pooling_layer.cpp:111-120: max_idx_ (MAX, one top) or rand_idx_ (STOCHASTIC, TRAIN), 4 axes."""
+    pool = node.impl.lp.pooling_param.pool
+    if (pool == 0 and len(node.tops) == 1) or (pool == 2 and node.impl.ctx.phase == "TRAIN"):
+        return blob(4)
+    return 0
+
+
+def _batch_norm(node, lp_bytes):
+    """batch_norm_layer.cpp:58-92: mean_, variance_, batch_sum_multiplier_, spatial_sum_multiplier_,
+    num_by_chans_ (one axis), temp_ and x_norm_ (the bottom's axes). LayerSetUp (:37-46) adds a
+    ParamSpec to its LayerParameter for each of the 3 blobs not given one: the repeated field's
+    array grows from the copy's (n pointers) to 2n + 1, then takes the new ParamSpecs."""
+    total = 5 * blob(1) + 2 * blob(_axes(node))
+    given = len(node.lp.param)
+    capacity = given
+    for size in range(given, 3):
+        if size == capacity:
+            capacity = max(2 * capacity + 1, size + 1)
+        total += message_size(_message(node.lp, "param"))
+    if capacity > given:
+        total += POINTER * (capacity - given) + (8 if not given else 0)
+    return total
+
+
+def _scale(node, lp_bytes):
+    """scale_layer.cpp:52-80, 106-121: sum_result_ and sum_multiplier_ (one axis), temp_ in place;
+    with bias_term, an inner Bias layer (its object, its copy of this LayerParameter with type "Bias"
+    and a bias_param holding a filler, its bias_multiplier_; its blob is this layer's second),
+    bias_bottom_vec_ and bias_propagate_down_."""
+    total = 2 * blob(1) + (blob(_axes(node)) if node.in_place[0] else 0)
+    p = node.impl.lp
+    if p.scale_param.bias_term:
+        bias_param = _message(node.lp, "bias_param")
+        total += _object("Bias", node.lp) + _retyped(node.lp, lp_bytes, "Bias")
+        if not p.HasField("bias_param"):
+            total += message_size(bias_param)
+        if not p.bias_param.HasField("filler"):
+            total += message_size(bias_param.fields_by_name["filler"].message_type)
+            if "scale_param" in node.lp.DESCRIPTOR.fields_by_name:
+                total += _sub_bytes(node.lp.scale_param.bias_filler)
+        total += 16 + bits(1) + blob(1) + POINTER + bits(1)  # Bias's blobs_, its flags, multiplier
+    return total
+
+
+def _bias(node, lp_bytes):
+    """bias_layer.cpp:65: bias_multiplier_, one axis."""
+    return blob(1)
+
+
+def _retyped(lp, lp_bytes, new_type):
+    """Bytes of a copy of `lp` (`lp_bytes`) whose type was set to `new_type` (an inner layer's)."""
+    return lp_bytes - copied(len(lp.type)) + copied(len(new_type))
+
+
+def _loss(node, lp_bytes):
+    """loss_layer.cpp:12: a LossLayer without loss_weight adds one (a float array of 2)."""
+    return 0 if node.impl.lp.loss_weight else 16
+
+
+def _softmax(node, lp_bytes):
+    """softmax_layer.cpp:12-21: sum_multiplier_ (one axis) and scale_ (the bottom's axes)."""
+    return blob(1) + blob(_axes(node))
+
+
+def _softmax_with_loss(node, lp_bytes):
+    """softmax_loss_layer.cpp:11-21: an inner Softmax layer made from this LayerParameter (with the
+    loss weight LossLayer added), its prob_ top (the bottom's axes) and its own buffers' objects;
+    softmax_bottom_vec_, softmax_top_vec_; the inner layer's loss_ (the weight is set on it too)."""
+    return (_loss(node, 0) * 2 + _object("Softmax", node.lp) + _retyped(node.lp, lp_bytes, "Softmax")
+            + blob(_axes(node)) + _softmax(node, 0) + 2 * POINTER + _losses(node.loss_weights))
+
+
+def _sigmoid_cross_entropy(node, lp_bytes):
+    """sigmoid_cross_entropy_loss_layer.cpp, its header (:49-50): an inner Sigmoid layer made in the
+    constructor from this LayerParameter as given, sigmoid_output_ (a new Blob of the bottom's
+    axes), sigmoid_bottom_vec_, sigmoid_top_vec_; the inner layer's loss_ when the net gives a
+    loss_weight."""
+    return (_loss(node, 0) + _object("Sigmoid", node.lp) + lp_bytes
+            + new_blob(_axes(node)) + 2 * POINTER + _losses(node.impl.lp.loss_weight))
+
+
+def _euclidean(node, lp_bytes):
+    """euclidean_loss_layer.cpp:15: diff_, shaped like the bottom."""
+    return _loss(node, 0) + blob(_axes(node))
+
+
+def _contrastive(node, lp_bytes):
+    """contrastive_loss_layer.cpp:21-25: diff_, diff_sq_, dist_sq_, summer_vec_ (4 axes)."""
+    return _loss(node, 0) + 4 * blob(4)
+
+
+def _infogain(node, lp_bytes):
+    """infogain_loss_layer.cpp:13-27, 73: an inner Softmax layer (loss weight 1 set in its copy),
+    prob_, sum_rows_H_ (one axis), the two vectors; infogain_ read from a file (its objects)."""
+    total = (_loss(node, 0) + _object("Softmax", node.lp) + _retyped(node.lp, lp_bytes, "Softmax")
+             + 16 * (not node.impl.lp.loss_weight) + 4 + blob(_axes(node)) + _softmax(node, 0) + 2 * POINTER + blob(1))
+    if not node.impl.lp.HasField("softmax_param"):
+        total += message_size(_message(node.lp, "softmax_param"))
+    return total + (blob(4) if len(node.bottoms) < 3 else 0)
+
+
+def _crop(node, lp_bytes):
+    """crop_layer.cpp:40-56: offsets, src_strides_, dest_strides_ (Blob<int>, one axis; their ints
+    are buffers)."""
+    return 3 * blob(1)
+
+
+def _accuracy(node, lp_bytes):
+    """accuracy_layer.cpp:43: nums_buffer_ (one axis) with a per-class top."""
+    return blob(1) if len(node.tops) > 1 else 0
+
+
+def _dropout(node, lp_bytes):
+    """dropout_layer.cpp:27: rand_vec_, shaped like the bottom."""
+    return blob(_axes(node))
+
+
+def _lrn(node, lp_bytes):
+    """lrn_layer.cpp:18-63, 79: ACROSS_CHANNELS keeps scale_ (4 axes). WITHIN_CHANNEL builds five
+    inner layers from fresh LayerParameters: Split (into product_input_ and square_input_), Power
+    (square, into square_output_), AVE Pooling (into pool_output_), Power (into power_output_) and
+    an Eltwise PROD (coeffs_ of 2); each Blob 4 axes, each inner layer's vectors of top pointers."""
+    if node.impl.lp.lrn_param.norm_region == 0:
+        return blob(4)
+    power = message_size(_message(node.lp, "power_param"))
+    return (2 * POINTER + _object("Split", node.lp) + 2 * blob(4)
+            + 2 * POINTER + _object("Power", node.lp) + power + blob(4)
+            + POINTER + _object("Pooling", node.lp) + message_size(_message(node.lp, "pooling_param"))
+            + blob(4) + POINTER + _object("Power", node.lp) + power + blob(4)
+            + 2 * POINTER + _object("Eltwise", node.lp)
+            + message_size(_message(node.lp, "eltwise_param")) + 2 * 4)
+
+
+def _prelu(node, lp_bytes):
+    """prelu_layer.cpp:40-41, 56: multiplier_ and backward_buff_ (one axis); bottom_memory_ in place."""
+    return 2 * blob(1) + (blob(_axes(node)) if node.in_place[0] else 0)
+
+
+def _eltwise(node, lp_bytes):
+    """eltwise_layer.cpp:20, 42: coeffs_ (a float per bottom), max_idx_ (the top's axes) for MAX."""
+    return 4 * len(node.bottoms) + (blob(len(node.top_shapes[0])) if node.impl.lp.eltwise_param.operation == 2 else 0)
+
+
+def _slice(node, lp_bytes):
+    """slice_layer.cpp:15-16, 72-73: slice_point_ pushed back; one top shares data and diff."""
+    return 4 * grown(len(node.impl.lp.slice_param.slice_point)) - (2 * SYNCED if len(node.tops) == 1 else 0)
+
+
+def _concat(node, lp_bytes):
+    """concat_layer.cpp:51-52: a single bottom's data and diff are shared."""
+    return -2 * SYNCED if len(node.bottoms) == 1 else 0
+
+
+def _reshape(node, lp_bytes):
+    """reshape_layer.cpp:21-26, 89-90: copy_axes_ (the dims given as 0), pushed back; the top
+    shares the bottom's data and diff."""
+    zeros = sum(1 for d in node.impl.lp.reshape_param.shape.dim if d == 0)
+    return 4 * grown(zeros) - 2 * SYNCED
+
+
+def _embed(node, lp_bytes):
+    """embed_layer.cpp:59: bias_multiplier_, one axis, with a bias."""
+    return blob(1) if node.impl.lp.embed_param.bias_term else 0
+
+
+def _mvn(node, lp_bytes):
+    """mvn_layer.cpp:13-23: mean_, variance_, temp_, sum_multiplier_ (4 axes)."""
+    return 4 * blob(4)
+
+
+def _reduction(node, lp_bytes):
+    """reduction_layer.cpp:32: sum_multiplier_ (one axis) for SUM and MEAN."""
+    return blob(1) if node.impl.lp.reduction_param.operation in (1, 4) else 0
+
+
+def _swish(node, lp_bytes):
+    """swish_layer.hpp:33-35, swish_layer.cpp:13-24: an inner Sigmoid layer from this
+    LayerParameter, sigmoid_input_ and sigmoid_output_ (new Blobs, the bottom's axes), two vectors."""
+    return (_object("Sigmoid", node.lp) + lp_bytes + 2 * new_blob(_axes(node))
+            + 2 * POINTER)
+
+
+def _im2col(node, lp_bytes):
+    """im2col_layer.cpp:20-91: kernel_shape_, stride_, pad_, dilation_ (Blob<int>, written)."""
+    n = _axes(node) - node.impl.lp.convolution_param.axis % _axes(node) - 1
+    return 4 * (blob(1) + 4 * max(n, 1))
+
+
+def _dummy_data(node, lp_bytes):
+    """dummy_data_layer.cpp:48-71: refill_, and fillers_ with a Filler per data_filler (one
+    constant filler when none is given)."""
+    fillers = list(node.impl.lp.dummy_data_param.data_filler)
+    if len(fillers) <= 1:
+        made = [(fillers[0].type, copy_bytes(fillers[0])) if fillers else ("constant", STRING)]
+    else:
+        made = [(f.type, copy_bytes(f)) for f in fillers]
+    return 8 + 16 * len(made) + sum(FILLER_BYTES.get(t, FILLER) + SHARED_PTR_BLOCK + b for t, b in made)
+
+
+MEMBERS = {
+    "Convolution": _conv, "Deconvolution": _conv, "InnerProduct": _inner_product, "Pooling": _pooling,
+    "BatchNorm": _batch_norm, "Scale": _scale, "Bias": _bias, "Softmax": _softmax,
+    "SoftmaxWithLoss": _softmax_with_loss, "SigmoidCrossEntropyLoss": _sigmoid_cross_entropy,
+    "EuclideanLoss": _euclidean, "ContrastiveLoss": _contrastive, "InfogainLoss": _infogain,
+    "HingeLoss": _loss, "MultinomialLogisticLoss": _loss, "Accuracy": _accuracy, "Dropout": _dropout,
+    "LRN": _lrn, "PReLU": _prelu, "Eltwise": _eltwise, "Slice": _slice, "Concat": _concat, "Reshape": _reshape,
+    "Crop": _crop,     "Embed": _embed, "MVN": _mvn, "Reduction": _reduction, "Swish": _swish, "Im2col": _im2col,
+    "DummyData": _dummy_data,
+}
+
+# SyncedMemory objects a layer's first forward frees by sharing another blob's: each Split top takes
+# the bottom's data (split_layer.cpp:29), Flatten's top too (flatten_layer.cpp:32), Parameter's top
+# its blob's data and diff (parameter_layer.hpp:33-36), a second top of
+# SoftmaxWithLoss or InfogainLoss takes prob_'s data, LRN's inner Split its two tops'.
+FORWARD_SHARES = {
+    "Split": lambda node: len(node.tops),
+    "Flatten": lambda node: 1,
+    "Parameter": lambda node: 2,
+    "SoftmaxWithLoss": lambda node: len(node.tops) - 1,
+    "InfogainLoss": lambda node: len(node.tops) - 1,
+    "LRN": lambda node: 2 * (node.impl.lp.lrn_param.norm_region == 1),
+}
+# and its first backward: Flatten's bottom takes the top's diff (flatten_layer.cpp:38)
+BACKWARD_SHARES = {"Flatten": lambda node: 1}
