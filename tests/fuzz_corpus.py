@@ -95,6 +95,7 @@ GARBAGE = ["{", "}", "<", ">", "{{{{", "}}}}", '"', "'", "#", "\\", ":", "::", "
 
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.])")
 _QUOTED = re.compile(r'"[^"\n]*"')
+_NAME = re.compile(r'\bname:\s*"([^"\n]{1,100})"')
 _WIRE = re.compile(r"\b(bottom|top)(\s*:\s*)\"([^\"\n]*)\"")
 _TYPE = re.compile(r"\btype(\s*:\s*)(\"[^\"\n]*\"|\w+)")
 _GLOG = re.compile(r"^([IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^ \]]+:\d+\] )(.*)$", re.M)
@@ -247,7 +248,7 @@ class Seed:
 
     path: str
     args: list = field(default_factory=list)
-    kind: str = "net"  # net | log (audited itself) | log-for (given with --log to its net) | shapes
+    kind: str = "net"  # net | log (audited itself) | log-for (given with --log to its net) | shapes | proto
 
 
 def seeds(max_bytes=MAX_SEED_BYTES):
@@ -280,12 +281,15 @@ def seeds(max_bytes=MAX_SEED_BYTES):
         found.append(Seed(os.path.join(logs, log), [net], kind="log-for"))
     found.append(Seed(os.path.join(ROOT, "samples", "voc-fcn8s_train.prototxt"),
                       ["data = 1x3x375x500  # VOC\nlabel = 1x1x375x500\n"], kind="shapes"))
+    found.append(Seed(os.path.join(ROOT, "proto", "caffe.proto"), [os.path.join(DATA, "nets", "lenet_train_test.prototxt")]
+                      + MNIST, kind="proto"))
     return [s for s in found if s.kind == "shapes" or os.path.getsize(s.path) <= max_bytes]
 
 
 # Options added to a case now and then: every report format, the other engine and mode, the batch
 # search, a forward-only run, a solver's history, freezing, and `diff` against the unmutated file.
-EXTRA_OPTIONS = [(0.25, lambda rng: ["--format", rng.choice(["json", "csv", "markdown"])]),
+EXTRA_OPTIONS = [(0.25, lambda rng: ["--format", rng.choice(["json", "csv", "markdown", "html"])]),
+                 (0.03, lambda rng: ["--sweep", rng.choice(["1,2,4", "1..8", "3"])]),
                  (0.08, lambda rng: ["--engine", "cudnn"]), (0.08, lambda rng: ["--caffe-log"]),
                  (0.04, lambda rng: ["--gpu-mem", rng.choice(["8G", "1M", "100G"])]),
                  (0.06, lambda rng: ["--inference"]), (0.08, lambda rng: ["--phase", rng.choice(["train", "test"])]),
@@ -340,12 +344,17 @@ def make_case(number, seed_value, all_seeds, cache):
         argv = [seed.path, "--shapes", os.path.join("{dir}", main_file)]
     elif seed.kind == "log-for":
         argv = [seed.args[0], "--log", os.path.join("{dir}", main_file)]
+    elif seed.kind == "proto":  # a user's caffe.proto (--caffe-proto), compiled by protoc
+        argv = seed.args + ["--caffe-proto", os.path.join("{dir}", main_file)]
     else:
         argv = [os.path.join("{dir}", main_file)] + seed.args
     for chance, option in EXTRA_OPTIONS:
         if rng.random() < chance:
             argv += option(rng)
-    if seed.kind == "net" and rng.random() < 0.04 and "--caffe-log" not in argv:
+    names = _NAME.findall(text)
+    if names and rng.random() < 0.05:  # freeze a layer of the mutated file (or a blob's name: refused)
+        argv += ["--freeze", rng.choice(names)]
+    if seed.kind == "net" and rng.random() < 0.04 and not {"--caffe-log", "--sweep"} & set(argv):  # audit's own
         argv = ["diff", seed.path] + argv
     return Case(number, seed, applied, files, argv, main_file)
 

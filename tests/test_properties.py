@@ -8,7 +8,8 @@ by Caffe's formulas (conv_layer.cpp, pooling_layer.cpp: floor for convolution, c
 so each net is one Caffe would build.
 
 The runs are derandomized (the same examples every time) and small; PROTOAUDIT_PROPERTY_EXAMPLES
-sets how many examples each property tries (default 25), e.g. 1000 for a long run.
+sets how many examples each property tries (default 25), e.g. 1000 for a long run, and
+PROTOAUDIT_PROPERTY_RANDOM=1 draws other examples at each run.
 """
 import contextlib
 import csv
@@ -28,7 +29,8 @@ from protoaudit.memory.explain import compare
 from protoaudit.memory.summary import summarize
 
 EXAMPLES = int(os.environ.get("PROTOAUDIT_PROPERTY_EXAMPLES", "25"))
-SETTINGS = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None, print_blob=True,
+RANDOM = bool(os.environ.get("PROTOAUDIT_PROPERTY_RANDOM"))  # other examples at each run, not CI's fixed ones
+SETTINGS = settings(max_examples=EXAMPLES, derandomize=not RANDOM, deadline=None, database=None, print_blob=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 FOLDER = tempfile.mkdtemp(prefix="protoaudit-properties-")
 
