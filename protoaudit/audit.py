@@ -13,7 +13,7 @@ from .memory.failure import explain as explain_failure
 from .read import caffe_log
 from .read.netspecs import net_specs
 from .read.sidecar import declared_shapes
-from .options import INT_MAX, parse_batch
+from .options import INT_MAX, MAX_AXES, parse_batch
 
 ENGINES = ("caffe", "cudnn")
 MODES = ("gpu", "cpu")
@@ -200,15 +200,28 @@ def _log_shapes(log):
 
 
 def _check_sizes(net):
+    """Blob::Reshape's CHECKs (blob.cpp:24-34): no blob, top or parameter, has more than
+    kMaxBlobAxes (32) axes or holds more than INT_MAX elements."""
     for layer in net.layers:
         for index in layer.tops:
             blob = net.blobs[index]
+            if len(blob.shape) > MAX_AXES:
+                raise InputError(f"top '{blob.name}' would have {len(blob.shape):,} axes; a Caffe blob has at most "
+                                 f"{MAX_AXES}", file=net.path, line=layer.line, layer=layer.name,
+                                 fix="give the shape with fewer dims")
             if blob.count > INT_MAX:
                 raise InputError(
                     f"top '{blob.name}' would hold {blob.count:,} elements {blob.shape}; a Caffe blob holds "
                     f"at most {INT_MAX:,}",
                     file=net.path, line=layer.line, layer=layer.name,
                     fix="use a smaller batch or input size",
+                )
+        for k, param in enumerate(layer.params):
+            if param.count > INT_MAX:
+                raise InputError(
+                    f"parameter {k} would hold {param.count:,} elements {param.shape}; a Caffe blob holds at most "
+                    f"{INT_MAX:,}", file=net.path, line=layer.line, layer=layer.name,
+                    fix="use a smaller num_output or kernel",
                 )
 
 

@@ -205,12 +205,19 @@ def _guarded(run, what):
         return run()
     except InputError as e:
         text = str(e) if e.file or e.line else str(e).removeprefix("<input>: ")  # an option's value
-        print(f"protoaudit: {text}", file=sys.stderr)
+        _say(text)
         return EXIT_BAD_INPUT
     except RecursionError:
-        print(f"protoaudit: {what}: the net is too deeply nested to read", file=sys.stderr)
+        _say(f"{what}: the net is too deeply nested to read")
         return EXIT_BAD_INPUT
     except Exception as e:  # one line, and a way to report it
-        print(f"protoaudit: internal error on {what}: {type(e).__name__}: {e} "
-              "(please report this with the prototxt)", file=sys.stderr)
+        _say(f"internal error on {what}: {type(e).__name__}: {e} (please report this with the prototxt)")
         return EXIT_INTERNAL
+
+
+def _say(text):
+    """One line on stderr, whatever the file's names hold: line breaks and other control characters
+    (a quoted "\\n" or "\\r" in a prototxt is one) written as escapes."""
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    print(f"protoaudit: {text}", file=sys.stderr)

@@ -2,6 +2,7 @@
 from .errors import InputError
 
 INT_MAX = 2**31 - 1
+MAX_AXES = 32  # kMaxBlobAxes, caffe/blob.hpp
 
 
 def parse_input(text, what="--input"):
@@ -10,8 +11,12 @@ def parse_input(text, what="--input"):
     name, dims = name.strip(), dims.strip()
     if not sep or not name or not dims:
         raise InputError(f"{what} '{text}' is not TOP=SHAPE", fix="write it as data=128x3x32x32")
+    parts = dims.lower().replace("*", "x").replace(",", "x").split("x", MAX_AXES)
+    if len(parts) > MAX_AXES:
+        raise InputError(f"{what} '{text[:60]}...': a Caffe blob has at most {MAX_AXES} axes",
+                         fix="write it as data=128x3x32x32")
     try:
-        shape = tuple(int(d) for d in dims.lower().replace("*", "x").replace(",", "x").split("x"))
+        shape = tuple(int(d) for d in parts)
     except ValueError:
         raise InputError(f"{what} '{text}': the shape must be whole numbers joined by x",
                          fix="write it as data=128x3x32x32") from None

@@ -242,6 +242,18 @@ def test_usage_errors_are_one_line(cli, tmp_path, args):
     says_what_to_do(msg)
 
 
+@pytest.mark.parametrize("escape, shown", [("\\r", "\\r"), ("\\n", "\\n"), ("\\v", "\\x0b"), ("\\302\\205", "\\x85"),
+                                           ("\r", "\\r")])
+def test_a_name_holding_a_line_break_is_told_on_one_line(cli, tmp_path, escape, shown):
+    """protobuf unescapes a quoted "\\r" (or "\\n", U+0085 as UTF-8...) into the name itself, and a
+    quoted string may hold a bare carriage return: the message about that name is still one line,
+    the break written as its escape (found by tests/fuzz_corpus.py)."""
+    write(tmp_path, "net.prototxt", NET.replace('bottom: "data"', f'bottom: "da{escape}ta"'))
+    msg = refused(cli("net.prototxt"))
+    assert msg.startswith("protoaudit: net.prototxt:8: layer 'conv1': ") and f"'da{shown}ta'" in msg
+    says_what_to_do(msg)
+
+
 def test_negative_shape_in_the_net(cli, tmp_path):
     write(tmp_path, "net.prototxt", NET.replace("dim: 2 dim: 3", "dim: -2 dim: 3"))
     msg = refused(cli("net.prototxt"))

@@ -270,6 +270,20 @@ def test_image_seg_data_v2_prefetches_five_batches_of_its_three_tops(tmp_path):
     assert {"data", "label"} <= tops and len(tops) == 3
 
 
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown", "csv"])
+def test_image_seg_data_third_top_is_caffes_automatic_blob_in_every_format(tmp_path, fmt):
+    """The top Caffe adds is named "(automatic)" (net.cpp:364, AppendTop); every report says
+    where its shape came from under that name (markdown once failed on the nameless top: found by
+    tests/fuzz_corpus.py)."""
+    path = tmp_path / "net.prototxt"
+    path.write_text(SEG_DATA % ("", "crop_height: 5 crop_width: 7", ""))
+    run = run_protoaudit(str(path), "--fork", "deeplab_v2", "--format", fmt)
+    assert run.returncode == 0, run.stderr
+    if fmt == "json":
+        origins = {o["top"]: o["shape"] for o in json.loads(run.stdout)["data_shapes"]}
+        assert origins == {"data": [2, 3, 5, 7], "label": [2, 1, 5, 7], "(automatic)": [2, 1, 1, 2]}
+
+
 def test_image_seg_data_without_a_crop_asks_for_the_image_size(tmp_path):
     path = tmp_path / "net.prototxt"
     path.write_text(SEG_DATA % ("", "mirror: true", "label_type: PIXEL"))

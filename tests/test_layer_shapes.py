@@ -6,7 +6,7 @@ BVLC master (src/caffe/layers/<name>_layer.cpp), never taken from protoaudit's o
 """
 import pytest
 
-from protoaudit import InputError, build_nets
+from protoaudit import InputError, audit, build_nets
 from protoaudit.cli import main
 from protoaudit.layers.base import REGISTRY
 
@@ -309,6 +309,22 @@ def test_slice(build):
     assert tops(net, "s") == [(2, 9, 2)] * 2  # legacy slice_dim
     net = build(data + layer("s", "Slice", ["data"], ["x", "y"], "slice_param { slice_point: 9 }"))
     assert tops(net, "s") == [(2, 9, 4), (2, 0, 4)]  # Caffe lets the last slice be empty
+
+
+@pytest.mark.parametrize("join", [layer("c", "Concat", ["data"], ["data"]), layer("s", "Slice", ["data"], ["data"])],
+                         ids=["Concat", "Slice"])
+def test_one_bottom_concat_or_one_top_slice_in_place(tmp_path, join):
+    """With one bottom (Concat) or one top (Slice) the top shares the bottom's data and diff
+    (concat_layer.cpp:50-52, slice_layer.cpp:71-73); named in place, the blob shares with itself,
+    which changes nothing. The audit once went round that share forever (found by
+    tests/fuzz_corpus.py); the net is one 2x3x4x4 blob, its data counted once."""
+    path = tmp_path / "net.prototxt"
+    path.write_text('name: "t"\n' + inp("data", 2, 3, 4, 4) + join
+                    + layer("loss", "EuclideanLoss", ["data", "data"]))
+    result = audit(str(path), solver_type="none")
+    assert result.nets[0].net.layer(join.split('"')[1]).top_shapes == [(2, 3, 4, 4)]
+    data = [b for b in result.nets[0].buffers if b.kind == "top data" and b.owner == "data"]
+    assert [b.elements for b in data] == [2 * 3 * 4 * 4]
 
 
 def test_slice_checks(build):

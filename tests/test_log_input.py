@@ -139,3 +139,42 @@ def test_a_log_with_no_net_is_refused_with_the_way_out(tmp_path):
     assert run.returncode == 2
     assert run.stderr.startswith("protoaudit: solver.log: the log holds no net Caffe set up")
     assert "--log" in run.stderr
+
+
+def test_a_garbled_number_in_a_log_line_is_passed_over(tmp_path):
+    """A 'Memory required for data' line whose number is cut or garbled, and numbers longer than
+    any Caffe prints (Python's int() refuses over 4,300 digits), are lines Caffe never wrote: they
+    are passed over as other unknown lines are (found by tests/fuzz_corpus.py)."""
+    from protoaudit.read import caffe_log
+
+    garbled = SETUP_DEATH.replace("Memory required for data: 38535168", "Memory required for data: 3853\x0bR")
+    garbled = garbled.replace("Creating Layer conv1", "Creating Layer conv1\nI0101 00:00:00.000000  1 solver.cpp:1] "
+                              "Iteration " + "9" * 5000 + "\nI0101 00:00:00.000000  1 net.cpp:157] Top shape: "
+                              + "7" * 5000 + " (1)")
+    path = tmp_path / "train.log"
+    path.write_text(garbled)
+    net = caffe_log.read(str(path))[0].nets[0]
+    assert net.memory is None and [layer.shapes for layer in net.layers] == [[(64, 3, 224, 224)]]
+    run = run_protoaudit("train.log", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+
+
+def test_a_phase_the_logged_run_never_built_is_refused():
+    run = run_protoaudit(os.path.join(LOGS, "bvlc_nb_detection_rcnn_1.log"), "--phase", "train")
+    assert run.returncode == 2 and len(run.stderr.splitlines()) == 1
+    assert "bvlc_nb_detection_rcnn_1.log: the run in the log built no TRAIN net (only TEST) (--phase test" in run.stderr
+
+
+def test_a_logged_data_top_with_no_axes_is_refused(tmp_path):
+    """`Top shape: (1)` is what Caffe logs for a blob of no axes; a Data layer's top starts with its
+    batch, so a log saying so of one does not belong to the net (found by tests/fuzz_corpus.py)."""
+    with open(os.path.join(LOGS, "ducha_caffenet128_tanh_bs32.log")) as f:
+        text = f.read()
+    first = text.index("Top shape: ", text.index("Setting up data"))
+    end = text.index("\n", first)
+    (tmp_path / "run.log").write_text(text[:first] + "Top shape: (1)" + text[end:])
+    run = run_protoaudit(os.path.join(LOGS, "ducha_caffenet128_tanh_bs32.train.as_run.prototxt"), "--log",
+                         "run.log", cwd=tmp_path)
+    assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
+    assert "layer 'data': top 'data' is given no axes (Caffe's log run.log:" in run.stderr
+    assert "--input data=NxCxHxW" in run.stderr

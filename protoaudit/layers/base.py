@@ -222,9 +222,10 @@ class Layer:
         self.ctx.assumptions.append(Assumption(self.lp.name, what, override))
 
     def note_origin(self, top_index, shape, source):
-        """Note where a data top's shape came from (--input wins over what the layer says)."""
-        top = self.lp.top[top_index] if top_index < len(self.lp.top) else None
-        if top is not None and top in self.ctx.inputs:
+        """Note where a data top's shape came from (--input wins over what the layer says). A top
+        the file does not name (AutoTopBlobs) is Caffe's "(automatic)" (net.cpp AppendTop)."""
+        top = self.lp.top[top_index] if top_index < len(self.lp.top) else "(automatic)"
+        if top in self.ctx.inputs:
             source = self.ctx.input_sources.get(top, "--input")
         self.ctx.origins.append(ShapeOrigin(self.lp.name, top, tuple(shape), source))
 

@@ -61,6 +61,7 @@ class DataSource(Layer):
             if j == 0:
                 image, origin = self.data_shape(batch)
                 shape = self.override(0, (batch,) + tuple(image) if image else None, own_batch=batch)
+                self.check_batch_axis(0, shape)
                 batch = shape[0]
                 self.note_origin(0, shape, origin)
             else:
@@ -68,6 +69,14 @@ class DataSource(Layer):
                 self.note_origin(j, shape, "the layer's batch size (a label per image)")
             tops.append(shape)
         return tops
+
+    def check_batch_axis(self, top_index, shape):
+        """A shape from --input or a log must start with the batch, as this layer's tops do (a log
+        line `Top shape: (1)` gives none)."""
+        top = self.lp.top[top_index]
+        self.check(len(shape) > 0, f"top '{top}' is given no axes ({self.ctx.input_sources.get(top, '--input')}), "
+                   f"but a {self.lp.type} layer's top starts with its batch",
+                   fix=f"give its shape with --input {top}=NxCxHxW")
 
     def data_shape(self, batch):
         """((C, H, W), where it came from) for the data top (None when --input declares it), or
@@ -603,6 +612,7 @@ class MemoryData(DataSource):
         self.check(p.batch_size * p.channels * p.height * p.width > 0,
                    "batch_size, channels, height and width must be specified and positive in memory_data_param")
         data = self.override(0, (p.batch_size, p.channels, p.height, p.width))
+        self.check_batch_axis(0, data)
         label = self.override(1, (data[0],))
         self.note_origin(0, data, "the layer's parameters")
         self.note_origin(1, label, "the layer's batch size (a label per image)")

@@ -7,7 +7,9 @@ one-line error, or into a request for --input where only the dataset could say. 
 """
 import functools
 import os
+import re
 
+from ..read import special
 from ..read.datasets import DatasetError, MissingLibrary, paths
 
 
@@ -20,9 +22,17 @@ def cached(read):
 
     @functools.wraps(read)
     def wrapper(path, *args):
+        found = special.kind(path)
+        if found is not None:  # a pipe no one writes to would be waited on forever
+            raise DatasetError(f"{path} is {found}, not a file or a database folder", fix=special.FIX)
         return keyed(path, stamp(path), *args)
 
     return wrapper
+
+
+# The files of a database folder its readers open (LMDB's data.mdb; LevelDB's CURRENT, MANIFEST,
+# logs and tables): a folder of a million other entries is looked through, never stat'ed whole.
+DATABASE_FILES = re.compile(r"data\.mdb|CURRENT|MANIFEST-\d+|\d+\.(?:log|ldb|sst)")
 
 
 def stamp(path):
@@ -31,7 +41,8 @@ def stamp(path):
     if not os.path.isdir(path):
         return (st.st_size, st.st_mtime_ns)
     with os.scandir(path) as entries:
-        return tuple(sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in entries if e.is_file()))
+        return (st.st_mtime_ns,) + tuple(sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in entries
+                                                if DATABASE_FILES.fullmatch(e.name) and e.is_file()))
 
 
 class Source:

@@ -97,13 +97,15 @@ def layer_touches(node, mode, engine):
 
 class _Storage:
     """Which blob storages are one: in-place tops are one blob already; ShareData/ShareDiff join
-    a top's data or diff to its bottom's."""
+    a top's data or diff to its bottom's (a blob shared with itself, as a one-bottom Concat or a
+    one-top Slice computed in place does, stays as it was)."""
 
     def __init__(self, net):
         self.root = {}
         for node in net.layers:
             for top_j, bottom_j, part in node.impl.shares():
-                self.root[(node.tops[top_j], part)] = self.find((node.bottoms[bottom_j], part))
+                if node.tops[top_j] != node.bottoms[bottom_j]:
+                    self.root[(node.tops[top_j], part)] = self.find((node.bottoms[bottom_j], part))
 
     def find(self, key):
         while key in self.root:

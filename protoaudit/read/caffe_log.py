@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import InputError
+from . import special
 
 # glog's line prefix: severity, date, time, thread, file:line]
 GLOG = re.compile(r"^([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ([^ \]]+):\d+\] ")
@@ -20,9 +21,12 @@ GLOG_MAX_MESSAGE = 30000
 # A training log is read line by line and never held whole; past this it is not a Caffe log.
 MAX_LOG_BYTES = 2 * 2**30
 MAX_LINE = 2**20  # glog writes no line this long; a longer one is read in pieces
-_TOP_SHAPE = re.compile(r"^Top shape: ((?:\d+ )*)\((\d+)\)$")
+# The numbers Caffe prints are at most 64-bit; a line with longer ones (or with no number where one
+# belongs) is no line Caffe wrote, and is passed over as any other unknown line is.
+_TOP_SHAPE = re.compile(r"^Top shape: ((?:[0-9]{1,20} )*)\(([0-9]{1,20})\)$")
+_MEMORY = re.compile(r"^Memory required for data: ([0-9]{1,20})$")
 _ARROW = re.compile(r"^(.+) (<-|->) (.+?)( \(in-place\))?$")
-_ITERATION = re.compile(r"^Iteration (\d+)")
+_ITERATION = re.compile(r"^Iteration ([0-9]{1,20})(?![0-9])")
 _FRAME = re.compile(r"^\s*@\s+0x[0-9a-f]+\s+(.+?)\s*$")
 
 
@@ -91,7 +95,10 @@ class Run:
 
 def is_log_file(path):
     """Whether the file is a Caffe (glog) log rather than a prototxt: a glog line among its first
-    lines (a prototxt has none). Unreadable files are left to the prototxt reader to report."""
+    lines (a prototxt has none). Unreadable files, and pipes or devices, are left to the prototxt
+    reader to report."""
+    if special.kind(path):
+        return False
     try:
         with open(path, "rb") as f:
             head = f.read(65536).decode("utf-8", errors="replace")
@@ -103,6 +110,7 @@ def is_log_file(path):
 def read(path):
     """Every run in the log at `path`, read line by line (bounded by MAX_LOG_BYTES), once per
     version of the file (an audit asks for it while building and again for the run's end)."""
+    special.refuse(path, "Caffe log")
     try:
         stat = os.stat(path)
     except OSError as e:
@@ -124,14 +132,20 @@ def _read(path, size, mtime):
 
 
 def _bounded_lines(handle, path):
-    """The file's lines, none longer than MAX_LINE characters (the rest of a longer one is passed
-    over in pieces) and no more than MAX_LOG_BYTES in all: a stream that never ends is refused."""
+    """The file's lines, none longer than MAX_LINE characters (the rest of a longer one is read in
+    pieces and passed over, so the lines after it keep their numbers) and no more than MAX_LOG_BYTES
+    in all: a file that never ends is refused."""
     total = 0
     while True:
-        line = handle.readline(MAX_LINE)
+        line = piece = handle.readline(MAX_LINE)
         if not line:
             return
-        total += len(line)
+        total += len(piece)
+        while not piece.endswith("\n") and len(piece) == MAX_LINE:
+            piece = handle.readline(MAX_LINE)
+            total += len(piece)
+            if total > MAX_LOG_BYTES:
+                break
         if total > MAX_LOG_BYTES:
             raise InputError(f"the log goes on past {MAX_LOG_BYTES // 2**30} GiB, larger than any Caffe log "
                              "protoaudit reads", file=path, fix="cut the log to the part that initialises the nets")
@@ -230,7 +244,9 @@ class _Reader:
             if m and net.layers:
                 net.layers[-1].shapes.append(tuple(int(d) for d in m.group(1).split()))
         elif msg.startswith("Memory required for data:"):
-            net.memory = int(msg.rsplit(" ", 1)[1])
+            m = _MEMORY.match(msg)
+            if m:
+                net.memory = int(m.group(1))
         elif msg.startswith("Network initialization done"):
             net.done = True
         else:

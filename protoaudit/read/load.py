@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from google.protobuf import text_format
 
 from ..errors import InputError
+from . import special
 from .schema import FORKS, SCHEMA_NAMES, USER_PREFIX, ancestors, described, load_schema
 from .tokens import Text, has_tokens, parse
 
@@ -51,7 +52,8 @@ class Source:
 
 
 def read_text(path):
-    """The file's text, or a clear error for a missing, empty or binary file."""
+    """The file's text, or a clear error for a missing, empty or binary file, or for no file at all."""
+    special.refuse(path)
     try:
         with open(path, "rb") as f:
             data = f.read(MAX_FILE_BYTES + 1)
@@ -66,8 +68,7 @@ def read_text(path):
             f"the file is over {MAX_FILE_BYTES // 2**20} MiB, far larger than any Caffe net or solver",
             file=path, fix="give the net's train_val.prototxt, deploy.prototxt or solver.prototxt",
         )
-    head = data[:65536]
-    if head.translate(None, _BINARY_BYTES) != head:
+    if looks_binary(data[:65536]):
         raise InputError(
             "this is a binary file, not a text prototxt",
             file=path,
@@ -78,6 +79,11 @@ def read_text(path):
     if not text.strip() or not has_tokens(text):
         raise InputError("the file is empty", file=path, fix="give a net or solver prototxt")
     return text
+
+
+def looks_binary(head):
+    """Whether bytes hold what no text file does (control bytes other than whitespace)."""
+    return head.translate(None, _BINARY_BYTES) != head
 
 
 _TEMPLATE = re.compile(r"\$\{(\w+)\}")

@@ -63,6 +63,10 @@ def _log_specs(path, phase, schema, defines):
     run = caffe_log.chosen_run(caffe_log.read(path), path)
     solver = _logged_solver(run, path, schema, defines)
     nets = [n for n in run.nets if phase is None or n.phase == phase]
+    if not nets:
+        built = sorted({n.phase for n in run.nets})
+        raise InputError(f"the run in the log built no {phase} net (only {' and '.join(built)})", file=path,
+                         fix=" or ".join(f"--phase {p.lower()}" for p in built) + ", or no --phase")
     cut = [n for n in nets if n.params.cut]
     if cut:
         raise InputError(
@@ -142,8 +146,11 @@ def _net_from(src, field_name, file_value=None, index=None, files=None):
     files = files or {}
     net_path = loader.resolve_path(file_value, src.path, files.get("root"))
     net_src = loader.load(net_path, files.get("schema"), files.get("defines"))
-    if net_src.kind != "net":
-        raise InputError("the solver names this file as a net, but it is a solver", file=net_path)
+    if net_src.kind != "net":  # itself, or another solver (two solvers naming each other)
+        line = next((i for i, text in enumerate(src.text.split("\n"), 1)
+                     if f'"{file_value}"' in text or f"'{file_value}'" in text), None)
+        raise InputError(f"the net it names, '{file_value}', is a solver, not a net", file=src.path, line=line,
+                         fix="name the net's prototxt (train_val.prototxt) there")
     return net_src.message, net_src.schema, net_path, _layer_lines(net_src.outline)
 
 

@@ -179,15 +179,18 @@ def user_schema(proto_path):
     brings (no system protoc), loaded into a pool of its own. Its nets' layers are sized as the
     shipped schema closest to it sizes them (the most LayerParameter fields in common)."""
     from ..errors import InputError
+    from . import special
 
     path = os.path.abspath(proto_path)
     name = USER_PREFIX + proto_path
     if name in _USER_SCHEMAS:
         return _USER_SCHEMAS[name]
+    special.refuse(proto_path, ".proto file")
     if not os.path.isfile(path):
         raise InputError("no such file", file=proto_path, fix="give the path of your Caffe's src/caffe/proto/caffe.proto")
+    _check_proto_file(path, proto_path)
     try:
-        from grpc_tools import protoc
+        from grpc_tools import protoc  # noqa: F401  (run below in a process of its own)
     except ImportError:
         raise InputError("--caffe-proto compiles your caffe.proto with protoc, which comes with grpcio-tools",
                          file=proto_path, fix="pip install 'protoaudit[caffe-proto]'") from None
@@ -196,8 +199,11 @@ def user_schema(proto_path):
     folder, base = os.path.split(path)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "schema.desc")
-        status, said = _quietly(lambda: protoc.main(["protoc", f"-I{folder}", f"--descriptor_set_out={out}", base]),
-                                os.path.join(tmp, "stderr"))
+        status, said = _protoc([f"-I{folder}", f"--descriptor_set_out={out}", base])
+        if status is None:
+            raise InputError(f"protoc did not finish compiling it within {PROTOC_SECONDS} s", file=proto_path,
+                             fix="give the caffe.proto your Caffe was built with (does it import a pipe, a "
+                             "device or a very large file?)")
         if status != 0 or not os.path.exists(out):
             errors = [m for m in map(_PROTOC_ERROR.match, said.splitlines()) if m]
             raise InputError("protoc could not compile it" + (f": {errors[0].group(2)}" if errors else ""),
@@ -217,24 +223,57 @@ def user_schema(proto_path):
 _PROTOC_ERROR = re.compile(r".*?\.proto:(\d+):\d+: (.*)$")  # protoc's "file.proto:LINE:COL: message"
 
 
-def _quietly(run, capture):
-    """run() with the process's stderr (where protoc's C++ code writes) captured into a file:
-    protoaudit says what went wrong in one line of its own."""
+# A caffe.proto is some 60 KB (the largest fork's, 200 KB); protoc takes seconds and hundreds of
+# MB for a few MB of messages, and a .proto may import a pipe or a device, which it reads forever.
+MAX_PROTO_BYTES = 2 * 2**20
+PROTOC_SECONDS = 10
+PROTOC_MEMORY = 2 * 2**30  # bytes of address space
+_PROTOC = "import sys; from grpc_tools import protoc; sys.exit(protoc.main(sys.argv))"
+
+
+_IMPORT = re.compile(rb'^[ \t]*import[ \t]+(?:(?:public|weak)[ \t]+)?"([^"\n]*)"', re.M)
+
+
+def _check_proto_file(path, shown):
+    """A .proto too large, or binary, or importing a pipe or a device (which protoc would read
+    forever) is refused before protoc reads it."""
+    from ..errors import InputError
+    from . import special
+    from .load import looks_binary
+
+    if os.path.getsize(path) > MAX_PROTO_BYTES:
+        raise InputError(f"the file is over {MAX_PROTO_BYTES // 2**20} MiB, far larger than any caffe.proto",
+                         file=shown, fix="give the caffe.proto your Caffe was built with")
+    with open(path, "rb") as f:
+        data = f.read()
+    if looks_binary(data[:65536]):
+        raise InputError("this is a binary file, not a .proto", file=shown,
+                         fix="give the caffe.proto your Caffe was built with (src/caffe/proto/caffe.proto)")
+    for m in _IMPORT.finditer(data):
+        imported = os.path.join(os.path.dirname(path), m.group(1).decode("utf-8", errors="replace"))
+        found = special.kind(imported)
+        if found is not None:
+            raise InputError(f"it imports {m.group(1).decode('utf-8', errors='replace')}, which is {found}",
+                             file=shown, line=data.count(b"\n", 0, m.start()) + 1, fix=special.FIX)
+
+
+def _protoc(args):
+    """(exit status, what it wrote on stderr) of grpcio-tools' protoc run in a process of its own,
+    bounded in time and memory (status None: it did not finish), so nothing a .proto imports can
+    hang or exhaust protoaudit; protoaudit says what went wrong in one line of its own."""
+    import resource
+    import subprocess
     import sys
 
-    sys.stderr.flush()
-    saved = os.dup(2)
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (PROTOC_MEMORY, PROTOC_MEMORY))
+
     try:
-        with open(capture, "w+") as f:
-            os.dup2(f.fileno(), 2)
-            try:
-                status = run()
-            finally:
-                os.dup2(saved, 2)
-            f.seek(0)
-            return status, f.read()
-    finally:
-        os.close(saved)
+        run = subprocess.run([sys.executable, "-c", _PROTOC, *args], capture_output=True, timeout=PROTOC_SECONDS,
+                             preexec_fn=limit, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return None, ""
+    return run.returncode, run.stderr.decode("utf-8", errors="replace")
 
 
 def _closest(schema):

@@ -8,8 +8,10 @@ import os
 
 from ..errors import InputError
 from ..options import parse_input
+from . import special
 
 SUFFIX = ".shapes"
+MAX_BYTES = 2**20  # characters: a net's tops take a few lines
 
 
 def beside(path):
@@ -20,13 +22,19 @@ def beside(path):
 
 def read_shapes(path):
     """{top: shape} from a shapes file; a bad line is one error naming the file and line."""
+    special.refuse(path, "shapes file")
     try:
         with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+            text = f.read(MAX_BYTES + 1)
+        if len(text) > MAX_BYTES:
+            raise InputError(f"the shapes file is over {MAX_BYTES // 2**20} MiB, far more than a line per top "
+                             "takes", file=path, fix="keep one TOP=NxCxHxW line per data or Python layer top")
+        lines = text.splitlines()
     except FileNotFoundError:
         raise InputError("no such shapes file", file=path, fix="check the path given to --shapes") from None
     except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read the shapes file: {getattr(e, 'strerror', None) or e}", file=path) from None
+        raise InputError(f"cannot read the shapes file: {getattr(e, 'strerror', None) or e}", file=path,
+                         fix="write it as UTF-8 text, one TOP=NxCxHxW a line") from None
     shapes, where = {}, {}
     for number, raw in enumerate(lines, 1):
         text = raw.split("#", 1)[0].strip()

@@ -60,6 +60,7 @@ class Text:
         self.outline_tokens = scan(text.splitlines()) if _OTHER_LINE_BREAKS.search(text) else (
             self.tokens, self.line_of)
         self.strings = {}  # string token -> its bytes, as the Tokenizer unescapes them
+        self.starts = {}  # line index -> the columns of its tokens, found when a column is asked for
 
     def line(self, i):
         """The line index of token i; past the last token, the last line, where the Tokenizer rests."""
@@ -72,7 +73,10 @@ class Text:
             return len(self.lines[-1])
         line = self.line_of[i]
         k = i - bisect.bisect_left(self.line_of, line)
-        starts = [m.start("token") for m in _NEXT_TOKEN.finditer(self.lines[line]) if m.group("token") is not None]
+        starts = self.starts.get(line)
+        if starts is None:  # once per line: a parse error asks several times, on a line of a million tokens
+            starts = self.starts[line] = [m.start("token") for m in _NEXT_TOKEN.finditer(self.lines[line])
+                                          if m.group("token") is not None]
         return starts[k]
 
 

@@ -6,7 +6,8 @@ import functools
 def size(n):
     """Bytes in binary units with three significant figures: 1.5 GiB, 832 MiB, 4.0 KiB, 12 B."""
     n = int(n)
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+    for unit, scale in (("EiB", 2**60), ("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20),
+                        ("KiB", 2**10)):
         if abs(n) >= scale:
             value = n / scale
             return f"{value:.3g} {unit}" if abs(value) < 1000 else f"{value:.0f} {unit}"

@@ -52,6 +52,8 @@ def sliced(buf, pos):
 
 def log_records(path):
     """The logical records of a LevelDB log file (the MANIFEST is one too), fragments joined."""
+    if not os.path.isfile(path):  # a pipe would be waited on forever, a device never ends
+        raise ValueError(f"{os.path.basename(path)} is not a file")
     with open(path, "rb") as f:
         pending = None
         while True:
@@ -226,7 +228,8 @@ def first_record(path):
             user, sequence, kind = split_internal(smallest)
             if best is None or (user, -sequence) < best:
                 best, where = (user, -sequence), ("table", number, kind)
-        logs = sorted(int(n[:-4]) for n in os.listdir(path) if n.endswith(".log") and n[:-4].isdigit())
+        with os.scandir(path) as entries:  # not listdir: a folder may hold a million other names
+            logs = sorted(int(e.name[:-4]) for e in entries if e.name.endswith(".log") and e.name[:-4].isdigit())
         for number in (n for n in logs if n >= log_number):
             for user, sequence, kind, value in log_entries(os.path.join(path, f"{number:06d}.log")):
                 if best is None or (user, -sequence) < best:
