@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from .collector import paused
 from .errors import InputError
 from .net.freeze import freeze as freeze_param
-from .memory.buffers import Buffer, host_objects, net_buffers, runs_backward
+from .memory.buffers import Buffer, device_bytes, host_objects, net_buffers, runs_backward
 from .memory.host import draws_random
 from .net.build import ShapesNeeded, build
 from .memory.failure import explain as explain_failure
@@ -282,8 +282,7 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
                                        size, 1, "setup", False))
         if compare_engines:
             other = "cudnn" if engine == "caffe" else "caffe"
-            others = _net_audits(nets, mode, other, kind, inference)
-            result.other_engine_total = (sum(n.device_bytes() for n in others)
+            result.other_engine_total = (_device_total(nets, mode, other, kind, inference)
                                          + sum(b.bytes for b in result.extra if b.device == "device"))
     if caffe_log.is_log_file(path):
         result.death = explain_failure(result, caffe_log.chosen_run(caffe_log.read(path), path))
@@ -332,29 +331,43 @@ def _feeds_phase(path, options, phase):
     return feeds(spec.param, spec.state)
 
 
-def _net_audits(nets, mode, engine, kind, inference):
-    """Each net's buffers: the train net forward and backward (plus ClearParamDiffs under a
-    solver), a solver's test nets forward only on the train net's weights."""
-    out = []
-    rng_made = False  # Caffe's random generator, made once per process by the first net that draws
+def _plans(nets, kind, inference):
+    """How each net runs: (net, label, backward, runs, shared params): the train net forward and
+    backward (plus ClearParamDiffs under a solver), a solver's test nets forward only on the train
+    net's weights (`shared`: the layers whose parameter data is the train net's)."""
     train = next((n for n in nets if n.role in ("train", "net")), None)
     shared = {layer.name for layer in train.layers if layer.params} if train is not None else set()
-    libraries = set()  # a library's one-time state (OpenCV, HDF5) is the process's: counted once
     for k, net in enumerate(nets):
         is_test = net.role == "test" and not inference  # a solver's test net runs forward only
         label = net.role if net.role != "test" else f"test#{k}" if len(nets) > 2 else "test"
         forward_only = inference or is_test or (net.role == "net" and net.phase == "TEST" and kind != "none")
         backward = not forward_only and runs_backward(net)
         runs = not is_test or solver_tests(net.solver)
+        yield net, label, backward, runs, shared if is_test else None
+
+
+def _net_audits(nets, mode, engine, kind, inference):
+    """Each net's buffers (see _plans)."""
+    out = []
+    rng_made = False  # Caffe's random generator, made once per process by the first net that draws
+    libraries = set()  # a library's one-time state (OpenCV, HDF5) is the process's: counted once
+    for net, label, backward, runs, shared in _plans(nets, kind, inference):
         buffers = net_buffers(net, mode=mode, engine=engine, backward=backward, label=label,
-                              shared_params=shared if is_test else None, forward=runs)
+                              shared_params=shared, forward=runs)
         buffers = [b for b in buffers if b.kind != "library state" or b.owner not in libraries]
         libraries.update(b.owner for b in buffers if b.kind == "library state")
         buffers.append(host_objects(net, label, forward=runs, backward=backward,
-                                    shared_params=shared if is_test and runs else (), rng_made=rng_made))
+                                    shared_params=(shared or ()) if runs else (), rng_made=rng_made))
         rng_made = rng_made or draws_random(net, forward=runs)
         out.append(NetAudit(net, net.role, not backward, buffers, runs))
     return out
+
+
+def _device_total(nets, mode, engine, kind, inference):
+    """The nets' bytes on the device under `engine`, as _net_audits would count them (host objects
+    and a library's state are host memory: not walked)."""
+    return sum(device_bytes(net, mode=mode, engine=engine, backward=backward, shared_params=shared, forward=runs)
+               for net, _, backward, runs, shared in _plans(nets, kind, inference))
 
 
 def solver_tests(solver):

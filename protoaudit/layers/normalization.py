@@ -1,4 +1,6 @@
 """Normalisation and affine layers: LRN, MVN, BatchNorm, Scale, Bias, Softmax."""
+import functools
+
 from . import touch
 from .activations import Neuron
 from .base import CUDNN_2015_FORKS, Layer, canonical_axis, count, legacy_shape, register
@@ -74,9 +76,8 @@ class BatchNorm(Neuron):
 
     def __init__(self, lp, ctx):
         super().__init__(lp, ctx)
-        own = type(lp)()
-        own.CopyFrom(lp)
-        self._specs = own.param  # this layer's own copy, as Caffe's layer_param_
+        self._specs = list(lp.param)  # this layer's own ParamSpecs (Caffe's layer_param_), the missing ones added
+        self._schema_layer = lp.DESCRIPTOR
 
     def reshape(self, bottoms):
         self.check(len(bottoms[0]) >= 2, f"BatchNorm normalises per channel (axis 1); the bottom "
@@ -86,7 +87,7 @@ class BatchNorm(Neuron):
     def param_shapes(self, bottoms):
         for i in range(3):
             if len(self._specs) == i:
-                self._specs.add().lr_mult = 0
+                self._specs.append(_statistics_spec(self._schema_layer))
             else:
                 self.check(self._specs[i].lr_mult == 0, "cannot configure batch normalization statistics "
                            f"as layer parameters (param {i} has lr_mult {self._specs[i].lr_mult})",
@@ -116,6 +117,17 @@ class BatchNorm(Neuron):
         if run.in_place[0]:
             t.append(touch.buffer("x_norm_.diff", size, "backward", per_sample=True))
         return t
+
+
+@functools.cache
+def _statistics_spec(layer_descriptor):
+    """A ParamSpec with lr_mult 0, as BatchNorm's setup adds for a statistic the file gives none
+    (one message of the schema's ParamSpec type, shared: it is only read)."""
+    from google.protobuf import message_factory
+
+    spec = message_factory.GetMessageClass(layer_descriptor.fields_by_name["param"].message_type)()
+    spec.lr_mult = 0
+    return spec
 
 
 def _affine_shape(layer, bottoms, axis, num_axes):

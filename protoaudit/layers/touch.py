@@ -8,8 +8,10 @@ its parameters) by reference, and its private buffers by size. Each layer class 
 import functools
 from dataclasses import dataclass
 
+from ..records import RECORD
 
-@dataclass(frozen=True)
+
+@dataclass(**RECORD)
 class Touch:
     stage: str  # setup | forward | backward
     what: str  # bottom | top | param | buffer | stop
@@ -27,7 +29,7 @@ class Touch:
 
 
 # Touches of shared blobs are few distinct values, asked for on every layer of every pass: each
-# is made once (a Touch is frozen, so one instance serves every layer).
+# is made once, and one instance serves every layer (a Touch is never changed once made).
 @functools.cache
 def bottom(j, part, stage, device="device"):
     return Touch(stage, "bottom", j, part, device=device)
