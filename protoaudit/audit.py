@@ -66,6 +66,7 @@ class Audit:
     death: object = None  # protoaudit.memory.failure.Death: where a run in the Caffe log audited died
     fit: object = None  # protoaudit.memory.fit.Fit, against a card (protoaudit.audit(gpu_mem=...), --gpu-mem)
     sweep: object = None  # protoaudit.memory.sweep.Sweep (protoaudit.audit(sweep=...), --sweep)
+    again: tuple = field(default=None, repr=False, compare=False)  # its options, for reaudit
 
     @property
     def buffers(self):
@@ -112,7 +113,8 @@ class Audit:
 
 @paused
 def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, schema=None, freeze=(),
-               test_batch=None, keep_test_batch=False, as_test=False, root=None, defines=None, log=None, shapes=None):
+               test_batch=None, keep_test_batch=False, as_test=False, root=None, defines=None, log=None, shapes=None,
+               batched_only=False):
     """Every net the file stands for (one for a net file, train then tests for a solver), built.
     `batch` is the train (or only) net's, `test_batch` a solver's test nets'; with
     `keep_test_batch`, a test net's --input shapes keep the batch its file gives (it runs beside its
@@ -124,7 +126,8 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     (Layer.defines: MultiBoxLoss's matched_priors, DetectionOutput's detections). `log` is a Caffe
     log of a run of these nets: the data shapes it logged stand where no --input is given (a log
     given as `path` brings its own). `shapes` names a shapes file (protoaudit.read.sidecar; None:
-    the one beside `path`, if any; False: none); `inputs` win over it."""
+    the one beside `path`, if any; False: none); `inputs` win over it. Each net's `batched` says
+    whether `batch` sets its batch (the train or only net); `batched_only` builds those alone."""
     inputs = {**declared_shapes(path, shapes), **(inputs or {})}
     phase = phase.upper() if phase else None
     if phase not in (None, "TRAIN", "TEST"):
@@ -134,6 +137,8 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     nets, needed = [], None
     for spec in net_specs(path, phase=phase, stages=stages, level=level, schema=schema, root=root, defines=defines):
         is_test = spec.role == "test" or as_test
+        if batched_only and is_test:
+            continue
         logged = dict(spec.shapes)
         if log is not None:
             logged.update(log.get(spec.phase, {}))
@@ -158,6 +163,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
             spec.state.phase = _TEST
             net = build(spec.param, spec.state, **options)
         net.role = spec.role
+        net.batched = not is_test
         net.solver = spec.solver
         net.frozen = frozen
         net.own_phase = spec.own_phase
@@ -240,9 +246,53 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
     _check_choice("engine", engine, ENGINES)
     if mode == "cpu":
         engine = "caffe"  # Caffe's CPU code has no cuDNN
-    nets = _nets_to_audit(path, inference, dict(phase=phase, stages=stages, level=level, inputs=inputs, batch=batch,
-                                                 test_batch=test_batch, schema=schema, freeze=freeze, root=root,
-                                                 defines=defines, log=log, shapes=shapes))
+    options = dict(phase=phase, stages=stages, level=level, inputs=inputs, batch=batch, test_batch=test_batch,
+                   schema=schema, freeze=freeze, root=root, defines=defines, log=log, shapes=shapes)
+    run = dict(mode=mode, engine=engine, solver_type=solver_type, inference=inference, context=context)
+    result = _assess(path, _nets_to_audit(path, inference, options), compare_engines=compare_engines, **run)
+    result.again = (options, run)
+    return result
+
+
+@paused
+def reaudit(result, *, batch=None, engine=None, compare_engines=False):
+    """`result`'s file audited again with its options, at another batch of the train (or only) net
+    (None: the same batch) or under another engine, without building again what does not change: at
+    the same batch, no net; at another, only the train (or only) net, as the test nets keep their
+    own batch (and keep their buffers when the engine is the same). Caffe's objects on the host are
+    not worked out in GPU mode, where they do not count against the card: the result is for totals
+    (`total_bytes`, the buffers that count), as the largest-batch search and the sweep use it."""
+    options, run = result.again
+    engine = run["engine"] if engine is None or run["mode"] == "cpu" else engine
+    built = [n.net for n in result.nets]
+    reuse = {}
+    if batch is not None and batch != result.batch:
+        again = {**options, "batch": batch}
+        if run["inference"]:  # as _nets_to_audit builds the one net
+            again.update(phase=options["phase"] or "TEST", test_batch=None)
+        else:
+            again["keep_test_batch"] = True
+        fresh = iter(build_nets(result.path, **again, batched_only=True))
+        nets = []
+        for net in built:
+            if net.batched:
+                again, role = next(fresh), net.role
+                again.role = role
+                net = again
+            elif engine == result.engine:
+                reuse[id(net)] = next(n for n in result.nets if n.net is net)
+            nets.append(net)
+        built = nets
+    again = _assess(result.path, built, compare_engines=compare_engines, host=run["mode"] == "cpu", reuse=reuse,
+                    **{**run, "engine": engine})
+    again.again = (dict(options, batch=batch if batch is not None else options["batch"]), dict(run, engine=engine))
+    return again
+
+
+def _assess(path, nets, *, mode, engine, solver_type, inference, context, compare_engines, host=True, reuse=None):
+    """The Audit of built nets: each net's buffers, the solver's state, the CUDA context and the
+    other engine's total. `host`: work out Caffe's objects on the host (False only where they do not
+    count: GPU mode). `reuse`: {id(net): NetAudit} of nets already walked the same way."""
     from .memory.solver import added_to, solver_buffers, solver_options, solver_type_of
 
     solver = next((n.solver for n in nets if n.solver is not None), None)
@@ -259,7 +309,7 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
     except InputError as e:
         raise e.located(file=path) from None
     result = Audit(path, mode, engine, kind, solver.iter_size if solver is not None else 1)
-    result.nets = _net_audits(nets, mode, engine, kind, inference)
+    result.nets = _net_audits(nets, mode, engine, kind, inference, host, reuse or {})
     train = result.train
     if kind != "none" and (train is None or train.phase != "TRAIN"):
         kind = result.solver_type = "none"  # a solver steps its TRAIN net only; a TEST net alone runs forward only
@@ -346,19 +396,27 @@ def _plans(nets, kind, inference):
         yield net, label, backward, runs, shared if is_test else None
 
 
-def _net_audits(nets, mode, engine, kind, inference):
-    """Each net's buffers (see _plans)."""
+def _net_audits(nets, mode, engine, kind, inference, host=True, reuse=None):
+    """Each net's buffers (see _plans); `host` and `reuse` as _assess takes them."""
     out = []
     rng_made = False  # Caffe's random generator, made once per process by the first net that draws
     libraries = set()  # a library's one-time state (OpenCV, HDF5) is the process's: counted once
+    copies = {}  # LayerParameter sizes, by content (protoaudit.memory.host)
     for net, label, backward, runs, shared in _plans(nets, kind, inference):
+        kept = (reuse or {}).get(id(net))
+        if kept is not None:
+            out.append(kept)
+            libraries.update(b.owner for b in kept.buffers if b.kind == "library state")
+            rng_made = rng_made or draws_random(net, forward=runs)
+            continue
         buffers = net_buffers(net, mode=mode, engine=engine, backward=backward, label=label,
                               shared_params=shared, forward=runs)
         buffers = [b for b in buffers if b.kind != "library state" or b.owner not in libraries]
         libraries.update(b.owner for b in buffers if b.kind == "library state")
-        buffers.append(host_objects(net, label, forward=runs, backward=backward,
-                                    shared_params=(shared or ()) if runs else (), rng_made=rng_made))
-        rng_made = rng_made or draws_random(net, forward=runs)
+        if host:
+            buffers.append(host_objects(net, label, forward=runs, backward=backward,
+                                        shared_params=(shared or ()) if runs else (), rng_made=rng_made, copies=copies))
+            rng_made = rng_made or draws_random(net, forward=runs)
         out.append(NetAudit(net, net.role, not backward, buffers, runs))
     return out
 

@@ -5,7 +5,7 @@ They take the command's options as keywords and return what its reports are made
 Comparison (protoaudit.memory.explain.Comparison: `delta`, `layers`, `sentences`, `to_dict()`).
 `to_dict()` is the `--format json` report, as dicts and lists.
 """
-from .audit import audit as _run
+from .audit import audit as _run, reaudit
 from .memory.explain import compare
 from .memory.fit import check_fit, parse_size
 from .memory.sweep import sweep as sweep_batches
@@ -19,10 +19,14 @@ def audit(path, *, gpu_mem=None, sweep=None, **options):
     effective batch. `sweep` (batches, or "1,2,4,8" / "1..64" as --sweep writes it) gives `.sweep`:
     the totals at each batch."""
     result = _run(path, **options)
+    last = []  # the last batch audited again: a sweep asks for it under each engine in turn
 
     def audit_at(batch, engine=None, compare_engines=False):
-        return _run(path, **{**options, "batch": batch, "engine": engine or options.get("engine", "caffe"),
-                             "compare_engines": compare_engines})
+        if last and last[0].batch == batch:
+            return reaudit(last[0], engine=engine, compare_engines=compare_engines)
+        again = reaudit(result, batch=batch, engine=engine, compare_engines=compare_engines)
+        last[:] = [again]
+        return again
 
     budget = None
     if gpu_mem is not None:  # an empty size is refused by parse_size, never ignored

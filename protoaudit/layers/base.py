@@ -5,6 +5,7 @@ build context, and answers for that layer alone; the net driver (`protoaudit.net
 """
 import functools
 import math
+import operator
 import struct
 from dataclasses import dataclass, field
 
@@ -259,52 +260,60 @@ class View:
 
     Older forks lack some fields (then BVLC's default is returned) or declare as single a field
     BVLC repeats, such as `kernel_size` (then it reads as a list), so layer code is written once.
+    `View(msg)` is a view of msg's message type: a class made once per type, whose fields are
+    properties that read them that way (layers read their parameters many times).
     """
 
     __slots__ = ("_msg",)
 
-    def __init__(self, msg):
-        self._msg = msg
-
-    def __getattr__(self, name):
-        how = _how_to_read(self._msg.DESCRIPTOR, name)
-        if how is _AS_IS:
-            return getattr(self._msg, name)
-        if how is _AS_VIEW:
-            return View(getattr(self._msg, name))
-        if how is _AS_LIST:
-            return [getattr(self._msg, name)] if self._msg.HasField(name) else []
-        if how is None:
-            raise AttributeError(name)
-        return how()  # a field this schema lacks: BVLC's default
+    def __new__(cls, msg):
+        view = object.__new__(_view_class(msg.DESCRIPTOR))
+        view._msg = msg
+        return view
 
     def HasField(self, name):
         fd = self._msg.DESCRIPTOR.fields_by_name.get(name)
         return fd is not None and not fd.is_repeated and self._msg.HasField(name)
 
 
-_AS_IS, _AS_VIEW, _AS_LIST = object(), object(), object()
-
-
 @functools.cache
-def _how_to_read(descriptor, name):
-    """How View reads field `name` of messages of this type (worked out once per type and field,
-    as layers read their parameters many times)."""
+def _view_class(descriptor):
+    """The View of one message type: a property per field of this schema's message and of BVLC's."""
+    names = set(descriptor.fields_by_name) | set(_bvlc_fields(descriptor.full_name))
+    fields = {name: property(_reader(descriptor, name)) for name in sorted(names)}
+    return type(f"View[{descriptor.full_name}]", (View,), {"__slots__": (), **fields})
+
+
+def _reader(descriptor, name):
+    """How a View reads field `name` of messages of this type."""
     mine = descriptor.fields_by_name.get(name)
     theirs = _bvlc_fields(descriptor.full_name).get(name)
-    if mine is None:
-        if theirs is None:
-            return None
+    if mine is None:  # a field this schema lacks: BVLC's default
         if theirs.is_repeated:
-            return list
+            return lambda view: []
         if theirs.message_type is not None:
-            return lambda: View(_bvlc_message(theirs.message_type.full_name)())
-        return lambda: theirs.default_value
+            return lambda view: View(_bvlc_message(theirs.message_type.full_name)())
+        return lambda view: theirs.default_value
     if mine.message_type is not None and not mine.is_repeated:
-        return _AS_VIEW
+        return _sub_view(name, mine.message_type)
     if theirs is not None and theirs.is_repeated and not mine.is_repeated:
-        return _AS_LIST
-    return _AS_IS
+        return lambda view: [getattr(view._msg, name)] if view._msg.HasField(name) else []
+    return operator.attrgetter("_msg." + name)
+
+
+def _sub_view(name, message_type):
+    """A reader of message field `name`: a View of it (its class found on the first read: message
+    types may nest themselves)."""
+    made = []
+
+    def read(view):
+        if not made:
+            made.append(_view_class(message_type))
+        sub = object.__new__(made[0])
+        sub._msg = getattr(view._msg, name)
+        return sub
+
+    return read
 
 
 def _bvlc_fields(full_name):

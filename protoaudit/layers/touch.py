@@ -46,8 +46,7 @@ def param(k, part, stage):
 
 
 def buffer(name, elements, stage, *, per_sample, itemsize=4, kind="layer buffer", note="", device="device"):
-    return Touch(stage, "buffer", name=name, elements=int(elements), itemsize=itemsize,
-                 per_sample=per_sample, kind=kind, note=note, device=device)
+    return Touch(stage, "buffer", 0, "data", name, int(elements), itemsize, per_sample, kind, note, device)
 
 
 def host(name, size, note="", kind="host objects"):

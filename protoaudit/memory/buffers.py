@@ -84,9 +84,8 @@ def _staged(node, mode, engine):
         kept = node.touches_kept = {}
     staged = kept.get((mode, None)) or kept.get((mode, engine))
     if staged is None:
-        run = _Probe(mode, engine, node.impl.ctx.phase, list(node.bottom_shapes), list(node.top_shapes),
-                     list(node.in_place), list(node.bottom_need_backward), [p.need_backward for p in node.params],
-                     len(node.params))
+        run = _Probe(mode, engine, node.impl.ctx.phase, node.bottom_shapes, node.top_shapes, node.in_place,
+                     node.bottom_need_backward, [p.need_backward for p in node.params], len(node.params))
         touches = node.impl.touches(run)
         setup = [t for t in touches if t.stage == "setup"]
         setup += [touch.top(j, "diff", "setup") for j, weight in enumerate(node.loss_weights) if weight]
@@ -208,9 +207,10 @@ def _walk(net, mode, engine, backward, forward, shared_params, label, make):
     return out if make else total
 
 
-def host_objects(net, label="net", *, forward=True, backward=True, shared_params=(), rng_made=False):
+def host_objects(net, label="net", *, forward=True, backward=True, shared_params=(), rng_made=False, copies=None):
     """Caffe's C++ objects for this net (protoaudit.memory.host), as one host-memory buffer."""
-    size = host_bytes(net, forward=forward, backward=backward, shared_params=shared_params, rng_made=rng_made)
+    size = host_bytes(net, forward=forward, backward=backward, shared_params=shared_params, rng_made=rng_made,
+                      copies=copies)
     return Buffer(label, "(net)", "C++ objects", "host objects", size, 1, "setup", False, "host")
 
 

@@ -12,7 +12,7 @@ from ..layers.base import Context, MissingShape, count, layer_class
 from ..layers.data import Declared
 from ..records import RECORD
 from .netstate import included, phase_name
-from .splits import insert_splits
+from .splits import insert_splits, wiring
 
 
 @dataclass(**RECORD)
@@ -132,20 +132,17 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
             kept.append(lp)
             kept_lines.append(_line(lines, i))
     holder = type(net_param)()  # the splits, and the layers whose bottoms they rename
-    try:
-        layer_params, origin = insert_splits(kept, list(net_param.input), holder)
-    except InputError as e:
-        raise e.located(file=path, line=kept_lines[e.layer_index] if hasattr(e, "layer_index") else None) from None
+    planned = insert_splits(kept, [wiring(lp) for lp in kept], list(net_param.input), holder)
     phase = phase_name(state)
     builder = _Builder(phase, inputs, batch, schema, path, keep_own_batch, root, defines)
     builder.ctx.input_sources = dict.fromkeys(logged, logged_from or "Caffe's log")
-    builder.planned = layer_params
+    builder.planned = planned
     builder.add_legacy_inputs(net_param)
-    for lp, src in zip(layer_params, origin):
+    for lp, wire, src in planned:
         line = kept_lines[src] if src is not None else None
         try:
-            if not builder.waits(lp, line):
-                builder.add_layer(lp, line, auto=src is None)
+            if not builder.waits(lp, wire, line):
+                builder.add_layer(lp, wire, line, auto=src is None)
         except MissingShape as m:
             builder.missing(lp, line, m)
         except InputError as e:
@@ -276,10 +273,10 @@ class _Builder:
             self.available.add(name)
             self.inputs.append(blob.index)
 
-    def waits(self, lp, line):
+    def waits(self, lp, wire, line):
         """Whether the layer reads a top whose shape is still unknown: then its own tops wait too
         (and a layer whose tops only the user can declare is asked for them now)."""
-        if not self.unknown or not any(b in self.unknown for b in lp.bottom):
+        if not self.unknown or not any(b in self.unknown for b in wire[2]):
             return False
         cls = layer_class(lp.type, self.ctx.schema)
         undeclared = [t for t in lp.top if t not in self.ctx.inputs]
@@ -293,10 +290,11 @@ class _Builder:
         self.needs.append(Need(lp.name, lp.type, line, m.reason, m.tops))
         self.unknown.update(lp.top)
 
-    def add_layer(self, lp, line, auto):
+    def add_layer(self, lp, wire, line, auto):
         ctx = self.ctx
-        cls = layer_class(lp.type, ctx.schema)
-        tops = list(lp.top)
+        layer_name, kind, bottom, tops, weights = wire
+        cls = layer_class(kind, ctx.schema)
+        tops = list(tops)
         if cls is None:
             if not tops or any(t not in ctx.inputs for t in tops):
                 e = _unknown_type(lp, ctx.schema)
@@ -308,8 +306,7 @@ class _Builder:
             ctx = Context(**{**vars(self.ctx), "phase": lp.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_number[lp.phase].name})
             ctx.used_inputs = self.ctx.used_inputs
         impl = cls(lp, ctx)
-        bottom = list(lp.bottom)  # each field read from the message once
-        propagate_down = list(lp.propagate_down) if bottom else ()
+        propagate_down = tuple(lp.propagate_down) if bottom else ()
         if propagate_down and len(propagate_down) != len(bottom):
             raise InputError("propagate_down must be given either 0 or bottom_size times")
         blobs, by_name, available = self.blobs, self.by_name, self.available
@@ -364,14 +361,14 @@ class _Builder:
             top_shapes.append(shape)
             memory += count(shape)
         self.memory = memory
-        loss_weights = _loss_weights(impl, lp, len(tops))
+        loss_weights = _loss_weights(impl, weights, len(tops))
         params = self._params(lp, impl, index, bottom_shapes)
         if not need_backward:
             need_backward = any(p.need_backward for p in params)
         if need_backward:
             for i in top_indices:
                 blobs[i].need_backward = True
-        self.layers.append(LayerNode(index, lp.name, lp.type, lp, impl, None if auto else line, bottoms, top_indices,
+        self.layers.append(LayerNode(index, layer_name, kind, lp, impl, None if auto else line, bottoms, top_indices,
                                      in_places, bottom_shapes, top_shapes, loss_weights, params,
                                      need_backward, bottom_need_backward, memory * 4))
 
@@ -388,7 +385,7 @@ class _Builder:
         params = []
         for k, shape in enumerate(shapes):
             spec = specs[k] if k < len(specs) else None
-            p = ParamBlob(tuple(int(d) for d in shape))
+            p = ParamBlob(tuple(map(int, shape)))
             # Net::Init reads the net's copy for need-backward; the solver, the layer's own copy
             p.need_backward = (spec.lr_mult if spec is not None else 1.0) != 0
             if k < len(own):
@@ -413,7 +410,7 @@ class _Builder:
         if name in self.by_name:
             return InputError(f"bottom '{name}' was already consumed",
                               fix="Caffe inserts splits only for tops used by several layers; check the names")
-        later = next((p.name for p in self.planned[len(self.layers) + 1:] if name in p.top), None)
+        later = next((wire[0] for _, wire, _ in self.planned[len(self.layers) + 1:] if name in wire[3]), None)
         if later is not None:
             return InputError(
                 f"bottom '{name}' (bottom {j}) is produced only by a later layer, '{later}'",
@@ -475,9 +472,9 @@ def _check_counts(n, exact, low, high, kind):
         raise InputError(f"takes at most {high} {plural}, got {n}", fix=f"check the layer's {kind} entries")
 
 
-def _loss_weights(impl, lp, num_tops):
+def _loss_weights(impl, given, num_tops):
     """Layer::SetLossWeights, after LossLayer's default of 1 for its first top."""
-    weights = list(lp.loss_weight)
+    weights = list(given)
     if not weights and impl.loss_by_default:
         weights = [1.0]
     if weights and len(weights) != num_tops:

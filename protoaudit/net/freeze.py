@@ -139,7 +139,8 @@ def frozen_cost(audit, counted):
     names = getattr(train.net, "frozen", None) if train is not None else None
     if not names:
         return None
-    nodes = [n for n in train.net.layers if n.name in set(names)]
+    frozen = set(names)
+    nodes = [n for n in train.net.layers if n.name in frozen]
     owned = {f"{n.name}.param{k}": p.count for n in nodes for k, p in enumerate(n.params) if p.owner is None}
     tops = {train.net.blobs[i].name for n in nodes for i in n.tops}
     label = train.buffers[0].net if train.buffers else train.role
