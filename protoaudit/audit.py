@@ -5,11 +5,9 @@ from dataclasses import dataclass, field, replace
 
 from .collector import paused
 from .errors import InputError
-from .net.freeze import freeze as freeze_param
 from .memory.buffers import Buffer, device_bytes, host_objects, net_buffers, runs_backward
 from .memory.host import draws_random
 from .net.build import ShapesNeeded, build
-from .memory.failure import explain as explain_failure
 from .read import caffe_log
 from .read.netspecs import net_specs
 from .read.sidecar import declared_shapes
@@ -147,6 +145,8 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
                        logged=logged, logged_from=log_from.get(spec.phase, spec.shapes_from), defines=defines)
         frozen = []
         if freeze and not is_test:
+            from .net.freeze import freeze as freeze_param
+
             spec.param, frozen = freeze_param(
                 spec.param, spec.state, freeze, lambda param, spec=spec: build(param, spec.state, **options),
                 spec.path)
@@ -335,6 +335,8 @@ def _assess(path, nets, *, mode, engine, solver_type, inference, context, compar
             result.other_engine_total = (_device_total(nets, mode, other, kind, inference)
                                          + sum(b.bytes for b in result.extra if b.device == "device"))
     if caffe_log.is_log_file(path):
+        from .memory.failure import explain as explain_failure
+
         result.death = explain_failure(result, caffe_log.chosen_run(caffe_log.read(path), path))
     return result
 

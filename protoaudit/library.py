@@ -6,9 +6,7 @@ Comparison (protoaudit.memory.explain.Comparison: `delta`, `layers`, `sentences`
 `to_dict()` is the `--format json` report, as dicts and lists.
 """
 from .audit import audit as _run, reaudit
-from .memory.explain import compare
 from .memory.fit import check_fit, parse_size
-from .memory.sweep import sweep as sweep_batches
 from .options import parse_batches
 
 
@@ -35,6 +33,8 @@ def audit(path, *, gpu_mem=None, sweep=None, **options):
         if result.death is not None:  # the card given, rather than the one the log names
             result.death.card, result.death.card_name = budget, "given with --gpu-mem"
     if sweep is not None:
+        from .memory.sweep import sweep as sweep_batches
+
         batches = parse_batches(sweep) if isinstance(sweep, str) else sorted(set(sweep))
         if not batches or min(batches) < 1:
             batches = parse_batches(",".join(map(str, batches)))  # refused, with the option's message
@@ -48,4 +48,6 @@ def diff(path_a, path_b, *, gpu_mem=None, a=None, b=None, **options):
     `.fit` is in the comparison's `fit_a` and `fit_b`."""
     audit_a = audit(path_a, gpu_mem=gpu_mem, **{**options, **(a or {})})
     audit_b = audit(path_b, gpu_mem=gpu_mem, **{**options, **(b or {})})
+    from .memory.explain import compare
+
     return compare(audit_a, audit_b)

@@ -147,13 +147,8 @@ class Layer:
         """Everything the layer touches, by stage. The default is a plain layer: params filled at
         setup; bottoms read and tops written forward; backward reads the top diffs and writes the
         diffs Net::Init asked for. Layers add their private buffers and Caffe's quirks."""
-        t = [touch.param(k, "data", "setup") for k in range(run.num_params)]
-        t += [touch.bottom(j, "data", "forward") for j in range(len(run.bottoms))]
-        t += [touch.top(j, "data", "forward") for j in range(len(run.tops))]
-        t += [touch.top(j, "diff", "backward") for j in range(len(run.tops))]
-        t += [touch.bottom(j, "diff", "backward") for j, down in enumerate(run.propagate_down) if down]
-        t += [touch.param(k, "diff", "backward") for k, down in enumerate(run.param_propagate_down) if down]
-        return t
+        return list(_plain_touches(run.num_params, len(run.bottoms), len(run.tops), tuple(run.propagate_down),
+                                   tuple(run.param_propagate_down)))
 
     def shares(self):
         """(top, bottom, part) triples: tops whose data or diff is the bottom's (ShareData/ShareDiff)."""
@@ -214,6 +209,18 @@ class Layer:
         if top is not None and top in self.ctx.inputs:
             source = self.ctx.input_sources.get(top, "--input")
         self.ctx.origins.append(ShapeOrigin(self.lp.name, top, tuple(shape), source))
+
+
+@functools.cache
+def _plain_touches(num_params, num_bottoms, num_tops, propagate_down, param_propagate_down):
+    """Layer.touches for these counts and flags, made once (layers that add their own copy the list)."""
+    t = [touch.param(k, "data", "setup") for k in range(num_params)]
+    t += [touch.bottom(j, "data", "forward") for j in range(num_bottoms)]
+    t += [touch.top(j, "data", "forward") for j in range(num_tops)]
+    t += [touch.top(j, "diff", "backward") for j in range(num_tops)]
+    t += [touch.bottom(j, "diff", "backward") for j, down in enumerate(propagate_down) if down]
+    t += [touch.param(k, "diff", "backward") for k, down in enumerate(param_propagate_down) if down]
+    return tuple(t)
 
 
 def canonical_axis(layer, axis, num_axes):

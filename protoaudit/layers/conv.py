@@ -1,4 +1,5 @@
 """Convolution, Deconvolution and Im2col: BaseConvolutionLayer's geometry (N-D, groups, dilation)."""
+import functools
 from dataclasses import dataclass
 
 from . import touch
@@ -69,16 +70,15 @@ class _ConvolutionBase(Layer):
     equal_bottoms_tops = True
     transposed = False
 
-    @property
+    @functools.cached_property
     def param(self):
         return self.lp.convolution_param
 
     def _setup(self, bottoms):
         """Geometry and checks, worked out once for these bottoms: reshape, param_shapes and
         every pass's touches ask again."""
-        key = tuple(map(tuple, bottoms))
         known = self.__dict__.get("_setup_for")
-        if known is not None and known[0] == key:
+        if known is not None and known[0] == bottoms:
             return known[1]
         shape = bottoms[0]
         geo = geometry(self, self.param, shape)
@@ -90,7 +90,7 @@ class _ConvolutionBase(Layer):
         self.check(num_output % group == 0, f"num_output {num_output} is not divisible by group {group}")
         for other in bottoms[1:]:
             self.check(tuple(other) == tuple(shape), "all bottoms must have the same shape")
-        self._setup_for = key, (geo, channels, num_output, group)
+        self._setup_for = [tuple(b) for b in bottoms], (geo, channels, num_output, group)
         return geo, channels, num_output, group
 
     def reshape(self, bottoms):

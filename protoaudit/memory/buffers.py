@@ -32,11 +32,17 @@ class Buffer:
     touch: str  # setup | forward | backward | solver | test
     per_sample: bool
     device: str = "device"
-    note: str = ""  # how its size comes about (a formula or a shape), for explanations
+    about: object = ""  # how its size comes about: a formula (str), or a blob's shape (tuple)
 
     @property
     def bytes(self):
         return self.elements * self.itemsize
+
+    @property
+    def note(self):
+        """How its size comes about, in words (a shape written NxCxHxW), for explanations: written
+        only when one asks, as few buffers are ever explained."""
+        return "x".join(map(str, self.about)) if isinstance(self.about, tuple) else self.about
 
 
 def run_of(node, mode, engine):
@@ -54,21 +60,6 @@ def run_of(node, mode, engine):
     )
 
 
-class _Probe(Run):
-    """A Run that notes whether the layer asked which engine it runs on."""
-
-    asked_engine = False
-
-    @property
-    def engine(self):
-        self.asked_engine = True
-        return self._engine
-
-    @engine.setter
-    def engine(self, value):
-        self._engine = value
-
-
 def layer_touches(node, mode, engine):
     """node.impl.touches for this run, in the layer's own order."""
     return _staged(node, mode, engine)[3]
@@ -84,7 +75,7 @@ def _staged(node, mode, engine):
         kept = node.touches_kept = {}
     staged = kept.get((mode, None)) or kept.get((mode, engine))
     if staged is None:
-        run = _Probe(mode, engine, node.impl.ctx.phase, node.bottom_shapes, node.top_shapes, node.in_place,
+        run = Run(mode, engine, node.impl.ctx.phase, node.bottom_shapes, node.top_shapes, node.in_place,
                      node.bottom_need_backward, [p.need_backward for p in node.params], len(node.params))
         touches = node.impl.touches(run)
         setup = [t for t in touches if t.stage == "setup"]
@@ -170,7 +161,7 @@ def _walk(net, mode, engine, backward, forward, shared_params, label, make):
                     device = "host" if cpu else t.device
                     if make:
                         out.append(Buffer(label, node.name, b.name, "top " + at[1], b.count, 4, t.stage,
-                                          batch_axis[at[0]], device, "x".join(map(str, b.shape))))
+                                          batch_axis[at[0]], device, b.shape))
                     elif device == "device":
                         total += 4 * b.count
                 elif what == "param":
@@ -185,8 +176,7 @@ def _walk(net, mode, engine, backward, forward, shared_params, label, make):
                     shape = owner.params[owner_k].shape
                     if make:
                         out.append(Buffer(label, node.name, f"{owner.name}.param{owner_k}", "param " + t.part,
-                                          count(shape), 4, t.stage, False, "host" if cpu else "device",
-                                          "x".join(map(str, shape))))
+                                          count(shape), 4, t.stage, False, "host" if cpu else "device", shape))
                     elif not cpu:
                         total += 4 * count(shape)
                 elif what == "stop":

@@ -12,7 +12,6 @@ its lr_mult, so Solver::Step's ClearParamDiffs still gives each frozen param a d
 solver's update still touches its history (with a zero rate). Freezing saves the frozen part's
 top diffs and backward buffers, not its parameter memory.
 """
-import difflib
 from dataclasses import dataclass
 
 from ..errors import InputError
@@ -69,6 +68,8 @@ def _frozen_indices(net, layers, path):
 
 
 def _unknown_layer(net, name, path):
+    import difflib
+
     names = [n.name for n in net.layers if not n.is_split]
     near = difflib.get_close_matches(name, names, n=1)
     listed = ", ".join(names[:LISTED]) + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")
