@@ -249,8 +249,9 @@ def count(shape, start=0, end=None):
 def legacy_shape(layer, shape):
     """Blob's legacy (num, channels, height, width) accessors: missing axes read as 1, and a blob
     of more than four axes is a failed CHECK."""
-    layer.check(len(shape) <= 4, f"{layer.lp.type} reads its bottom as (num, channels, height, width), "
-                f"which needs at most 4 axes; got {tuple(shape)}")
+    if len(shape) > 4:
+        layer.fail(f"{layer.lp.type} reads its bottom as (num, channels, height, width), which needs at most "
+                   f"4 axes; got {tuple(shape)}")
     return tuple(shape) + (1,) * (4 - len(shape))
 
 

@@ -80,8 +80,8 @@ class BatchNorm(Neuron):
         self._schema_layer = lp.DESCRIPTOR
 
     def reshape(self, bottoms):
-        self.check(len(bottoms[0]) >= 2, f"BatchNorm normalises per channel (axis 1); the bottom "
-                   f"{tuple(bottoms[0])} has no axis 1")
+        if len(bottoms[0]) < 2:
+            self.fail(f"BatchNorm normalises per channel (axis 1); the bottom {tuple(bottoms[0])} has no axis 1")
         return [tuple(bottoms[0])]
 
     def param_shapes(self, bottoms):
@@ -136,7 +136,8 @@ def _affine_shape(layer, bottoms, axis, num_axes):
     axis = canonical_axis(layer, axis, len(shape))
     layer.check(num_axes >= -1, "num_axes must be non-negative, or -1 to extend to the end of bottom[0]")
     end = len(shape) if num_axes == -1 else axis + num_axes
-    layer.check(end <= len(shape), f"bottom[0] has {len(shape)} axes; axis {axis} + num_axes {num_axes} is beyond")
+    if end > len(shape):
+        layer.fail(f"bottom[0] has {len(shape)} axes; axis {axis} + num_axes {num_axes} is beyond")
     return tuple(shape[axis:end])
 
 

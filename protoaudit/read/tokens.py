@@ -20,19 +20,24 @@ import sys
 
 from google.protobuf import text_format
 
-# The token pattern of the protobuf releases protoaudit was measured with (text_format.Tokenizer).
-_KNOWN_TOKEN = (r"""[a-zA-Z_][0-9a-zA-Z_+-]*|([0-9+-]|(\.[0-9]))[0-9a-zA-Z_.+-]*|"[^"\n\\]*((\\.)+[^"\n\\]*)*("|\\?$)|"""
-                r"""'[^'\n\\]*((\\.)+[^'\n\\]*)*('|\\?$)""")
+# The token pattern of the protobuf releases protoaudit was measured with (text_format.Tokenizer):
+# an identifier, a number, a string in either quotes. protobuf joins the two quotes' alternatives
+# in the order of a frozenset, which string hashing changes from one process to the next; they
+# start with different characters, so either order matches the same.
+_WORD_AND_NUMBER = r"""[a-zA-Z_][0-9a-zA-Z_+-]*|([0-9+-]|(\.[0-9]))[0-9a-zA-Z_.+-]*"""
+_QUOTED = [r"""{q}[^{q}\n\\]*((\\.)+[^{q}\n\\]*)*({q}|\\?$)""".format(q=q) for q in "\"'"]
+_KNOWN_TOKENS = {"|".join([_WORD_AND_NUMBER] + _QUOTED), "|".join([_WORD_AND_NUMBER] + _QUOTED[::-1])}
+_KNOWN_TOKEN = "|".join([_WORD_AND_NUMBER] + _QUOTED)
 _PROTOBUF_TOKEN = getattr(getattr(text_format.Tokenizer, "_TOKEN", None), "pattern", None)
 _TOKEN = _PROTOBUF_TOKEN or _KNOWN_TOKEN
 # The Tokenizer's steps in one match: the whitespace and `#` comments it skips (taken whole, as it
 # does), then its token pattern or else one character. The token is None at the end of a line.
 _NEXT_TOKEN = re.compile(r"(?=((?:\s|#.*$)*))\1(?P<token>" + _TOKEN + r"|.)?")
-# With the known pattern, whose groups only group, the same without capturing: findall then
+# With a known pattern, whose groups only group, the same without capturing: findall then
 # returns the tokens alone (twice as fast); with any other pattern, or a Python without possessive
 # quantifiers, _NEXT_TOKEN serves.
 _ALL_TOKENS = (re.compile(r"\s*+(?:#.*+\s*+)*+(" + _TOKEN.replace("(", "(?:") + r"|.)?")
-               if _TOKEN == _KNOWN_TOKEN and sys.version_info >= (3, 11) else None)
+               if _TOKEN in _KNOWN_TOKENS and sys.version_info >= (3, 11) else None)
 # Where str.splitlines (the outline's lines) breaks a line but protobuf's parser (split at "\n") does not.
 _OTHER_LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
