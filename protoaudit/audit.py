@@ -5,10 +5,11 @@ from dataclasses import dataclass, field, replace
 
 from .collector import paused
 from .errors import InputError
-from .memory.buffers import Buffer, device_bytes, host_objects, net_buffers, runs_backward
+from .memory.buffers import Buffer, device_bytes, forget_touches, host_objects, net_buffers, runs_backward
 from .memory.host import draws_random
 from .net.build import ShapesNeeded, build
 from .read import caffe_log
+from .net.netstate import make_state
 from .read.netspecs import net_specs
 from .read.sidecar import declared_shapes
 from .options import INT_MAX, parse_batch
@@ -112,7 +113,7 @@ class Audit:
 @paused
 def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, schema=None, freeze=(),
                test_batch=None, keep_test_batch=False, as_test=False, root=None, defines=None, log=None, shapes=None,
-               batched_only=False):
+               batched_only=False, specs=None):
     """Every net the file stands for (one for a net file, train then tests for a solver), built.
     `batch` is the train (or only) net's, `test_batch` a solver's test nets'; with
     `keep_test_batch`, a test net's --input shapes keep the batch its file gives (it runs beside its
@@ -125,7 +126,8 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     log of a run of these nets: the data shapes it logged stand where no --input is given (a log
     given as `path` brings its own). `shapes` names a shapes file (protoaudit.read.sidecar; None:
     the one beside `path`, if any; False: none); `inputs` win over it. Each net's `batched` says
-    whether `batch` sets its batch (the train or only net); `batched_only` builds those alone."""
+    whether `batch` sets its batch (the train or only net); `batched_only` builds those alone.
+    `specs`: the file's NetSpecs as net_specs gives them for these options, when the caller has them."""
     inputs = {**declared_shapes(path, shapes), **(inputs or {})}
     phase = phase.upper() if phase else None
     if phase not in (None, "TRAIN", "TEST"):
@@ -133,7 +135,9 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     batch, test_batch = parse_batch(batch), parse_batch(test_batch)
     log, log_from = _log_shapes(log)
     nets, needed = [], None
-    for spec in net_specs(path, phase=phase, stages=stages, level=level, schema=schema, root=root, defines=defines):
+    if specs is None:
+        specs = net_specs(path, phase=phase, stages=stages, level=level, schema=schema, root=root, defines=defines)
+    for spec in specs:
         is_test = spec.role == "test" or as_test
         if batched_only and is_test:
             continue
@@ -309,10 +313,13 @@ def _assess(path, nets, *, mode, engine, solver_type, inference, context, compar
     except InputError as e:
         raise e.located(file=path) from None
     result = Audit(path, mode, engine, kind, solver.iter_size if solver is not None else 1)
-    result.nets = _net_audits(nets, mode, engine, kind, inference, host, reuse or {})
+    train = next((n for n in nets if n.role in ("train", "net")), None)
+    # a solver steps its TRAIN net only; a TEST net alone runs forward only
+    stepped = kind if kind == "none" or (train is not None and train.phase == "TRAIN") else "none"
+    other = ("cudnn" if engine == "caffe" else "caffe") if mode == "gpu" and compare_engines else None
+    result.nets, others = _net_audits(nets, mode, engine, kind, inference, host, reuse or {}, other, stepped)
     train = result.train
-    if kind != "none" and (train is None or train.phase != "TRAIN"):
-        kind = result.solver_type = "none"  # a solver steps its TRAIN net only; a TEST net alone runs forward only
+    kind = result.solver_type = stepped
     if kind != "none" and train is not None:
         label = train.buffers[0].net if train.buffers else train.role
         try:
@@ -330,10 +337,8 @@ def _assess(path, nets, *, mode, engine, solver_type, inference, context, compar
         if size:
             result.extra.append(Buffer("process", "(CUDA)", "CUDA context and library handles", "context",
                                        size, 1, "setup", False))
-        if compare_engines:
-            other = "cudnn" if engine == "caffe" else "caffe"
-            result.other_engine_total = (_device_total(nets, mode, other, kind, inference)
-                                         + sum(b.bytes for b in result.extra if b.device == "device"))
+        if other is not None:
+            result.other_engine_total = others + sum(b.bytes for b in result.extra if b.device == "device")
     if caffe_log.is_log_file(path):
         from .memory.failure import explain as explain_failure
 
@@ -348,16 +353,21 @@ def _nets_to_audit(path, inference, options):
     if inference:
         return build_nets(path, **{**options, "phase": phase or "TEST", "test_batch": None})[:1]
     common = {k: v for k, v in options.items() if k not in ("phase", "batch", "freeze")}
-    needed = test = None
+    needed = test = specs = tests = None
+    if phase is None:  # a net file's TEST net is read from the same message (built again in the TEST state)
+        specs = net_specs(path, stages=options["stages"], level=options["level"], schema=options["schema"],
+                          root=options["root"], defines=options["defines"])
+        if len(specs) == 1 and specs[0].role == "net" and not specs[0].own_phase:
+            tests = [replace(specs[0], state=make_state(specs[0].param, "TEST", options["stages"], options["level"]))]
     try:
-        nets = build_nets(path, **options, keep_test_batch=True)
+        nets = build_nets(path, **options, keep_test_batch=True, specs=specs)
     except ShapesNeeded as e:
         needed, nets = e, None
     if (nets is None or (nets and nets[0].role == "net" and not nets[0].own_phase)) and phase is None:
         # the file's TEST net, beside its TRAIN net: --input shapes take the file's test batch
         # (a file whose own state sets the phase, as Caffe prints a net it built, is that net alone)
         try:
-            test = build_nets(path, phase="TEST", **common, keep_test_batch=True, as_test=True)[0]
+            test = build_nets(path, phase="TEST", **common, keep_test_batch=True, as_test=True, specs=tests)[0]
         except ShapesNeeded as e:  # one message for every net's missing shapes
             needed = e if needed is None else needed.merged(e)
         except InputError:
@@ -398,36 +408,39 @@ def _plans(nets, kind, inference):
         yield net, label, backward, runs, shared if is_test else None
 
 
-def _net_audits(nets, mode, engine, kind, inference, host=True, reuse=None):
-    """Each net's buffers (see _plans); `host` and `reuse` as _assess takes them."""
+def _net_audits(nets, mode, engine, kind, inference, host=True, reuse=None, other=None, other_kind=None):
+    """Each net's buffers (see _plans); `host` and `reuse` as _assess takes them. With `other` (an
+    engine), also the nets' bytes on the device under it (with the solver type `other_kind`), each
+    net walked under both engines in turn (its layers' touches serve both, then are let go):
+    (NetAudits, the other engine's bytes or None)."""
     out = []
     rng_made = False  # Caffe's random generator, made once per process by the first net that draws
     libraries = set()  # a library's one-time state (OpenCV, HDF5) is the process's: counted once
     copies = {}  # LayerParameter sizes, by content (protoaudit.memory.host)
-    for net, label, backward, runs, shared in _plans(nets, kind, inference):
+    others = 0
+    plans = zip(_plans(nets, kind, inference), _plans(nets, other_kind or kind, inference))
+    for (net, label, backward, runs, shared), (_, _, other_backward, other_runs, other_shared) in plans:
         kept = (reuse or {}).get(id(net))
         if kept is not None:
             out.append(kept)
             libraries.update(b.owner for b in kept.buffers if b.kind == "library state")
             rng_made = rng_made or draws_random(net, forward=runs)
-            continue
-        buffers = net_buffers(net, mode=mode, engine=engine, backward=backward, label=label,
-                              shared_params=shared, forward=runs)
-        buffers = [b for b in buffers if b.kind != "library state" or b.owner not in libraries]
-        libraries.update(b.owner for b in buffers if b.kind == "library state")
-        if host:
-            buffers.append(host_objects(net, label, forward=runs, backward=backward,
-                                        shared_params=(shared or ()) if runs else (), rng_made=rng_made, copies=copies))
-            rng_made = rng_made or draws_random(net, forward=runs)
-        out.append(NetAudit(net, net.role, not backward, buffers, runs))
-    return out
-
-
-def _device_total(nets, mode, engine, kind, inference):
-    """The nets' bytes on the device under `engine`, as _net_audits would count them (host objects
-    and a library's state are host memory: not walked)."""
-    return sum(device_bytes(net, mode=mode, engine=engine, backward=backward, shared_params=shared, forward=runs)
-               for net, _, backward, runs, shared in _plans(nets, kind, inference))
+        else:
+            buffers = net_buffers(net, mode=mode, engine=engine, backward=backward, label=label,
+                                  shared_params=shared, forward=runs)
+            buffers = [b for b in buffers if b.kind != "library state" or b.owner not in libraries]
+            libraries.update(b.owner for b in buffers if b.kind == "library state")
+            if host:
+                buffers.append(host_objects(net, label, forward=runs, backward=backward,
+                                            shared_params=(shared or ()) if runs else (), rng_made=rng_made,
+                                            copies=copies))
+                rng_made = rng_made or draws_random(net, forward=runs)
+            out.append(NetAudit(net, net.role, not backward, buffers, runs))
+        if other is not None:  # host objects and a library's state are host memory: not walked
+            others += device_bytes(net, mode=mode, engine=other, backward=other_backward, shared_params=other_shared,
+                                   forward=other_runs)
+        forget_touches(net)
+    return out, (others if other is not None else None)
 
 
 def solver_tests(solver):

@@ -5,6 +5,7 @@ Reports only format these; every sum is made here.
 from dataclasses import dataclass, field
 
 from ..net.freeze import frozen_cost
+from ..records import RECORD
 from .buffers import KINDS
 
 # the per-layer table's columns, by buffer kind
@@ -18,7 +19,7 @@ COLUMNS = {
 COLUMN_OF = {kind: column for column, kinds in COLUMNS.items() for kind in kinds}
 
 
-@dataclass
+@dataclass(**RECORD)
 class LayerRow:
     net: str  # the net's label: train, test, net, ...
     name: str
