@@ -1,226 +1,174 @@
-"""How fast protoaudit is, measured rather than assumed (SPEC, "Targets": speed).
+"""How fast protoaudit answers, at every size, measured rather than assumed (SPEC, "Targets": speed).
 
 Run from the repository root:
 
-    /work/.venv/bin/python bench/bench.py                # every file, 5 repeats
-    /work/.venv/bin/python bench/bench.py -r 3 -k 10k    # only the files whose label has "10k"
+    python bench/bench.py               # the whole table, 5 runs of each case
+    python bench/bench.py -r 3 --no-100k
 
-It writes the nets it needs to a temporary folder: a 10,000-layer V2 net of residual
-conv/BatchNorm/Scale/ReLU blocks whose sums make Caffe insert splits, with a TRAIN and a TEST
-input so the default audit builds both nets, and a 10,000-layer V1 net (enum types, blobs_lr,
-net-level input) that the upgrade rewrites. It adds the largest corpus nets when
-/work/shared/corpus/nets is there, and skips them when not. For each file it times, with
-time.perf_counter: the command as a user runs it in a new interpreter (default audit: train and
-test nets, SGD, both engines' totals; --caffe-log; --gpu-mem), the command in-process, and the
-library steps one by one (the parsed-file cache emptied where the step reads the file). It prints
-the median and the minimum of the repeats, after a line giving the machine's speed at a plain
-Python loop, so numbers from two machines can be compared.
+Every case is the command as a user runs it: a new interpreter (start, imports and exit included)
+running `python -m protoaudit ...` from this tree, waited for with os.wait4, which gives that one
+process's peak RSS (ru_maxrss) and CPU time beside the wall time measured around it. Each row is
+the median of the runs. Cases compared with each other (protoaudit and the floor, a plain run and
+a --gpu-mem run, protoaudit and real Caffe) are run interleaved, so a load that comes and goes on
+the machine weighs on both alike.
+
+The tree is byte-compiled first (compileall), as pip does when it installs a package: the floor's
+protobuf is imported from its .pyc files too. (This environment sets PYTHONDONTWRITEBYTECODE, so
+without that step every run would compile protoaudit's sources anew.)
+
+Rows:
+- corpus: every net of tests/data/corpus/nets and samples/ with no flags, as a new user runs them
+  (those whose data shapes are in a dataset that is absent are refused in one line: that answer is
+  timed too); a summary line, then the largest net (most layers) with the --define its template needs.
+- the floor: a fresh Python that imports protobuf and parses the file with Caffe's schema through
+  text_format.Parse (bench/floor.py), for ResNet-152's train net and for the largest corpus net.
+- generated nets of 10,000 and 100,000 layers (bench/nets.py, the same every time).
+- the largest-batch search: `--gpu-mem` on the 10,000-layer net against a plain run, in audits'
+  worth (the ratio of the two medians), with the nets built by each (counted in-process).
+- real Caffe (BVLC, pycaffe, CPU mode) building ResNet-152 at batch 4 and running it once forward
+  and backward (bench/pycaffe_run.py), beside protoaudit on the same file, when pycaffe imports.
 """
 import argparse
 import contextlib
+import glob
 import io
 import os
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)  # the tree this script is in, not whichever protoaudit is installed
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
 
-from protoaudit import audit as run_audit  # noqa: E402
-from protoaudit import cli  # noqa: E402
-from protoaudit.read import load, netspecs as nets  # noqa: E402
-from protoaudit.memory.fit import check_fit  # noqa: E402
-from protoaudit.memory.buffers import net_buffers  # noqa: E402
-from protoaudit.net.build import build  # noqa: E402
-from protoaudit.read.upgrade import upgrade  # noqa: E402
+import nets  # noqa: E402
 
-try:
-    from protoaudit.collector import paused
-except ImportError:  # a tree from before the collector was paused: time it as it ran
-    def paused(fn):
-        return fn
+CORPUS_DIRS = (os.path.join(ROOT, "tests", "data", "corpus", "nets"), os.path.join(ROOT, "samples"))
+RESNET152_TRAIN = os.path.join(ROOT, "tests", "data", "corpus", "nets", "imagenet_resnet152_ethanhe_train.prototxt")
+CAFFE_NET = os.path.join(ROOT, "tests", "data", "oracle", "nets", "resnet152_deploy__TRAIN__b4__fb.prototxt")
+# A BVLC Caffe build with pycaffe (the oracle's kit, /work/shared/oracle/kit): its venv's python and
+# its python/ folder. Override with --caffe DIR (a folder holding venv/ and bvlc/python/).
+CAFFE_HOMES = ("/work/caffe/hostobj", "/work/caffe/bvlc", "/work/caffe/oracle")
+# A template the largest corpus net is written for (DeepLab's scripts fill it with sed): PASCAL VOC's 21 labels.
+DEFINES = {"NUM_LABELS": "21"}
+GPU_MEM = "11G"  # the card of the largest-batch search (a GTX 1080 Ti): the 10,000-layer net fits batch 32 and more
 
-CORPUS = "/work/shared/corpus/nets"
-CORPUS_NETS = ("soeaver_inception_resnet_v2_deploy.prototxt", "resnet152_deploy.prototxt")
-LAYERS = 10_000
-
-
-def residual_v2(n_layers):
-    """A V2 net of about `n_layers` layers: 9 per residual block (conv, BN, Scale, ReLU, conv, BN,
-    Scale, Eltwise, ReLU), with a TRAIN and a TEST input, a classifier, a loss and a TEST accuracy."""
-    out = ['name: "synthetic_resnet"']
-    for phase, batch in (("TRAIN", 32), ("TEST", 10)):
-        out.append(f'layer {{ name: "data" type: "Input" top: "data" top: "label" include {{ phase: {phase} }}\n'
-                   f'  input_param {{ shape {{ dim: {batch} dim: 16 dim: 8 dim: 8 }} shape {{ dim: {batch} }} }} }}')
-    out.append(_conv_v2("stem", "data", "x0") + _bn_v2("stem", "x0") + _relu_v2("stem_relu", "x0"))
-    blocks = max(1, (n_layers - 8) // 9)
-    for b in range(blocks):
-        x, a, y = f"x{b}", f"b{b}a", f"x{b + 1}"
-        out.append(_conv_v2(f"b{b}_conv1", x, a) + _bn_v2(f"b{b}_1", a) + _relu_v2(f"b{b}_relu1", a)
-                   + _conv_v2(f"b{b}_conv2", a, f"b{b}b") + _bn_v2(f"b{b}_2", f"b{b}b")
-                   + f'layer {{ name: "b{b}_sum" type: "Eltwise" bottom: "{x}" bottom: "b{b}b" top: "{y}" }}\n'
-                   + _relu_v2(f"b{b}_relu2", y))
-    x = f"x{blocks}"
-    out.append(f'layer {{ name: "fc" type: "InnerProduct" bottom: "{x}" top: "fc" inner_product_param {{ num_output: 10 }} }}\n'
-               'layer { name: "loss" type: "SoftmaxWithLoss" bottom: "fc" bottom: "label" top: "loss" }\n'
-               'layer { name: "accuracy" type: "Accuracy" bottom: "fc" bottom: "label" top: "accuracy" '
-               'include { phase: TEST } }')
-    return "\n".join(out) + "\n"
+TARGETS = {
+    "resnet152": 2.0,  # x the floor
+    "10k": 1.5,  # seconds
+    "100k": 15.0,  # seconds
+    "100k_rss": 1024,  # MiB
+    "search": 1.2,  # audits' worth
+    "caffe": 40.0,  # x faster than real Caffe
+}
 
 
-def _conv_v2(name, bottom, top):
-    return (f'layer {{ name: "{name}" type: "Convolution" bottom: "{bottom}" top: "{top}"\n'
-            '  param { lr_mult: 1 decay_mult: 1 }\n'
-            '  convolution_param { num_output: 16 kernel_size: 3 pad: 1 stride: 1 bias_term: false '
-            'weight_filler { type: "msra" } } }\n')
+class Run:
+    """One finished process: wall seconds, CPU seconds (user + system), peak RSS in MiB, exit status."""
+
+    def __init__(self, wall, cpu, rss, status, err=""):
+        self.wall, self.cpu, self.rss, self.status, self.err = wall, cpu, rss, status, err
 
 
-def _bn_v2(name, blob):
-    return (f'layer {{ name: "{name}_bn" type: "BatchNorm" bottom: "{blob}" top: "{blob}" }}\n'
-            f'layer {{ name: "{name}_scale" type: "Scale" bottom: "{blob}" top: "{blob}" '
-            'scale_param { bias_term: true } }\n')
+def run(argv, env=None, cwd=ROOT):
+    """Run `argv` in a new process; its own rusage comes from os.wait4."""
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=cwd)
+        _, status, usage = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - start
+        p.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        text = err.read().decode(errors="replace")
+    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, p.returncode, text)
 
 
-def _relu_v2(name, blob):
-    return f'layer {{ name: "{name}" type: "ReLU" bottom: "{blob}" top: "{blob}" }}\n'
+def protoaudit(*args):
+    return [sys.executable, "-m", "protoaudit", *args]
 
 
-def residual_v1(n_layers):
-    """The same kind of net in the V1 format (`layers`, enum types, blobs_lr, net-level input):
-    5 layers per block (conv, ReLU, conv, Eltwise, ReLU), as V1 had no BatchNorm."""
-    out = ['name: "synthetic_resnet_v1"', 'input: "data"', 'input_dim: 32', 'input_dim: 16',
-           'input_dim: 8', 'input_dim: 8', 'input: "label"', 'input_dim: 32', 'input_dim: 1',
-           'input_dim: 1', 'input_dim: 1']
-    blocks = max(1, (n_layers - 3) // 5)
-    out.append(_conv_v1("stem", "data", "x0") + _relu_v1("stem_relu", "x0"))
-    for b in range(blocks):
-        x, a, y = f"x{b}", f"b{b}a", f"x{b + 1}"
-        out.append(_conv_v1(f"b{b}_conv1", x, a) + _relu_v1(f"b{b}_relu1", a)
-                   + _conv_v1(f"b{b}_conv2", a, f"b{b}b")
-                   + f'layers {{ name: "b{b}_sum" type: ELTWISE bottom: "{x}" bottom: "b{b}b" top: "{y}" }}\n'
-                   + _relu_v1(f"b{b}_relu2", y))
-    out.append(f'layers {{ name: "fc" type: INNER_PRODUCT bottom: "x{blocks}" top: "fc" blobs_lr: 1 blobs_lr: 2 '
-               'inner_product_param { num_output: 10 } }\n'
-               'layers { name: "loss" type: SOFTMAX_LOSS bottom: "fc" bottom: "label" top: "loss" }')
-    return "\n".join(out) + "\n"
+def floor(path):
+    return [sys.executable, os.path.join(HERE, "floor.py"), path]
 
 
-def _conv_v1(name, bottom, top):
-    return (f'layers {{ name: "{name}" type: CONVOLUTION bottom: "{bottom}" top: "{top}" blobs_lr: 1 blobs_lr: 2 '
-            'weight_decay: 1 weight_decay: 0 convolution_param { num_output: 16 kernel_size: 3 pad: 1 } }\n')
-
-
-def _relu_v1(name, blob):
-    return f'layers {{ name: "{name}" type: RELU bottom: "{blob}" top: "{blob}" }}\n'
-
-
-def timed(fn, repeats):
-    """Seconds per call, `repeats` times (after one untimed warm-up call), with the cycle collector
-    paused as the command and audit() pause it (protoaudit.collector)."""
-    fn = paused(fn)
-    fn()
-    times = []
+def interleaved(commands, repeats):
+    """Each command (argv, or (argv, env)) `repeats` times, in turns (a, b, a, b, ...): {name: [Run]}."""
+    out = {name: [] for name in commands}
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return times
+        for name, argv in commands.items():
+            argv, env = argv if isinstance(argv, tuple) else (argv, None)
+            r = run(argv, env=env)
+            if r.status not in (0, 1, 2):
+                raise SystemExit(f"{' '.join(argv)} exited {r.status}: {r.err.strip()[-500:]}")
+            out[name].append(r)
+    return out
 
 
-def unparsed(fn):
-    """`fn` with protoaudit's parsed-file cache emptied first: each call reads the file anew."""
-    def run():
-        if hasattr(load, "_read"):  # trees from before the cache parse every time anyway
-            load._read.cache_clear()
-        return fn()
-    return run
+def median(runs, what="wall"):
+    return statistics.median(getattr(r, what) for r in runs)
 
 
-def in_process_cli(argv):
-    def run():
+def layers_in(path):
+    with open(path, errors="replace") as f:
+        return len(re.findall(r"^\s*layers?\s*\{", f.read(), re.MULTILINE))
+
+
+def corpus_files():
+    return sorted(f for d in CORPUS_DIRS for f in glob.glob(os.path.join(d, "*.prototxt")))
+
+
+def defines_for(path):
+    with open(path, errors="replace") as f:
+        text = f.read()
+    return [a for name, value in DEFINES.items() if "${" + name + "}" in text for a in ("--define", f"{name}={value}")]
+
+
+def nets_built(argv):
+    """How many nets protoaudit builds (Net::Init's work, protoaudit.net.build.build) for `argv`, counted in-process."""
+    sys.path.insert(0, ROOT)
+    from protoaudit import audit as _  # noqa: F401  (the module, below, not the function)
+    from protoaudit import cli
+
+    module = sys.modules["protoaudit.audit"]
+    built = module.build
+    calls = []
+
+    def counting(*a, **k):
+        calls.append(1)
+        return built(*a, **k)
+
+    module.build = counting
+    try:
         with contextlib.redirect_stdout(io.StringIO()):
-            status = cli.main(argv)
-        if status not in (0, 1):
-            raise RuntimeError(f"protoaudit {' '.join(argv)} exited {status}")
-    return unparsed(run)
+            cli.main(argv)
+    finally:
+        module.build = built
+    return len(calls)
 
 
-def fresh_cli(argv):
-    """The command as a user runs it: a new interpreter (start, imports, exit included)."""
-    def run():
-        env = dict(os.environ, PYTHONPATH=ROOT)
-        done = subprocess.run([sys.executable, "-m", "protoaudit", *argv], capture_output=True, text=True, env=env)
-        if done.returncode not in (0, 1):
-            raise RuntimeError(f"protoaudit {' '.join(argv)} exited {done.returncode}: {done.stderr}")
-    return run
-
-
-def consuming(step, make):
-    """A step that changes its input (upgrade works in place; a walk keeps each layer's touches on
-    the built net): `make()` gives a fresh input for every call, made outside the timing."""
-    return step, make
-
-
-def library_cases(label, path, upgrade_too):
-    """The library's steps on one file, each timed on its own from inputs made beforehand."""
-    spec = nets.net_specs(path)[0]
-    src = load.load(path)
-
-    def fresh_message():
-        m = type(src.message)()
-        m.CopyFrom(src.message)
-        return m
-
-    def fresh_net():
-        return build(spec.param, spec.state, schema=spec.schema.name, lines=spec.lines, path=path)
-
-    cases = [(f"{label}: load: parse + outline", unparsed(lambda: load.load(path)))]
-    if upgrade_too:
-        cases.append((f"{label}: upgrade V1 -> V2", consuming(lambda m: upgrade(m, src.schema, []), fresh_message)))
-    cases += [
-        (f"{label}: build: Net::Init, train net", fresh_net),
-        (f"{label}: memory: net_buffers, train net", consuming(net_buffers, fresh_net)),
-        (f"{label}: audit(): all nets, both engines", unparsed(lambda: run_audit(path))),
-        (f"{label}: audit() + largest batch (4G)", unparsed(lambda: _fit(path))),
-    ]
-    return cases
-
-
-def _fit(path):
-    result = run_audit(path)
-    return check_fit(result, 4 * 2**30, lambda b: run_audit(path, batch=b, compare_engines=False))
-
-
-def all_cases(folder, only):
-    big = os.path.join(folder, "big.prototxt")
-    v1 = os.path.join(folder, "big_v1.prototxt")
-    with open(big, "w") as f:
-        f.write(residual_v2(LAYERS))
-    with open(v1, "w") as f:
-        f.write(residual_v1(LAYERS))
-    files = [("10k V2", big, False), ("10k V1", v1, True)]
-    for name in reversed(CORPUS_NETS):
-        path = os.path.join(CORPUS, name)
-        if os.path.exists(path):
-            files.insert(0, (name.removesuffix(".prototxt"), path, False))
-        else:
-            print(f"(skipped {name}: not found in {CORPUS})")
-    cases = []
-    for label, path, upgrade_too in files:
-        if only and not any(o in label for o in only):
+def find_caffe(home):
+    """(python, its env) of a Caffe build whose pycaffe imports, or None."""
+    homes = [home] if home else CAFFE_HOMES
+    for h in homes:
+        python, package = os.path.join(h, "venv", "bin", "python"), os.path.join(h, "bvlc", "python")
+        if not (os.path.exists(python) and os.path.isdir(os.path.join(package, "caffe"))):
             continue
-        cases += [(f"{label}: CLI (new process)", fresh_cli([path])),
-                  (f"{label}: CLI --caffe-log (new process)", fresh_cli([path, "--caffe-log"])),
-                  (f"{label}: CLI --gpu-mem 4G (new process)", fresh_cli([path, "--gpu-mem", "4G"])),
-                  (f"{label}: CLI in-process", in_process_cli([path]))]
-        cases += library_cases(label, path, upgrade_too)
-    return cases
+        env = dict(os.environ, PYTHONPATH=package, GLOG_minloglevel="2")
+        if subprocess.run([python, "-c", "import caffe"], env=env, capture_output=True).returncode == 0:
+            return python, env
+    return None
 
 
-def calibration():
+def row(case, value, unit, target=None, met=None, detail=""):
+    mark = "" if met is None else ("yes" if met else "NO")
+    target = "" if target is None else target
+    print(f"| {case} | {value}{unit} | {target} | {mark} | {detail} |", flush=True)
+
+
+def loop_seconds():
     """This machine's speed at plain Python: 10 million additions in a loop."""
     start = time.perf_counter()
     x = 0
@@ -231,21 +179,91 @@ def calibration():
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("-r", "--repeat", type=int, default=5)
-    p.add_argument("-k", "--only", action="append", default=[], help="only the files whose label contains this")
+    p.add_argument("-r", "--repeat", type=int, default=5, help="runs of each case (the 100,000-layer net: at most 3)")
+    p.add_argument("--no-100k", action="store_true", help="leave out the 100,000-layer net (a minute a run)")
+    p.add_argument("--no-corpus", action="store_true", help="leave out the per-net corpus summary")
+    p.add_argument("--caffe", metavar="DIR", help="a Caffe build with pycaffe (DIR/venv/bin/python, DIR/bvlc/python)")
     args = p.parse_args(argv)
-    print(f"python {sys.version.split()[0]}; 10M-addition loop {calibration():.2f} s; "
-          f"{args.repeat} repeats after a warm-up; seconds")
-    print(f"{'case':52s} {'median':>8s} {'min':>8s}")
+    r = args.repeat
+    subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(ROOT, "protoaudit")], check=True)
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average "
+          f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}; a 10M-addition Python loop: {loop_seconds():.2f} s")
+    print(f"median of {r} fresh-process runs (wall seconds; CPU seconds and peak RSS beside)\n")
+    print("| case | measured | target | met | detail |")
+    print("|---|---:|---|---|---|")
+    ok = True
+
+    # the corpus, as a new user runs it, then its largest net
+    files = corpus_files()
+    largest = max(files, key=layers_in)
+    if not args.no_corpus:
+        per_net = {f: interleaved({"a": protoaudit(f)}, max(1, r // 2))["a"] for f in files}
+        walls = sorted((median(runs), f) for f, runs in per_net.items())
+        audited = sum(1 for runs in per_net.values() if runs[0].status in (0, 1))
+        worst_rss = max((max(x.rss for x in runs), f) for f, runs in per_net.items())
+        row(f"corpus: {len(files)} nets, no flags ({audited} audited, {len(files) - audited} refused in one line)",
+            f"{statistics.median(w for w, _ in walls):.2f}", " s median",
+            detail=f"slowest {walls[-1][0]:.2f} s ({os.path.basename(walls[-1][1])}); "
+            f"largest peak RSS {worst_rss[0]:.0f} MiB ({os.path.basename(worst_rss[1])})")
+
+    # ResNet-152's train net and the largest corpus net, each beside its floor
+    for label, path, target in (("ResNet-152 train net", RESNET152_TRAIN, TARGETS["resnet152"]),
+                                (f"largest corpus net ({os.path.basename(largest)}, {layers_in(largest)} layers)",
+                                 largest, None)):
+        runs = interleaved({"pa": protoaudit(path, *defines_for(path)), "floor": floor(path)}, r)
+        ratio = median(runs["pa"]) / median(runs["floor"])
+        met = ratio <= target if target else None
+        ok &= met is not False
+        row(f"{label}: default audit", f"{median(runs['pa']):.3f}", " s",
+            detail=f"floor {median(runs['floor']):.3f} s; CPU {median(runs['pa'], 'cpu'):.3f} s, "
+            f"floor CPU {median(runs['floor'], 'cpu'):.3f} s; {max(x.rss for x in runs['pa']):.0f} MiB")
+        row(f"{label}: x the floor", f"{ratio:.2f}", "x", f"<= {target}x" if target else "", met,
+            detail=f"CPU: {median(runs['pa'], 'cpu') / median(runs['floor'], 'cpu'):.2f}x")
+
     with tempfile.TemporaryDirectory() as folder:
-        for name, fn in all_cases(folder, args.only):
-            if isinstance(fn, tuple):
-                step, make = fn
-                inputs = [make() for _ in range(args.repeat + 1)]
-                fn = lambda: step(inputs.pop())  # noqa: E731
-            times = timed(fn, args.repeat)
-            print(f"{name:52s} {statistics.median(times):8.3f} {min(times):8.3f}", flush=True)
+        big = nets.write(os.path.join(folder, "big10k.prototxt"), 10_000)
+        runs = interleaved({"plain": protoaudit(big), "search": protoaudit(big, "--gpu-mem", GPU_MEM)}, r)
+        plain, search = median(runs["plain"]), median(runs["search"])
+        met = plain <= TARGETS["10k"]
+        ok &= met
+        row("generated 10,000-layer net: default audit", f"{plain:.2f}", " s", f"<= {TARGETS['10k']} s", met,
+            detail=f"CPU {median(runs['plain'], 'cpu'):.2f} s; {max(x.rss for x in runs['plain']):.0f} MiB")
+        worth = search / plain
+        met = worth <= TARGETS["search"]
+        ok &= met
+        row(f"--gpu-mem {GPU_MEM} largest-batch search, 10,000-layer net", f"{worth:.2f}", " audits' worth",
+            f"<= {TARGETS['search']}", met,
+            detail=f"{search:.2f} s against {plain:.2f} s; nets built: {nets_built([big])} plain, "
+            f"{nets_built([big, '--gpu-mem', GPU_MEM])} with the search")
+
+        if not args.no_100k:
+            huge = nets.write(os.path.join(folder, "big100k.prototxt"), 100_000)
+            runs = interleaved({"plain": protoaudit(huge)}, min(r, 3))["plain"]
+            seconds, rss = median(runs), max(x.rss for x in runs)
+            met = seconds <= TARGETS["100k"] and rss <= TARGETS["100k_rss"]
+            ok &= met
+            row(f"generated 100,000-layer net ({os.path.getsize(huge) / 2**20:.1f} MiB): default audit",
+                f"{seconds:.1f} s, {rss:.0f}", " MiB", f"<= {TARGETS['100k']:.0f} s, <= {TARGETS['100k_rss']} MiB",
+                met, detail=f"CPU {median(runs, 'cpu'):.1f} s")
+
+    caffe = find_caffe(args.caffe)
+    if caffe is None:
+        row("real Caffe, ResNet-152 b4 forward and backward", "pycaffe not found", "", f">= {TARGETS['caffe']:.0f}x")
+    else:
+        python, env = caffe
+        runs = interleaved({"caffe": ([python, os.path.join(HERE, "pycaffe_run.py"), CAFFE_NET], env),
+                            "pa": protoaudit(CAFFE_NET)}, min(r, 3))
+        mine = runs["pa"]
+        ratio = median(runs["caffe"]) / median(mine)
+        met = ratio >= TARGETS["caffe"]
+        ok &= met
+        row("real Caffe (pycaffe, CPU) building ResNet-152 b4, forward and backward, against protoaudit on it",
+            f"{ratio:.0f}", "x", f">= {TARGETS['caffe']:.0f}x", met,
+            detail=f"Caffe {median(runs['caffe']):.1f} s, {max(x.rss for x in runs['caffe']):.0f} MiB; "
+            f"protoaudit {median(mine):.3f} s, {max(x.rss for x in mine):.0f} MiB")
+    print("\nevery target met" if ok else "\nsome targets NOT met")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -5,12 +5,11 @@ from dataclasses import dataclass, field, replace
 
 from .collector import paused
 from .errors import InputError
-from .net.freeze import freeze as freeze_param
-from .memory.buffers import Buffer, host_objects, net_buffers, runs_backward
+from .memory.buffers import Buffer, device_bytes, forget_touches, host_objects, net_buffers, runs_backward
 from .memory.host import draws_random
 from .net.build import ShapesNeeded, build
-from .memory.failure import explain as explain_failure
 from .read import caffe_log
+from .net.netstate import make_state
 from .read.netspecs import net_specs
 from .read.sidecar import declared_shapes
 from .options import INT_MAX, MAX_AXES, parse_batch
@@ -66,6 +65,7 @@ class Audit:
     death: object = None  # protoaudit.memory.failure.Death: where a run in the Caffe log audited died
     fit: object = None  # protoaudit.memory.fit.Fit, against a card (protoaudit.audit(gpu_mem=...), --gpu-mem)
     sweep: object = None  # protoaudit.memory.sweep.Sweep (protoaudit.audit(sweep=...), --sweep)
+    again: tuple = field(default=None, repr=False, compare=False)  # its options, for reaudit
 
     @property
     def buffers(self):
@@ -112,7 +112,8 @@ class Audit:
 
 @paused
 def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, schema=None, freeze=(),
-               test_batch=None, keep_test_batch=False, as_test=False, root=None, defines=None, log=None, shapes=None):
+               test_batch=None, keep_test_batch=False, as_test=False, root=None, defines=None, log=None, shapes=None,
+               batched_only=False, specs=None):
     """Every net the file stands for (one for a net file, train then tests for a solver), built.
     `batch` is the train (or only) net's, `test_batch` a solver's test nets'; with
     `keep_test_batch`, a test net's --input shapes keep the batch its file gives (it runs beside its
@@ -124,7 +125,9 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     (Layer.defines: MultiBoxLoss's matched_priors, DetectionOutput's detections). `log` is a Caffe
     log of a run of these nets: the data shapes it logged stand where no --input is given (a log
     given as `path` brings its own). `shapes` names a shapes file (protoaudit.read.sidecar; None:
-    the one beside `path`, if any; False: none); `inputs` win over it."""
+    the one beside `path`, if any; False: none); `inputs` win over it. Each net's `batched` says
+    whether `batch` sets its batch (the train or only net); `batched_only` builds those alone.
+    `specs`: the file's NetSpecs as net_specs gives them for these options, when the caller has them."""
     inputs = {**declared_shapes(path, shapes), **(inputs or {})}
     phase = phase.upper() if phase else None
     if phase not in (None, "TRAIN", "TEST"):
@@ -132,8 +135,12 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     batch, test_batch = parse_batch(batch), parse_batch(test_batch)
     log, log_from = _log_shapes(log)
     nets, needed = [], None
-    for spec in net_specs(path, phase=phase, stages=stages, level=level, schema=schema, root=root, defines=defines):
+    if specs is None:
+        specs = net_specs(path, phase=phase, stages=stages, level=level, schema=schema, root=root, defines=defines)
+    for spec in specs:
         is_test = spec.role == "test" or as_test
+        if batched_only and is_test:
+            continue
         logged = dict(spec.shapes)
         if log is not None:
             logged.update(log.get(spec.phase, {}))
@@ -142,6 +149,8 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
                        logged=logged, logged_from=log_from.get(spec.phase, spec.shapes_from), defines=defines)
         frozen = []
         if freeze and not is_test:
+            from .net.freeze import freeze as freeze_param
+
             spec.param, frozen = freeze_param(
                 spec.param, spec.state, freeze, lambda param, spec=spec: build(param, spec.state, **options),
                 spec.path)
@@ -158,6 +167,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
             spec.state.phase = _TEST
             net = build(spec.param, spec.state, **options)
         net.role = spec.role
+        net.batched = not is_test
         net.solver = spec.solver
         net.frozen = frozen
         net.own_phase = spec.own_phase
@@ -253,9 +263,53 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
     _check_choice("engine", engine, ENGINES)
     if mode == "cpu":
         engine = "caffe"  # Caffe's CPU code has no cuDNN
-    nets = _nets_to_audit(path, inference, dict(phase=phase, stages=stages, level=level, inputs=inputs, batch=batch,
-                                                 test_batch=test_batch, schema=schema, freeze=freeze, root=root,
-                                                 defines=defines, log=log, shapes=shapes))
+    options = dict(phase=phase, stages=stages, level=level, inputs=inputs, batch=batch, test_batch=test_batch,
+                   schema=schema, freeze=freeze, root=root, defines=defines, log=log, shapes=shapes)
+    run = dict(mode=mode, engine=engine, solver_type=solver_type, inference=inference, context=context)
+    result = _assess(path, _nets_to_audit(path, inference, options), compare_engines=compare_engines, **run)
+    result.again = (options, run)
+    return result
+
+
+@paused
+def reaudit(result, *, batch=None, engine=None, compare_engines=False):
+    """`result`'s file audited again with its options, at another batch of the train (or only) net
+    (None: the same batch) or under another engine, without building again what does not change: at
+    the same batch, no net; at another, only the train (or only) net, as the test nets keep their
+    own batch (and keep their buffers when the engine is the same). Caffe's objects on the host are
+    not worked out in GPU mode, where they do not count against the card: the result is for totals
+    (`total_bytes`, the buffers that count), as the largest-batch search and the sweep use it."""
+    options, run = result.again
+    engine = run["engine"] if engine is None or run["mode"] == "cpu" else engine
+    built = [n.net for n in result.nets]
+    reuse = {}
+    if batch is not None and batch != result.batch:
+        again = {**options, "batch": batch}
+        if run["inference"]:  # as _nets_to_audit builds the one net
+            again.update(phase=options["phase"] or "TEST", test_batch=None)
+        else:
+            again["keep_test_batch"] = True
+        fresh = iter(build_nets(result.path, **again, batched_only=True))
+        nets = []
+        for net in built:
+            if net.batched:
+                again, role = next(fresh), net.role
+                again.role = role
+                net = again
+            elif engine == result.engine:
+                reuse[id(net)] = next(n for n in result.nets if n.net is net)
+            nets.append(net)
+        built = nets
+    again = _assess(result.path, built, compare_engines=compare_engines, host=run["mode"] == "cpu", reuse=reuse,
+                    **{**run, "engine": engine})
+    again.again = (dict(options, batch=batch if batch is not None else options["batch"]), dict(run, engine=engine))
+    return again
+
+
+def _assess(path, nets, *, mode, engine, solver_type, inference, context, compare_engines, host=True, reuse=None):
+    """The Audit of built nets: each net's buffers, the solver's state, the CUDA context and the
+    other engine's total. `host`: work out Caffe's objects on the host (False only where they do not
+    count: GPU mode). `reuse`: {id(net): NetAudit} of nets already walked the same way."""
     from .memory.solver import added_to, solver_buffers, solver_options, solver_type_of
 
     solver = next((n.solver for n in nets if n.solver is not None), None)
@@ -272,10 +326,13 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
     except InputError as e:
         raise e.located(file=path) from None
     result = Audit(path, mode, engine, kind, solver.iter_size if solver is not None else 1)
-    result.nets = _net_audits(nets, mode, engine, kind, inference)
+    train = next((n for n in nets if n.role in ("train", "net")), None)
+    # a solver steps its TRAIN net only; a TEST net alone runs forward only
+    stepped = kind if kind == "none" or (train is not None and train.phase == "TRAIN") else "none"
+    other = ("cudnn" if engine == "caffe" else "caffe") if mode == "gpu" and compare_engines else None
+    result.nets, others = _net_audits(nets, mode, engine, kind, inference, host, reuse or {}, other, stepped)
     train = result.train
-    if kind != "none" and (train is None or train.phase != "TRAIN"):
-        kind = result.solver_type = "none"  # a solver steps its TRAIN net only; a TEST net alone runs forward only
+    kind = result.solver_type = stepped
     if kind != "none" and train is not None:
         label = train.buffers[0].net if train.buffers else train.role
         try:
@@ -293,12 +350,11 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
         if size:
             result.extra.append(Buffer("process", "(CUDA)", "CUDA context and library handles", "context",
                                        size, 1, "setup", False))
-        if compare_engines:
-            other = "cudnn" if engine == "caffe" else "caffe"
-            others = _net_audits(nets, mode, other, kind, inference)
-            result.other_engine_total = (sum(n.device_bytes() for n in others)
-                                         + sum(b.bytes for b in result.extra if b.device == "device"))
+        if other is not None:
+            result.other_engine_total = others + sum(b.bytes for b in result.extra if b.device == "device")
     if caffe_log.is_log_file(path):
+        from .memory.failure import explain as explain_failure
+
         result.death = explain_failure(result, caffe_log.chosen_run(caffe_log.read(path), path))
     return result
 
@@ -310,16 +366,21 @@ def _nets_to_audit(path, inference, options):
     if inference:
         return build_nets(path, **{**options, "phase": phase or "TEST", "test_batch": None})[:1]
     common = {k: v for k, v in options.items() if k not in ("phase", "batch", "freeze")}
-    needed = test = None
+    needed = test = specs = tests = None
+    if phase is None:  # a net file's TEST net is read from the same message (built again in the TEST state)
+        specs = net_specs(path, stages=options["stages"], level=options["level"], schema=options["schema"],
+                          root=options["root"], defines=options["defines"])
+        if len(specs) == 1 and specs[0].role == "net" and not specs[0].own_phase:
+            tests = [replace(specs[0], state=make_state(specs[0].param, "TEST", options["stages"], options["level"]))]
     try:
-        nets = build_nets(path, **options, keep_test_batch=True)
+        nets = build_nets(path, **options, keep_test_batch=True, specs=specs)
     except ShapesNeeded as e:
         needed, nets = e, None
     if (nets is None or (nets and nets[0].role == "net" and not nets[0].own_phase)) and phase is None:
         # the file's TEST net, beside its TRAIN net: --input shapes take the file's test batch
         # (a file whose own state sets the phase, as Caffe prints a net it built, is that net alone)
         try:
-            test = build_nets(path, phase="TEST", **common, keep_test_batch=True, as_test=True)[0]
+            test = build_nets(path, phase="TEST", **common, keep_test_batch=True, as_test=True, specs=tests)[0]
         except ShapesNeeded as e:  # one message for every net's missing shapes
             needed = e if needed is None else needed.merged(e)
         except InputError:
@@ -345,29 +406,54 @@ def _feeds_phase(path, options, phase):
     return feeds(spec.param, spec.state)
 
 
-def _net_audits(nets, mode, engine, kind, inference):
-    """Each net's buffers: the train net forward and backward (plus ClearParamDiffs under a
-    solver), a solver's test nets forward only on the train net's weights."""
-    out = []
-    rng_made = False  # Caffe's random generator, made once per process by the first net that draws
+def _plans(nets, kind, inference):
+    """How each net runs: (net, label, backward, runs, shared params): the train net forward and
+    backward (plus ClearParamDiffs under a solver), a solver's test nets forward only on the train
+    net's weights (`shared`: the layers whose parameter data is the train net's)."""
     train = next((n for n in nets if n.role in ("train", "net")), None)
     shared = {layer.name for layer in train.layers if layer.params} if train is not None else set()
-    libraries = set()  # a library's one-time state (OpenCV, HDF5) is the process's: counted once
     for k, net in enumerate(nets):
         is_test = net.role == "test" and not inference  # a solver's test net runs forward only
         label = net.role if net.role != "test" else f"test#{k}" if len(nets) > 2 else "test"
         forward_only = inference or is_test or (net.role == "net" and net.phase == "TEST" and kind != "none")
         backward = not forward_only and runs_backward(net)
         runs = not is_test or solver_tests(net.solver)
-        buffers = net_buffers(net, mode=mode, engine=engine, backward=backward, label=label,
-                              shared_params=shared if is_test else None, forward=runs)
-        buffers = [b for b in buffers if b.kind != "library state" or b.owner not in libraries]
-        libraries.update(b.owner for b in buffers if b.kind == "library state")
-        buffers.append(host_objects(net, label, forward=runs, backward=backward,
-                                    shared_params=shared if is_test and runs else (), rng_made=rng_made))
-        rng_made = rng_made or draws_random(net, forward=runs)
-        out.append(NetAudit(net, net.role, not backward, buffers, runs))
-    return out
+        yield net, label, backward, runs, shared if is_test else None
+
+
+def _net_audits(nets, mode, engine, kind, inference, host=True, reuse=None, other=None, other_kind=None):
+    """Each net's buffers (see _plans); `host` and `reuse` as _assess takes them. With `other` (an
+    engine), also the nets' bytes on the device under it (with the solver type `other_kind`), each
+    net walked under both engines in turn (its layers' touches serve both, then are let go):
+    (NetAudits, the other engine's bytes or None)."""
+    out = []
+    rng_made = False  # Caffe's random generator, made once per process by the first net that draws
+    libraries = set()  # a library's one-time state (OpenCV, HDF5) is the process's: counted once
+    copies = {}  # LayerParameter sizes, by content (protoaudit.memory.host)
+    others = 0
+    plans = zip(_plans(nets, kind, inference), _plans(nets, other_kind or kind, inference))
+    for (net, label, backward, runs, shared), (_, _, other_backward, other_runs, other_shared) in plans:
+        kept = (reuse or {}).get(id(net))
+        if kept is not None:
+            out.append(kept)
+            libraries.update(b.owner for b in kept.buffers if b.kind == "library state")
+            rng_made = rng_made or draws_random(net, forward=runs)
+        else:
+            buffers = net_buffers(net, mode=mode, engine=engine, backward=backward, label=label,
+                                  shared_params=shared, forward=runs)
+            buffers = [b for b in buffers if b.kind != "library state" or b.owner not in libraries]
+            libraries.update(b.owner for b in buffers if b.kind == "library state")
+            if host:
+                buffers.append(host_objects(net, label, forward=runs, backward=backward,
+                                            shared_params=(shared or ()) if runs else (), rng_made=rng_made,
+                                            copies=copies))
+                rng_made = rng_made or draws_random(net, forward=runs)
+            out.append(NetAudit(net, net.role, not backward, buffers, runs))
+        if other is not None:  # host objects and a library's state are host memory: not walked
+            others += device_bytes(net, mode=mode, engine=other, backward=other_backward, shared_params=other_shared,
+                                   forward=other_runs)
+        forget_touches(net)
+    return out, (others if other is not None else None)
 
 
 def solver_tests(solver):

@@ -1,23 +1,25 @@
 """The `protoaudit` command: a thin layer over `protoaudit.audit` and the reports."""
 import argparse
+import importlib
 import signal
 import sys
 
 from . import __version__, library
 from .audit import build_nets
 from .collector import paused
-from .memory.explain import compare
 from .errors import InputError
 from .memory.fit import parse_size
 from .options import parse_defines, parse_inputs
 from .read.schema import SCHEMA_NAMES
-from .report import csv_format, diff_text, html_format, json_format, markdown
-from .report import text as text_report
-from .report.caffelog import caffe_log
 
 EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
-# --format: the modules with render() and render_diff(), besides the default text
-FORMATS = {"json": json_format, "markdown": markdown, "csv": csv_format, "html": html_format}
+# --format: the modules of protoaudit.report with render() and render_diff(), besides the default
+# text (each imported only when asked for)
+FORMATS = {"json": "json_format", "markdown": "markdown", "csv": "csv_format", "html": "html_format"}
+
+
+def _report(name):
+    return importlib.import_module(f".report.{name}", __package__)
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -169,17 +171,14 @@ def _audit(args):
         for net in build_nets(args.path, phase=args.phase, stages=args.stage, level=args.level,
                               inputs=inputs, batch=args.batch, root=args.root, schema=_schema(args),
                               defines=parse_defines(args.define), log=args.log, shapes=args.shapes):
-            print("\n".join(caffe_log(net)))
+            print("\n".join(_report("caffelog").caffe_log(net)))
         return EXIT_FITS
     if args.plot:  # matplotlib is imported only here; a missing one is refused before the audit
         from .report import chart
         chart.check(args.plot)
     result, fit = _audit_and_fit(args.path, args, inputs, args.batch, sweep=args.sweep)
     summary = result.summary
-    if args.format in FORMATS:
-        print(FORMATS[args.format].render(result, summary, fit))
-    else:
-        print(text_report.render(result, summary, fit))
+    print(_report(FORMATS.get(args.format, "text")).render(result, summary, fit))
     if args.plot:
         chart.draw(result, summary, fit, args.plot)
     return EXIT_DOES_NOT_FIT if fit is not None and not fit.fits else EXIT_FITS
@@ -191,11 +190,13 @@ def _diff(args):
                               args.batch_a if args.batch_a is not None else args.batch, args.freeze + args.freeze_a)
     b, fit_b = _audit_and_fit(args.path_b, args, {**shared, **parse_inputs(args.input_b)},
                               args.batch_b if args.batch_b is not None else args.batch, args.freeze + args.freeze_b)
+    from .memory.explain import compare
+
     comparison = compare(a, b)
     if args.format in FORMATS:
-        print(FORMATS[args.format].render_diff(comparison, fit_a, fit_b))
+        print(_report(FORMATS[args.format]).render_diff(comparison, fit_a, fit_b))
     else:
-        print(diff_text.render(comparison, fit_a, fit_b))
+        print(_report("diff_text").render(comparison, fit_a, fit_b))
     return EXIT_DOES_NOT_FIT if fit_b is not None and not fit_b.fits else EXIT_FITS
 
 

@@ -5,10 +5,8 @@ They take the command's options as keywords and return what its reports are made
 Comparison (protoaudit.memory.explain.Comparison: `delta`, `layers`, `sentences`, `to_dict()`).
 `to_dict()` is the `--format json` report, as dicts and lists.
 """
-from .audit import audit as _run
-from .memory.explain import compare
+from .audit import audit as _run, reaudit
 from .memory.fit import check_fit, parse_size
-from .memory.sweep import sweep as sweep_batches
 from .options import parse_batches
 
 
@@ -19,10 +17,14 @@ def audit(path, *, gpu_mem=None, sweep=None, **options):
     effective batch. `sweep` (batches, or "1,2,4,8" / "1..64" as --sweep writes it) gives `.sweep`:
     the totals at each batch."""
     result = _run(path, **options)
+    last = []  # the last batch audited again: a sweep asks for it under each engine in turn
 
     def audit_at(batch, engine=None, compare_engines=False):
-        return _run(path, **{**options, "batch": batch, "engine": engine or options.get("engine", "caffe"),
-                             "compare_engines": compare_engines})
+        if last and last[0].batch == batch:
+            return reaudit(last[0], engine=engine, compare_engines=compare_engines)
+        again = reaudit(result, batch=batch, engine=engine, compare_engines=compare_engines)
+        last[:] = [again]
+        return again
 
     budget = None
     if gpu_mem is not None:  # an empty size is refused by parse_size, never ignored
@@ -31,6 +33,8 @@ def audit(path, *, gpu_mem=None, sweep=None, **options):
         if result.death is not None:  # the card given, rather than the one the log names
             result.death.card, result.death.card_name = budget, "given with --gpu-mem"
     if sweep is not None:
+        from .memory.sweep import sweep as sweep_batches
+
         batches = parse_batches(sweep) if isinstance(sweep, str) else sorted(set(sweep))
         if not batches or min(batches) < 1:
             batches = parse_batches(",".join(map(str, batches)))  # refused, with the option's message
@@ -44,4 +48,6 @@ def diff(path_a, path_b, *, gpu_mem=None, a=None, b=None, **options):
     `.fit` is in the comparison's `fit_a` and `fit_b`."""
     audit_a = audit(path_a, gpu_mem=gpu_mem, **{**options, **(a or {})})
     audit_b = audit(path_b, gpu_mem=gpu_mem, **{**options, **(b or {})})
+    from .memory.explain import compare
+
     return compare(audit_a, audit_b)

@@ -5,6 +5,7 @@ build context, and answers for that layer alone; the net driver (`protoaudit.net
 """
 import functools
 import math
+import operator
 import struct
 from dataclasses import dataclass, field
 
@@ -146,13 +147,8 @@ class Layer:
         """Everything the layer touches, by stage. The default is a plain layer: params filled at
         setup; bottoms read and tops written forward; backward reads the top diffs and writes the
         diffs Net::Init asked for. Layers add their private buffers and Caffe's quirks."""
-        t = [touch.param(k, "data", "setup") for k in range(run.num_params)]
-        t += [touch.bottom(j, "data", "forward") for j in range(len(run.bottoms))]
-        t += [touch.top(j, "data", "forward") for j in range(len(run.tops))]
-        t += [touch.top(j, "diff", "backward") for j in range(len(run.tops))]
-        t += [touch.bottom(j, "diff", "backward") for j, down in enumerate(run.propagate_down) if down]
-        t += [touch.param(k, "diff", "backward") for k, down in enumerate(run.param_propagate_down) if down]
-        return t
+        return list(_plain_touches(run.num_params, len(run.bottoms), len(run.tops), tuple(run.propagate_down),
+                                   tuple(run.param_propagate_down)))
 
     def shares(self):
         """(top, bottom, part) triples: tops whose data or diff is the bottom's (ShareData/ShareDiff)."""
@@ -230,6 +226,18 @@ class Layer:
         self.ctx.origins.append(ShapeOrigin(self.lp.name, top, tuple(shape), source))
 
 
+@functools.cache
+def _plain_touches(num_params, num_bottoms, num_tops, propagate_down, param_propagate_down):
+    """Layer.touches for these counts and flags, made once (layers that add their own copy the list)."""
+    t = [touch.param(k, "data", "setup") for k in range(num_params)]
+    t += [touch.bottom(j, "data", "forward") for j in range(num_bottoms)]
+    t += [touch.top(j, "data", "forward") for j in range(num_tops)]
+    t += [touch.top(j, "diff", "backward") for j in range(num_tops)]
+    t += [touch.bottom(j, "diff", "backward") for j, down in enumerate(propagate_down) if down]
+    t += [touch.param(k, "diff", "backward") for k, down in enumerate(param_propagate_down) if down]
+    return tuple(t)
+
+
 def canonical_axis(layer, axis, num_axes):
     """Caffe's Blob::CanonicalAxisIndex: negative axes count from the end."""
     if not -num_axes <= axis < num_axes:
@@ -256,8 +264,9 @@ def count(shape, start=0, end=None):
 def legacy_shape(layer, shape):
     """Blob's legacy (num, channels, height, width) accessors: missing axes read as 1, and a blob
     of more than four axes is a failed CHECK."""
-    layer.check(len(shape) <= 4, f"{layer.lp.type} reads its bottom as (num, channels, height, width), "
-                f"which needs at most 4 axes; got {tuple(shape)}")
+    if len(shape) > 4:
+        layer.fail(f"{layer.lp.type} reads its bottom as (num, channels, height, width), which needs at most "
+                   f"4 axes; got {tuple(shape)}")
     return tuple(shape) + (1,) * (4 - len(shape))
 
 
@@ -274,52 +283,60 @@ class View:
 
     Older forks lack some fields (then BVLC's default is returned) or declare as single a field
     BVLC repeats, such as `kernel_size` (then it reads as a list), so layer code is written once.
+    `View(msg)` is a view of msg's message type: a class made once per type, whose fields are
+    properties that read them that way (layers read their parameters many times).
     """
 
     __slots__ = ("_msg",)
 
-    def __init__(self, msg):
-        self._msg = msg
-
-    def __getattr__(self, name):
-        how = _how_to_read(self._msg.DESCRIPTOR, name)
-        if how is _AS_IS:
-            return getattr(self._msg, name)
-        if how is _AS_VIEW:
-            return View(getattr(self._msg, name))
-        if how is _AS_LIST:
-            return [getattr(self._msg, name)] if self._msg.HasField(name) else []
-        if how is None:
-            raise AttributeError(name)
-        return how()  # a field this schema lacks: BVLC's default
+    def __new__(cls, msg):
+        view = object.__new__(_view_class(msg.DESCRIPTOR))
+        view._msg = msg
+        return view
 
     def HasField(self, name):
         fd = self._msg.DESCRIPTOR.fields_by_name.get(name)
         return fd is not None and not fd.is_repeated and self._msg.HasField(name)
 
 
-_AS_IS, _AS_VIEW, _AS_LIST = object(), object(), object()
-
-
 @functools.cache
-def _how_to_read(descriptor, name):
-    """How View reads field `name` of messages of this type (worked out once per type and field,
-    as layers read their parameters many times)."""
+def _view_class(descriptor):
+    """The View of one message type: a property per field of this schema's message and of BVLC's."""
+    names = set(descriptor.fields_by_name) | set(_bvlc_fields(descriptor.full_name))
+    fields = {name: property(_reader(descriptor, name)) for name in sorted(names)}
+    return type(f"View[{descriptor.full_name}]", (View,), {"__slots__": (), **fields})
+
+
+def _reader(descriptor, name):
+    """How a View reads field `name` of messages of this type."""
     mine = descriptor.fields_by_name.get(name)
     theirs = _bvlc_fields(descriptor.full_name).get(name)
-    if mine is None:
-        if theirs is None:
-            return None
+    if mine is None:  # a field this schema lacks: BVLC's default
         if theirs.is_repeated:
-            return list
+            return lambda view: []
         if theirs.message_type is not None:
-            return lambda: View(_bvlc_message(theirs.message_type.full_name)())
-        return lambda: theirs.default_value
+            return lambda view: View(_bvlc_message(theirs.message_type.full_name)())
+        return lambda view: theirs.default_value
     if mine.message_type is not None and not mine.is_repeated:
-        return _AS_VIEW
+        return _sub_view(name, mine.message_type)
     if theirs is not None and theirs.is_repeated and not mine.is_repeated:
-        return _AS_LIST
-    return _AS_IS
+        return lambda view: [getattr(view._msg, name)] if view._msg.HasField(name) else []
+    return operator.attrgetter("_msg." + name)
+
+
+def _sub_view(name, message_type):
+    """A reader of message field `name`: a View of it (its class found on the first read: message
+    types may nest themselves)."""
+    made = []
+
+    def read(view):
+        if not made:
+            made.append(_view_class(message_type))
+        sub = object.__new__(made[0])
+        sub._msg = getattr(view._msg, name)
+        return sub
+
+    return read
 
 
 def _bvlc_fields(full_name):

@@ -1,4 +1,5 @@
 """Convolution, Deconvolution and Im2col: BaseConvolutionLayer's geometry (N-D, groups, dilation)."""
+import functools
 from dataclasses import dataclass
 
 from . import touch
@@ -45,11 +46,9 @@ def geometry(layer, param, shape, *, kernel_required=True):
             return (getattr(param, f"{name}_h"), getattr(param, f"{name}_w"))
         values = list(values)
         field = "kernel_size" if name == "kernel" else name
-        layer.check(
-            len(values) in ((0, 1, n) if default is not None else (1, n)),
-            f"{field} must be specified once, or once per spatial dimension ({field} given {len(values)} "
-            f"times; {n} spatial dimensions)",
-        )
+        if len(values) not in ((0, 1, n) if default is not None else (1, n)):
+            layer.fail(f"{field} must be specified once, or once per spatial dimension ({field} given "
+                       f"{len(values)} times; {n} spatial dimensions)")
         if not values:
             return (default,) * n
         return tuple(values) * n if len(values) == 1 else tuple(values)
@@ -69,16 +68,15 @@ class _ConvolutionBase(Layer):
     equal_bottoms_tops = True
     transposed = False
 
-    @property
+    @functools.cached_property
     def param(self):
         return self.lp.convolution_param
 
     def _setup(self, bottoms):
         """Geometry and checks, worked out once for these bottoms: reshape, param_shapes and
         every pass's touches ask again."""
-        key = tuple(map(tuple, bottoms))
         known = self.__dict__.get("_setup_for")
-        if known is not None and known[0] == key:
+        if known is not None and known[0] == bottoms:
             return known[1]
         shape = bottoms[0]
         geo = geometry(self, self.param, shape)
@@ -86,11 +84,13 @@ class _ConvolutionBase(Layer):
         num_output = self.param.num_output
         group = self.param.group
         self.check(num_output > 0, "num_output must be set and positive")
-        self.check(group > 0 and channels % group == 0, f"{channels} input channels are not divisible by group {group}")
-        self.check(num_output % group == 0, f"num_output {num_output} is not divisible by group {group}")
+        if group <= 0 or channels % group:
+            self.fail(f"{channels} input channels are not divisible by group {group}")
+        if num_output % group:
+            self.fail(f"num_output {num_output} is not divisible by group {group}")
         for other in bottoms[1:]:
             self.check(tuple(other) == tuple(shape), "all bottoms must have the same shape")
-        self._setup_for = key, (geo, channels, num_output, group)
+        self._setup_for = [tuple(b) for b in bottoms], (geo, channels, num_output, group)
         return geo, channels, num_output, group
 
     def reshape(self, bottoms):

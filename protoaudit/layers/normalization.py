@@ -1,4 +1,6 @@
 """Normalisation and affine layers: LRN, MVN, BatchNorm, Scale, Bias, Softmax."""
+import functools
+
 from . import touch
 from .activations import Neuron
 from .base import CUDNN_2015_FORKS, Layer, canonical_axis, count, legacy_shape, register
@@ -74,19 +76,18 @@ class BatchNorm(Neuron):
 
     def __init__(self, lp, ctx):
         super().__init__(lp, ctx)
-        own = type(lp)()
-        own.CopyFrom(lp)
-        self._specs = own.param  # this layer's own copy, as Caffe's layer_param_
+        self._specs = list(lp.param)  # this layer's own ParamSpecs (Caffe's layer_param_), the missing ones added
+        self._schema_layer = lp.DESCRIPTOR
 
     def reshape(self, bottoms):
-        self.check(len(bottoms[0]) >= 2, f"BatchNorm normalises per channel (axis 1); the bottom "
-                   f"{tuple(bottoms[0])} has no axis 1")
+        if len(bottoms[0]) < 2:
+            self.fail(f"BatchNorm normalises per channel (axis 1); the bottom {tuple(bottoms[0])} has no axis 1")
         return [tuple(bottoms[0])]
 
     def param_shapes(self, bottoms):
         for i in range(3):
             if len(self._specs) == i:
-                self._specs.add().lr_mult = 0
+                self._specs.append(_statistics_spec(self._schema_layer))
             else:
                 self.check(self._specs[i].lr_mult == 0, "cannot configure batch normalization statistics "
                            f"as layer parameters (param {i} has lr_mult {self._specs[i].lr_mult})",
@@ -118,13 +119,25 @@ class BatchNorm(Neuron):
         return t
 
 
+@functools.cache
+def _statistics_spec(layer_descriptor):
+    """A ParamSpec with lr_mult 0, as BatchNorm's setup adds for a statistic the file gives none
+    (one message of the schema's ParamSpec type, shared: it is only read)."""
+    from google.protobuf import message_factory
+
+    spec = message_factory.GetMessageClass(layer_descriptor.fields_by_name["param"].message_type)()
+    spec.lr_mult = 0
+    return spec
+
+
 def _affine_shape(layer, bottoms, axis, num_axes):
     """The shape of a Scale/Bias parameter: bottom[0]'s axes [axis, axis+num_axes)."""
     shape = bottoms[0]
     axis = canonical_axis(layer, axis, len(shape))
     layer.check(num_axes >= -1, "num_axes must be non-negative, or -1 to extend to the end of bottom[0]")
     end = len(shape) if num_axes == -1 else axis + num_axes
-    layer.check(end <= len(shape), f"bottom[0] has {len(shape)} axes; axis {axis} + num_axes {num_axes} is beyond")
+    if end > len(shape):
+        layer.fail(f"bottom[0] has {len(shape)} axes; axis {axis} + num_axes {num_axes} is beyond")
     return tuple(shape[axis:end])
 
 

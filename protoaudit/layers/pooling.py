@@ -24,7 +24,8 @@ def pooling_geometry(layer, param, shape):
         one, h, w = has(name), has(f"{name}_h"), has(f"{name}_w")
         layer.check((not one and h and w) or (not h and not w),
                     f"{name} is {name} OR {name}_h and {name}_w (both of them)")
-    layer.check(len(shape) == 4, f"Pooling needs a 4-axis bottom (num, channels, height, width), got {tuple(shape)}")
+    if len(shape) != 4:
+        layer.fail(f"Pooling needs a 4-axis bottom (num, channels, height, width), got {tuple(shape)}")
     if param.global_pooling:
         kernel = (shape[2], shape[3])
     elif has("kernel_size"):
@@ -43,8 +44,8 @@ def pooling_geometry(layer, param, shape):
 
 def check_pad(layer, pool, kernel, pad):
     layer.check(pool in (MAX, AVE), "padding is implemented only for average and max pooling")
-    layer.check(pad[0] < kernel[0] and pad[1] < kernel[1],
-                f"pad {pad} must be smaller than the kernel {kernel}")
+    if pad[0] >= kernel[0] or pad[1] >= kernel[1]:
+        layer.fail(f"pad {pad} must be smaller than the kernel {kernel}")
 
 
 def pooled_size(layer, size, kernel, stride, pad, round_mode=CEIL, padded=None):
@@ -58,8 +59,8 @@ def pooled_size(layer, size, kernel, stride, pad, round_mode=CEIL, padded=None):
     if pad if padded is None else padded:
         if (out - 1) * stride >= size + pad:
             out -= 1
-        layer.check((out - 1) * stride < size + pad,
-                    f"the last pooling window would start in the padding ({size} + pad {pad}, stride {stride})")
+        if (out - 1) * stride >= size + pad:
+            layer.fail(f"the last pooling window would start in the padding ({size} + pad {pad}, stride {stride})")
     return out
 
 

@@ -40,11 +40,13 @@ class Concat(Layer):
             axis = canonical_axis(self, p.axis, len(first))
         total = 0
         for i, shape in enumerate(bottoms):
-            self.check(len(shape) == len(first), f"all inputs must have the same number of axes: bottom 0 "
-                       f"is {tuple(first)}, bottom {i} is {tuple(shape)}")
+            if len(shape) != len(first):
+                self.fail(f"all inputs must have the same number of axes: bottom 0 is {tuple(first)}, "
+                          f"bottom {i} is {tuple(shape)}")
             for a, (d0, d) in enumerate(zip(first, shape)):
-                self.check(a == axis or d0 == d, f"all inputs must have the same shape except along axis "
-                           f"{axis}: bottom 0 is {tuple(first)}, bottom {i} is {tuple(shape)}")
+                if a != axis and d0 != d:
+                    self.fail(f"all inputs must have the same shape except along axis {axis}: bottom 0 is "
+                              f"{tuple(first)}, bottom {i} is {tuple(shape)}")
             total += shape[axis]
         return [tuple(first[:axis]) + (total,) + tuple(first[axis + 1:])]
 
@@ -100,9 +102,9 @@ class Eltwise(Layer):
         self.check(not p.coeff or len(p.coeff) == len(bottoms), "Eltwise takes one coefficient per bottom blob")
         self.check(not (p.coeff and p.operation == 0), "Eltwise PROD does not take coefficients")
         for i, shape in enumerate(bottoms[1:], 1):
-            self.check(tuple(shape) == tuple(bottoms[0]),
-                       f"bottom {i} has shape {tuple(shape)}, but bottom 0 has {tuple(bottoms[0])}",
-                       fix="Eltwise needs bottoms of identical shape")
+            if tuple(shape) != tuple(bottoms[0]):
+                self.fail(f"bottom {i} has shape {tuple(shape)}, but bottom 0 has {tuple(bottoms[0])}",
+                          fix="Eltwise needs bottoms of identical shape")
         return [tuple(bottoms[0])]
 
     def touches(self, run):

@@ -8,8 +8,10 @@ its parameters) by reference, and its private buffers by size. Each layer class 
 import functools
 from dataclasses import dataclass
 
+from ..records import RECORD
 
-@dataclass(frozen=True)
+
+@dataclass(**RECORD)
 class Touch:
     stage: str  # setup | forward | backward
     what: str  # bottom | top | param | buffer | stop
@@ -27,7 +29,7 @@ class Touch:
 
 
 # Touches of shared blobs are few distinct values, asked for on every layer of every pass: each
-# is made once (a Touch is frozen, so one instance serves every layer).
+# is made once, and one instance serves every layer (a Touch is never changed once made).
 @functools.cache
 def bottom(j, part, stage, device="device"):
     return Touch(stage, "bottom", j, part, device=device)
@@ -44,8 +46,7 @@ def param(k, part, stage):
 
 
 def buffer(name, elements, stage, *, per_sample, itemsize=4, kind="layer buffer", note="", device="device"):
-    return Touch(stage, "buffer", name=name, elements=int(elements), itemsize=itemsize,
-                 per_sample=per_sample, kind=kind, note=note, device=device)
+    return Touch(stage, "buffer", 0, "data", name, int(elements), itemsize, per_sample, kind, note, device)
 
 
 def host(name, size, note="", kind="host objects"):
@@ -68,16 +69,29 @@ def stop(stage, why):
     return Touch(stage, "stop", note=why)
 
 
-@dataclass
 class Run:
-    """How a layer runs in this audit: the build (engine, mode) and its flags from Net::Init."""
+    """How a layer runs in this audit: the build (engine, mode) and its flags from Net::Init.
 
-    mode: str  # gpu | cpu (Caffe's solver_mode)
-    engine: str  # caffe | cudnn
-    phase: str  # TRAIN | TEST (the layer's)
-    bottoms: list  # shapes
-    tops: list  # shapes
-    in_place: list  # per top: is it its bottom's blob
-    propagate_down: list  # per bottom: does backward write its diff (bottom_need_backward)
-    param_propagate_down: list  # per param: does backward write its diff
-    num_params: int
+    It notes whether the layer asked which engine runs (`asked_engine`): most layers allocate the
+    same under either engine, and their touches then serve both (protoaudit.memory.buffers)."""
+
+    __slots__ = ("mode", "_engine", "phase", "bottoms", "tops", "in_place", "propagate_down",
+                 "param_propagate_down", "num_params", "asked_engine")
+
+    def __init__(self, mode, engine, phase, bottoms, tops, in_place, propagate_down, param_propagate_down,
+                 num_params):
+        self.mode = mode  # gpu | cpu (Caffe's solver_mode)
+        self._engine = engine  # caffe | cudnn
+        self.phase = phase  # TRAIN | TEST (the layer's)
+        self.bottoms = bottoms  # shapes
+        self.tops = tops  # shapes
+        self.in_place = in_place  # per top: is it its bottom's blob
+        self.propagate_down = propagate_down  # per bottom: does backward write its diff (bottom_need_backward)
+        self.param_propagate_down = param_propagate_down  # per param: does backward write its diff
+        self.num_params = num_params
+        self.asked_engine = False
+
+    @property
+    def engine(self):
+        self.asked_engine = True
+        return self._engine

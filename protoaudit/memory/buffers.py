@@ -12,12 +12,13 @@ from ..errors import InputError
 from ..layers import touch
 from ..layers.base import count
 from ..layers.touch import Run
+from ..records import RECORD
 from .host import host_bytes
 
 KINDS = ("top data", "top diff", "param data", "param diff", "history", "layer buffer", "workspace",
          "prefetch", "host objects", "library state", "context")
 
-@dataclass(frozen=True)
+@dataclass(**RECORD)
 class Buffer:
     """One allocation: who first touches it, what it is, how big, when, and whether it grows with
     the batch."""
@@ -31,22 +32,17 @@ class Buffer:
     touch: str  # setup | forward | backward | solver | test
     per_sample: bool
     device: str = "device"
-    note: str = ""  # how its size comes about (a formula or a shape), for explanations
+    about: object = ""  # how its size comes about: a formula (str), or a blob's shape (tuple)
 
     @property
     def bytes(self):
         return self.elements * self.itemsize
 
-
-_BUFFER_FIELDS = tuple(Buffer.__dataclass_fields__)
-
-
-def _buffer(*values):
-    """Buffer(*values) (every field given, in order), made without the frozen dataclass's
-    field-by-field __init__: half the cost, and a 10,000-layer net makes 100,000 of them."""
-    b = object.__new__(Buffer)
-    b.__dict__.update(zip(_BUFFER_FIELDS, values))
-    return b
+    @property
+    def note(self):
+        """How its size comes about, in words (a shape written NxCxHxW), for explanations: written
+        only when one asks, as few buffers are ever explained."""
+        return "x".join(map(str, self.about)) if isinstance(self.about, tuple) else self.about
 
 
 def run_of(node, mode, engine):
@@ -64,53 +60,52 @@ def run_of(node, mode, engine):
     )
 
 
-class _Probe(Run):
-    """A Run that notes whether the layer asked which engine it runs on."""
-
-    asked_engine = False
-
-    @property
-    def engine(self):
-        self.asked_engine = True
-        return self._engine
-
-    @engine.setter
-    def engine(self, value):
-        self._engine = value
-
-
 def layer_touches(node, mode, engine):
-    """node.impl.touches for this run. Most layers allocate the same under either engine and never
-    ask which one runs: their touches, kept on the node, serve the other engine's audit too."""
-    key = (mode, node.impl.ctx.phase, tuple(node.bottom_shapes), tuple(node.top_shapes), tuple(node.in_place),
-           tuple(node.bottom_need_backward), tuple(p.need_backward for p in node.params))
-    kept = node.__dict__.get("_touches")
-    if kept is not None and kept[0] == key and (kept[1] == engine or not kept[3]):
-        return kept[2]
-    run = _Probe(mode, engine, node.impl.ctx.phase, list(node.bottom_shapes), list(node.top_shapes),
-                 list(node.in_place), list(node.bottom_need_backward), [p.need_backward for p in node.params],
-                 len(node.params))
-    touches = node.impl.touches(run)
-    node._touches = (key, engine, touches, run.asked_engine)
-    return touches
+    """node.impl.touches for this run, in the layer's own order."""
+    return _staged(node, mode, engine)[3]
 
 
-class _Storage:
+def _staged(node, mode, engine):
+    """The layer's touches for this run as (setup, forward, backward, all): setup with the loss
+    weights Layer::SetLossWeights writes into the top diffs. Kept on the node (a built net does
+    not change): most layers allocate the same under either engine and never ask which one runs,
+    so their touches serve the other engine's audit too."""
+    kept = node.touches_kept
+    if kept is None:
+        kept = node.touches_kept = {}
+    staged = kept.get((mode, None)) or kept.get((mode, engine))
+    if staged is None:
+        run = Run(mode, engine, node.impl.ctx.phase, node.bottom_shapes, node.top_shapes, node.in_place,
+                     node.bottom_need_backward, [p.need_backward for p in node.params], len(node.params))
+        touches = node.impl.touches(run)
+        setup = [t for t in touches if t.stage == "setup"]
+        setup += [touch.top(j, "diff", "setup") for j, weight in enumerate(node.loss_weights) if weight]
+        staged = (setup, [t for t in touches if t.stage == "forward"], [t for t in touches if t.stage == "backward"],
+                  touches)
+        kept[(mode, engine if run.asked_engine else None)] = staged
+    return staged
+
+
+def forget_touches(net):
+    """Drop the touches kept on `net`'s layers (once every engine of an audit has walked them)."""
+    for node in net.layers:
+        node.touches_kept = None
+
+
+def _shared_storage(net):
     """Which blob storages are one: in-place tops are one blob already; ShareData/ShareDiff join
     a top's data or diff to its bottom's (a blob shared with itself, as a one-bottom Concat or a
-    one-top Slice computed in place does, stays as it was)."""
-
-    def __init__(self, net):
-        self.root = {}
-        for node in net.layers:
-            for top_j, bottom_j, part in node.impl.shares():
-                if node.tops[top_j] != node.bottoms[bottom_j]:
-                    self.root[(node.tops[top_j], part)] = self.find((node.bottoms[bottom_j], part))
-
-    def find(self, key):
-        while key in self.root:
-            key = self.root[key]
-        return key
+    one-top Slice computed in place does, stays as it was). {(blob, part): (blob it is, part)}"""
+    root = {}
+    for node in net.layers:
+        for top_j, bottom_j, part in node.impl.shares():
+            if node.tops[top_j] == node.bottoms[bottom_j]:
+                continue
+            at = (node.bottoms[bottom_j], part)
+            while at in root:
+                at = root[at]
+            root[(node.tops[top_j], part)] = at
+    return root
 
 
 def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", shared_params=None, forward=True):
@@ -120,73 +115,92 @@ def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", 
     `shared_params` names layers whose parameter data belongs to another net (a solver's test net
     shares the train net's), so they are not counted here.
     """
-    storage = _Storage(net)
-    seen = set()
+    return _walk(net, mode, engine, backward, forward, shared_params, label, True)
+
+
+def device_bytes(net, *, mode="gpu", engine="caffe", backward=True, shared_params=None, forward=True):
+    """sum(b.bytes for b in net_buffers(...) if b.device == "device"), without making the Buffers:
+    the audit's other engine needs its total only."""
+    return _walk(net, mode, engine, backward, forward, shared_params, "net", False)
+
+
+def _walk(net, mode, engine, backward, forward, shared_params, label, make):
+    """Every touch in Caffe's order: setup (with the loss weights written into top diffs), the
+    forward pass, then the backward pass in reverse over the layers that need it; the first touch
+    of each buffer allocates it. `make`: the Buffers, else the bytes on the device."""
+    root = _shared_storage(net)
+    blobs_seen, params_seen, buffers_seen = set(), set(), set()
     out = []
+    total = 0
     batch = net.batch
-    # a blob grows with the batch when its first axis is the batch (Caffe keeps N first)
-    batch_axis = {b.index: bool(b.shape) and b.shape[0] == batch for b in net.blobs}
-
-    # every touch in Caffe's order: setup (with the loss weights written into top diffs), the
-    # forward pass, then the backward pass in reverse over the layers that need it
-    touches = [(node, layer_touches(node, mode, engine)) for node in net.layers]
-    order = []
-    for node, ts in touches:
-        order += [(node, t) for t in ts if t.stage == "setup"]
-        # Layer::SetLossWeights writes the loss weight into the top's diff
-        order += [(node, touch.top(j, "diff", "setup")) for j, weight in enumerate(node.loss_weights) if weight]
-    if forward:
-        order += [(node, t) for node, ts in touches for t in ts if t.stage == "forward"]
-    if backward and forward:
-        order += [(node, t) for node, ts in reversed(touches) if node.need_backward for t in ts if t.stage == "backward"]
-    cpu = mode == "cpu"
-    root = storage.root
     blobs, layers = net.blobs, net.layers
-    for node, t in order:  # one loop, no calls per touch: a 10,000-layer net has some 100,000
-        what = t.what
-        if what == "bottom" or what == "top":
-            at = ((node.bottoms if what == "bottom" else node.tops)[t.index], t.part)
-            while at in root:  # storage.find, written out
-                at = root[at]
-            root_index, root_part = at
-            key = ("blob", root_index, root_part)
-            if key in seen:
-                continue
-            seen.add(key)
-            if not t.owns:  # the blob points into a buffer its layer counts (a data layer's prefetch batch)
-                continue
-            b = blobs[root_index]
-            out.append(_buffer(label, node.name, b.name, f"top {root_part}", b.count, 4, t.stage,
-                               batch_axis[root_index], "host" if cpu else t.device, "x".join(map(str, b.shape))))
-        elif what == "param":
-            owner_layer, owner_k = node.params[t.index].owner or (node.index, t.index)
-            key = ("param", owner_layer, owner_k, t.part)
-            if key in seen:
-                continue
-            owner = layers[owner_layer]
-            if t.part == "data" and shared_params and owner.name in shared_params:
-                continue
-            seen.add(key)
-            shape = owner.params[owner_k].shape
-            out.append(_buffer(label, node.name, f"{owner.name}.param{owner_k}", f"param {t.part}", count(shape), 4,
-                               t.stage, False, "host" if cpu else "device", "x".join(map(str, shape))))
-        elif what == "stop":
-            raise InputError(t.note, file=net.path, line=node.line, layer=node.name,
-                             fix="audit it where Caffe has that code: GPU mode (--mode gpu)")
-        else:
-            key = ("process", t.name) if t.process else ("buffer", node.index, t.name)
-            if key in seen:
-                continue
-            seen.add(key)
-            owner = f"process.{t.name}" if t.process else f"{node.name}.{t.name}"
-            out.append(_buffer(label, node.name, owner, t.kind, t.elements, t.itemsize, t.stage,
-                               t.per_sample, "host" if cpu else t.device, t.note))
-    return out
+    # a blob grows with the batch when its first axis is the batch (Caffe keeps N first)
+    batch_axis = [bool(b.shape) and b.shape[0] == batch for b in blobs]
+    staged = [_staged(node, mode, engine) for node in layers]
+    passes = [(0, zip(layers, staged))]
+    if forward:
+        passes.append((1, zip(layers, staged)))
+        if backward:
+            passes.append((2, ((node, st) for node, st in zip(reversed(layers), reversed(staged))
+                               if node.need_backward)))
+    cpu = mode == "cpu"
+    for stage, pass_ in passes:
+        for node, st in pass_:
+            for t in st[stage]:  # one loop, no calls per touch: a 10,000-layer net has some 100,000
+                what = t.what
+                if what == "bottom" or what == "top":
+                    at = ((node.bottoms if what == "bottom" else node.tops)[t.index], t.part)
+                    while at in root:
+                        at = root[at]
+                    if at in blobs_seen:
+                        continue
+                    blobs_seen.add(at)
+                    if not t.owns:  # the blob points into a buffer its layer counts (a data layer's prefetch batch)
+                        continue
+                    b = blobs[at[0]]
+                    device = "host" if cpu else t.device
+                    if make:
+                        out.append(Buffer(label, node.name, b.name, "top " + at[1], b.count, 4, t.stage,
+                                          batch_axis[at[0]], device, b.shape))
+                    elif device == "device":
+                        total += 4 * b.count
+                elif what == "param":
+                    owner_layer, owner_k = node.params[t.index].owner or (node.index, t.index)
+                    key = (owner_layer, owner_k, t.part)
+                    if key in params_seen:
+                        continue
+                    owner = layers[owner_layer]
+                    if t.part == "data" and shared_params and owner.name in shared_params:
+                        continue
+                    params_seen.add(key)
+                    shape = owner.params[owner_k].shape
+                    if make:
+                        out.append(Buffer(label, node.name, f"{owner.name}.param{owner_k}", "param " + t.part,
+                                          count(shape), 4, t.stage, False, "host" if cpu else "device", shape))
+                    elif not cpu:
+                        total += 4 * count(shape)
+                elif what == "stop":
+                    raise InputError(t.note, file=net.path, line=node.line, layer=node.name,
+                                     fix="audit it where Caffe has that code: GPU mode (--mode gpu)")
+                else:
+                    key = t.name if t.process else (node.index, t.name)
+                    if key in buffers_seen:
+                        continue
+                    buffers_seen.add(key)
+                    device = "host" if cpu else t.device
+                    if make:
+                        owner = f"process.{t.name}" if t.process else f"{node.name}.{t.name}"
+                        out.append(Buffer(label, node.name, owner, t.kind, t.elements, t.itemsize, t.stage,
+                                          t.per_sample, device, t.note))
+                    elif device == "device":
+                        total += t.elements * t.itemsize
+    return out if make else total
 
 
-def host_objects(net, label="net", *, forward=True, backward=True, shared_params=(), rng_made=False):
+def host_objects(net, label="net", *, forward=True, backward=True, shared_params=(), rng_made=False, copies=None):
     """Caffe's C++ objects for this net (protoaudit.memory.host), as one host-memory buffer."""
-    size = host_bytes(net, forward=forward, backward=backward, shared_params=shared_params, rng_made=rng_made)
+    size = host_bytes(net, forward=forward, backward=backward, shared_params=shared_params, rng_made=rng_made,
+                      copies=copies)
     return Buffer(label, "(net)", "C++ objects", "host objects", size, 1, "setup", False, "host")
 
 

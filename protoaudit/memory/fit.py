@@ -1,13 +1,17 @@
 """Does it fit a card, and what batch would: the answer to `--gpu-mem`.
 
-The largest batch is found by auditing the net again at each candidate batch (shapes re-inferred),
-never by scaling a total: nets that hard-code a dimension do not grow linearly.
+The largest batch comes from what the audit knows (protoaudit.memory.scaling): the buffers that
+grow with the batch and those that do not give the batch the card holds; one audit at that batch
+(shapes inferred again) confirms it when every buffer there is what the rule says. Where Caffe's
+shapes are not linear in the batch (a dimension hard-coded, a buffer capped), the batches are
+audited one by one around the answer instead, never read off a scaled total.
 """
 import math
 import re
 from dataclasses import dataclass
 
 from ..errors import InputError
+from . import scaling
 
 UNITS = {"": 1, "B": 1, "K": 2**10, "KIB": 2**10, "KB": 10**3, "M": 2**20, "MIB": 2**20, "MB": 10**6,
          "G": 2**30, "GIB": 2**30, "GB": 10**9, "T": 2**40, "TIB": 2**40, "TB": 10**12}
@@ -43,31 +47,73 @@ class Fit:
 
 
 def check_fit(audit, budget, audit_at):
-    """The verdict for `audit` on a card of `budget` bytes; `audit_at(batch)` re-audits at a batch."""
+    """The verdict for `audit` on a card of `budget` bytes; `audit_at(batch)` audits again at a batch."""
     total = audit.total_bytes
     batch = audit.batch
     fit = Fit(budget, total, total <= budget, batch, None, None, None, None)
     if batch is None:
         return fit
     totals = {batch: total}
+    audits = {}
 
     def total_at(b):
         if b not in totals:
             try:
-                totals[b] = audit_at(b).total_bytes
+                audits[b] = audit_at(b)
+                totals[b] = audits[b].total_bytes
             except InputError:  # Caffe refuses the net at this batch (a blob over INT_MAX elements)
                 totals[b] = math.inf
         return totals[b]
 
-    fit.largest_batch = largest_batch(total_at, budget, batch)
+    fit.largest_batch = _by_the_rule(audit, budget, total_at, audits)
+    if fit.largest_batch is None:
+        fit.largest_batch = largest_batch(total_at, budget, batch)
     fit.effective_batch = batch * audit.iter_size
     if fit.largest_batch:
         fit.suggested_batch, fit.suggested_iter_size = keep_effective_batch(fit.effective_batch, fit.largest_batch)
     return fit
 
 
+def _by_the_rule(audit, budget, total_at, audits):
+    """The largest batch that fits, from the rule (the buffers that grow with the batch and those
+    that do not) and one audit at the batch it gives (batch 1 when not even that fits), which
+    confirms it when every buffer there is what the rule says. Where the rule breaks (Caffe's
+    shapes are not linear in the batch there), the audit at that batch, exact, gives the rule again
+    from there: its answer stands when it is that same batch (it fits, as audited, and the next
+    one does not by its own buffers), else it is audited in turn, up to STEPS times. None when the
+    steps run out or Caffe refuses a batch tried: then the batches are searched by audits alone."""
+    base, known = audit.batch, scaling.sizes(audit)
+    for _ in range(STEPS):
+        guess = _solve(known, base, budget)
+        at = guess + 1 if guess == base else max(guess, 1)  # a batch other than the one known
+        if total_at(at) == math.inf:
+            return None
+        found = scaling.sizes(audits.get(at, audit))
+        if not scaling.misses(known, found, base, at):
+            return guess
+        if _solve(found, at, budget) == at:
+            return at
+        base, known = at, found
+    return None
+
+
+STEPS = 4  # audits the rule may take before the search by audits alone
+
+
+def _solve(known, base, budget):
+    """The largest batch whose total fits `budget` by the rule from sizes `known` at batch `base`
+    (0: not even batch 1; at most MAX_BATCH)."""
+    grows = sum(n for n, g in known.values() if g)
+    fixed = sum(n for n, g in known.values() if not g)
+    if fixed > budget:
+        return 0
+    if not grows:
+        return MAX_BATCH
+    return min((budget - fixed) * base // grows, MAX_BATCH)
+
+
 def largest_batch(total_at, budget, known):
-    """The largest batch whose exact audit fits `budget` (0 if batch 1 does not).
+    """The largest batch whose exact audit fits `budget` (0 if batch 1 does not), by audits alone.
 
     Two audits give a guess (most of a net grows linearly with the batch); exact audits around
     the guess confirm it, and a bisection takes over where the guess is wrong. Fitting is taken to

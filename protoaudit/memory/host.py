@@ -158,7 +158,7 @@ def _sub_bytes(msg):
     return total
 
 
-def host_bytes(net, *, forward=True, backward=True, shared_params=(), rng_made=False):
+def host_bytes(net, *, forward=True, backward=True, shared_params=(), rng_made=False, copies=None):
     """Bytes of Caffe's own objects for `net` once set up, run forward (if `forward`) and backward
     (if `backward`): the Net, every layer, every blob. `shared_params` names layers whose parameter
     data a solver's test net takes from the train net (Net::ShareTrainedLayersWith, when it runs);
@@ -168,8 +168,9 @@ def host_bytes(net, *, forward=True, backward=True, shared_params=(), rng_made=F
     AppendParam): push_back grows a vector to a power of two, the per-layer vectors are resized to
     the layer count and each layer's inner vectors pushed; names are copied into vectors and maps.
     One pass over the blobs and one over the layers (a net has up to 100,000 of them), kept on the
-    net for the audit's other engine."""
-    total, draws = _kept(net, forward, backward, shared_params)
+    net. `copies` (a dict) keeps the size of each LayerParameter's copy by its content, for the
+    other nets of an audit (a train net and its test net share most layers)."""
+    total, draws = _kept(net, forward, backward, shared_params, copies)
     return total + (RNG_BYTES if draws and not rng_made else 0)
 
 
@@ -181,15 +182,16 @@ def draws_random(net, *, forward=True):
     return _kept(net, forward, True, ())[1]
 
 
-def _kept(net, forward, backward, shared_params):
+def _kept(net, forward, backward, shared_params, copies=None):
     key = (forward, backward, frozenset(shared_params))
     kept = net.__dict__.get("_host_bytes")
     if kept is None or kept[0] != key:
-        kept = net._host_bytes = (key, _host_bytes(net, forward, backward, shared_params))
+        kept = net._host_bytes = (key, _host_bytes(net, forward, backward, shared_params,
+                                                   {} if copies is None else copies))
     return kept[1]
 
 
-def _host_bytes(net, forward, backward, shared_params):
+def _host_bytes(net, forward, backward, shared_params, copies):
     """(bytes, whether it draws random numbers)"""
     layers, blobs = net.layers, net.blobs
     total = NET_BYTES + SHARED_PTR_BLOCK + assigned(len(net.name))  # name_ = param.name()
@@ -219,7 +221,11 @@ def _host_bytes(net, forward, backward, shared_params):
         outputs.update(tops if not node.impl.auto_top_blobs else tops[:len(node.lp.top)])
         if node.type == "Input":
             inputs += len(tops)
-        lp_bytes = copy_bytes(node.lp)
+        lp = node.lp
+        data = lp.SerializeToString()
+        lp_bytes = copies.get((lp.DESCRIPTOR, data))
+        if lp_bytes is None:
+            lp_bytes = copies[(lp.DESCRIPTOR, data)] = copy_bytes(lp)
         total += objects.get(node.type, LAYER) + offset + lp_bytes
         if node.params:  # param_id_vecs_ entry; blobs_, param_propagate_down_, each parameter Blob
             params += node.params
@@ -227,7 +233,7 @@ def _host_bytes(net, forward, backward, shared_params):
             for p in node.params:
                 total += new_blob(len(p.shape), 0 not in p.shape)
         if not rng and node.params:
-            rng = _random_fill(node)
+            rng = _random_fill(node, data)
         if node.loss_weights and any(node.loss_weights):
             total += _losses(node.loss_weights)
         member = MEMBERS.get(node.type)
@@ -301,9 +307,9 @@ def _losses(weights):
     return 4 * capacity
 
 
-def _random_fill(node):
-    """Whether setting the layer up draws random numbers: a random filler for its parameters."""
-    data = node.lp.SerializeToString()
+def _random_fill(node, data):
+    """Whether setting the layer up draws random numbers: a random filler for its parameters
+    (`data`: its LayerParameter serialized)."""
     if not any(word in data for word in _RANDOM_WORDS):  # most layers: no need to look closer
         return False
     p = node.impl.lp

@@ -140,7 +140,8 @@ def solver_buffers(net, solver_type, *, mode="gpu", regularization="L2", weight_
 def added_to(existing, buffers):
     """The `buffers` that `existing` does not hold already (same net, owner and kind): a train
     net's backward pass has given most params the diff ClearParamDiffs zeroes."""
-    held = {(b.net, b.owner, b.kind) for b in existing}
+    kinds = {b.kind for b in buffers}
+    held = {(b.net, b.owner, b.kind) for b in existing if b.kind in kinds}
     return [b for b in buffers if (b.net, b.owner, b.kind) not in held]
 
 
@@ -167,6 +168,8 @@ def _solver_params(net, every_param):
     out = []
     index = {}
     for node in net.layers:
+        if not node.params:
+            continue
         specs = node.impl.param_specs()
         for k, p in enumerate(node.params):
             spec = specs[k] if k < len(specs) else None

@@ -1,11 +1,9 @@
 """`--sweep BATCHES`: the totals at each of several batches, for planning a batch size without a GPU.
 
-What the audit knows comes first: a buffer that grows with the batch (Buffer.per_sample: its
-shape's first axis is the batch) holds batch/b times what it holds at batch b, and every other
-buffer (parameters, their diffs, the solver's state, column buffers, workspaces, the context)
-stays as it is. That rule is only used once it is seen to hold: the net is audited again at the
-sweep's smallest and largest batches, for each engine, and every buffer is held to what the rule
-predicts there. When each one agrees, every batch's total is the rule's ("scaled").
+What the audit knows comes first: the rule that a buffer either grows with the batch or does not
+(protoaudit.memory.scaling). That rule is only used once it is seen to hold: the net is audited
+again at the sweep's smallest and largest batches, for each engine, and every buffer is held to
+what the rule predicts there. When each one agrees, every batch's total is the rule's ("scaled").
 
 When one does not (a shape that hard-codes a dimension or folds the batch into another axis, a
 buffer sized max(batch, H*W) as Caffe's Scale layer sizes its sum_multiplier_, a workspace capped
@@ -18,7 +16,7 @@ each batch on its own ("audited").
 from dataclasses import dataclass, field
 
 from ..errors import InputError
-from .summary import counted
+from .scaling import misses, scaled, sizes
 
 MOST_NAMED = 5  # buffers named when the rule fails
 
@@ -101,9 +99,9 @@ def sweep(audit, batches, audit_at, budget=None):
             points[b] = _point(b, engines, audit_at)
         return points[b]
 
-    start = _Point(base, {audit.engine: _sizes(audit)})
+    start = _Point(base, {audit.engine: sizes(audit)})
     if other:
-        start.sizes[other] = _sizes(audit_at(base, other))
+        start.sizes[other] = sizes(audit_at(base, other))
     points[base] = start
     probes = sorted({batches[0], batches[-1]} - {base})
     result = Sweep([], base, "scaled", sorted({base, *probes}), audit.engine, other, budget)
@@ -114,7 +112,7 @@ def sweep(audit, batches, audit_at, budget=None):
             continue
         for engine in engines:  # each buffer named once, under the first engine that shows it
             named = {miss[:3] for miss in result.broken}
-            result.broken += [m for m in _rule_misses(start.sizes[engine], p.sizes[engine], base, b)
+            result.broken += [m for m in misses(start.sizes[engine], p.sizes[engine], base, b)
                               if m[:3] not in named]
     if result.refused_at is None and not result.broken:
         result.rows = [_row(_scaled(start, b), b, audit.engine, other, budget, "scaled") for b in batches]
@@ -128,44 +126,14 @@ def sweep(audit, batches, audit_at, budget=None):
 
 def _point(batch, engines, audit_at):
     try:
-        return _Point(batch, {engine: _sizes(audit_at(batch, engine)) for engine in engines})
+        return _Point(batch, {engine: sizes(audit_at(batch, engine)) for engine in engines})
     except InputError as e:  # Caffe refuses the net at this batch (a blob over INT_MAX elements)
         return _Point(batch, refused=str(e).removeprefix("<input>: "))
 
 
-def _sizes(audit):
-    """{(net, owner, kind): (bytes, grows with the swept batch)} of the buffers counted against the card.
-    The swept net is the train (or only) net: --batch sets its batch, test nets keep theirs."""
-    swept = audit.train.buffers[0].net if audit.train is not None and audit.train.buffers else None
-    out = {}
-    for b in audit.buffers:
-        if counted(audit, b):
-            key = (b.net, b.owner, b.kind)
-            n, grows = out.get(key, (0, False))
-            out[key] = (n + b.bytes, grows or (b.per_sample and b.net == swept))
-    return out
-
-
-def _rule_misses(known, found, base, batch):
-    """(net, owner, kind, batch, expected, audited) for each buffer the rule gets wrong at `batch`."""
-    wrong = []
-    for key in list(known) + [k for k in found if k not in known]:
-        expected = None
-        if key in known:
-            n, grows = known[key]
-            expected = n * batch // base if grows else n
-            if grows and n * batch % base:
-                expected = None  # no whole number of bytes: not linear in the batch
-        got = found[key][0] if key in found else None
-        if expected != got:
-            wrong.append((*key, batch, expected, got))
-    return wrong
-
-
 def _scaled(start, batch):
-    """The rule's sizes at `batch` (each growing buffer a whole multiple of the base batch: checked)."""
-    return {engine: {key: (n * batch // start.batch if grows else n, grows) for key, (n, grows) in sizes.items()}
-            for engine, sizes in start.sizes.items()}
+    """The rule's sizes at `batch` for each engine."""
+    return {engine: scaled(known, start.batch, batch) for engine, known in start.sizes.items()}
 
 
 def _row(sizes, batch, engine, other, budget, how):

@@ -10,11 +10,12 @@ from .. import layers as _layers  # noqa: F401  (registers every layer type)
 from ..errors import InputError
 from ..layers.base import Context, MissingShape, count, layer_class
 from ..layers.data import Declared
+from ..records import RECORD
 from .netstate import included, phase_name
-from .splits import insert_splits
+from .splits import insert_splits, wiring
 
 
-@dataclass
+@dataclass(**RECORD)
 class Blob:
     """A blob of the net: one per distinct top name (in-place tops reuse their bottom's blob)."""
 
@@ -29,7 +30,7 @@ class Blob:
         return count(self.shape)
 
 
-@dataclass
+@dataclass(**RECORD)
 class ParamBlob:
     """A layer's parameter blob, and whether it is this net's own or shares another's by name."""
 
@@ -45,7 +46,7 @@ class ParamBlob:
         return count(self.shape)
 
 
-@dataclass
+@dataclass(**RECORD)
 class LayerNode:
     """One layer of the built net, with everything net.cpp records about it."""
 
@@ -65,6 +66,7 @@ class LayerNode:
     need_backward: bool = False
     bottom_need_backward: list = field(default_factory=list)
     memory_after: int = 0  # Caffe's cumulative "Memory required for data" after this layer
+    touches_kept: dict = field(default=None, repr=False, compare=False)  # protoaudit.memory.buffers' cache
 
     @property
     def is_split(self):
@@ -120,32 +122,27 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
     given = dict(inputs or {})
     logged = {top: tuple(shape) for top, shape in (logged or {}).items() if top not in given}
     inputs = {**logged, **given}
-    filtered = type(net_param)()
-    filtered.CopyFrom(net_param)
-    del filtered.layer[:]
-    kept_lines = []
+    kept, kept_lines = [], []
     for i, lp in enumerate(net_param.layer):
         try:
             keep = included(lp, state)
         except InputError as e:
             raise e.located(file=path, line=_line(lines, i)) from None
         if keep:
-            filtered.layer.add().CopyFrom(lp)
+            kept.append(lp)
             kept_lines.append(_line(lines, i))
-    try:
-        layer_params, origin = insert_splits(filtered)
-    except InputError as e:
-        raise e.located(file=path, line=kept_lines[e.layer_index] if hasattr(e, "layer_index") else None) from None
+    holder = type(net_param)()  # the splits, and the layers whose bottoms they rename
+    planned = insert_splits(kept, [wiring(lp) for lp in kept], list(net_param.input), holder)
     phase = phase_name(state)
     builder = _Builder(phase, inputs, batch, schema, path, keep_own_batch, root, defines)
     builder.ctx.input_sources = dict.fromkeys(logged, logged_from or "Caffe's log")
-    builder.planned = layer_params
-    builder.add_legacy_inputs(filtered)
-    for lp, src in zip(layer_params, origin):
+    builder.planned = planned
+    builder.add_legacy_inputs(net_param)
+    for lp, wire, src in planned:
         line = kept_lines[src] if src is not None else None
         try:
-            if not builder.waits(lp, line):
-                builder.add_layer(lp, line, auto=src is None)
+            if not builder.waits(lp, wire, line):
+                builder.add_layer(lp, wire, line, auto=src is None)
         except MissingShape as m:
             builder.missing(lp, line, m)
         except InputError as e:
@@ -162,14 +159,14 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
             file=path,
             fix="--input takes the name of a top of a data or Input layer",
         )
-    builder.backward_pass(filtered.force_backward)
+    builder.backward_pass(net_param.force_backward)
     return Net(
-        name=filtered.name,
+        name=net_param.name,
         phase=phase,
         layers=builder.layers,
         blobs=builder.blobs,
         inputs=builder.inputs,
-        force_backward=filtered.force_backward,
+        force_backward=net_param.force_backward,
         path=path,
         assumptions=builder.ctx.assumptions,
         origins=builder.ctx.origins,
@@ -276,10 +273,10 @@ class _Builder:
             self.available.add(name)
             self.inputs.append(blob.index)
 
-    def waits(self, lp, line):
+    def waits(self, lp, wire, line):
         """Whether the layer reads a top whose shape is still unknown: then its own tops wait too
         (and a layer whose tops only the user can declare is asked for them now)."""
-        if not any(b in self.unknown for b in lp.bottom):
+        if not self.unknown or not any(b in self.unknown for b in wire[2]):
             return False
         cls = layer_class(lp.type, self.ctx.schema)
         undeclared = [t for t in lp.top if t not in self.ctx.inputs]
@@ -293,114 +290,127 @@ class _Builder:
         self.needs.append(Need(lp.name, lp.type, line, m.reason, m.tops))
         self.unknown.update(lp.top)
 
-    def add_layer(self, lp, line, auto):
-        cls = layer_class(lp.type, self.ctx.schema)
-        if cls is None:
-            if not lp.top or any(t not in self.ctx.inputs for t in lp.top):
-                e = _unknown_type(lp, self.ctx.schema)
-                if not lp.top:
-                    raise e
-                raise MissingShape(e.message, [(t, ()) for t in lp.top if t not in self.ctx.inputs])
-            cls = Declared  # the user declared its tops: build on, and report the gap
+    def add_layer(self, lp, wire, line, auto):
         ctx = self.ctx
+        layer_name, kind, bottom, tops, weights = wire
+        cls = layer_class(kind, ctx.schema)
+        tops = list(tops)
+        if cls is None:
+            if not tops or any(t not in ctx.inputs for t in tops):
+                e = _unknown_type(lp, ctx.schema)
+                if not tops:
+                    raise e
+                raise MissingShape(e.message, [(t, ()) for t in tops if t not in ctx.inputs])
+            cls = Declared  # the user declared its tops: build on, and report the gap
         if lp.HasField("phase"):
             ctx = Context(**{**vars(self.ctx), "phase": lp.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_number[lp.phase].name})
             ctx.used_inputs = self.ctx.used_inputs
         impl = cls(lp, ctx)
-        node = LayerNode(len(self.layers), lp.name, lp.type, lp, impl, None if auto else line)
-        bottom, propagate_down = list(lp.bottom), list(lp.propagate_down)  # read from the message once
+        propagate_down = tuple(lp.propagate_down) if bottom else ()
         if propagate_down and len(propagate_down) != len(bottom):
             raise InputError("propagate_down must be given either 0 or bottom_size times")
+        blobs, by_name, available = self.blobs, self.by_name, self.available
+        bottoms, bottom_need_backward = [], []
         need_backward = False
         for j, name in enumerate(bottom):
-            if name not in self.available:
+            if name not in available:
                 raise self._unknown_bottom(lp, j, name)
-            index = self.by_name[name]
-            node.bottoms.append(index)
-            self.available.discard(name)
-            blob_nb = self.blobs[index].need_backward
-            node.bottom_need_backward.append(propagate_down[j] if propagate_down else blob_nb)
+            index = by_name[name]
+            bottoms.append(index)
+            available.discard(name)
+            blob_nb = blobs[index].need_backward
+            bottom_need_backward.append(propagate_down[j] if propagate_down else blob_nb)
             need_backward |= blob_nb
-        node.bottom_shapes = [self.blobs[i].shape for i in node.bottoms]
-        _check_counts(impl, len(bottom), "bottom")
-        tops = list(lp.top)
+        bottom_shapes = [blobs[i].shape for i in bottoms]
+        _check_counts(len(bottom), impl.exact_bottoms, impl.min_bottoms, impl.max_bottoms, "bottom")
         if impl.auto_top_blobs:
             needed = max(impl.min_tops or 0, impl.exact_tops or 0)
             tops += [None] * max(0, needed - len(tops))
-        _check_counts(impl, len(tops), "top")
+        _check_counts(len(tops), impl.exact_tops, impl.min_tops, impl.max_tops, "top")
         if getattr(impl, "equal_bottoms_tops", False) and len(tops) != len(bottom):
             raise InputError("needs as many tops as bottoms")
-        shapes = impl.reshape(list(node.bottom_shapes))
+        shapes = impl.reshape(list(bottom_shapes))
         if len(shapes) != len(tops):
             raise InputError(f"makes {len(shapes)} tops but {len(tops)} are named")
+        index = len(self.layers)
+        top_indices, in_places, top_shapes = [], [], []
+        memory = self.memory
         for j, name in enumerate(tops):
             shape = tuple(map(int, shapes[j]))
-            if any(d < 0 for d in shape):
+            if shape and min(shape) < 0:
                 raise InputError(f"top '{name}' would have a negative dimension {shape}",
                                  fix="the input is too small for this layer's kernel, stride or crop"
                                  if bottom else "a shape's dimensions cannot be negative")
             in_place = name is not None and j < len(bottom) and name == bottom[j]
             if in_place:
-                blob = self.blobs[self.by_name[name]]
+                blob = blobs[by_name[name]]
                 blob.shape = shape
-            elif name is not None and name in self.by_name:
+            elif name is not None and name in by_name:
                 raise InputError(f"top blob '{name}' is produced by multiple sources",
                                  fix="give the top a new name, or the same name as the bottom at the same "
                                  "position for an in-place layer")
             else:
-                blob = self.new_blob(name if name is not None else "(automatic)", shape, node.index)
+                blob = Blob(len(blobs), name if name is not None else "(automatic)", shape, index)
+                blobs.append(blob)
                 if name is not None:
-                    self.by_name[name] = blob.index
+                    by_name[name] = blob.index
             if name is not None:
-                self.available.add(name)
-            node.tops.append(blob.index)
-            node.in_place.append(in_place)
-            node.top_shapes.append(shape)
-            self.memory += count(shape)
-        node.memory_after = self.memory * 4
-        node.loss_weights = _loss_weights(impl, lp, len(tops))
-        self._add_params(node, impl)
-        need_backward |= any(p.need_backward for p in node.params)
-        node.need_backward = need_backward
+                available.add(name)
+            top_indices.append(blob.index)
+            in_places.append(in_place)
+            top_shapes.append(shape)
+            memory += count(shape)
+        self.memory = memory
+        loss_weights = _loss_weights(impl, weights, len(tops))
+        params = self._params(lp, impl, index, bottom_shapes)
+        if not need_backward:
+            need_backward = any(p.need_backward for p in params)
         if need_backward:
-            for index in node.tops:
-                self.blobs[index].need_backward = True
-        self.layers.append(node)
+            for i in top_indices:
+                blobs[i].need_backward = True
+        self.layers.append(LayerNode(index, layer_name, kind, lp, impl, None if auto else line, bottoms, top_indices,
+                                     in_places, bottom_shapes, top_shapes, loss_weights, params,
+                                     need_backward, bottom_need_backward, memory * 4))
 
-    def _add_params(self, node, impl):
-        lp = node.lp
-        shapes = impl.param_shapes(list(node.bottom_shapes))
-        if len(lp.param) > len(shapes):
-            raise InputError(f"gives {len(lp.param)} param specs but the layer has {len(shapes)} parameter blobs",
+    def _params(self, lp, impl, index, bottom_shapes):
+        """The layer's parameter blobs (AppendParam): shapes, names, sharing and lr_mult."""
+        shapes = impl.param_shapes(list(bottom_shapes))
+        specs = lp.param
+        if len(specs) > len(shapes):
+            raise InputError(f"gives {len(specs)} param specs but the layer has {len(shapes)} parameter blobs",
                              fix="remove the extra param { } entries")
+        if not shapes:
+            return []
         own = impl.param_specs()
+        params = []
         for k, shape in enumerate(shapes):
-            spec = lp.param[k] if k < len(lp.param) else None
-            p = ParamBlob(tuple(int(d) for d in shape))
+            spec = specs[k] if k < len(specs) else None
+            p = ParamBlob(tuple(map(int, shape)))
             # Net::Init reads the net's copy for need-backward; the solver, the layer's own copy
             p.need_backward = (spec.lr_mult if spec is not None else 1.0) != 0
             if k < len(own):
                 p.name, p.lr_mult, p.decay_mult = own[k].name, own[k].lr_mult, own[k].decay_mult
             if p.name and p.name in self.param_owner:
                 owner_layer, owner_k = self.param_owner[p.name]
-                owner = self.layers[owner_layer].params[owner_k] if owner_layer < len(self.layers) else node.params[owner_k]
+                owner = self.layers[owner_layer].params[owner_k] if owner_layer < len(self.layers) else params[owner_k]
                 strict = spec.share_mode == 0
                 if (strict and owner.shape != p.shape) or count(owner.shape) != count(p.shape):
                     raise InputError(
                         f"cannot share param '{p.name}': its shape {p.shape} differs from {owner.shape} "
-                        f"in layer '{self.layers[owner_layer].name if owner_layer < len(self.layers) else node.name}'",
+                        f"in layer '{self.layers[owner_layer].name if owner_layer < len(self.layers) else lp.name}'",
                         fix="shared params need the same shape (or the same count with share_mode: PERMISSIVE)",
                     )
                 p.owner = (owner_layer, owner_k)
             elif p.name:
-                self.param_owner[p.name] = (node.index, k)
-            node.params.append(p)
+                self.param_owner[p.name] = (index, k)
+            params.append(p)
+        return params
 
     def _unknown_bottom(self, lp, j, name):
         if name in self.by_name:
             return InputError(f"bottom '{name}' was already consumed",
                               fix="Caffe inserts splits only for tops used by several layers; check the names")
-        later = next((p.name for p in self.planned[len(self.layers) + 1:] if name in p.top), None)
+        later = next((wire[0] for _, wire, _ in self.planned[len(self.layers) + 1:] if name in wire[3]), None)
         if later is not None:
             return InputError(
                 f"bottom '{name}' (bottom {j}) is produced only by a later layer, '{later}'",
@@ -451,10 +461,7 @@ class _Builder:
                     p.need_backward = True
 
 
-def _check_counts(impl, n, kind):
-    exact = getattr(impl, f"exact_{kind}s")
-    low = getattr(impl, f"min_{kind}s")
-    high = getattr(impl, f"max_{kind}s")
+def _check_counts(n, exact, low, high, kind):
     plural = kind + "s"
     if exact is not None and n != exact:
         raise InputError(f"takes exactly {exact} {kind} blob{'s' if exact != 1 else ''}, got {n}",
@@ -465,9 +472,9 @@ def _check_counts(impl, n, kind):
         raise InputError(f"takes at most {high} {plural}, got {n}", fix=f"check the layer's {kind} entries")
 
 
-def _loss_weights(impl, lp, num_tops):
+def _loss_weights(impl, given, num_tops):
     """Layer::SetLossWeights, after LossLayer's default of 1 for its first top."""
-    weights = list(lp.loss_weight)
+    weights = list(given)
     if not weights and impl.loss_by_default:
         weights = [1.0]
     if weights and len(weights) != num_tops:

@@ -12,7 +12,6 @@ its lr_mult, so Solver::Step's ClearParamDiffs still gives each frozen param a d
 solver's update still touches its history (with a zero rate). Freezing saves the frozen part's
 top diffs and backward buffers, not its parameter memory.
 """
-import difflib
 from dataclasses import dataclass
 
 from ..errors import InputError
@@ -69,6 +68,8 @@ def _frozen_indices(net, layers, path):
 
 
 def _unknown_layer(net, name, path):
+    import difflib
+
     names = [n.name for n in net.layers if not n.is_split]
     near = difflib.get_close_matches(name, names, n=1)
     listed = ", ".join(names[:LISTED]) + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")
@@ -139,7 +140,8 @@ def frozen_cost(audit, counted):
     names = getattr(train.net, "frozen", None) if train is not None else None
     if not names:
         return None
-    nodes = [n for n in train.net.layers if n.name in set(names)]
+    frozen = set(names)
+    nodes = [n for n in train.net.layers if n.name in frozen]
     owned = {f"{n.name}.param{k}": p.count for n in nodes for k, p in enumerate(n.params) if p.owner is None}
     tops = {train.net.blobs[i].name for n in nodes for i in n.tops}
     label = train.buffers[0].net if train.buffers else train.role

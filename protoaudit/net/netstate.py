@@ -30,15 +30,16 @@ def meets_rule(state, rule):
 
 def included(layer, state):
     """Whether `layer` (a V2 LayerParameter) is part of the net in this state."""
-    if layer.include and layer.exclude:
+    include, exclude = layer.include, layer.exclude  # each read from the message once
+    if include and exclude:
         raise InputError(
             "specifies both include and exclude rules",
             layer=layer.name,
             fix="Caffe accepts either include rules or exclude rules, not both",
         )
-    if layer.include:
-        return any(meets_rule(state, rule) for rule in layer.include)
-    return not any(meets_rule(state, rule) for rule in layer.exclude)
+    if include:
+        return any(meets_rule(state, rule) for rule in include)
+    return not exclude or not any(meets_rule(state, rule) for rule in exclude)
 
 
 def phase_name(state):

@@ -13,63 +13,75 @@ def split_blob_name(layer, blob, k, i):
     return f"{blob}_{layer}_{k}_split_{i}"
 
 
-def insert_splits(net):
-    """The layer list with splits inserted, and for each layer the index it came from (None: split)."""
+def wiring(lp):
+    """(name, type, bottoms, tops, loss weights) of a LayerParameter, read from the message once."""
+    return lp.name, lp.type, tuple(lp.bottom), tuple(lp.top), tuple(lp.loss_weight)
+
+
+def insert_splits(layers, wires, inputs, holder):
+    """The layer list with splits inserted: (LayerParameter, its wiring, the index in `layers` it
+    came from or None for a split) each. `layers` are the net's LayerParameters after filtering,
+    `wires` their wiring, `inputs` the net's legacy input names. A layer Caffe changes (a bottom
+    renamed to a split's top, a loss weight moved onto the split) is a copy, made in `holder` (a
+    NetParameter: one arena for them all) with the splits; every other layer is the given message
+    itself, which the net never changes."""
     # blob name -> (layer index, top index) of its latest producer; -1: a legacy net-level input
-    last_top = {name: (-1, i) for i, name in enumerate(net.input)}
+    last_top = {name: (-1, i) for i, name in enumerate(inputs)}
     source = {}  # (layer, bottom) -> (layer, top)
     consumers = {}  # (layer, top) -> count
     loss = {}
-    for i, lp in enumerate(net.layer):
-        for j, name in enumerate(lp.bottom):
-            if name not in last_top:
+    for i, (_, _, bottoms, tops, weights) in enumerate(wires):
+        for j, name in enumerate(bottoms):
+            top = last_top.get(name)
+            if top is None:
                 continue  # the net builder reports the unknown bottom, with its line
-            source[(i, j)] = last_top[name]
-            consumers[last_top[name]] = consumers.get(last_top[name], 0) + 1
-        for j, name in enumerate(lp.top):
+            source[(i, j)] = top
+            consumers[top] = consumers.get(top, 0) + 1
+        for j, name in enumerate(tops):
             last_top[name] = (i, j)
-        for j in range(min(len(lp.loss_weight), len(lp.top))):
-            top = last_top[lp.top[j]]
-            loss[top] = lp.loss_weight[j]
+        for j in range(min(len(weights), len(tops))):
+            top = last_top[tops[j]]
+            loss[top] = weights[j]
             if loss[top]:
                 consumers[top] = consumers.get(top, 0) + 1
-    out, origin = [], []
+    out = []
     next_split = {}
-    LayerParameter = type(net.layer.add())
-    del net.layer[-1]
-    for i, name in enumerate(net.input):  # old Caffe splits net-level inputs first, as layer "input"
+    made = holder.layer
+
+    def split(layer, name, j, n, weight=0.0):
+        tops = tuple(split_blob_name(layer, name, j, k) for k in range(n))
+        weights = tuple(weight if k == 0 else 0.0 for k in range(n)) if weight else ()
+        lp = made.add(name=split_layer_name(layer, name, j), type="Split", bottom=[name], top=tops,
+                      loss_weight=weights)
+        return lp, (lp.name, "Split", (name,), tops, weights), None
+
+    for i, name in enumerate(inputs):  # old Caffe splits net-level inputs first, as layer "input"
         if consumers.get((-1, i), 0) > 1:
-            split = LayerParameter(name=split_layer_name("input", name, i), type="Split", bottom=[name])
-            split.top.extend(split_blob_name("input", name, i, k) for k in range(consumers[(-1, i)]))
-            out.append(split)
-            origin.append(None)
-    for i, original in enumerate(net.layer):
-        lp = LayerParameter()
-        lp.CopyFrom(original)
-        for j, name in enumerate(lp.bottom):
+            out.append(split("input", name, i, consumers[(-1, i)]))
+    for i, (lp, wire) in enumerate(zip(layers, wires)):
+        layer, kind, bottoms, tops, weights = wire
+        renamed = {}
+        for j, name in enumerate(bottoms):
             top = source.get((i, j))
             if top is not None and consumers.get(top, 0) > 1:
                 k = next_split.get(top, 0)
                 next_split[top] = k + 1
-                producer = net.layer[top[0]].name if top[0] >= 0 else "input"
-                lp.bottom[j] = split_blob_name(producer, name, top[1], k)
-        out.append(lp)
-        origin.append(i)
-        for j, name in enumerate(lp.top):
-            n = consumers.get((i, j), 0)
-            if n > 1:
-                weight = loss.get((i, j), 0.0)
-                split = LayerParameter()
-                split.name = split_layer_name(lp.name, name, j)
-                split.type = "Split"
-                split.bottom.append(name)
-                for k in range(n):
-                    split.top.append(split_blob_name(lp.name, name, j, k))
-                    if weight:
-                        split.loss_weight.append(weight if k == 0 else 0.0)
-                if weight:
-                    del lp.loss_weight[:]
-                    next_split[(i, j)] = next_split.get((i, j), 0) + 1
-                out.append(split)
-                origin.append(None)
-    return out, origin
+                producer = wires[top[0]][0] if top[0] >= 0 else "input"
+                renamed[j] = split_blob_name(producer, name, top[1], k)
+        splits = [(j, name, consumers[(i, j)]) for j, name in enumerate(tops) if consumers.get((i, j), 0) > 1]
+        moved = any(loss.get((i, j), 0.0) for j, _, _ in splits)
+        if renamed or moved:
+            original, lp = lp, made.add()
+            lp.CopyFrom(original)
+            for j, name in renamed.items():
+                lp.bottom[j] = name
+            if moved:
+                del lp.loss_weight[:]
+            wire = (layer, kind, tuple(lp.bottom), tops, () if moved else weights)
+        out.append((lp, wire, i))
+        for j, name, n in splits:
+            weight = loss.get((i, j), 0.0)
+            out.append(split(layer, name, j, n, weight))
+            if weight:
+                next_split[(i, j)] = next_split.get((i, j), 0) + 1
+    return out

@@ -116,9 +116,12 @@ def outline(text, until=None):
     (never a parser of ours); up to line `until` only, when that is all an error message needs.
 
     A block is named by the identifier before its brace (colons between), and labelled by the
-    string after a `name` (colons between) inside it; other tokens are passed over."""
+    string after a `name` (colons between) inside it; other tokens are passed over. Read whole, only
+    the file's own blocks and those of a solver's nets are kept (the layers, whose lines are what
+    is read then); up to a line, every block (an error names the innermost layer)."""
     root = Block("", 1)
     stack = [root]
+    deeper = Block("", 0)  # stands for a block inside a layer, followed for its braces only
     tokens, line_of = text.outline_tokens
     for i in [i for i, t in enumerate(tokens) if t in _MARKS]:
         t, line = tokens[i], line_of[i] + 1
@@ -134,8 +137,12 @@ def outline(text, until=None):
                                  line=line, fix="no Caffe net or solver nests so deep; check the braces")
             j = _skip_colons(tokens, i, -1)
             named = j >= 0 and _is_identifier(tokens[j])
+            parent = stack[-1]
+            if until is None and parent is not root and parent.name not in NET_FIELDS:
+                stack.append(deeper)
+                continue
             block = Block(tokens[j], line_of[j] + 1) if named else Block("", line)
-            stack[-1].children.append(block)
+            parent.children.append(block)
             stack.append(block)
         elif len(stack) > 1:  # a closing brace
             stack.pop().end = line
@@ -143,6 +150,7 @@ def outline(text, until=None):
 
 
 _MARKS = frozenset(("{", "<", "}", ">", "name"))
+NET_FIELDS = frozenset(("net_param", "train_net_param", "test_net_param"))  # a solver's nets, in the file
 
 
 def _skip_colons(tokens, i, step):
@@ -215,24 +223,32 @@ def load(path, schema_name=None, defines=None):
         raise InputError(f"--fork {schema_name}: protoaudit knows {', '.join(SCHEMA_NAMES)}",
                          fix="or give your fork's caffe.proto with --caffe-proto")
     text = substitute(read_text(path), defines or {}, path)
-    kind, message, schema, tree = _read(path, text, schema_name)
-    mine = type(message)()  # the caller's own copy: upgrading works on it in place
-    mine.CopyFrom(message)
-    return Source(path, kind, mine, schema, text, tree)
+    kind, data, schema, tree = _read(path, text, schema_name)
+    return Source(path, kind, _message(schema, kind, data), schema, text, tree)
 
 
 def load_text(text, path, first_line=1, schema_name=None, defines=None):
     """A net or solver printed inside another file (a Caffe log), read as `load` reads a file;
     its lines keep their numbers in that file, for error messages."""
     padded = "\n" * (first_line - 1) + substitute(text, defines or {}, path)
-    kind, message, schema, tree = _read(path, padded, schema_name)
-    mine = type(message)()
-    mine.CopyFrom(message)
-    return Source(path, kind, mine, schema, padded, tree)
+    kind, data, schema, tree = _read(path, padded, schema_name)
+    return Source(path, kind, _message(schema, kind, data), schema, padded, tree)
+
+
+def _message(schema, kind, data):
+    """The caller's own message (upgrading works on it in place), from the serialized one kept."""
+    return (schema.NetParameter if kind == "net" else schema.SolverParameter).FromString(data)
 
 
 @functools.lru_cache(maxsize=8)
 def _read(path, raw, schema_name):
+    """_reading, kept by content with the message serialized (a tenth of the message's memory,
+    and read back faster than a message is copied)."""
+    kind, message, schema, tree = _reading(path, raw, schema_name)
+    return kind, message.SerializeToString(), schema, tree
+
+
+def _reading(path, raw, schema_name):
     """Read the text with the schema asked for, else choose: BVLC's when it reads the file and
     knows every layer type the file names; else the fork that does (several forks that would read
     the file differently make it ambiguous); a file no schema reads gets the fault that came

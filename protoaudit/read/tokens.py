@@ -5,24 +5,39 @@ blocks reads it once more; protobuf's Tokenizer would find every token anew each
 them is half of what its parser spends. Here its own token pattern finds them once, and its own
 parser reads them back through a Tokenizer that replays them, so parse results and error messages
 are protobuf's, token for token, line for line.
+
+That replay stands on protobuf's internals (the Tokenizer's token pattern and private state, the
+parser class behind text_format.Parse). Before its first use it is held to text_format.Parse on a
+probe of every kind of token and fault (`replay_works`); where an internal is missing or the two
+disagree, every file is read with text_format.Parse itself, and the outline's tokens are found
+with the token pattern protobuf's releases publish (_KNOWN_TOKEN). bench/README.md has what the
+replay saves.
 """
 import bisect
+import functools
 import re
 import sys
 
 from google.protobuf import text_format
 
-_TOKEN = text_format.Tokenizer._TOKEN.pattern
+# The token pattern of the protobuf releases protoaudit was measured with (text_format.Tokenizer):
+# an identifier, a number, a string in either quotes. protobuf joins the two quotes' alternatives
+# in the order of a frozenset, which string hashing changes from one process to the next; they
+# start with different characters, so either order matches the same.
+_WORD_AND_NUMBER = r"""[a-zA-Z_][0-9a-zA-Z_+-]*|([0-9+-]|(\.[0-9]))[0-9a-zA-Z_.+-]*"""
+_QUOTED = [r"""{q}[^{q}\n\\]*((\\.)+[^{q}\n\\]*)*({q}|\\?$)""".format(q=q) for q in "\"'"]
+_KNOWN_TOKENS = {"|".join([_WORD_AND_NUMBER] + _QUOTED), "|".join([_WORD_AND_NUMBER] + _QUOTED[::-1])}
+_KNOWN_TOKEN = "|".join([_WORD_AND_NUMBER] + _QUOTED)
+_PROTOBUF_TOKEN = getattr(getattr(text_format.Tokenizer, "_TOKEN", None), "pattern", None)
+_TOKEN = _PROTOBUF_TOKEN or _KNOWN_TOKEN
 # The Tokenizer's steps in one match: the whitespace and `#` comments it skips (taken whole, as it
 # does), then its token pattern or else one character. The token is None at the end of a line.
 _NEXT_TOKEN = re.compile(r"(?=((?:\s|#.*$)*))\1(?P<token>" + _TOKEN + r"|.)?")
-# The token pattern of the protobuf releases protoaudit was measured with. Its groups only group,
-# so it matches the same without capturing, and findall then returns the tokens alone (twice as
-# fast); with any other pattern, or a Python without possessive quantifiers, _NEXT_TOKEN serves.
-_KNOWN_TOKEN = (r"""[a-zA-Z_][0-9a-zA-Z_+-]*|([0-9+-]|(\.[0-9]))[0-9a-zA-Z_.+-]*|"[^"\n\\]*((\\.)+[^"\n\\]*)*("|\\?$)|"""
-                r"""'[^'\n\\]*((\\.)+[^'\n\\]*)*('|\\?$)""")
+# With a known pattern, whose groups only group, the same without capturing: findall then
+# returns the tokens alone (twice as fast); with any other pattern, or a Python without possessive
+# quantifiers, _NEXT_TOKEN serves.
 _ALL_TOKENS = (re.compile(r"\s*+(?:#.*+\s*+)*+(" + _TOKEN.replace("(", "(?:") + r"|.)?")
-               if _TOKEN == _KNOWN_TOKEN and sys.version_info >= (3, 11) else None)
+               if _TOKEN in _KNOWN_TOKENS and sys.version_info >= (3, 11) else None)
 # Where str.splitlines (the outline's lines) breaks a line but protobuf's parser (split at "\n") does not.
 _OTHER_LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
@@ -80,53 +95,101 @@ class Text:
         return starts[k]
 
 
-class _Replay(text_format.Tokenizer):
-    """The Tokenizer's state at each token (the token, its line and column, the previous token's,
-    the current line's text), read from a Text instead of worked out from the text again."""
-
-    def __init__(self, text):  # the base __init__ would read the text: not called
-        self.contains_silent_marker_before_current_token = False
-        self._skip_comments = True
-        self._text = text
-        self._count = len(text.tokens)
-        self._at = self._before = 0  # it starts on its first token, also the "previous" one
-        self.token = text.tokens[0] if self._count else ""
-
-    def NextToken(self):
-        self._before = self._at
-        if self._at < self._count:
-            self._at += 1
-        self.token = self._text.tokens[self._at] if self._at < self._count else ""
-
-    def _ConsumeSingleByteString(self):
-        # protobuf's own unescaping, once per distinct string: nets repeat type and blob names
-        token = self.token
-        value = self._text.strings.get(token)
-        if value is None:
-            value = self._text.strings[token] = super()._ConsumeSingleByteString()
-        else:
-            self.NextToken()
-        return value
-
-    _line = property(lambda self: self._text.line(self._at))
-    _column = property(lambda self: self._text.column(self._at))
-    _previous_line = property(lambda self: self._text.line(self._before))
-    _previous_column = property(lambda self: self._text.column(self._before))
-    _current_line = property(lambda self: self._text.lines[self._line] if self._at < self._count else "")
-
-
-class _Parser(text_format._Parser):
-    """text_format's parser (as text_format.Parse makes it) over a replaying Tokenizer."""
-
-    def parse(self, tokenizer, message):
-        # what _Parser.ParseLines and _ParseOrMerge do around their Tokenizer
-        self._allow_multiple_scalars = False
-        self.root_type = message.DESCRIPTOR.full_name
-        while not tokenizer.AtEnd():
-            self._MergeField(tokenizer, message)
-        return message
-
-
 def parse(text, message):
-    """text_format.Parse(text.text, message), reading the tokens `text` (a Text) holds."""
-    return _Parser().parse(_Replay(text), message)
+    """text_format.Parse(text.text, message): through the replay of the tokens `text` (a Text)
+    holds where it is protobuf's parser to the letter (replay_works), else text_format.Parse."""
+    if replay_works():
+        return _Parser().parse(_Replay(text), message)
+    return text_format.Parse(text.text, message)
+
+
+if hasattr(text_format, "_Parser") and _PROTOBUF_TOKEN is not None:
+    class _Replay(text_format.Tokenizer):
+        """The Tokenizer's state at each token (the token, its line and column, the previous token's,
+        the current line's text), read from a Text instead of worked out from the text again."""
+
+        def __init__(self, text):  # the base __init__ would read the text: not called
+            self.contains_silent_marker_before_current_token = False
+            self._skip_comments = True
+            self._text = text
+            self._count = len(text.tokens)
+            self._at = self._before = 0  # it starts on its first token, also the "previous" one
+            self.token = text.tokens[0] if self._count else ""
+
+        def NextToken(self):
+            self._before = self._at
+            if self._at < self._count:
+                self._at += 1
+            self.token = self._text.tokens[self._at] if self._at < self._count else ""
+
+        def _ConsumeSingleByteString(self):
+            # protobuf's own unescaping, once per distinct string: nets repeat type and blob names
+            token = self.token
+            value = self._text.strings.get(token)
+            if value is None:
+                value = self._text.strings[token] = super()._ConsumeSingleByteString()
+            else:
+                self.NextToken()
+            return value
+
+        _line = property(lambda self: self._text.line(self._at))
+        _column = property(lambda self: self._text.column(self._at))
+        _previous_line = property(lambda self: self._text.line(self._before))
+        _previous_column = property(lambda self: self._text.column(self._before))
+        _current_line = property(lambda self: self._text.lines[self._line] if self._at < self._count else "")
+
+    class _Parser(text_format._Parser):
+        """text_format's parser (as text_format.Parse makes it) over a replaying Tokenizer."""
+
+        def parse(self, tokenizer, message):
+            # what _Parser.ParseLines and _ParseOrMerge do around their Tokenizer
+            self._allow_multiple_scalars = False
+            self.root_type = message.DESCRIPTOR.full_name
+            while not tokenizer.AtEnd():
+                self._MergeField(tokenizer, message)
+            return message
+else:
+    _Replay = _Parser = None
+
+
+# What the replay is held to before its first use: every kind of token (identifiers, numbers of each
+# form, strings with escapes and in both quotes, enums, nested and repeated messages with both
+# brackets, comments, separators), then faults at several places, each against text_format.Parse.
+PROBE = '''name: "probe" # a comment
+layer { name: 'a\\tb\\x41\\101' type: "Convolution" bottom: "data" top: "a"
+  param { lr_mult: 1 decay_mult: 0.5 } param < lr_mult: 2.0e0 >
+  convolution_param { num_output: 0x10 kernel_size: 3 kernel_size: 3, pad: -0 engine: CAFFE
+    weight_filler { type: "msra" std: .01 } bias_term: false } }
+input: "x" input_dim: 1 input_dim: 3
+state { phase: TEST stage: "s" level: 2 }
+'''
+PROBE_FAULTS = ('layer { name: "a" type: "ReLU" bogus: 1 }', 'layer { name: "a" \n  top: }',
+                'layer { name: "a"', 'input_dim: 1.5', 'state { phase: NOPE }', 'name: "unterminated',
+                'layer { convolution_param { num_output: 99999999999 } }', '\n\n  }  ', '# only a comment\n')
+
+
+@functools.cache
+def replay_works():
+    """Whether the replay reads the probe as text_format.Parse does: the same message, and the same
+    message, line and column for each fault (False too where an internal it needs is missing)."""
+    if _Parser is None:
+        return False
+    from .schema import load_schema
+
+    net = load_schema("bvlc").NetParameter
+    try:
+        for probe in (PROBE,) + PROBE_FAULTS:
+            mine = theirs = None
+            try:
+                mine = _Parser().parse(_Replay(Text(probe)), net()).SerializeToString()
+            except text_format.ParseError as e:
+                mine = (str(e), e.GetLine(), e.GetColumn())
+            try:
+                theirs = text_format.Parse(probe, net()).SerializeToString()
+            except text_format.ParseError as e:
+                theirs = (str(e), e.GetLine(), e.GetColumn())
+            if mine != theirs:
+                return False
+    except Exception:  # an internal that changed shape: protobuf's own parser, then
+        return False
+    return True

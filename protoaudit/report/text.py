@@ -1,4 +1,5 @@
 """The plain terminal report: what runs, the per-layer table, the totals, the verdict."""
+from ..memory.summary import COLUMNS
 from ..net.freeze import frozen_lines
 from ..read.schema import USER_PREFIX, described, load_schema
 from .table import simple_table
@@ -27,12 +28,10 @@ def describe(audit):
 def layer_table(summary):
     rows = []
     for r in summary.rows:
-        rows.append([r.net, r.name, r.type, shapes(r.tops), size(r.columns["params"]) if r.columns["params"] else "",
-                     size(r.columns["data"]) if r.columns["data"] else "",
-                     size(r.columns["diffs"]) if r.columns["diffs"] else "",
-                     size(r.columns["buffers"]) if r.columns["buffers"] else "",
-                     size(r.columns["workspace"]) if r.columns["workspace"] else "",
-                     size(r.total), size(r.cumulative)])
+        columns = r.columns
+        rows.append([r.net, r.name, r.type, shapes(r.tops)]
+                    + [size(columns[c]) if columns[c] else "" for c in COLUMNS]
+                    + [size(r.total), size(r.cumulative)])
     head = ["net", "layer", "type", "top shapes", "params", "data", "diffs", "buffers", "workspace", "total",
             "cumulative"]
     return simple_table(rows, head)

@@ -14,9 +14,10 @@ def size(n):
     return f"{n} B"
 
 
+@functools.lru_cache(maxsize=4096)  # and the same few shapes
 def shape(dims):
     return "x".join(map(str, dims)) if dims else "scalar"
 
 
 def shapes(list_of_dims):
-    return ", ".join(shape(d) for d in list_of_dims)
+    return ", ".join([shape(tuple(d)) for d in list_of_dims])

@@ -1,0 +1,111 @@
+"""protoaudit.read.tokens replays protobuf's tokens through protobuf's own parser (private
+internals), and falls back to text_format.Parse where an internal is missing or behaves otherwise.
+Both ways must read every file to the same message, with the same schema chosen, and refuse every
+bad file with the same line. Expected values come from text_format.Parse itself (the public API)."""
+import glob
+import os
+
+import pytest
+from google.protobuf import text_format
+
+from conftest import DATA, ROOT
+from protoaudit.errors import InputError
+from protoaudit.read import load, tokens
+
+NETS = sorted(glob.glob(os.path.join(DATA, "corpus", "nets", "*.prototxt"))
+              + glob.glob(os.path.join(ROOT, "samples", "*.prototxt"))
+              + glob.glob(os.path.join(DATA, "solvers", "**", "*.prototxt"), recursive=True))
+
+# faults of every kind protobuf reports: an unknown field, a value of the wrong type, an unknown
+# enum value, a missing brace, an unterminated string, a field out of range, a stray brace, a V1
+# type no schema knows, a field only a fork has (read by that fork), a template left unfilled
+BAD = {
+    "unknown_field.prototxt": 'name: "n"\nlayer {\n  name: "a"\n  type: "ReLU"\n  bogus: 1\n}\n',
+    "wrong_type.prototxt": 'layer { name: "c" type: "Convolution"\n  convolution_param { num_output: "x" } }\n',
+    "bad_enum.prototxt": 'layer { name: "p" type: "Pooling"\n pooling_param { pool: MEDIAN } }\n',
+    "unclosed.prototxt": 'layer {\n  name: "a"\n  type: "ReLU"\n',
+    "unterminated.prototxt": 'name: "net\nlayer { name: "a" }\n',
+    "out_of_range.prototxt": 'layer { name: "c" convolution_param {\n kernel_size: -3 } }\n',
+    "stray_brace.prototxt": 'name: "n"\n}\nlayer { name: "a" }\n',
+    "v1_unknown.prototxt": 'layers { name: "x" type: NO_SUCH_TYPE }\n',
+    "fork_field.prototxt": 'layer { name: "u" type: "Upsample" bottom: "a" top: "b"\n upsample_param { scale: 2 } }\n',
+    "template.prototxt": 'layer { name: "fc" type: "InnerProduct"\n inner_product_param { num_output: ${N} } }\n',
+}
+
+
+def read(path, replay):
+    """load.load(path) with the replay on or off, from a clean cache: (kind, schema, message bytes)
+    or the refusal's one line."""
+    load._read.cache_clear()
+    on = tokens.replay_works
+    tokens.replay_works = (lambda: True) if replay else (lambda: False)
+    try:
+        src = load.load(path)
+        return src.kind, src.schema.name, src.message.SerializeToString()
+    except InputError as e:
+        return str(e)
+    finally:
+        tokens.replay_works = on
+        load._read.cache_clear()
+
+
+def test_the_replay_is_held_to_text_format_parse():
+    """Where the replay is used, it read the probe as text_format.Parse did; where it is not, the
+    fallback is text_format.Parse itself."""
+    net = tokens.PROBE
+    if tokens.replay_works():
+        text = tokens.Text(net)
+        schema = load.load_schema("bvlc")
+        assert (tokens.parse(text, schema.NetParameter()) == text_format.Parse(net, schema.NetParameter()))
+
+
+@pytest.mark.parametrize("path", NETS, ids=lambda p: os.path.relpath(p, ROOT))
+def test_every_net_reads_the_same_both_ways(path):
+    if not tokens.replay_works():
+        pytest.skip("this protobuf's internals differ: every file is read with text_format.Parse")
+    assert read(path, True) == read(path, False)
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_every_fault_is_refused_with_the_same_line_both_ways(name, tmp_path):
+    path = tmp_path / name
+    path.write_text(BAD[name])
+    fallback = read(str(path), False)
+    if name == "fork_field.prototxt":  # read by caffe-segnet's schema, the one that knows upsample_param
+        assert fallback[:2] == ("net", "segnet")
+    else:
+        assert isinstance(fallback, str) and f"{name}:" in fallback, fallback
+    if tokens.replay_works():
+        assert read(str(path), True) == fallback
+
+
+def test_the_fallback_is_chosen_when_an_internal_is_missing(monkeypatch):
+    monkeypatch.setattr(tokens, "_Parser", None)
+    tokens.replay_works.cache_clear()
+    try:
+        assert tokens.replay_works() is False
+        schema = load.load_schema("bvlc")
+        text = tokens.Text(tokens.PROBE)
+        assert tokens.parse(text, schema.NetParameter()) == text_format.Parse(tokens.PROBE, schema.NetParameter())
+    finally:
+        tokens.replay_works.cache_clear()
+
+
+def test_the_fallback_is_chosen_when_the_replay_reads_otherwise(monkeypatch):
+    """A replay that lost a token (as it would if the Tokenizer's state were kept otherwise) is
+    caught on the probe, and text_format.Parse reads every file instead."""
+    if tokens._Replay is None:
+        pytest.skip("no replay with this protobuf")
+    original = tokens._Replay.NextToken
+
+    def skipping(self):
+        original(self)
+        if self.token == "lr_mult":
+            original(self)
+
+    monkeypatch.setattr(tokens._Replay, "NextToken", skipping)
+    tokens.replay_works.cache_clear()
+    try:
+        assert tokens.replay_works() is False
+    finally:
+        tokens.replay_works.cache_clear()
