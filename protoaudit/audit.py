@@ -7,7 +7,8 @@ from .collector import paused
 from .errors import InputError
 from .memory.buffers import Buffer, device_bytes, forget_touches, host_objects, net_buffers, runs_backward
 from .memory.host import draws_random
-from .net.build import ShapesNeeded, build
+from .layers.base import MissingShape
+from .net.build import Rebuild, ShapesNeeded, build, rebatched
 from .read import caffe_log
 from .net.netstate import make_state
 from .read.netspecs import net_specs
@@ -166,12 +167,9 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
             # is the TEST net alone; Caffe never builds a TRAIN net from it
             spec.state.phase = _TEST
             net = build(spec.param, spec.state, **options)
-        net.role = spec.role
-        net.batched = not is_test
-        net.solver = spec.solver
-        net.frozen = frozen
-        net.own_phase = spec.own_phase
-        net.schema = spec.schema.name
+        values = (spec.role, not is_test, spec.solver, frozen, spec.own_phase, spec.schema.name)
+        for name, value in zip(_BUILT_AS, values):
+            setattr(net, name, value)
         _check_sizes(net)
         nets.append(net)
     if needed is not None:
@@ -289,7 +287,7 @@ def reaudit(result, *, batch=None, engine=None, compare_engines=False):
             again.update(phase=options["phase"] or "TEST", test_batch=None)
         else:
             again["keep_test_batch"] = True
-        fresh = iter(build_nets(result.path, **again, batched_only=True))
+        fresh = _rebatched(built, batch, options) or iter(build_nets(result.path, **again, batched_only=True))
         nets = []
         for net in built:
             if net.batched:
@@ -304,6 +302,30 @@ def reaudit(result, *, batch=None, engine=None, compare_engines=False):
                     **{**run, "engine": engine})
     again.again = (dict(options, batch=batch if batch is not None else options["batch"]), dict(run, engine=engine))
     return again
+
+
+def _rebatched(nets, batch, options):
+    """The batched nets of `nets` made again at `batch` from the built ones (protoaudit.net.build.rebatched),
+    or None where they are to be built from the file: with --freeze (what it freezes is worked out
+    from the file), or where the built nets do not tell the whole story at that batch."""
+    if options["freeze"]:
+        return None
+    out = []
+    try:
+        for net in nets:
+            if net.batched:
+                again = rebatched(net, parse_batch(batch))
+                _check_sizes(again)
+                for name in _BUILT_AS:
+                    setattr(again, name, getattr(net, name))
+                out.append(again)
+    except (Rebuild, MissingShape, InputError):
+        return None
+    return iter(out)
+
+
+# what build_nets notes on each net it builds, beyond what build makes
+_BUILT_AS = ("role", "batched", "solver", "frozen", "own_phase", "schema")
 
 
 def _assess(path, nets, *, mode, engine, solver_type, inference, context, compare_engines, host=True, reuse=None):

@@ -4,7 +4,7 @@ This follows net.cpp step by step (InsertSplits, AppendBottom/AppendTop/AppendPa
 loss-contribution pass, force_backward) so the layer list, the names and the order are Caffe's.
 """
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .. import layers as _layers  # noqa: F401  (registers every layer type)
 from ..errors import InputError
@@ -87,6 +87,7 @@ class Net:
     path: str = None
     assumptions: list = field(default_factory=list)  # protoaudit.layers.base.Assumption
     origins: list = field(default_factory=list)  # ShapeOrigin: where each data top's shape came from
+    context: Context = field(default=None, repr=False)  # what its layers were made with (see rebatched)
 
     @functools.cached_property
     def graph(self):
@@ -170,7 +171,33 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
         path=path,
         assumptions=builder.ctx.assumptions,
         origins=builder.ctx.origins,
+        context=builder.ctx,
     )
+
+
+class Rebuild(Exception):
+    """A net `rebatched` cannot make again from the built one: build it from its file."""
+
+
+def rebatched(net, batch):
+    """`net` as `build` makes it with its data sources at another `batch`, from the built net:
+    Net::Init's filtering, splits, wiring and backward flags do not depend on the batch, so they
+    are kept, and each layer is made again, reshaped and given its parameters in order. Raises
+    Rebuild (or what a layer raises) where that is not the whole story: a net with legacy inputs
+    (their shapes come from the file), a layer whose tops or parameters come out otherwise, a
+    layer that refuses the batch; the caller then builds the net from its file, which says why."""
+    old = net.context
+    if old is None or net.inputs:
+        raise Rebuild
+    builder = _Builder(net.phase, {}, batch, old.schema, net.path)
+    builder.ctx = ctx = replace(old, batch=batch, used_inputs=set(), assumptions=[], origins=[])
+    builder.blobs = [Blob(b.index, b.name, b.shape, b.producer, b.need_backward) for b in net.blobs]
+    for node in net.layers:
+        builder.again(node)
+    if ctx.used_inputs != old.used_inputs:
+        raise Rebuild
+    return replace(net, layers=builder.layers, blobs=builder.blobs, assumptions=ctx.assumptions,
+                   origins=ctx.origins, context=ctx)
 
 
 @dataclass
@@ -302,10 +329,7 @@ class _Builder:
                     raise e
                 raise MissingShape(e.message, [(t, ()) for t in tops if t not in ctx.inputs])
             cls = Declared  # the user declared its tops: build on, and report the gap
-        if lp.HasField("phase"):
-            ctx = Context(**{**vars(self.ctx), "phase": lp.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_number[lp.phase].name})
-            ctx.used_inputs = self.ctx.used_inputs
-        impl = cls(lp, ctx)
+        impl = cls(lp, self.context(lp))
         propagate_down = tuple(lp.propagate_down) if bottom else ()
         if propagate_down and len(propagate_down) != len(bottom):
             raise InputError("propagate_down must be given either 0 or bottom_size times")
@@ -329,18 +353,12 @@ class _Builder:
         _check_counts(len(tops), impl.exact_tops, impl.min_tops, impl.max_tops, "top")
         if getattr(impl, "equal_bottoms_tops", False) and len(tops) != len(bottom):
             raise InputError("needs as many tops as bottoms")
-        shapes = impl.reshape(list(bottom_shapes))
-        if len(shapes) != len(tops):
-            raise InputError(f"makes {len(shapes)} tops but {len(tops)} are named")
+        shapes = _top_shapes(impl, bottom_shapes, tops, bottom)
         index = len(self.layers)
         top_indices, in_places, top_shapes = [], [], []
         memory = self.memory
         for j, name in enumerate(tops):
-            shape = tuple(map(int, shapes[j]))
-            if shape and min(shape) < 0:
-                raise InputError(f"top '{name}' would have a negative dimension {shape}",
-                                 fix="the input is too small for this layer's kernel, stride or crop"
-                                 if bottom else "a shape's dimensions cannot be negative")
+            shape = shapes[j]
             in_place = name is not None and j < len(bottom) and name == bottom[j]
             if in_place:
                 blob = blobs[by_name[name]]
@@ -371,6 +389,34 @@ class _Builder:
         self.layers.append(LayerNode(index, layer_name, kind, lp, impl, None if auto else line, bottoms, top_indices,
                                      in_places, bottom_shapes, top_shapes, loss_weights, params,
                                      need_backward, bottom_need_backward, memory * 4))
+
+    def context(self, lp):
+        """The Context a layer is made with: the net's, in the layer's own phase if it sets one."""
+        if not lp.HasField("phase"):
+            return self.ctx
+        phase = lp.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_number[lp.phase].name
+        ctx = Context(**{**vars(self.ctx), "phase": phase})
+        ctx.used_inputs = self.ctx.used_inputs
+        return ctx
+
+    def again(self, node):
+        """`node` (of a built net) made again at this builder's batch, wired as it was (rebatched)."""
+        lp, blobs = node.lp, self.blobs
+        impl = type(node.impl)(lp, self.context(lp))
+        bottom_shapes = [blobs[i].shape for i in node.bottoms]
+        shapes = _top_shapes(impl, bottom_shapes, [blobs[i].name for i in node.tops], node.bottoms)
+        memory = self.memory
+        for i, shape in zip(node.tops, shapes):
+            blobs[i].shape = shape
+            memory += count(shape)
+        self.memory = memory
+        params = self._params(lp, impl, node.index, bottom_shapes)
+        if len(params) != len(node.params) or any(p.owner != q.owner for p, q in zip(params, node.params)):
+            raise Rebuild
+        for p, q in zip(params, node.params):  # as Net::Init's backward pass and force_backward left them
+            p.need_backward = q.need_backward
+        self.layers.append(replace(node, impl=impl, bottom_shapes=bottom_shapes, top_shapes=shapes, params=params,
+                                   memory_after=memory * 4, touches_kept=None))
 
     def _params(self, lp, impl, index, bottom_shapes):
         """The layer's parameter blobs (AppendParam): shapes, names, sharing and lr_mult."""
@@ -459,6 +505,23 @@ class _Builder:
                     self.blobs[index].need_backward |= nb
                 for p in node.params:
                     p.need_backward = True
+
+
+def _top_shapes(impl, bottom_shapes, tops, bottom):
+    """The layer's top shapes (tuples of ints) for these bottoms, with Net::Init's checks:
+    one shape per top (`tops`: their names, None for an automatic one), no negative dimension."""
+    shapes = impl.reshape(list(bottom_shapes))
+    if len(shapes) != len(tops):
+        raise InputError(f"makes {len(shapes)} tops but {len(tops)} are named")
+    out = []
+    for name, shape in zip(tops, shapes):
+        shape = tuple(map(int, shape))
+        if shape and min(shape) < 0:
+            raise InputError(f"top '{name}' would have a negative dimension {shape}",
+                             fix="the input is too small for this layer's kernel, stride or crop"
+                             if bottom else "a shape's dimensions cannot be negative")
+        out.append(shape)
+    return out
 
 
 def _check_counts(n, exact, low, high, kind):
