@@ -31,6 +31,15 @@ class NetAudit:
     forward_only: bool
     buffers: list  # Buffer, for the audit's engine and mode
     runs: bool = True  # False: built but never run (a solver that never tests)
+    kept: dict = field(default_factory=dict, repr=False, compare=False)  # see figure
+
+    def figure(self, key, work):
+        """`work(buffers)`, worked out once while `buffers` stays the same list: a reaudit at another
+        batch reuses a test net as it is, and the largest-batch search asks for its figures again."""
+        entry = self.kept.get(key)
+        if entry is None or entry[0] is not self.buffers or entry[1] != len(self.buffers):
+            entry = self.kept[key] = (self.buffers, len(self.buffers), work(self.buffers))
+        return entry[2]
 
     @property
     def name(self):
@@ -75,7 +84,9 @@ class Audit:
     @property
     def total_bytes(self):
         """Everything audited that counts against the budget: device bytes on the GPU, all on the CPU."""
-        return sum(b.bytes for b in self.buffers if self.mode == "cpu" or b.device == "device")
+        cpu = self.mode == "cpu"
+        return (sum(n.figure(("total", cpu), functools.partial(_counted, cpu=cpu)) for n in self.nets)
+                + _counted(self.extra, cpu))
 
     @property
     def batch(self):
@@ -109,6 +120,11 @@ class Audit:
         from .report.json_format import to_dict
 
         return to_dict(self, self.summary, self.fit)
+
+
+def _counted(buffers, cpu):
+    """The bytes of `buffers` that count against the budget (all of them on the CPU)."""
+    return sum(b.elements * b.itemsize for b in buffers if cpu or b.device == "device")
 
 
 @paused

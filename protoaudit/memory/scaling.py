@@ -8,17 +8,29 @@ buffer sized max(batch, H*W) as the Scale layer sizes its sum_multiplier_, a wor
 limit), so the rule is used once an audit at another batch is seen to follow it, buffer by buffer:
 by --sweep (protoaudit.memory.sweep) and by the largest-batch search (protoaudit.memory.fit).
 """
+import functools
+
 from .summary import counted_devices
 
 
 def sizes(audit):
     """{(net, owner, kind): (bytes, grows with the swept batch)} of the buffers counted against the card.
-    The swept net is the train (or only) net: --batch sets its batch, test nets keep theirs."""
+    The swept net is the train (or only) net: --batch sets its batch, test nets keep theirs. Each
+    net's part is worked out once (NetAudit.figure): a reaudit at another batch keeps its test nets."""
     swept = audit.train.buffers[0].net if audit.train is not None and audit.train.buffers else None
     devices = counted_devices(audit)
     out = {}
+    for net in audit.nets:
+        _merge(out, net.figure(("sizes", devices, swept), functools.partial(_sizes, devices=devices, swept=swept)))
+    _merge(out, _sizes(audit.extra, devices, swept))
+    return out
+
+
+def _sizes(buffers, devices, swept):
+    """sizes' entries for `buffers`."""
+    out = {}
     get = out.get
-    for b in audit.buffers:  # some 100,000 on a 10,000-layer net: one plain loop
+    for b in buffers:  # some 100,000 on a 10,000-layer net: one plain loop
         if b.device in devices:
             key = (b.net, b.owner, b.kind)
             n, grows = get(key, (0, False))
@@ -26,20 +38,37 @@ def sizes(audit):
     return out
 
 
+def _merge(out, part):
+    """Add the sizes `part` to `out` (each net's buffers carry its label: they rarely share a key)."""
+    shared = out.keys() & part.keys()
+    if shared:
+        part = dict(part)
+        for key in shared:
+            (n, grows), (m, more) = out[key], part[key]
+            part[key] = (n + m, grows or more)
+    out.update(part)
+
+
 def misses(known, found, base, batch):
     """(net, owner, kind, batch, expected, audited) for each buffer the rule gets wrong at `batch`,
-    from the sizes `known` at batch `base` to the sizes `found` audited at `batch`."""
-    rule = {key: ((None if n * batch % base else n * batch // base) if grows else n, grows)
-            for key, (n, grows) in known.items()}  # None: no whole number of bytes, not linear
-    if found == rule:  # the common answer, found in one comparison
-        return []
+    from the sizes `known` at batch `base` to the sizes `found` audited at `batch`: one pass over
+    the buffers known, then those found alone (None: no such buffer, or the rule's size is not a
+    whole number of bytes, not linear)."""
     wrong = []
-    for key, (expected, _) in rule.items():
-        got = found.get(key)
-        got = got[0] if got is not None else None
-        if expected != got:
-            wrong.append((*key, batch, expected, got))
-    wrong += [(*key, batch, None, n) for key, (n, _) in found.items() if key not in rule]
+    absent = 0  # buffers known that the audit at `batch` does not have
+    get = found.get
+    for key, (n, grows) in known.items():
+        got = get(key)
+        if grows:
+            n = None if n * batch % base else n * batch // base
+        if got is None:
+            absent += 1
+            if n is not None:
+                wrong.append((*key, batch, n, None))
+        elif got[0] != n:
+            wrong.append((*key, batch, n, got[0]))
+    if len(found) != len(known) - absent:
+        wrong += [(*key, batch, None, n) for key, (n, _) in found.items() if key not in known]
     return wrong
 
 

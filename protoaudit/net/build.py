@@ -415,8 +415,9 @@ class _Builder:
             raise Rebuild
         for p, q in zip(params, node.params):  # as Net::Init's backward pass and force_backward left them
             p.need_backward = q.need_backward
-        self.layers.append(replace(node, impl=impl, bottom_shapes=bottom_shapes, top_shapes=shapes, params=params,
-                                   memory_after=memory * 4, touches_kept=None))
+        self.layers.append(LayerNode(node.index, node.name, node.type, lp, impl, node.line, node.bottoms, node.tops,
+                                     node.in_place, bottom_shapes, shapes, node.loss_weights, params,
+                                     node.need_backward, node.bottom_need_backward, memory * 4))
 
     def _params(self, lp, impl, index, bottom_shapes):
         """The layer's parameter blobs (AppendParam): shapes, names, sharing and lr_mult."""
