@@ -255,10 +255,8 @@ def float32(x):
 
 
 def count(shape, start=0, end=None):
-    n = 1
-    for d in shape[start:end]:
-        n *= d
-    return n
+    """The number of elements of a blob of `shape` (axes start to end): Blob::count."""
+    return math.prod(shape[start:end])
 
 
 def legacy_shape(layer, shape):

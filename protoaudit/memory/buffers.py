@@ -78,10 +78,17 @@ def _staged(node, mode, engine):
         run = Run(mode, engine, node.impl.ctx.phase, node.bottom_shapes, node.top_shapes, node.in_place,
                      node.bottom_need_backward, [p.need_backward for p in node.params], len(node.params))
         touches = node.impl.touches(run)
-        setup = [t for t in touches if t.stage == "setup"]
+        setup, forward, backward = [], [], []
+        for t in touches:
+            stage = t.stage
+            if stage == "setup":
+                setup.append(t)
+            elif stage == "forward":
+                forward.append(t)
+            elif stage == "backward":
+                backward.append(t)
         setup += [touch.top(j, "diff", "setup") for j, weight in enumerate(node.loss_weights) if weight]
-        staged = (setup, [t for t in touches if t.stage == "forward"], [t for t in touches if t.stage == "backward"],
-                  touches)
+        staged = (setup, forward, backward, touches)
         kept[(mode, engine if run.asked_engine else None)] = staged
     return staged
 
@@ -147,7 +154,11 @@ def _walk(net, mode, engine, backward, forward, shared_params, label, make, othe
     # a blob grows with the batch when its first axis is the batch (Caffe keeps N first)
     batch_axis = [bool(b.shape) and b.shape[0] == batch for b in blobs]
     staged = [_staged(node, mode, engine) for node in layers]
-    theirs = [_staged(node, mode, other) for node in layers] if other is not None else staged
+    if other is None:
+        theirs = staged
+    else:  # most layers' touches serve both engines (kept under the engine None)
+        both = (mode, None)
+        theirs = [node.touches_kept.get(both) or _staged(node, mode, other) for node in layers]
     steps = [(0, range(len(layers)))]
     if forward:
         steps.append((1, range(len(layers))))

@@ -168,8 +168,8 @@ def host_bytes(net, *, forward=True, backward=True, shared_params=(), rng_made=F
     AppendParam): push_back grows a vector to a power of two, the per-layer vectors are resized to
     the layer count and each layer's inner vectors pushed; names are copied into vectors and maps.
     One pass over the blobs and one over the layers (a net has up to 100,000 of them), kept on the
-    net. `copies` (a dict) keeps the size of each LayerParameter's copy by its content, for the
-    other nets of an audit (a train net and its test net share most layers)."""
+    net. `copies` (a dict) keeps the size of each LayerParameter's copy by the message and by its
+    content, for the other nets of an audit (a train net and its test net share most layers)."""
     total, draws = _kept(net, forward, backward, shared_params, copies)
     return total + (RNG_BYTES if draws and not rng_made else 0)
 
@@ -222,10 +222,7 @@ def _host_bytes(net, forward, backward, shared_params, copies):
         if node.type == "Input":
             inputs += len(tops)
         lp = node.lp
-        data = lp.SerializeToString()
-        lp_bytes = copies.get((lp.DESCRIPTOR, data))
-        if lp_bytes is None:
-            lp_bytes = copies[(lp.DESCRIPTOR, data)] = copy_bytes(lp)
+        data, lp_bytes = _copy_bytes(lp, copies)
         total += objects.get(node.type, LAYER) + offset + lp_bytes
         if node.params:  # param_id_vecs_ entry; blobs_, param_propagate_down_, each parameter Blob
             params += node.params
@@ -233,7 +230,7 @@ def _host_bytes(net, forward, backward, shared_params, copies):
             for p in node.params:
                 total += new_blob(len(p.shape), 0 not in p.shape)
         if not rng and node.params:
-            rng = _random_fill(node, data)
+            rng = _random_fill(node, data if data is not None else lp.SerializeToString())
         if node.loss_weights and any(node.loss_weights):
             total += _losses(node.loss_weights)
         member = MEMBERS.get(node.type)
@@ -259,6 +256,21 @@ def _host_bytes(net, forward, backward, shared_params, copies):
     # net_input_blob_indices_ and net_input_blobs_ (Input tops), net_output_blob_* (unread tops)
     total += 12 * grown(inputs) + 12 * grown(len(outputs))
     return total, rng
+
+
+def _copy_bytes(lp, copies):
+    """(lp serialized or None, copy_bytes(lp)), kept in `copies`: by the message itself (a train
+    net and its test net are built from the same messages), else by its content. None: not
+    serialized here (the message was sized before)."""
+    kept = copies.get(id(lp))
+    if kept is not None and kept[0] is lp:
+        return None, kept[1]
+    data = lp.SerializeToString()
+    size = copies.get((lp.DESCRIPTOR, data))
+    if size is None:
+        size = copies[(lp.DESCRIPTOR, data)] = copy_bytes(lp)
+    copies[id(lp)] = (lp, size)  # (the message kept with its size: its id stays its own)
+    return data, size
 
 
 def _names(names):
