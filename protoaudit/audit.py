@@ -76,6 +76,7 @@ class Audit:
     fit: object = None  # protoaudit.memory.fit.Fit, against a card (protoaudit.audit(gpu_mem=...), --gpu-mem)
     sweep: object = None  # protoaudit.memory.sweep.Sweep (protoaudit.audit(sweep=...), --sweep)
     again: tuple = field(default=None, repr=False, compare=False)  # its options, for reaudit
+    state: tuple = field(default=None, repr=False, compare=False)  # (train net, how, solver state), for reaudit
 
     @property
     def buffers(self):
@@ -315,7 +316,7 @@ def reaudit(result, *, batch=None, engine=None, compare_engines=False):
             nets.append(net)
         built = nets
     again = _assess(result.path, built, compare_engines=compare_engines, host=run["mode"] == "cpu", reuse=reuse,
-                    **{**run, "engine": engine})
+                    state=result.state, **{**run, "engine": engine})
     again.again = (dict(options, batch=batch if batch is not None else options["batch"]), dict(run, engine=engine))
     return again
 
@@ -344,10 +345,12 @@ def _rebatched(nets, batch, options):
 _BUILT_AS = ("role", "batched", "solver", "frozen", "own_phase", "schema")
 
 
-def _assess(path, nets, *, mode, engine, solver_type, inference, context, compare_engines, host=True, reuse=None):
+def _assess(path, nets, *, mode, engine, solver_type, inference, context, compare_engines, host=True, reuse=None,
+            state=None):
     """The Audit of built nets: each net's buffers, the solver's state, the CUDA context and the
     other engine's total. `host`: work out Caffe's objects on the host (False only where they do not
-    count: GPU mode). `reuse`: {id(net): NetAudit} of nets already walked the same way."""
+    count: GPU mode). `reuse`: {id(net): NetAudit} of nets already walked the same way; `state`:
+    another audit's solver state (Audit.state), taken where its train net has the same parameters."""
     from .memory.solver import added_to, solver_buffers, solver_options, solver_type_of
 
     solver = next((n.solver for n in nets if n.solver is not None), None)
@@ -373,10 +376,15 @@ def _assess(path, nets, *, mode, engine, solver_type, inference, context, compar
     kind = result.solver_type = stepped
     if kind != "none" and train is not None:
         label = train.buffers[0].net if train.buffers else train.role
-        try:
-            state = solver_buffers(train.net, kind, mode=mode, label=label, **settings)
-        except InputError as e:
-            raise e.located(file=path) from None
+        how = (kind, mode, label, settings)
+        if state is not None and state[1] == how and _same_params(state[0], train.net):
+            state = state[2]
+        else:
+            try:
+                state = solver_buffers(train.net, kind, mode=mode, label=label, **settings)
+            except InputError as e:
+                raise e.located(file=path) from None
+        result.state = (train.net, how, state)
         result.extra += added_to(train.buffers, state)
         # Solver::Step zeroes every param diff (ClearParamDiffs) before its first forward pass:
         # the solver, not the backward pass, touches them first
@@ -395,6 +403,15 @@ def _assess(path, nets, *, mode, engine, solver_type, inference, context, compar
 
         result.death = explain_failure(result, caffe_log.chosen_run(caffe_log.read(path), path))
     return result
+
+
+def _same_params(a, b):
+    """Whether net `b` has net `a`'s parameter blobs, as the solver sees them: the same layers
+    (`b` made from `a` at another batch, protoaudit.net.build.rebatched), the same shapes and owners."""
+    return len(a.layers) == len(b.layers) and all(
+        x.lp is y.lp and len(x.params) == len(y.params)
+        and all(p.shape == q.shape and p.owner == q.owner for p, q in zip(x.params, y.params))
+        for x, y in zip(a.layers, b.layers))
 
 
 def _nets_to_audit(path, inference, options):
