@@ -409,8 +409,8 @@ def _same_params(a, b):
     """Whether net `b` has net `a`'s parameter blobs, as the solver sees them: the same layers
     (`b` made from `a` at another batch, protoaudit.net.build.rebatched), the same shapes and owners."""
     return len(a.layers) == len(b.layers) and all(
-        x.lp is y.lp and len(x.params) == len(y.params)
-        and all(p.shape == q.shape and p.owner == q.owner for p, q in zip(x.params, y.params))
+        x.lp is y.lp and (x.params is y.params or len(x.params) == len(y.params)
+                          and all(p.shape == q.shape and p.owner == q.owner for p, q in zip(x.params, y.params)))
         for x, y in zip(a.layers, b.layers))
 
 

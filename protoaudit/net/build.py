@@ -192,6 +192,7 @@ def rebatched(net, batch):
     builder = _Builder(net.phase, {}, batch, old.schema, net.path)
     builder.ctx = ctx = replace(old, batch=batch, used_inputs=set(), assumptions=[], origins=[])
     builder.blobs = [Blob(b.index, b.name, b.shape, b.producer, b.need_backward) for b in net.blobs]
+    builder.before = net.layers
     for node in net.layers:
         builder.again(node)
     if ctx.used_inputs != old.used_inputs:
@@ -270,6 +271,7 @@ class _Builder:
         self.memory = 0
         self.param_owner = {}  # param name -> (layer index, param index)
         self.planned = []  # every layer Net::Init will set up, for naming a later producer
+        self.before = []  # the layers of the net made again (rebatched)
 
     def new_blob(self, name, shape, producer):
         blob = Blob(len(self.blobs), name, tuple(shape), producer)
@@ -380,7 +382,7 @@ class _Builder:
             memory += count(shape)
         self.memory = memory
         loss_weights = _loss_weights(impl, weights, len(tops))
-        params = self._params(lp, impl, index, bottom_shapes)
+        params = self._params(lp, impl, index, impl.param_shapes(list(bottom_shapes)))
         if not need_backward:
             need_backward = any(p.need_backward for p in params)
         if need_backward:
@@ -410,18 +412,34 @@ class _Builder:
             blobs[i].shape = shape
             memory += count(shape)
         self.memory = memory
-        params = self._params(lp, impl, node.index, bottom_shapes)
-        if len(params) != len(node.params) or any(p.owner != q.owner for p, q in zip(params, node.params)):
-            raise Rebuild
-        for p, q in zip(params, node.params):  # as Net::Init's backward pass and force_backward left them
-            p.need_backward = q.need_backward
+        shapes_now = impl.param_shapes(list(bottom_shapes))
+        if self._unchanged(node, shapes_now):
+            params = node.params  # (records made once and only read afterwards)
+            for k, p in enumerate(params):
+                if p.name and p.owner is None:
+                    self.param_owner[p.name] = (node.index, k)
+        else:
+            params = self._params(lp, impl, node.index, shapes_now)
+            if len(params) != len(node.params) or any(p.owner != q.owner for p, q in zip(params, node.params)):
+                raise Rebuild
+            for p, q in zip(params, node.params):  # as Net::Init's backward pass and force_backward left them
+                p.need_backward = q.need_backward
         self.layers.append(LayerNode(node.index, node.name, node.type, lp, impl, node.line, node.bottoms, node.tops,
                                      node.in_place, bottom_shapes, shapes, node.loss_weights, params,
                                      node.need_backward, node.bottom_need_backward, memory * 4))
 
-    def _params(self, lp, impl, index, bottom_shapes):
-        """The layer's parameter blobs (AppendParam): shapes, names, sharing and lr_mult."""
-        shapes = impl.param_shapes(list(bottom_shapes))
+    def _unchanged(self, node, shapes):
+        """Whether `node`'s parameter blobs stand as they are with these shapes: the same shapes, and
+        any it shares are its owner's as this builder has them (kept as well)."""
+        params = node.params
+        if len(shapes) != len(params) or any(tuple(map(int, s)) != p.shape for s, p in zip(shapes, params)):
+            return False
+        return all(p.owner is None or (p.owner[0] < len(self.layers) and self.layers[p.owner[0]].params
+                                       is self.before[p.owner[0]].params) for p in params)
+
+    def _params(self, lp, impl, index, shapes):
+        """The layer's parameter blobs (AppendParam) of these shapes (its param_shapes): names,
+        sharing and lr_mult."""
         specs = lp.param
         if len(specs) > len(shapes):
             raise InputError(f"gives {len(specs)} param specs but the layer has {len(shapes)} parameter blobs",
