@@ -389,7 +389,7 @@ def _assess(path, nets, *, mode, engine, solver_type, inference, context, compar
         # Solver::Step zeroes every param diff (ClearParamDiffs) before its first forward pass:
         # the solver, not the backward pass, touches them first
         cleared = {b.owner for b in state if b.kind == "param diff"}
-        train.buffers = [replace(b, touch="solver") if b.kind == "param diff" and b.owner in cleared else b
+        train.buffers = [b.first_touched("solver") if b.kind == "param diff" and b.owner in cleared else b
                          for b in train.buffers]
     if mode == "gpu":
         size = DEFAULT_CONTEXT_BYTES if context is None else int(context)

@@ -38,6 +38,12 @@ class Buffer:
     def bytes(self):
         return self.elements * self.itemsize
 
+    def first_touched(self, stage):
+        """This buffer with its first touch at `stage` instead (as Solver::Step's ClearParamDiffs
+        touches param diffs before any pass does): one constructor call, as many are."""
+        return Buffer(self.net, self.layer, self.owner, self.kind, self.elements, self.itemsize, stage,
+                      self.per_sample, self.device, self.about)
+
     @property
     def note(self):
         """How its size comes about, in words (a shape written NxCxHxW), for explanations: written
