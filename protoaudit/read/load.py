@@ -268,7 +268,7 @@ def _read(path, raw, schema_name):
         reading = kind, message.SerializeToString(), schema, layer_lines(tree)
     READINGS[key] = reading  # the newest last
     while len(READINGS) > MAX_READINGS:
-        del READINGS[next(iter(READINGS))]
+        READINGS.pop(next(iter(READINGS)), None)
     return reading
 
 
