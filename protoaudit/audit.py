@@ -423,9 +423,9 @@ def _plans(nets, kind, inference):
 
 def _net_audits(nets, mode, engine, kind, inference, host=True, reuse=None, other=None, other_kind=None):
     """Each net's buffers (see _plans); `host` and `reuse` as _assess takes them. With `other` (an
-    engine), also the nets' bytes on the device under it (with the solver type `other_kind`), each
-    net walked under both engines in turn (its layers' touches serve both, then are let go):
-    (NetAudits, the other engine's bytes or None)."""
+    engine), also the nets' bytes on the device under it (with the solver type `other_kind`): each
+    net walked under both engines at once where both run it alike, else in turn (its layers'
+    touches serve both, then are let go): (NetAudits, the other engine's bytes or None)."""
     out = []
     rng_made = False  # Caffe's random generator, made once per process by the first net that draws
     libraries = set()  # a library's one-time state (OpenCV, HDF5) is the process's: counted once
@@ -436,11 +436,16 @@ def _net_audits(nets, mode, engine, kind, inference, host=True, reuse=None, othe
         kept = (reuse or {}).get(id(net))
         if kept is not None:
             out.append(kept)
+            both = False
             libraries.update(b.owner for b in kept.buffers if b.kind == "library state")
             rng_made = rng_made or draws_random(net, forward=runs)
         else:
+            both = other is not None and (other_backward, other_runs, other_shared) == (backward, runs, shared)
             buffers = net_buffers(net, mode=mode, engine=engine, backward=backward, label=label,
-                                  shared_params=shared, forward=runs)
+                                  shared_params=shared, forward=runs, other=other if both else None)
+            if both:  # walked under both engines at once
+                buffers, change = buffers
+                others += sum(b.elements * b.itemsize for b in buffers if b.device == "device") + change
             buffers = [b for b in buffers if b.kind != "library state" or b.owner not in libraries]
             libraries.update(b.owner for b in buffers if b.kind == "library state")
             if host:
@@ -449,7 +454,7 @@ def _net_audits(nets, mode, engine, kind, inference, host=True, reuse=None, othe
                                             copies=copies))
                 rng_made = rng_made or draws_random(net, forward=runs)
             out.append(NetAudit(net, net.role, not backward, buffers, runs))
-        if other is not None:  # host objects and a library's state are host memory: not walked
+        if other is not None and not both:  # (host objects and a library's state: host memory, not walked)
             others += device_bytes(net, mode=mode, engine=other, backward=other_backward, shared_params=other_shared,
                                    forward=other_runs)
         forget_touches(net)

@@ -108,28 +108,38 @@ def _shared_storage(net):
     return root
 
 
-def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", shared_params=None, forward=True):
+def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", shared_params=None, forward=True,
+                other=None):
     """The buffers one forward (and, if `backward`, one backward) pass of `net` allocates; with
     `forward` false, what setting it up alone allocates (a test net a solver never runs).
 
     `shared_params` names layers whose parameter data belongs to another net (a solver's test net
-    shares the train net's), so they are not counted here.
+    shares the train net's), so they are not counted here. With `other` (an engine), also how many
+    bytes more the same run holds on the device under that engine: (buffers, that difference).
     """
-    return _walk(net, mode, engine, backward, forward, shared_params, label, True)
+    return _walk(net, mode, engine, backward, forward, shared_params, label, True, other)
 
 
 def device_bytes(net, *, mode="gpu", engine="caffe", backward=True, shared_params=None, forward=True):
-    """sum(b.bytes for b in net_buffers(...) if b.device == "device"), without making the Buffers:
-    the audit's other engine needs its total only."""
+    """sum(b.bytes for b in net_buffers(...) if b.device == "device"), without making the Buffers."""
     return _walk(net, mode, engine, backward, forward, shared_params, "net", False)
 
 
-def _walk(net, mode, engine, backward, forward, shared_params, label, make):
+def _walk(net, mode, engine, backward, forward, shared_params, label, make, other=None):
     """Every touch in Caffe's order: setup (with the loss weights written into top diffs), the
     forward pass, then the backward pass in reverse over the layers that need it; the first touch
-    of each buffer allocates it. `make`: the Buffers, else the bytes on the device."""
+    of each buffer allocates it. `make`: the Buffers, else the bytes on the device.
+
+    With `other`, the same walk under that engine too, in the same loop: most layers touch the
+    same under both, and only the layers that ask which engine runs touch their own way (their
+    touches under `engine` are walked as this engine's alone, those under `other` as the other's).
+    The other engine's state is kept as its difference from this one's: the buffers only this
+    engine has allocated so far (`only_mine`), those only the other has (`only_theirs`), and the
+    bytes it holds more (`change`), so a touch both engines make costs no more than before."""
     root = _shared_storage(net)
     blobs_seen, params_seen, buffers_seen = set(), set(), set()
+    only_mine, only_theirs = set(), set()
+    change = 0
     out = []
     total = 0
     batch = net.batch
@@ -137,64 +147,91 @@ def _walk(net, mode, engine, backward, forward, shared_params, label, make):
     # a blob grows with the batch when its first axis is the batch (Caffe keeps N first)
     batch_axis = [bool(b.shape) and b.shape[0] == batch for b in blobs]
     staged = [_staged(node, mode, engine) for node in layers]
-    passes = [(0, zip(layers, staged))]
+    theirs = [_staged(node, mode, other) for node in layers] if other is not None else staged
+    steps = [(0, range(len(layers)))]
     if forward:
-        passes.append((1, zip(layers, staged)))
+        steps.append((1, range(len(layers))))
         if backward:
-            passes.append((2, ((node, st) for node, st in zip(reversed(layers), reversed(staged))
-                               if node.need_backward)))
+            steps.append((2, [i for i in reversed(range(len(layers))) if layers[i].need_backward]))
     cpu = mode == "cpu"
-    for stage, pass_ in passes:
-        for node, st in pass_:
-            for t in st[stage]:  # one loop, no calls per touch: a 10,000-layer net has some 100,000
-                what = t.what
-                if what == "bottom" or what == "top":
-                    at = ((node.bottoms if what == "bottom" else node.tops)[t.index], t.part)
-                    while at in root:
-                        at = root[at]
-                    if at in blobs_seen:
+    for stage, order in steps:
+        for i in order:
+            node = layers[i]
+            mine = staged[i][stage]
+            if theirs[i] is staged[i]:
+                sides = ((0, mine),)
+            else:  # 1: this engine's touches alone, 2: the other engine's alone
+                sides = ((1, mine), (2, theirs[i][stage]))
+            for side, touches in sides:
+                for t in touches:  # one loop, no calls per touch: a 10,000-layer net has some 100,000
+                    what = t.what
+                    if what == "bottom" or what == "top":
+                        at = ((node.bottoms if what == "bottom" else node.tops)[t.index], t.part)
+                        while at in root:
+                            at = root[at]
+                        seen, key = blobs_seen, at
+                    elif what == "param":
+                        owner_layer, owner_k = node.params[t.index].owner or (node.index, t.index)
+                        owner = layers[owner_layer]
+                        if t.part == "data" and shared_params and owner.name in shared_params:
+                            continue
+                        seen, key = params_seen, (owner_layer, owner_k, t.part)
+                    elif what == "stop":
+                        raise InputError(t.note, file=net.path, line=node.line, layer=node.name,
+                                         fix="audit it where Caffe has that code: GPU mode (--mode gpu)")
+                    else:
+                        seen, key = buffers_seen, t.name if t.process else (node.index, t.name)
+                    first = key not in seen
+                    if not first and side != 2 and not (side == 0 and only_mine and key in only_mine):
+                        continue  # allocated already, under both engines
+                    if what == "bottom" or what == "top":
+                        b = blobs[at[0]]
+                        device = "host" if cpu else t.device
+                        n = 4 * b.count if t.owns else 0
+                    elif what == "param":
+                        device = "host" if cpu else "device"
+                        n = 4 * count(owner.params[owner_k].shape)
+                    else:
+                        device = "host" if cpu else t.device
+                        n = t.elements * t.itemsize
+                    on_device = n if device == "device" else 0
+                    if side == 2:  # the other engine's own touch
+                        if key in only_theirs or not (first or key in only_mine):
+                            continue
+                        change += on_device
+                        if first:
+                            only_theirs.add(key)
+                        else:
+                            only_mine.discard(key)
                         continue
-                    blobs_seen.add(at)
-                    if not t.owns:  # the blob points into a buffer its layer counts (a data layer's prefetch batch)
+                    if not first:  # the other engine's first touch of what this one has
+                        only_mine.discard(key)
+                        change += on_device
                         continue
-                    b = blobs[at[0]]
-                    device = "host" if cpu else t.device
-                    if make:
+                    seen.add(key)
+                    if only_theirs and key in only_theirs:  # the other engine has it already
+                        only_theirs.discard(key)
+                        change -= on_device
+                    elif side == 1:
+                        only_mine.add(key)
+                        change -= on_device
+                    total += on_device
+                    if not make or (what == "bottom" or what == "top") and not t.owns:
+                        continue  # (a top that points into a buffer its layer counts: a data layer's prefetch batch)
+                    if what == "bottom" or what == "top":
                         out.append(Buffer(label, node.name, b.name, "top " + at[1], b.count, 4, t.stage,
                                           batch_axis[at[0]], device, b.shape))
-                    elif device == "device":
-                        total += 4 * b.count
-                elif what == "param":
-                    owner_layer, owner_k = node.params[t.index].owner or (node.index, t.index)
-                    key = (owner_layer, owner_k, t.part)
-                    if key in params_seen:
-                        continue
-                    owner = layers[owner_layer]
-                    if t.part == "data" and shared_params and owner.name in shared_params:
-                        continue
-                    params_seen.add(key)
-                    shape = owner.params[owner_k].shape
-                    if make:
+                    elif what == "param":
+                        shape = owner.params[owner_k].shape
                         out.append(Buffer(label, node.name, f"{owner.name}.param{owner_k}", "param " + t.part,
-                                          count(shape), 4, t.stage, False, "host" if cpu else "device", shape))
-                    elif not cpu:
-                        total += 4 * count(shape)
-                elif what == "stop":
-                    raise InputError(t.note, file=net.path, line=node.line, layer=node.name,
-                                     fix="audit it where Caffe has that code: GPU mode (--mode gpu)")
-                else:
-                    key = t.name if t.process else (node.index, t.name)
-                    if key in buffers_seen:
-                        continue
-                    buffers_seen.add(key)
-                    device = "host" if cpu else t.device
-                    if make:
+                                          count(shape), 4, t.stage, False, device, shape))
+                    else:
                         owner = f"process.{t.name}" if t.process else f"{node.name}.{t.name}"
                         out.append(Buffer(label, node.name, owner, t.kind, t.elements, t.itemsize, t.stage,
                                           t.per_sample, device, t.note))
-                    elif device == "device":
-                        total += t.elements * t.itemsize
-    return out if make else total
+    if not make:
+        return total
+    return (out, change) if other is not None else out
 
 
 def host_objects(net, label="net", *, forward=True, backward=True, shared_params=(), rng_made=False, copies=None):
