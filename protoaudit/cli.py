@@ -1,6 +1,7 @@
 """The `protoaudit` command: a thin layer over `protoaudit.audit` and the reports."""
 import argparse
 import importlib
+import itertools
 import signal
 import sys
 
@@ -178,10 +179,24 @@ def _audit(args):
         chart.check(args.plot)
     result, fit = _audit_and_fit(args.path, args, inputs, args.batch, sweep=args.sweep)
     summary = result.summary
-    print(_report(FORMATS.get(args.format, "text")).render(result, summary, fit))
+    if args.format == "text":
+        _write(_report("text").report_lines(result, summary, fit))
+    else:
+        print(_report(FORMATS[args.format]).render(result, summary, fit))
     if args.plot:
         chart.draw(result, summary, fit, args.plot)
     return EXIT_DOES_NOT_FIT if fit is not None and not fit.fits else EXIT_FITS
+
+
+def _write(lines):
+    """Print lines as they come, a few thousand at a time: a report of a 100,000-layer net is 33 MB
+    of text, which print would take whole, then encoded whole."""
+    lines = iter(lines)
+    while True:
+        chunk = list(itertools.islice(lines, 4096))
+        if not chunk:
+            return
+        sys.stdout.write("\n".join(chunk) + "\n")
 
 
 def _diff(args):

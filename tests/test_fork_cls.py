@@ -58,7 +58,7 @@ def test_corpus_net_audits_to_the_end(file):
 def net_file(tmp_path, text):
     path = tmp_path / "net.prototxt"
     path.write_text(text)
-    loader._read.cache_clear()
+    loader.READINGS.clear()
     return str(path)
 
 
@@ -90,7 +90,7 @@ def test_forks_that_would_size_a_layer_differently_are_refused(tmp_path, monkeyp
     path = net_file(tmp_path, MARGIN.replace("POOL", ""))
     with pytest.raises(InputError, match="more than one Caffe fork reads this file"):
         loader.load(path)
-    loader._read.cache_clear()
+    loader.READINGS.clear()
 
 
 def test_a_net_bvlc_reads_stays_bvlc(tmp_path):
@@ -216,7 +216,7 @@ def test_a_file_whose_only_fork_type_is_roipooling_stays_caffe_fast_rcnns(tmp_pa
     assert type(build_nets(path)[0].layer("pool").impl) is fastrcnn.ROIPooling
     assert type(build_nets(path, schema="priv")[0].layer("pool").impl) is priv.ROIPooling
     for file in ("faster_rcnn_vgg16_end2end_train", "fast_rcnn_vgg16_train", "faster_rcnn_vgg16_end2end_test"):
-        loader._read.cache_clear()
+        loader.READINGS.clear()
         assert loader.load(os.path.join(CORPUS, "nets", file + ".prototxt")).schema.name == "fastrcnn"
 
 
@@ -259,6 +259,6 @@ def test_caffe_privs_roipooling_refuses_a_gradient_into_its_rois_on_the_cpu(tmp_
         cpu_pool_buffers(path, "priv")
     gpu = {b.owner: b.touch for b in net_buffers(build_nets(path, schema="priv")[0], mode="gpu") if b.layer == "pool"}
     assert gpu["conv"] == "backward" and "rois" not in gpu
-    loader._read.cache_clear()
+    loader.READINGS.clear()
     path = roi_net(tmp_path, down="propagate_down: true propagate_down: false")
     assert cpu_pool_buffers(path, "priv")["conv"] == ("backward", 2 * 8 * 24 * 32 * 4)

@@ -83,13 +83,13 @@ def test_forks_that_would_size_a_file_differently_make_it_ambiguous(tmp_path, mo
     # gets segnet's, so that only ducha differs
     monkeypatch.setitem(FORK_REGISTRY, "pspnet", {**FORK_REGISTRY["pspnet"], "BN": BN})
     monkeypatch.setitem(FORK_REGISTRY, "ducha", {"BN": OtherBN})
-    load._read.cache_clear()
+    load.READINGS.clear()
     with pytest.raises(InputError) as e:
         load.load(str(path))
     assert "more than one Caffe fork reads this file, and they size its layers differently" in str(e.value)
     assert "segnet (" in str(e.value) and "ducha (" in str(e.value) and "--fork (segnet, ducha, pspnet)" in str(e.value)
     assert load.load(str(path), "ducha").schema.name == "ducha"
     monkeypatch.setitem(FORK_REGISTRY, "ducha", {"BN": BN})
-    load._read.cache_clear()
+    load.READINGS.clear()
     assert load.load(str(path)).schema.name == "segnet"
-    load._read.cache_clear()
+    load.READINGS.clear()

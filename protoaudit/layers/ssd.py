@@ -326,6 +326,24 @@ LOC_L2, LOC_SMOOTH_L1 = 0, 1
 CONF_SOFTMAX, CONF_LOGISTIC = 0, 1
 
 
+def predictions(layer, p, bottoms):
+    """The location and confidence predictions' shapes and the prior count, with the CHECKs
+    MultiBoxLoss and DetectionOutput both make on them (multibox_loss_layer.cpp,
+    detection_output_layer.cpp: Reshape): (loc, conf, num_priors)."""
+    loc, conf, priors = (legacy_shape(layer, b) for b in bottoms[:3])
+    layer.check(loc[0] == conf[0], f"the location {tuple(bottoms[0])} and confidence {tuple(bottoms[1])} "
+                "predictions must have the same batch")
+    num_priors = priors[2] // 4
+    loc_classes = 1 if p.share_location else p.num_classes
+    layer.check(num_priors * loc_classes * 4 == loc[1],
+                f"Number of priors must match number of location predictions: {num_priors} priors x "
+                f"{loc_classes} x 4 != {loc[1]} (bottom 0 {tuple(bottoms[0])})")
+    layer.check(num_priors * p.num_classes == conf[1],
+                f"Number of priors must match number of confidence predictions: {num_priors} priors x "
+                f"{p.num_classes} classes != {conf[1]} (bottom 1 {tuple(bottoms[1])})")
+    return loc, conf, num_priors
+
+
 @register("MultiBoxLoss", fork=FORK)
 class MultiBoxLoss(Layer):
     """MultiBoxLossLayer: matches priors (bottom 2) to the ground-truth boxes (bottom 3), then runs
@@ -360,18 +378,8 @@ class MultiBoxLoss(Layer):
 
     def reshape(self, bottoms):
         p = self.fork_param("multibox_loss_param")
-        loc, conf, priors, label = (legacy_shape(self, b) for b in bottoms)
         self.check(p.HasField("num_classes") and p.num_classes >= 1, "Must provide num_classes (1 or more)")
-        self.check(loc[0] == conf[0], f"the location {tuple(bottoms[0])} and confidence {tuple(bottoms[1])} "
-                   "predictions must have the same batch")
-        num_priors = priors[2] // 4
-        loc_classes = 1 if p.share_location else p.num_classes
-        self.check(num_priors * loc_classes * 4 == loc[1],
-                   f"Number of priors must match number of location predictions: {num_priors} priors x "
-                   f"{loc_classes} x 4 != {loc[1]} (bottom 0 {tuple(bottoms[0])})")
-        self.check(num_priors * p.num_classes == conf[1],
-                   f"Number of priors must match number of confidence predictions: {num_priors} priors x "
-                   f"{p.num_classes} classes != {conf[1]} (bottom 1 {tuple(bottoms[1])})")
+        loc, conf, num_priors = predictions(self, p, bottoms)
         if p.mining_type != MINING_NONE:
             self.check(p.share_location, "Currently only support negative mining if share_location is true")
         if p.conf_loss_type == CONF_SOFTMAX:
@@ -511,16 +519,7 @@ class DetectionOutput(Layer):
         self.check(p.HasField("num_classes"), "Must specify num_classes")
         self.check(p.nms_param.nms_threshold >= 0, "nms_threshold must be non negative")
         self.check(0 < p.nms_param.eta <= 1, "nms_param eta must be in (0, 1]")
-        loc, conf, priors = (legacy_shape(self, b) for b in bottoms[:3])
-        self.check(loc[0] == conf[0], "the location and confidence predictions must have the same batch")
-        num_priors = priors[2] // 4
-        loc_classes = 1 if p.share_location else p.num_classes
-        self.check(num_priors * loc_classes * 4 == loc[1],
-                   f"Number of priors must match number of location predictions: {num_priors} priors x "
-                   f"{loc_classes} x 4 != {loc[1]}")
-        self.check(num_priors * p.num_classes == conf[1],
-                   f"Number of priors must match number of confidence predictions: {num_priors} priors x "
-                   f"{p.num_classes} classes != {conf[1]}")
+        loc, conf, num_priors = predictions(self, p, bottoms)
         if self.defined("detections") is None:
             self.assume(f"it keeps the most detections it can: {self.kept(loc[0], num_priors)} for the batch of "
                         f"{loc[0]}", "--define detections=K (detections kept per image)")

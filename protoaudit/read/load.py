@@ -4,7 +4,7 @@ protobuf's own text parser does the reading; its tokens also give the line where
 starts, so later errors can point at the layer in the user's file. A file is read once per content
 (protoaudit.read.tokens): an audit, its test net and a batch search all ask for the same file.
 """
-import functools
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -41,14 +41,14 @@ class Block:
 
 @dataclass
 class Source:
-    """A file read through one schema: what kind of message it is, and where its parts are."""
+    """A file read through one schema: what kind of message it is, and where its layers are."""
 
     path: str
     kind: str  # "net" or "solver"
     message: object
     schema: object
     text: str
-    outline: Block
+    layer_lines: dict  # see layer_lines
 
 
 def read_text(path):
@@ -164,6 +164,18 @@ def _is_identifier(token):
     return token[:1].isalpha() or token[:1] == "_"
 
 
+def layer_lines(root):
+    """What an outline read whole is kept for: the start line of each layer of the file's own net
+    (key ("", 0)) and of each net a solver holds in its text (key (field, index): ("net_param", 0),
+    ("test_net_param", 1)...). Where a net has legacy `layers` blocks, Caffe's upgrade builds the
+    net from those alone."""
+    nets = {("", 0): root}
+    for name in NET_FIELDS:
+        nets.update(((name, i), block) for i, block in enumerate(root.blocks(name)))
+    return {key: tuple(b.line for b in (block.blocks("layers") or block.blocks("layer")))
+            for key, block in nets.items()}
+
+
 def layer_at(root, line):
     """The innermost `layer`/`layers` block containing `line`, for naming a layer in a parse error."""
     found = None
@@ -223,16 +235,16 @@ def load(path, schema_name=None, defines=None):
         raise InputError(f"--fork {schema_name}: protoaudit knows {', '.join(SCHEMA_NAMES)}",
                          fix="or give your fork's caffe.proto with --caffe-proto")
     text = substitute(read_text(path), defines or {}, path)
-    kind, data, schema, tree = _read(path, text, schema_name)
-    return Source(path, kind, _message(schema, kind, data), schema, text, tree)
+    kind, data, schema, lines = _read(path, text, schema_name)
+    return Source(path, kind, _message(schema, kind, data), schema, text, lines)
 
 
 def load_text(text, path, first_line=1, schema_name=None, defines=None):
     """A net or solver printed inside another file (a Caffe log), read as `load` reads a file;
     its lines keep their numbers in that file, for error messages."""
     padded = "\n" * (first_line - 1) + substitute(text, defines or {}, path)
-    kind, data, schema, tree = _read(path, padded, schema_name)
-    return Source(path, kind, _message(schema, kind, data), schema, padded, tree)
+    kind, data, schema, lines = _read(path, padded, schema_name)
+    return Source(path, kind, _message(schema, kind, data), schema, padded, lines)
 
 
 def _message(schema, kind, data):
@@ -240,12 +252,24 @@ def _message(schema, kind, data):
     return (schema.NetParameter if kind == "net" else schema.SolverParameter).FromString(data)
 
 
-@functools.lru_cache(maxsize=8)
+READINGS = {}  # (path, digest of the text, schema name) -> _read's reading, the last MAX_READINGS read
+MAX_READINGS = 8
+
+
 def _read(path, raw, schema_name):
-    """_reading, kept by content with the message serialized (a tenth of the message's memory,
-    and read back faster than a message is copied)."""
-    kind, message, schema, tree = _reading(path, raw, schema_name)
-    return kind, message.SerializeToString(), schema, tree
+    """_reading, kept by the text's digest (an audit, its test net and a batch search all read the
+    same file) with the message serialized (a tenth of the message's memory, and read back faster
+    than a message is copied) and only the layers' lines of the outline: a 100,000-layer file's
+    text and outline held for the whole audit would be 50 MB."""
+    key = (path, hashlib.blake2b(raw.encode("utf-8", "surrogatepass")).digest(), schema_name)
+    reading = READINGS.pop(key, None)
+    if reading is None:
+        kind, message, schema, tree = _reading(path, raw, schema_name)
+        reading = kind, message.SerializeToString(), schema, layer_lines(tree)
+    READINGS[key] = reading  # the newest last
+    while len(READINGS) > MAX_READINGS:
+        READINGS.pop(next(iter(READINGS)), None)
+    return reading
 
 
 def _reading(path, raw, schema_name):

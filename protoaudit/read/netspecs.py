@@ -29,11 +29,6 @@ class NetSpec:
         return self.state.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_number[self.state.phase].name
 
 
-def _layer_lines(block):
-    # where a net has legacy `layers` blocks, Caffe's upgrade builds the net from those alone
-    return [b.line for b in (block.blocks("layers") or block.blocks("layer"))] if block else []
-
-
 def _upgraded(param, schema, path, lines):
     """Upgrade `param` in place; the start line of each resulting layer (None for made-up ones)."""
     try:
@@ -50,7 +45,7 @@ def net_specs(path, *, phase=None, stages=(), level=None, schema=None, root=None
         return _log_specs(path, phase, schema, defines)
     src = loader.load(path, schema, defines)
     if src.kind == "net":
-        lines = _upgraded(src.message, src.schema, path, _layer_lines(src.outline))
+        lines = _upgraded(src.message, src.schema, path, src.layer_lines[("", 0)])
         state = make_state(src.message, phase or file_phase(src.message), stages, level)
         return [NetSpec("net", src.message, state, src.schema, path, lines,
                         own_phase=src.message.state.HasField("phase"))]
@@ -80,7 +75,7 @@ def _log_specs(path, phase, schema, defines):
         if src.kind != "net":
             raise InputError("the text after 'Initializing net from parameters' is not a net", file=path,
                              line=net.params.line)
-        lines = _upgraded(src.message, src.schema, path, _layer_lines(src.outline))
+        lines = _upgraded(src.message, src.schema, path, src.layer_lines[("", 0)])
         state = make_state(src.message, net.phase)
         role = "net" if solver is None else "train" if net.phase == "TRAIN" and k == 0 else "test"
         where = f"Caffe's log, line {net.layers[0].line}" if net.layers else ""
@@ -140,9 +135,7 @@ def _net_from(src, field_name, file_value=None, index=None, files=None):
             param = param[index]
         clone = type(param)()
         clone.CopyFrom(param)
-        blocks = src.outline.blocks(field_name)
-        block = blocks[index or 0] if len(blocks) > (index or 0) else None
-        return clone, src.schema, src.path, _layer_lines(block)
+        return clone, src.schema, src.path, src.layer_lines.get((field_name, index or 0), ())
     files = files or {}
     net_path = loader.resolve_path(file_value, src.path, files.get("root"))
     net_src = loader.load(net_path, files.get("schema"), files.get("defines"))
@@ -151,7 +144,7 @@ def _net_from(src, field_name, file_value=None, index=None, files=None):
                      if f'"{file_value}"' in text or f"'{file_value}'" in text), None)
         raise InputError(f"the net it names, '{file_value}', is a solver, not a net", file=src.path, line=line,
                          fix="name the net's prototxt (train_val.prototxt) there")
-    return net_src.message, net_src.schema, net_path, _layer_lines(net_src.outline)
+    return net_src.message, net_src.schema, net_path, net_src.layer_lines[("", 0)]
 
 
 def _merge_state(state, extra):

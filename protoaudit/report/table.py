@@ -5,11 +5,10 @@ table of a 10,000-layer net. Cells of printable ASCII without edge spaces (every
 writes, in practice) are laid out here the same way, column by column; any other cell (wide
 characters, line breaks, escape codes, edge spaces) goes to tabulate, which knows those cases.
 """
-import re
+import itertools
 
 GAP = "  "  # between columns
 MIN_PADDING = 2  # a column is at least its header and two spaces wide
-_EDGE_SPACE = re.compile("^ | $", re.MULTILINE)
 # A cell longer than this (a 200,000-character name, the shapes of a Split's 10,000 tops; no corpus
 # net comes near: its longest cell has 94) is shown by its ends: every row is padded to the widest
 # cell of its column, so one such cell would make the table rows x its width.
@@ -24,31 +23,72 @@ def shortened(cell):
     return cell[:keep] + f" [... {len(cell) - 2 * keep:,} characters ...] " + cell[len(cell) - keep:]
 
 
+class Rows:
+    """Rows made anew from `items` each time they are read: simple_table_lines reads its rows twice
+    (the widths, then the lines), and the per-layer table of a 100,000-layer net held as cells
+    would be 50 MB."""
+
+    def __init__(self, items, cells):
+        self.items, self.cells = items, cells
+
+    def __iter__(self):
+        return map(self.cells, self.items)
+
+
 def simple_table(rows, headers):
     """tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True): string cells."""
-    if not rows or any(len(row) != len(headers) for row in rows) or not _all_plain(headers, rows):
+    return "\n".join(simple_table_lines(rows, headers))
+
+
+def simple_table_lines(rows, headers):
+    """simple_table's lines, one at a time (tabulate's table, when it lays the table out, comes as
+    one). `rows` is read twice: a list, or Rows."""
+    widths = _widths(rows, headers)
+    if widths is not None and max(widths) > MAX_CELL:
+        rows = Rows(rows, _shortened_row)
+        widths = _widths(rows, headers)
+    if widths is None:
         from tabulate import tabulate
 
-        rows = [[shortened(c) for c in row] for row in rows]
-        return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
-    widths = [max(len(h) + MIN_PADDING, max(map(len, column))) for h, column in zip(headers, zip(*rows))]
-    if max(widths) > MAX_CELL:
-        rows = [[shortened(c) for c in row] for row in rows]
-        widths = [max(len(h) + MIN_PADDING, max(map(len, column))) for h, column in zip(headers, zip(*rows))]
+        yield tabulate(list(map(_shortened_row, rows)), headers=headers, tablefmt="simple", disable_numparse=True)
+        return
     line = GAP.join(f"{{:<{w}}}" for w in widths).format
-    out = [line(*headers).rstrip(), GAP.join("-" * w for w in widths)]
-    out += [line(*row).rstrip() for row in rows]  # tabulate ends each row at its last character
-    return "\n".join(out)
+    yield line(*headers).rstrip()
+    yield GAP.join("-" * w for w in widths)
+    for row in rows:
+        yield line(*row).rstrip()  # tabulate ends each row at its last character
 
 
-def _all_plain(headers, rows):
+def _shortened_row(row):
+    return [shortened(c) for c in row]
+
+
+CHUNK = 4096  # rows whose cells are checked at once
+
+
+def _widths(rows, headers):
+    """Each column's width: its widest cell, or its header and two spaces; None for what only
+    tabulate lays out as tabulate does (no rows, a row of another length, a cell not plain)."""
+    if not _all_plain(headers):
+        return None
+    widths = [len(h) + MIN_PADDING for h in headers]
+    rows = iter(rows)
+    found = False
+    while True:
+        chunk = list(itertools.islice(rows, CHUNK))
+        if not chunk:
+            return widths if found else None
+        found = True
+        if any(len(row) != len(headers) for row in chunk) or not _all_plain(list(itertools.chain.from_iterable(chunk))):
+            return None
+        widths = [max(w, max(map(len, column))) for w, column in zip(widths, zip(*chunk))]
+
+
+def _all_plain(cells):
     """Whether every cell is a str of printable ASCII with no space at either end (checked on all
     the cells at once: one per line of one string)."""
-    cells = list(headers)
-    for row in rows:
-        cells += row
     if set(map(type, cells)) != {str}:
         return False
     lines = "\n".join(cells)
     return (lines.count("\n") == len(cells) - 1 and lines.isascii() and lines.replace("\n", "").isprintable()
-            and not _EDGE_SPACE.search(lines))
+            and not lines.startswith(" ") and not lines.endswith(" ") and "\n " not in lines and " \n" not in lines)

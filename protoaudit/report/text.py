@@ -1,8 +1,10 @@
 """The plain terminal report: what runs, the per-layer table, the totals, the verdict."""
+import itertools
+
 from ..memory.summary import COLUMNS
 from ..net.freeze import frozen_lines
 from ..read.schema import USER_PREFIX, described, load_schema
-from .table import simple_table
+from .table import Rows, simple_table, simple_table_lines
 from .units import shapes, size
 
 ENGINE_NAMES = {"caffe": "Caffe engine (im2col)", "cudnn": "cuDNN"}
@@ -25,16 +27,18 @@ def describe(audit):
             + ", ".join(parts) + f", with {solver}, held at once." + read)
 
 
-def layer_table(summary):
-    rows = []
-    for r in summary.rows:
-        columns = r.columns
-        rows.append([r.net, r.name, r.type, shapes(r.tops)]
-                    + [size(columns[c]) if columns[c] else "" for c in COLUMNS]
-                    + [size(r.total), size(r.cumulative)])
-    head = ["net", "layer", "type", "top shapes", "params", "data", "diffs", "buffers", "workspace", "total",
-            "cumulative"]
-    return simple_table(rows, head)
+LAYER_HEAD = ["net", "layer", "type", "top shapes", "params", "data", "diffs", "buffers", "workspace", "total",
+              "cumulative"]
+
+
+def layer_cells(r):
+    columns = r.columns
+    return ([r.net, r.name, r.type, shapes(r.tops)] + [size(columns[c]) if columns[c] else "" for c in COLUMNS]
+            + [size(r.total), size(r.cumulative)])
+
+
+def layer_table_lines(summary):
+    return simple_table_lines(Rows(summary.rows, layer_cells), LAYER_HEAD)
 
 
 def totals(summary):
@@ -109,26 +113,34 @@ def death_lines(death):
 
 
 def render(audit, summary, fit=None):
-    out = [f"protoaudit: {audit.path}", describe(audit), "", layer_table(summary), ""]
-    out += totals(summary)
-    out.append("")
-    out.append(f"Total: {size(summary.total)} ({summary.total:,} bytes)"
-               + (" on the device" if audit.mode == "gpu" else " of host memory"))
+    return "\n".join(report_lines(audit, summary, fit))
+
+
+def report_lines(audit, summary, fit=None):
+    """The report's lines, those of the per-layer table made as they are read (the command writes
+    them as they come: the table of a 100,000-layer net is 33 MB of text); the others are worked
+    out at once, before any is read."""
+    head = [f"protoaudit: {audit.path}", describe(audit), ""]
+    tail = [""]
+    tail += totals(summary)
+    tail.append("")
+    tail.append(f"Total: {size(summary.total)} ({summary.total:,} bytes)"
+                + (" on the device" if audit.mode == "gpu" else " of host memory"))
     if audit.other_engine_total is not None:
         other = "cudnn" if audit.engine == "caffe" else "caffe"
-        out.append(f"  with {ENGINE_NAMES[other]} instead: {size(audit.other_engine_total)}")
-    out += recipe_lines(summary.recipe)
-    out += frozen_lines(summary.frozen, audit.solver_type)
+        tail.append(f"  with {ENGINE_NAMES[other]} instead: {size(audit.other_engine_total)}")
+    tail += recipe_lines(summary.recipe)
+    tail += frozen_lines(summary.frozen, audit.solver_type)
     for net_audit in audit.nets:
         figure = net_audit.net.memory_required_for_data
-        out.append(f"Caffe's own 'Memory required for data' for the {net_audit.phase} net: {figure:,} bytes "
-                   f"({size(figure)})")
-    out += gap_lines(summary)
-    out += shape_lines(summary)
-    out += verdict_lines(fit, audit)
-    out += death_lines(audit.death)
-    out += sweep_lines(audit.sweep)
-    return "\n".join(out)
+        tail.append(f"Caffe's own 'Memory required for data' for the {net_audit.phase} net: {figure:,} bytes "
+                    f"({size(figure)})")
+    tail += gap_lines(summary)
+    tail += shape_lines(summary)
+    tail += verdict_lines(fit, audit)
+    tail += death_lines(audit.death)
+    tail += sweep_lines(audit.sweep)
+    return itertools.chain(head, layer_table_lines(summary), tail)
 
 
 def gap_lines(summary):
