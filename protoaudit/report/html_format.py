@@ -19,7 +19,7 @@ from .. import __version__
 from ..net.freeze import frozen_lines
 from .diff_text import signed
 from .svg import ENGINE_COLOURS, layer_chart, legend_items, scales, sweep_chart
-from .text import (ENGINE_NAMES, death_lines, describe, gap_lines, recipe_lines, refused_lines, shape_lines,
+from .text import (death_lines, describe, gap_lines, other_engine, recipe_lines, refused_lines, shape_lines,
                    sweep_table, verdict_lines)
 from .units import shapes, size
 
@@ -188,8 +188,7 @@ def _total_line(audit, summary):
     where = "on the device" if audit.mode == "gpu" else "of host memory"
     text = f"<b>Total: {escape(size(summary.total))}</b> ({summary.total:,} bytes) {where}"
     if audit.other_engine_total is not None:
-        other = "cudnn" if audit.engine == "caffe" else "caffe"
-        text += f"; with {escape(ENGINE_NAMES[other])} instead: {escape(size(audit.other_engine_total))}"
+        text += f"; with {escape(other_engine(audit))} instead: {escape(size(audit.other_engine_total))}"
     return f'<p class="total">{text}.</p>'
 
 

@@ -8,7 +8,7 @@ that table sits in a collapsed <details> block. Every name from the net is escap
 import re
 
 from .diff_text import signed
-from .text import ENGINE_NAMES, death_lines, describe, net_name, refused_lines, sweep_table, verdict_lines
+from .text import death_lines, describe, net_name, other_engine, refused_lines, sweep_table, verdict_lines
 from .units import shapes, size
 
 # HTML's own characters, and ~ (GFM's strikethrough, which not every renderer lets a backslash escape)
@@ -59,8 +59,7 @@ def _total(audit, summary):
     where = "on the device" if audit.mode == "gpu" else "of host memory"
     line = f"**Total: {size(summary.total)}** ({summary.total:,} bytes) {where}"
     if audit.other_engine_total is not None:
-        other = "cudnn" if audit.engine == "caffe" else "caffe"
-        line += f"; with {ENGINE_NAMES[other]} instead: {size(audit.other_engine_total)}"
+        line += f"; with {other_engine(audit)} instead: {size(audit.other_engine_total)}"
     return line + "."
 
 

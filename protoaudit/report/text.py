@@ -10,6 +10,11 @@ from .units import shapes, size
 ENGINE_NAMES = {"caffe": "Caffe engine (im2col)", "cudnn": "cuDNN"}
 
 
+def other_engine(audit):
+    """The name of the engine the audit's other total is for (every report shows it beside the total)."""
+    return ENGINE_NAMES["cudnn" if audit.engine == "caffe" else "caffe"]
+
+
 def describe(audit):
     """One sentence: what protoaudit audited, as Caffe would hold it."""
     parts = []
@@ -127,8 +132,7 @@ def report_lines(audit, summary, fit=None):
     tail.append(f"Total: {size(summary.total)} ({summary.total:,} bytes)"
                 + (" on the device" if audit.mode == "gpu" else " of host memory"))
     if audit.other_engine_total is not None:
-        other = "cudnn" if audit.engine == "caffe" else "caffe"
-        tail.append(f"  with {ENGINE_NAMES[other]} instead: {size(audit.other_engine_total)}")
+        tail.append(f"  with {other_engine(audit)} instead: {size(audit.other_engine_total)}")
     tail += recipe_lines(summary.recipe)
     tail += frozen_lines(summary.frozen, audit.solver_type)
     for net_audit in audit.nets:
