@@ -1,4 +1,5 @@
-"""Shared fixtures: the test data folder and a way to run the `protoaudit` command as users do."""
+"""Shared fixtures: the test data folder, a way to run the `protoaudit` command as users do, and
+small helpers the layer and fork tests share (a net written to a file and built, bytes by layer)."""
 import os
 import subprocess
 import sys
@@ -26,3 +27,27 @@ def protoaudit():
 @pytest.fixture
 def data_dir():
     return DATA
+
+
+def build_text(tmp_path, text, **options):
+    """The first net protoaudit builds from `text` written to a prototxt (build_nets' options)."""
+    from protoaudit.audit import build_nets
+
+    path = tmp_path / "net.prototxt"
+    path.write_text(text)
+    return build_nets(str(path), **options)[0]
+
+
+def tops(net, layer):
+    """A layer's top shapes."""
+    return net.layer(layer).top_shapes
+
+
+def by_layer(buffers):
+    """{layer: {setup, forward, backward: bytes}}: what each layer first touches, by pass."""
+    table = {}
+    for b in buffers:
+        row = table.setdefault(b.layer, {"setup": 0, "forward": 0, "backward": 0})
+        row[b.touch] += b.bytes
+    return table
+

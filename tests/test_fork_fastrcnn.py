@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from conftest import DATA, run_protoaudit
+from conftest import DATA, by_layer, run_protoaudit
 from protoaudit import build_nets
 from protoaudit.layers import fastrcnn
 from protoaudit.memory.buffers import host_objects, layer_touches, net_buffers, runs_backward
@@ -46,14 +46,6 @@ def without_missing_cpu_passes(monkeypatch):
         original = cls.touches
         monkeypatch.setattr(cls, "touches", lambda self, run, original=original:
                             [t for t in original(self, run) if t.what != "stop"])
-
-
-def by_layer(buffers):
-    table = {}
-    for b in buffers:
-        row = table.setdefault(b.layer, {"setup": 0, "forward": 0, "backward": 0})
-        row[b.touch] += b.bytes
-    return table
 
 
 # --- the schema -------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from conftest import DATA, ROOT, run_protoaudit
+from conftest import DATA, ROOT, build_text as build, run_protoaudit
 from protoaudit import build_nets
 from protoaudit.errors import InputError
 from protoaudit.layers import layer_class
@@ -28,12 +28,6 @@ VOC = ("--define", "NUM_LABELS=21")  # DeepLab's run scripts set NUM_LABELS=21 f
 
 def corpus(name):
     return os.path.join(CORPUS, name + ".prototxt")
-
-
-def build(tmp_path, text, **options):
-    path = tmp_path / "net.prototxt"
-    path.write_text(text)
-    return build_nets(str(path), **options)[0]
 
 
 def owners(buffers, layer):

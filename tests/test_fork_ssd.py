@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from conftest import DATA, ROOT, run_protoaudit
+from conftest import DATA, ROOT, build_text as build, by_layer, run_protoaudit, tops
 from protoaudit import build_nets
 from protoaudit.errors import InputError
 from protoaudit.memory.buffers import host_objects, net_buffers, runs_backward
@@ -22,16 +22,6 @@ from protoaudit.read.load import load
 CORPUS = os.path.join(DATA, "corpus", "nets")
 ORACLE = os.path.join(DATA, "fork_oracle", "ssd")
 F = 4  # bytes per float
-
-
-def build(tmp_path, text, **options):
-    path = tmp_path / "net.prototxt"
-    path.write_text(text)
-    return build_nets(str(path), **options)[0]
-
-
-def tops(net, layer):
-    return net.layer(layer).top_shapes
 
 
 def owners(buffers, layer):
@@ -294,14 +284,6 @@ def defines(run):
 def oracle_net(run):
     return build_nets(os.path.join(ORACLE, run["net"]), phase=run["phase"], defines=defines(run),
                       inputs=ANNOTATED_INPUTS.get(run["run"]))[0]
-
-
-def by_layer(buffers):
-    table = {}
-    for b in buffers:
-        row = table.setdefault(b.layer, {"setup": 0, "forward": 0, "backward": 0})
-        row[b.touch] += b.bytes
-    return table
 
 
 @pytest.mark.parametrize("run", RUNS, ids=[r["run"] for r in RUNS])

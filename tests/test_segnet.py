@@ -11,7 +11,7 @@ import os
 import pytest
 from google.protobuf import text_format
 
-from conftest import DATA, ROOT
+from conftest import DATA, ROOT, build_text as build, tops
 from protoaudit import build_nets
 from protoaudit.errors import InputError
 from protoaudit.read.load import load
@@ -19,16 +19,6 @@ from protoaudit.read.load import load
 NETS = os.path.join(DATA, "nets")
 ORACLE = os.path.join(NETS, "segnet_oracle")
 SAMPLES = os.path.join(ROOT, "samples")
-
-
-def build(tmp_path, text, **options):
-    path = tmp_path / "net.prototxt"
-    path.write_text(text)
-    return build_nets(str(path), **options)[0]
-
-
-def tops(net, layer):
-    return net.layer(layer).top_shapes
 
 
 def final_memory(stdout):

@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from conftest import DATA
+from conftest import DATA, by_layer
 from protoaudit import build_nets
 from protoaudit.memory.buffers import host_objects, net_buffers, run_of, runs_backward
 
@@ -29,14 +29,6 @@ def oracle_net(run):
 def cpu_buffers(net):
     """What tests/test_oracle.py counts: CPU mode, no solver, one forward and one backward."""
     return net_buffers(net, mode="cpu", backward=runs_backward(net)) + [host_objects(net)]
-
-
-def by_layer(buffers):
-    table = {}
-    for b in buffers:
-        row = table.setdefault(b.layer, {"setup": 0, "forward": 0, "backward": 0})
-        row[b.touch] += b.bytes
-    return table
 
 
 def owners(buffers, layer):

@@ -13,7 +13,7 @@ Two counts only the data decides are taken at their worst by default, each with 
   many it keeps per image.
 """
 from . import touch
-from .base import Layer, canonical_axis, count, float32, layer_class, legacy_shape, register
+from .base import Layer, count, float32, layer_class, legacy_shape, register
 from .data import CopyingPrefetching, Data, ImageData, Prefetching, ThroughDataReader, WindowData
 from .touch import Run
 

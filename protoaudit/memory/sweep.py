@@ -172,11 +172,11 @@ def _between(batches, i, j, at, rows, engine, other, budget):
 
 def _on_line(low, mid, high):
     """Whether every buffer at `mid` is where the straight line from `low` to `high` puts it."""
-    for engine, sizes in mid.sizes.items():
+    for engine, at_mid in mid.sizes.items():
         a, c = low.sizes[engine], high.sizes[engine]
-        if set(a) != set(sizes) or set(c) != set(sizes):
+        if set(a) != set(at_mid) or set(c) != set(at_mid):
             return False
-        for key, (n, grows) in sizes.items():
+        for key, (n, grows) in at_mid.items():
             if a[key][1] != grows or c[key][1] != grows:
                 return False
             if n * (high.batch - low.batch) != a[key][0] * (high.batch - mid.batch) + c[key][0] * (mid.batch - low.batch):
@@ -189,9 +189,9 @@ def _line(low, high, batch):
     would not be a whole number of bytes."""
     out = {}
     span = high.batch - low.batch
-    for engine, sizes in low.sizes.items():
+    for engine, at_low in low.sizes.items():
         out[engine] = {}
-        for key, (n, grows) in sizes.items():
+        for key, (n, grows) in at_low.items():
             scaled = n * (high.batch - batch) + high.sizes[engine][key][0] * (batch - low.batch)
             if scaled % span:
                 return None
