@@ -53,9 +53,6 @@ class NetAudit:
     def batch(self):
         return self.net.batch
 
-    def device_bytes(self):
-        return sum(b.bytes for b in self.buffers if b.device == "device")
-
     def total_bytes(self):
         return sum(b.bytes for b in self.buffers)
 
@@ -95,7 +92,7 @@ class Audit:
 
     @property
     def train(self):
-        return next((n for n in self.nets if n.role in ("train", "net")), None)
+        return train_of(self.nets)
 
     # the library's surface (README, "As a library"): the figures every report shows
     @functools.cached_property
@@ -121,6 +118,11 @@ class Audit:
         from .report.json_format import to_dict
 
         return to_dict(self, self.summary, self.fit)
+
+
+def train_of(nets):
+    """The train (or only) net of built nets or NetAudits: the one --batch sets and a solver steps."""
+    return next((n for n in nets if n.role in ("train", "net")), None)
 
 
 def _counted(buffers, cpu):
@@ -367,7 +369,7 @@ def _assess(path, nets, *, mode, engine, solver_type, inference, context, compar
     except InputError as e:
         raise e.located(file=path) from None
     result = Audit(path, mode, engine, kind, solver.iter_size if solver is not None else 1)
-    train = next((n for n in nets if n.role in ("train", "net")), None)
+    train = train_of(nets)
     # a solver steps its TRAIN net only; a TEST net alone runs forward only
     stepped = kind if kind == "none" or (train is not None and train.phase == "TRAIN") else "none"
     other = ("cudnn" if engine == "caffe" else "caffe") if mode == "gpu" and compare_engines else None
@@ -397,7 +399,7 @@ def _assess(path, nets, *, mode, engine, solver_type, inference, context, compar
             result.extra.append(Buffer("process", "(CUDA)", "CUDA context and library handles", "context",
                                        size, 1, "setup", False))
         if other is not None:
-            result.other_engine_total = others + sum(b.bytes for b in result.extra if b.device == "device")
+            result.other_engine_total = others + _counted(result.extra, cpu=False)
     if caffe_log.is_log_file(path):
         from .memory.failure import explain as explain_failure
 
@@ -465,7 +467,7 @@ def _plans(nets, kind, inference):
     """How each net runs: (net, label, backward, runs, shared params): the train net forward and
     backward (plus ClearParamDiffs under a solver), a solver's test nets forward only on the train
     net's weights (`shared`: the layers whose parameter data is the train net's)."""
-    train = next((n for n in nets if n.role in ("train", "net")), None)
+    train = train_of(nets)
     shared = {layer.name for layer in train.layers if layer.params} if train is not None else set()
     for k, net in enumerate(nets):
         is_test = net.role == "test" and not inference  # a solver's test net runs forward only
@@ -500,7 +502,7 @@ def _net_audits(nets, mode, engine, kind, inference, host=True, reuse=None, othe
                                   shared_params=shared, forward=runs, other=other if both else None)
             if both:  # walked under both engines at once
                 buffers, change = buffers
-                others += sum(b.elements * b.itemsize for b in buffers if b.device == "device") + change
+                others += _counted(buffers, cpu=False) + change
             buffers = [b for b in buffers if b.kind != "library state" or b.owner not in libraries]
             libraries.update(b.owner for b in buffers if b.kind == "library state")
             if host:

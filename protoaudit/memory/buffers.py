@@ -52,18 +52,10 @@ class Buffer:
 
 
 def run_of(node, mode, engine):
-    """The Run a layer gets: its shapes and the backward flags Net::Init settled."""
-    return Run(
-        mode=mode,
-        engine=engine,
-        phase=node.impl.ctx.phase,
-        bottoms=list(node.bottom_shapes),
-        tops=list(node.top_shapes),
-        in_place=list(node.in_place),
-        propagate_down=list(node.bottom_need_backward),
-        param_propagate_down=[p.need_backward for p in node.params],
-        num_params=len(node.params),
-    )
+    """The Run a layer gets: its shapes and the backward flags Net::Init settled (the node's own
+    lists, which a layer reads and never changes)."""
+    return Run(mode, engine, node.impl.ctx.phase, node.bottom_shapes, node.top_shapes, node.in_place,
+               node.bottom_need_backward, [p.need_backward for p in node.params], len(node.params))
 
 
 def layer_touches(node, mode, engine):
@@ -81,8 +73,7 @@ def _staged(node, mode, engine):
         kept = node.touches_kept = {}
     staged = kept.get((mode, None)) or kept.get((mode, engine))
     if staged is None:
-        run = Run(mode, engine, node.impl.ctx.phase, node.bottom_shapes, node.top_shapes, node.in_place,
-                     node.bottom_need_backward, [p.need_backward for p in node.params], len(node.params))
+        run = run_of(node, mode, engine)
         touches = node.impl.touches(run)
         setup, forward, backward = [], [], []
         for t in touches:
