@@ -110,6 +110,7 @@ class Layer:
     min_tops = None
     max_tops = None
     auto_top_blobs = False  # Caffe adds anonymous tops up to the required count
+    equal_bottoms_tops = False  # as many tops as bottoms (BaseConvolutionLayer's CHECK)
     loss_by_default = False  # LossLayer: top 0 has loss weight 1 unless loss_weight is given
     data_source = False  # has no bottoms and makes a batch: --batch and --input apply
     defines = {}  # --define names the layer reads: name -> what it means

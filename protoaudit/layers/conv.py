@@ -75,6 +75,7 @@ class _ConvolutionBase(Layer):
     def _setup(self, bottoms):
         """Geometry and checks, worked out once for these bottoms: reshape, param_shapes and
         every pass's touches ask again."""
+        bottoms = tuple(bottoms)  # (a list while building, the node's tuple afterwards)
         known = self.__dict__.get("_setup_for")
         if known is not None and known[0] == bottoms:
             return known[1]
@@ -90,7 +91,7 @@ class _ConvolutionBase(Layer):
             self.fail(f"num_output {num_output} is not divisible by group {group}")
         for other in bottoms[1:]:
             self.check(tuple(other) == tuple(shape), "all bottoms must have the same shape")
-        self._setup_for = [tuple(b) for b in bottoms], (geo, channels, num_output, group)
+        self._setup_for = bottoms, (geo, channels, num_output, group)
         return geo, channels, num_output, group
 
     def reshape(self, bottoms):

@@ -4,11 +4,12 @@ This follows net.cpp step by step (InsertSplits, AppendBottom/AppendTop/AppendPa
 loss-contribution pass, force_backward) so the layer list, the names and the order are Caffe's.
 """
 import functools
+from math import prod
 from dataclasses import dataclass, field, replace
 
 from .. import layers as _layers  # noqa: F401  (registers every layer type)
 from ..errors import InputError
-from ..layers.base import Context, MissingShape, count, layer_class
+from ..layers.base import FORK_REGISTRY, REGISTRY, Context, MissingShape, count
 from ..layers.data import Declared
 from ..records import RECORD
 from .netstate import included, phase_name
@@ -56,15 +57,16 @@ class LayerNode:
     lp: object  # the LayerParameter it was built from (after splits)
     impl: object  # the registered Layer instance
     line: int = None  # where the layer starts in the user's file (None for inserted splits)
-    bottoms: list = field(default_factory=list)  # blob indices
-    tops: list = field(default_factory=list)  # blob indices
-    in_place: list = field(default_factory=list)  # per top: is it its bottom's blob
-    bottom_shapes: list = field(default_factory=list)
-    top_shapes: list = field(default_factory=list)
-    loss_weights: list = field(default_factory=list)  # per top
-    params: list = field(default_factory=list)  # ParamBlob
+    # the lists below are tuples of their exact size: a 100,000-layer net has 200,000 of each
+    bottoms: tuple = ()  # blob indices
+    tops: tuple = ()  # blob indices
+    in_place: tuple = ()  # per top: is it its bottom's blob
+    bottom_shapes: tuple = ()
+    top_shapes: tuple = ()
+    loss_weights: tuple = ()  # per top
+    params: tuple = ()  # ParamBlob
     need_backward: bool = False
-    bottom_need_backward: list = field(default_factory=list)
+    bottom_need_backward: tuple = ()
     memory_after: int = 0  # Caffe's cumulative "Memory required for data" after this layer
     touches_kept: dict = field(default=None, repr=False, compare=False)  # protoaudit.memory.buffers' cache
 
@@ -272,6 +274,10 @@ class _Builder:
         self.param_owner = {}  # param name -> (layer index, param index)
         self.planned = []  # every layer Net::Init will set up, for naming a later producer
         self.before = []  # the layers of the net made again (rebatched)
+        self.classes = {**REGISTRY, **FORK_REGISTRY.get(schema, {})}  # layer_class's answers, as one table
+        self.shapes = {}  # every top and parameter shape made, once each (see _shared)
+        self.flags = {}  # tuples of bools: in_place, bottom_need_backward
+        self.weights = {}  # tuples of loss weights (floats: kept apart from bools, which compare equal)
 
     def new_blob(self, name, shape, producer):
         blob = Blob(len(self.blobs), name, tuple(shape), producer)
@@ -307,7 +313,7 @@ class _Builder:
         (and a layer whose tops only the user can declare is asked for them now)."""
         if not self.unknown or not any(b in self.unknown for b in wire[2]):
             return False
-        cls = layer_class(lp.type, self.ctx.schema)
+        cls = self.classes.get(lp.type)
         undeclared = [t for t in lp.top if t not in self.ctx.inputs]
         if cls is None or (issubclass(cls, Declared) and undeclared and cls.asks(lp)):
             reason = _unknown_type(lp, self.ctx.schema).message if cls is None else cls.why(lp)
@@ -320,11 +326,12 @@ class _Builder:
         self.unknown.update(lp.top)
 
     def add_layer(self, lp, wire, line, auto):
-        ctx = self.ctx
+        """AppendBottom, SetUp, AppendTop and AppendParam for one layer: the LayerNode, its lists
+        kept as tuples of their exact size (small ones shared: most layers have the same flags)."""
         layer_name, kind, bottom, tops, weights = wire
-        cls = layer_class(kind, ctx.schema)
-        tops = list(tops)
+        cls = self.classes.get(kind)
         if cls is None:
+            ctx = self.ctx
             if not tops or any(t not in ctx.inputs for t in tops):
                 e = _unknown_type(lp, ctx.schema)
                 if not tops:
@@ -336,34 +343,32 @@ class _Builder:
         if propagate_down and len(propagate_down) != len(bottom):
             raise InputError("propagate_down must be given either 0 or bottom_size times")
         blobs, by_name, available = self.blobs, self.by_name, self.available
-        bottoms, bottom_need_backward = [], []
-        need_backward = False
+        bottoms = []
         for j, name in enumerate(bottom):
             if name not in available:
                 raise self._unknown_bottom(lp, j, name)
-            index = by_name[name]
-            bottoms.append(index)
+            bottoms.append(by_name[name])
             available.discard(name)
-            blob_nb = blobs[index].need_backward
-            bottom_need_backward.append(propagate_down[j] if propagate_down else blob_nb)
-            need_backward |= blob_nb
-        bottom_shapes = [blobs[i].shape for i in bottoms]
+        bottom_blobs = [blobs[i] for i in bottoms]
+        bottom_shapes = tuple([b.shape for b in bottom_blobs])
+        blobs_nb = tuple([b.need_backward for b in bottom_blobs])
+        need_backward = True in blobs_nb
         _check_counts(len(bottom), impl.exact_bottoms, impl.min_bottoms, impl.max_bottoms, "bottom")
         if impl.auto_top_blobs:
             needed = max(impl.min_tops or 0, impl.exact_tops or 0)
-            tops += [None] * max(0, needed - len(tops))
+            tops += (None,) * max(0, needed - len(tops))
         _check_counts(len(tops), impl.exact_tops, impl.min_tops, impl.max_tops, "top")
-        if getattr(impl, "equal_bottoms_tops", False) and len(tops) != len(bottom):
+        if impl.equal_bottoms_tops and len(tops) != len(bottom):
             raise InputError("needs as many tops as bottoms")
-        shapes = _top_shapes(impl, bottom_shapes, tops, bottom)
+        shapes = _top_shapes(impl, bottom_shapes, tops, bottom, self.shapes)
         index = len(self.layers)
-        top_indices, in_places, top_shapes = [], [], []
+        top_indices, in_places = [], []
         memory = self.memory
         for j, name in enumerate(tops):
             shape = shapes[j]
             in_place = name is not None and j < len(bottom) and name == bottom[j]
             if in_place:
-                blob = blobs[by_name[name]]
+                blob = blobs[bottoms[j]]
                 blob.shape = shape
             elif name is not None and name in by_name:
                 raise InputError(f"top blob '{name}' is produced by multiple sources",
@@ -378,19 +383,27 @@ class _Builder:
                 available.add(name)
             top_indices.append(blob.index)
             in_places.append(in_place)
-            top_shapes.append(shape)
-            memory += count(shape)
+            memory += prod(shape)
         self.memory = memory
-        loss_weights = _loss_weights(impl, weights, len(tops))
+        loss_weights = self._shared(_loss_weights(impl, weights, len(tops)), self.weights)
         params = self._params(lp, impl, index, impl.param_shapes(list(bottom_shapes)))
         if not need_backward:
             need_backward = any(p.need_backward for p in params)
         if need_backward:
             for i in top_indices:
                 blobs[i].need_backward = True
-        self.layers.append(LayerNode(index, layer_name, kind, lp, impl, None if auto else line, bottoms, top_indices,
-                                     in_places, bottom_shapes, top_shapes, loss_weights, params,
-                                     need_backward, bottom_need_backward, memory * 4))
+        flags = self.flags
+        self.layers.append(LayerNode(index, layer_name, kind, lp, impl, None if auto else line, tuple(bottoms),
+                                     tuple(top_indices), self._shared(in_places, flags), bottom_shapes, shapes,
+                                     loss_weights, params, need_backward,
+                                     self._shared(propagate_down or blobs_nb, flags), memory * 4))
+
+    @staticmethod
+    def _shared(values, table):
+        """`values` as a tuple, the one `table` holds if an equal one was made before (a net's
+        layers have few distinct flags, loss weights and shapes: one object each saves memory)."""
+        values = tuple(values)
+        return table.setdefault(values, values)
 
     def context(self, lp):
         """The Context a layer is made with: the net's, in the layer's own phase if it sets one."""
@@ -405,7 +418,7 @@ class _Builder:
         """`node` (of a built net) made again at this builder's batch, wired as it was (rebatched)."""
         lp, blobs = node.lp, self.blobs
         impl = type(node.impl)(lp, self.context(lp))
-        bottom_shapes = [blobs[i].shape for i in node.bottoms]
+        bottom_shapes = tuple([blobs[i].shape for i in node.bottoms])
         shapes = _top_shapes(impl, bottom_shapes, [blobs[i].name for i in node.tops], node.bottoms)
         memory = self.memory
         for i, shape in zip(node.tops, shapes):
@@ -445,20 +458,24 @@ class _Builder:
             raise InputError(f"gives {len(specs)} param specs but the layer has {len(shapes)} parameter blobs",
                              fix="remove the extra param { } entries")
         if not shapes:
-            return []
+            return ()
         own = impl.param_specs()
+        known, param_owner = self.shapes, self.param_owner
         params = []
         for k, shape in enumerate(shapes):
-            spec = specs[k] if k < len(specs) else None
-            p = ParamBlob(tuple(map(int, shape)))
+            shape = tuple(map(int, shape))
             # Net::Init reads the net's copy for need-backward; the solver, the layer's own copy
-            p.need_backward = (spec.lr_mult if spec is not None else 1.0) != 0
+            need_backward = (specs[k].lr_mult if k < len(specs) else 1.0) != 0
             if k < len(own):
-                p.name, p.lr_mult, p.decay_mult = own[k].name, own[k].lr_mult, own[k].decay_mult
-            if p.name and p.name in self.param_owner:
-                owner_layer, owner_k = self.param_owner[p.name]
+                spec = own[k]
+                p = ParamBlob(known.setdefault(shape, shape), spec.name, None, spec.lr_mult, spec.decay_mult,
+                              need_backward)
+            else:
+                p = ParamBlob(known.setdefault(shape, shape), need_backward=need_backward)
+            if p.name and p.name in param_owner:
+                owner_layer, owner_k = param_owner[p.name]
                 owner = self.layers[owner_layer].params[owner_k] if owner_layer < len(self.layers) else params[owner_k]
-                strict = spec.share_mode == 0
+                strict = specs[k].share_mode == 0
                 if (strict and owner.shape != p.shape) or count(owner.shape) != count(p.shape):
                     raise InputError(
                         f"cannot share param '{p.name}': its shape {p.shape} differs from {owner.shape} "
@@ -467,9 +484,9 @@ class _Builder:
                     )
                 p.owner = (owner_layer, owner_k)
             elif p.name:
-                self.param_owner[p.name] = (index, k)
+                param_owner[p.name] = (index, k)
             params.append(p)
-        return params
+        return tuple(params)
 
     def _unknown_bottom(self, lp, j, name):
         if name in self.by_name:
@@ -491,56 +508,58 @@ class _Builder:
     def backward_pass(self, force_backward):
         """Net::Init's backward walk: which layers contribute to a loss; then force_backward."""
         under_loss, skip = set(), set()
+        blobs, flags = self.blobs, self.flags
         for node in reversed(self.layers):
             contributes = False
             skip_down = True
             for j, index in enumerate(node.tops):
-                name = self.blobs[index].name
+                name = blobs[index].name
                 if node.loss_weights[j] or name in under_loss:
                     contributes = True
                 if name not in skip:
                     skip_down = False
                 if contributes and not skip_down:
                     break
-            if node.need_backward and skip_down:
+            if (node.need_backward and skip_down) or not contributes:
                 node.need_backward = False
-                node.bottom_need_backward = [False] * len(node.bottoms)
-            if not contributes:
-                node.need_backward = False
-            for j, index in enumerate(node.bottoms):
-                name = self.blobs[index].name
-                if contributes:
-                    under_loss.add(name)
-                else:
-                    node.bottom_need_backward[j] = False
-                if not node.bottom_need_backward[j]:
-                    skip.add(name)
+                node.bottom_need_backward = self._shared((False,) * len(node.bottoms), flags)
+            down = node.bottom_need_backward
+            names = [blobs[index].name for index in node.bottoms]
+            if contributes:
+                under_loss.update(names)
+            skip.update(name for name, nb in zip(names, down) if not nb)
         if force_backward:
             for node in self.layers:
                 node.need_backward = True
-                for j, index in enumerate(node.bottoms):
-                    nb = node.bottom_need_backward[j] or node.impl.allow_force_backward(j)
-                    node.bottom_need_backward[j] = nb
-                    self.blobs[index].need_backward |= nb
+                down = tuple(nb or node.impl.allow_force_backward(j) for j, nb in enumerate(node.bottom_need_backward))
+                node.bottom_need_backward = self._shared(down, flags)
+                for index, nb in zip(node.bottoms, down):
+                    blobs[index].need_backward |= nb
                 for p in node.params:
                     p.need_backward = True
 
 
-def _top_shapes(impl, bottom_shapes, tops, bottom):
-    """The layer's top shapes (tuples of ints) for these bottoms, with Net::Init's checks:
-    one shape per top (`tops`: their names, None for an automatic one), no negative dimension."""
+def _top_shapes(impl, bottom_shapes, tops, bottom, known=None):
+    """The layer's top shapes (a tuple of tuples of ints) for these bottoms, with Net::Init's checks:
+    one shape per top (`tops`: their names, None for an automatic one), no negative dimension.
+    `known` holds the shapes made before, which pass the checks: one object each is kept."""
     shapes = impl.reshape(list(bottom_shapes))
     if len(shapes) != len(tops):
         raise InputError(f"makes {len(shapes)} tops but {len(tops)} are named")
+    if known is None:
+        known = {}
     out = []
     for name, shape in zip(tops, shapes):
-        shape = tuple(map(int, shape))
-        if shape and min(shape) < 0:
-            raise InputError(f"top '{name}' would have a negative dimension {shape}",
-                             fix="the input is too small for this layer's kernel, stride or crop"
-                             if bottom else "a shape's dimensions cannot be negative")
-        out.append(shape)
-    return out
+        seen = known.get(shape) if type(shape) is tuple else None
+        if seen is None:
+            shape = tuple(map(int, shape))
+            if shape and min(shape) < 0:
+                raise InputError(f"top '{name}' would have a negative dimension {shape}",
+                                 fix="the input is too small for this layer's kernel, stride or crop"
+                                 if bottom else "a shape's dimensions cannot be negative")
+            seen = known.setdefault(shape, shape)
+        out.append(seen)
+    return tuple(out)
 
 
 def _check_counts(n, exact, low, high, kind):
@@ -556,12 +575,11 @@ def _check_counts(n, exact, low, high, kind):
 
 def _loss_weights(impl, given, num_tops):
     """Layer::SetLossWeights, after LossLayer's default of 1 for its first top."""
-    weights = list(given)
-    if not weights and impl.loss_by_default:
-        weights = [1.0]
-    if weights and len(weights) != num_tops:
+    if not given and impl.loss_by_default:
+        given = (1.0,)
+    if given and len(given) != num_tops:
         raise InputError("loss_weight must be unspecified or given once per top blob")
-    return weights or [0.0] * num_tops
+    return given or (0.0,) * num_tops
 
 
 def _unknown_type(lp, schema):
