@@ -2,6 +2,7 @@
 allocation Caffe would make for them, held at once as `caffe train` (or the chosen run) holds them."""
 import functools
 from dataclasses import dataclass, field, replace
+from math import prod
 
 from .collector import paused
 from .errors import InputError
@@ -228,7 +229,12 @@ def _log_shapes(log):
 
 def _check_sizes(net):
     """Blob::Reshape's CHECKs (blob.cpp:24-34): no blob, top or parameter, has more than
-    kMaxBlobAxes (32) axes or holds more than INT_MAX elements."""
+    kMaxBlobAxes (32) axes or holds more than INT_MAX elements. Each distinct shape is looked at
+    once (a net has few); only a net with one too large is walked for the first layer it fails at."""
+    shapes = {blob.shape for blob in net.blobs}
+    shapes.update(p.shape for layer in net.layers if layer.params for p in layer.params)
+    if all(len(shape) <= MAX_AXES and prod(shape) <= INT_MAX for shape in shapes):
+        return
     for layer in net.layers:
         for index in layer.tops:
             blob = net.blobs[index]

@@ -39,8 +39,8 @@ def build_text(tmp_path, text, **options):
 
 
 def tops(net, layer):
-    """A layer's top shapes."""
-    return net.layer(layer).top_shapes
+    """A layer's top shapes, as a list."""
+    return list(net.layer(layer).top_shapes)
 
 
 def by_layer(buffers):

@@ -293,9 +293,10 @@ class View:
         view._msg = msg
         return view
 
+    _singular = frozenset()  # the names of this schema's singular fields (the ones with presence)
+
     def HasField(self, name):
-        fd = self._msg.DESCRIPTOR.fields_by_name.get(name)
-        return fd is not None and not fd.is_repeated and self._msg.HasField(name)
+        return name in self._singular and self._msg.HasField(name)
 
 
 @functools.cache
@@ -303,7 +304,8 @@ def _view_class(descriptor):
     """The View of one message type: a property per field of this schema's message and of BVLC's."""
     names = set(descriptor.fields_by_name) | set(_bvlc_fields(descriptor.full_name))
     fields = {name: property(_reader(descriptor, name)) for name in sorted(names)}
-    return type(f"View[{descriptor.full_name}]", (View,), {"__slots__": (), **fields})
+    singular = frozenset(name for name, fd in descriptor.fields_by_name.items() if not fd.is_repeated)
+    return type(f"View[{descriptor.full_name}]", (View,), {"__slots__": (), "_singular": singular, **fields})
 
 
 def _reader(descriptor, name):

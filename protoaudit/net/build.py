@@ -275,7 +275,7 @@ class _Builder:
         self.planned = []  # every layer Net::Init will set up, for naming a later producer
         self.before = []  # the layers of the net made again (rebatched)
         self.classes = {**REGISTRY, **FORK_REGISTRY.get(schema, {})}  # layer_class's answers, as one table
-        self.shapes = {}  # every top and parameter shape made, once each (see _shared)
+        self.shapes = {}  # every top and parameter shape made, one object each (see _shared)
         self.flags = {}  # tuples of bools: in_place, bottom_need_backward
         self.weights = {}  # tuples of loss weights (floats: kept apart from bools, which compare equal)
 
@@ -343,16 +343,17 @@ class _Builder:
         if propagate_down and len(propagate_down) != len(bottom):
             raise InputError("propagate_down must be given either 0 or bottom_size times")
         blobs, by_name, available = self.blobs, self.by_name, self.available
-        bottoms = []
+        bottoms, bottom_shapes, down = [], [], []
         for j, name in enumerate(bottom):
             if name not in available:
                 raise self._unknown_bottom(lp, j, name)
-            bottoms.append(by_name[name])
+            index = by_name[name]
             available.discard(name)
-        bottom_blobs = [blobs[i] for i in bottoms]
-        bottom_shapes = tuple([b.shape for b in bottom_blobs])
-        blobs_nb = tuple([b.need_backward for b in bottom_blobs])
-        need_backward = True in blobs_nb
+            blob = blobs[index]
+            bottoms.append(index)
+            bottom_shapes.append(blob.shape)
+            down.append(blob.need_backward)
+        need_backward = True in down
         _check_counts(len(bottom), impl.exact_bottoms, impl.min_bottoms, impl.max_bottoms, "bottom")
         if impl.auto_top_blobs:
             needed = max(impl.min_tops or 0, impl.exact_tops or 0)
@@ -366,44 +367,49 @@ class _Builder:
         memory = self.memory
         for j, name in enumerate(tops):
             shape = shapes[j]
-            in_place = name is not None and j < len(bottom) and name == bottom[j]
-            if in_place:
+            if name is None:
+                blob = Blob(len(blobs), "(automatic)", shape, index)
+                blobs.append(blob)
+                in_places.append(False)
+            elif j < len(bottom) and name == bottom[j]:  # in place
                 blob = blobs[bottoms[j]]
                 blob.shape = shape
-            elif name is not None and name in by_name:
+                available.add(name)
+                in_places.append(True)
+            elif name in by_name:
                 raise InputError(f"top blob '{name}' is produced by multiple sources",
                                  fix="give the top a new name, or the same name as the bottom at the same "
                                  "position for an in-place layer")
             else:
-                blob = Blob(len(blobs), name if name is not None else "(automatic)", shape, index)
+                blob = by_name[name] = len(blobs)
+                blob = Blob(blob, name, shape, index)
                 blobs.append(blob)
-                if name is not None:
-                    by_name[name] = blob.index
-            if name is not None:
                 available.add(name)
+                in_places.append(False)
             top_indices.append(blob.index)
-            in_places.append(in_place)
             memory += prod(shape)
         self.memory = memory
-        loss_weights = self._shared(_loss_weights(impl, weights, len(tops)), self.weights)
+        weights = _loss_weights(impl, weights, len(tops))
         params = self._params(lp, impl, index, impl.param_shapes(list(bottom_shapes)))
-        if not need_backward:
+        if not need_backward and params:
             need_backward = any(p.need_backward for p in params)
         if need_backward:
             for i in top_indices:
                 blobs[i].need_backward = True
         flags = self.flags
+        in_places = tuple(in_places)
+        down = propagate_down or tuple(down)
         self.layers.append(LayerNode(index, layer_name, kind, lp, impl, None if auto else line, tuple(bottoms),
-                                     tuple(top_indices), self._shared(in_places, flags), bottom_shapes, shapes,
-                                     loss_weights, params, need_backward,
-                                     self._shared(propagate_down or blobs_nb, flags), memory * 4))
+                                     tuple(top_indices), flags.setdefault(in_places, in_places), tuple(bottom_shapes),
+                                     shapes, self.weights.setdefault(weights, weights), params, need_backward,
+                                     flags.setdefault(down, down), memory * 4))
 
-    @staticmethod
-    def _shared(values, table):
-        """`values` as a tuple, the one `table` holds if an equal one was made before (a net's
-        layers have few distinct flags, loss weights and shapes: one object each saves memory)."""
+    def _shared(self, values):
+        """`values` (bools) as a tuple, the one made before if an equal one was: a net's layers have
+        few distinct flags, loss weights and shapes, and one object each saves memory (self.flags,
+        self.weights and self.shapes hold them)."""
         values = tuple(values)
-        return table.setdefault(values, values)
+        return self.flags.setdefault(values, values)
 
     def context(self, lp):
         """The Context a layer is made with: the net's, in the layer's own phase if it sets one."""
@@ -508,7 +514,7 @@ class _Builder:
     def backward_pass(self, force_backward):
         """Net::Init's backward walk: which layers contribute to a loss; then force_backward."""
         under_loss, skip = set(), set()
-        blobs, flags = self.blobs, self.flags
+        blobs = self.blobs
         for node in reversed(self.layers):
             contributes = False
             skip_down = True
@@ -522,17 +528,18 @@ class _Builder:
                     break
             if (node.need_backward and skip_down) or not contributes:
                 node.need_backward = False
-                node.bottom_need_backward = self._shared((False,) * len(node.bottoms), flags)
-            down = node.bottom_need_backward
-            names = [blobs[index].name for index in node.bottoms]
-            if contributes:
-                under_loss.update(names)
-            skip.update(name for name, nb in zip(names, down) if not nb)
+                node.bottom_need_backward = self._shared((False,) * len(node.bottoms))
+            for index, nb in zip(node.bottoms, node.bottom_need_backward):
+                name = blobs[index].name
+                if contributes:
+                    under_loss.add(name)
+                if not nb:
+                    skip.add(name)
         if force_backward:
             for node in self.layers:
                 node.need_backward = True
                 down = tuple(nb or node.impl.allow_force_backward(j) for j, nb in enumerate(node.bottom_need_backward))
-                node.bottom_need_backward = self._shared(down, flags)
+                node.bottom_need_backward = self._shared(down)
                 for index, nb in zip(node.bottoms, down):
                     blobs[index].need_backward |= nb
                 for p in node.params:

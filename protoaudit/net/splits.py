@@ -25,27 +25,35 @@ def insert_splits(layers, wires, inputs, holder):
     renamed to a split's top, a loss weight moved onto the split) is a copy, made in `holder` (a
     NetParameter: one arena for them all) with the splits; every other layer is the given message
     itself, which the net never changes."""
-    # blob name -> (layer index, top index) of its latest producer; -1: a legacy net-level input
-    last_top = {name: (-1, i) for i, name in enumerate(inputs)}
-    source = {}  # (layer, bottom) -> (layer, top)
-    consumers = {}  # (layer, top) -> count
-    loss = {}
+    # every top is numbered in net order, the legacy inputs first: `producer[t]` is top t's
+    # (layer index, top index), -1 for a legacy net-level input; `consumers[t]` counts its readers
+    last_top = {name: t for t, name in enumerate(inputs)}  # blob name -> its latest top
+    producer = [(-1, i) for i in range(len(inputs))]
+    consumers = [0] * len(inputs)
+    sources = []  # per layer: the top each bottom reads (None: unknown, the net builder says so)
+    first_top = []  # per layer: the number of its top 0
+    loss = {}  # top -> loss weight, where one is given
     for i, (_, _, bottoms, tops, weights) in enumerate(wires):
-        for j, name in enumerate(bottoms):
+        read = []
+        for name in bottoms:
             top = last_top.get(name)
-            if top is None:
-                continue  # the net builder reports the unknown bottom, with its line
-            source[(i, j)] = top
-            consumers[top] = consumers.get(top, 0) + 1
+            if top is not None:
+                consumers[top] += 1
+            read.append(top)
+        sources.append(read)
+        first = len(consumers)
+        first_top.append(first)
         for j, name in enumerate(tops):
-            last_top[name] = (i, j)
+            last_top[name] = first + j
+            producer.append((i, j))
+            consumers.append(0)
         for j in range(min(len(weights), len(tops))):
             top = last_top[tops[j]]
             loss[top] = weights[j]
-            if loss[top]:
-                consumers[top] = consumers.get(top, 0) + 1
+            if weights[j]:
+                consumers[top] += 1
     out = []
-    next_split = {}
+    next_split = [0] * len(consumers)  # per top: the splits of it named so far
     made = holder.layer
 
     def split(layer, name, j, n, weight=0.0):
@@ -56,20 +64,20 @@ def insert_splits(layers, wires, inputs, holder):
         return lp, (lp.name, "Split", (name,), tops, weights), None
 
     for i, name in enumerate(inputs):  # old Caffe splits net-level inputs first, as layer "input"
-        if consumers.get((-1, i), 0) > 1:
-            out.append(split("input", name, i, consumers[(-1, i)]))
+        if consumers[i] > 1:
+            out.append(split("input", name, i, consumers[i]))
     for i, (lp, wire) in enumerate(zip(layers, wires)):
         layer, kind, bottoms, tops, weights = wire
         renamed = {}
-        for j, name in enumerate(bottoms):
-            top = source.get((i, j))
-            if top is not None and consumers.get(top, 0) > 1:
-                k = next_split.get(top, 0)
+        for j, top in enumerate(sources[i]):
+            if top is not None and consumers[top] > 1:
+                k = next_split[top]
                 next_split[top] = k + 1
-                producer = wires[top[0]][0] if top[0] >= 0 else "input"
-                renamed[j] = split_blob_name(producer, name, top[1], k)
-        splits = [(j, name, consumers[(i, j)]) for j, name in enumerate(tops) if consumers.get((i, j), 0) > 1]
-        moved = any(loss.get((i, j), 0.0) for j, _, _ in splits)
+                source, index = producer[top]
+                renamed[j] = split_blob_name(wires[source][0] if source >= 0 else "input", bottoms[j], index, k)
+        first = first_top[i]
+        splits = [(j, name, consumers[first + j]) for j, name in enumerate(tops) if consumers[first + j] > 1]
+        moved = any(loss.get(first + j, 0.0) for j, _, _ in splits)
         if renamed or moved:
             original, lp = lp, made.add()
             lp.CopyFrom(original)
@@ -80,8 +88,8 @@ def insert_splits(layers, wires, inputs, holder):
             wire = (layer, kind, tuple(lp.bottom), tops, () if moved else weights)
         out.append((lp, wire, i))
         for j, name, n in splits:
-            weight = loss.get((i, j), 0.0)
+            weight = loss.get(first + j, 0.0)
             out.append(split(layer, name, j, n, weight))
             if weight:
-                next_split[(i, j)] = next_split.get((i, j), 0) + 1
+                next_split[first + j] += 1
     return out
