@@ -38,28 +38,35 @@ def geometry(layer, param, shape, *, kernel_required=True):
     axis = canonical_axis(layer, param.axis, len(shape))
     n = len(shape) - axis - 1
     layer.check(n >= 0, "the bottom has no spatial axes after the channel axis")
-
-    def per_axis(name, values, default, hw=None):
-        if hw is not None and (param.HasField(f"{name}_h") or param.HasField(f"{name}_w")):
-            layer.check(n == 2, f"{name}_h and {name}_w can only be used for 2D convolution")
-            layer.check(not values, f"either {name} or {name}_h/{name}_w should be specified; not both")
-            return (getattr(param, f"{name}_h"), getattr(param, f"{name}_w"))
-        values = list(values)
-        field = "kernel_size" if name == "kernel" else name
-        if len(values) not in ((0, 1, n) if default is not None else (1, n)):
-            layer.fail(f"{field} must be specified once, or once per spatial dimension ({field} given "
-                       f"{len(values)} times; {n} spatial dimensions)")
-        if not values:
-            return (default,) * n
-        return tuple(values) * n if len(values) == 1 else tuple(values)
-
-    kernel = per_axis("kernel", param.kernel_size, None if kernel_required else 1, hw=True)
+    kernel = _per_axis(layer, param, n, "kernel", param.kernel_size, None if kernel_required else 1)
     layer.check(all(k > 0 for k in kernel), "filter dimensions must be nonzero")
-    stride = per_axis("stride", param.stride, 1, hw=True)
+    stride = _per_axis(layer, param, n, "stride", param.stride, 1)
     layer.check(all(s > 0 for s in stride), "stride dimensions must be nonzero")
-    pad = per_axis("pad", param.pad, 0, hw=True)
-    dilation = per_axis("dilation", param.dilation, 1)
+    pad = _per_axis(layer, param, n, "pad", param.pad, 0)
+    dilation = _per_axis(layer, param, n, "dilation", param.dilation, 1)
     return Geometry(axis, kernel, stride, pad, dilation)
+
+
+# the fields that give a value per axis: name -> (the repeated field, the 2D pair, if any)
+_PER_AXIS = {"kernel": ("kernel_size", ("kernel_h", "kernel_w")), "stride": ("stride", ("stride_h", "stride_w")),
+             "pad": ("pad", ("pad_h", "pad_w")), "dilation": ("dilation", None)}
+
+
+def _per_axis(layer, param, n, name, values, default):
+    """One of geometry's values for each of `n` spatial axes: the 2D pair (name_h, name_w) if
+    set, else `values` (given once, or once per axis) or `default` (None: it must be given)."""
+    field, pair = _PER_AXIS[name]
+    if pair is not None and (param.HasField(pair[0]) or param.HasField(pair[1])):
+        layer.check(n == 2, f"{name}_h and {name}_w can only be used for 2D convolution")
+        layer.check(not values, f"either {name} or {name}_h/{name}_w should be specified; not both")
+        return (getattr(param, pair[0]), getattr(param, pair[1]))
+    values = tuple(values)
+    if len(values) not in ((0, 1, n) if default is not None else (1, n)):
+        layer.fail(f"{field} must be specified once, or once per spatial dimension ({field} given "
+                   f"{len(values)} times; {n} spatial dimensions)")
+    if not values:
+        return (default,) * n
+    return values * n if len(values) == 1 else values
 
 
 class _ConvolutionBase(Layer):
