@@ -176,7 +176,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
                 spec.param, spec.state, freeze, lambda param, spec=spec: build(param, spec.state, **options),
                 spec.path)
         try:
-            net = build(spec.param, spec.state, **options)
+            net = build(spec.param, spec.state, **options, read=spec.read)
         except ShapesNeeded as e:  # every net's missing shapes, in one message
             needed = e if needed is None else needed.merged(e)
             continue
@@ -186,7 +186,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
             # a test.prototxt (DeepLab's, MobileNet-SSD's): every data source is TEST-only, so it
             # is the TEST net alone; Caffe never builds a TRAIN net from it
             spec.state.phase = _TEST
-            net = build(spec.param, spec.state, **options)
+            net = build(spec.param, spec.state, **options, read=spec.read)
         values = (spec.role, not is_test, spec.solver, frozen, spec.own_phase, spec.schema.name)
         for name, value in zip(_BUILT_AS, values):
             setattr(net, name, value)

@@ -96,7 +96,7 @@ def test_schema_is_tongchengs():
 def test_top_is_the_input_plus_t_times_k_channels(tmp_path):
     """Reshape (cpp:213-220): top = (N, initChannel + numTransition * growthRate, H, W)."""
     (net,) = build_nets(write(tmp_path, block_net()))
-    assert net.layer("block").top_shapes == [(2, 3 + 2 * 2, 4, 4)]
+    assert list(net.layer("block").top_shapes) == [(2, 3 + 2 * 2, 4, 4)]
 
 
 def test_parameters_and_the_specs_the_layer_adds(tmp_path):

@@ -132,7 +132,7 @@ def test_deeplab_v1_hole_convolution(tmp_path):
     """conv_layer.cpp:123-126: kernel_eff = 3 + (3 - 1)(2 - 1) = 5; out = (9 + 2*2 - 5) / 1 + 1 = 9.
     col_buffer_ (:138) is C_in*kh*kw x H_out*W_out = 3*3*3 x 9*9 = 2,187 floats, one image."""
     net = build(tmp_path, V1_NET)
-    assert net.layer("conv").top_shapes == [(2, 4, 9, 9)]
+    assert list(net.layer("conv").top_shapes) == [(2, 4, 9, 9)]
     got = owners(net_buffers(net, mode="cpu"), "conv")
     assert got["conv.col_buffer_"] == 3 * 3 * 3 * 9 * 9 * F
 
@@ -142,7 +142,7 @@ def test_deeplab_v1_data_layer_holds_one_host_batch_and_its_tops_are_its_own(tmp
     Caffe adds (AutoTopBlobs), data_dim (2, 1, 1, 2); base_data_layer.cpp:94-100: one prefetch
     batch of each, on the host (also in GPU mode); .cu:33-41 copies it into the tops."""
     net = build(tmp_path, V1_NET)
-    assert net.layer("data").top_shapes == [(2, 3, 9, 9), (2, 1, 9, 9), (2, 1, 1, 2)]
+    assert list(net.layer("data").top_shapes) == [(2, 3, 9, 9), (2, 1, 9, 9), (2, 1, 1, 2)]
     gpu = [b for b in net_buffers(net, mode="gpu") if b.layer == "data"]
     prefetch = {b.owner: (b.bytes, b.device) for b in gpu if b.kind == "prefetch"}
     assert prefetch == {"data.prefetch_data_": (2 * 3 * 9 * 9 * F, "host"),
@@ -253,7 +253,7 @@ def test_image_seg_data_v2_prefetches_five_batches_of_its_three_tops(tmp_path):
     data_dim (N, 1, 1, 2), the third added by Caffe when the file names two (AutoTopBlobs);
     base_data_layer.hpp:71 PREFETCH_COUNT = 5, each batch allocated at setup (:136-157)."""
     net = build(tmp_path, SEG_DATA % ("", "crop_height: 5 crop_width: 7", ""), schema="deeplab_v2")
-    assert net.layer("data").top_shapes == [(2, 3, 5, 7), (2, 1, 5, 7), (2, 1, 1, 2)]
+    assert list(net.layer("data").top_shapes) == [(2, 3, 5, 7), (2, 1, 5, 7), (2, 1, 1, 2)]
     prefetch = {b.owner: (b.bytes, b.device) for b in net_buffers(net, mode="gpu") if b.kind == "prefetch"}
     expected = {"data_": 5 * 2 * 3 * 5 * 7 * F, "label_": 5 * 2 * 5 * 7 * F, "dim_": 5 * 2 * 2 * F}
     # in GPU mode each batch has its device copy and its (pinned) host copy
@@ -284,7 +284,7 @@ def test_image_seg_data_without_a_crop_asks_for_the_image_size(tmp_path):
     run = run_protoaudit(str(path))
     assert run.returncode == 2 and "--input data=2x3x" in run.stderr
     net = build_nets(str(path), inputs={"data": (2, 3, 40, 50)})[0]
-    assert net.layer("data").top_shapes == [(2, 3, 40, 50), (2, 1, 40, 50), (2, 1, 1, 2)]
+    assert list(net.layer("data").top_shapes) == [(2, 3, 40, 50), (2, 1, 40, 50), (2, 1, 1, 2)]
 
 
 def test_seg_accuracy_is_host_only_with_a_confusion_matrix(tmp_path):
@@ -295,7 +295,7 @@ layer { name: "conv" type: "Convolution" bottom: "data" top: "score" convolution
 layer { name: "acc" type: "SegAccuracy" bottom: "score" bottom: "label" top: "acc" }
 """
     net = build(tmp_path, text, schema="deeplab_v2")
-    assert net.layer("acc").top_shapes == [(1, 1, 1, 3)]
+    assert list(net.layer("acc").top_shapes) == [(1, 1, 1, 3)]
     acc = [b for b in net_buffers(net, mode="gpu") if b.layer == "acc"]
     assert {b.owner: (b.bytes, b.device) for b in acc} == {"acc.confusion_matrix_": (21 * 21 * 8, "host"),
                                                            "acc": (3 * F, "host")}
@@ -390,14 +390,14 @@ def test_enet_label_divide_factor():
     """dense_image_data_layer.cpp:109-116: no crop, so the label is (N, 1, H / 8, W / 8) of the
     512 x 1024 images: 64 x 128 (enet_train_encoder.prototxt's data layer)."""
     (net,) = build_nets(corpus("enet_train_encoder"))
-    assert net.layer("data").top_shapes == [(4, 3, 512, 1024), (4, 1, 64, 128)]
+    assert list(net.layer("data").top_shapes) == [(4, 3, 512, 1024), (4, 1, 64, 128)]
 
 
 def test_enet_a_crop_gives_the_label_the_crops_size(tmp_path):
     """:93-100: with crop_size the label is the crop's size, whatever label_divide_factor says."""
     text = """layer { name: "data" type: "DenseImageData" top: "data" top: "label" transform_param { crop_size: 32 }
         dense_image_data_param { source: "l.txt" batch_size: 2 new_height: 64 new_width: 64 label_divide_factor: 8 } }"""
-    assert build(tmp_path, text, schema="enet").layer("data").top_shapes == [(2, 3, 32, 32), (2, 1, 32, 32)]
+    assert list(build(tmp_path, text, schema="enet").layer("data").top_shapes) == [(2, 3, 32, 32), (2, 1, 32, 32)]
 
 
 def test_enet_spatial_dropout_is_sized_from_the_forks_python_source():
@@ -406,7 +406,7 @@ def test_enet_spatial_dropout_is_sized_from_the_forks_python_source():
     reads bn1_0_2, 4 x 64 x 128 x 256 (512 x 1024 halved twice by the initial block and pool1_0_4)."""
     (net,) = build_nets(corpus("enet_train_encoder"))
     node = net.layer("drop1_0_3")
-    assert node.top_shapes == node.bottom_shapes == [(4, 64, 128, 256)]
+    assert node.top_shapes == node.bottom_shapes == ((4, 64, 128, 256),)
     host = {b.owner: b.bytes for b in net_buffers(net, mode="gpu") if b.layer == "drop1_0_3" and b.device == "host"}
     assert host == {"drop1_0_3.vec": 64 * 8, "drop1_0_3.vec_w": 64 * 8}
     assert not node.impl.gap

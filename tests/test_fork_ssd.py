@@ -594,6 +594,6 @@ layer { name: "loss" type: "SmoothL1Loss" bottom: "ip" bottom: "b" top: "loss" }
 """)
     assert load(str(path)).schema.name == "fastrcnn"
     fast = build_nets(str(path))[0]
-    assert fast.layer("loss").loss_weights == [0] and not fast.layer("ip").need_backward
+    assert list(fast.layer("loss").loss_weights) == [0] and not fast.layer("ip").need_backward
     ssd = build_nets(str(path), schema="ssd")[0]
-    assert ssd.layer("loss").loss_weights == [1.0] and ssd.layer("ip").need_backward
+    assert list(ssd.layer("loss").loss_weights) == [1.0] and ssd.layer("ip").need_backward

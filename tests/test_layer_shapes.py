@@ -54,7 +54,7 @@ def build(tmp_path):
 
 
 def tops(net, name):
-    return net.layer(name).top_shapes
+    return list(net.layer(name).top_shapes)
 
 
 def params(net, name):
@@ -322,7 +322,7 @@ def test_one_bottom_concat_or_one_top_slice_in_place(tmp_path, join):
     path.write_text('name: "t"\n' + inp("data", 2, 3, 4, 4) + join
                     + layer("loss", "EuclideanLoss", ["data", "data"]))
     result = audit(str(path), solver_type="none")
-    assert result.nets[0].net.layer(join.split('"')[1]).top_shapes == [(2, 3, 4, 4)]
+    assert list(result.nets[0].net.layer(join.split('"')[1]).top_shapes) == [(2, 3, 4, 4)]
     data = [b for b in result.nets[0].buffers if b.kind == "top data" and b.owner == "data"]
     assert [b.elements for b in data] == [2 * 3 * 4 * 4]
 
@@ -544,7 +544,7 @@ def test_losses_make_a_scalar_with_loss_weight_one(build, type_, shapes, body):
     text = "".join(inp(n, *s) for n, s in zip(names, shapes))
     net = build(text + layer("loss", type_, names, body=body))
     assert tops(net, "loss") == [()]
-    assert net.layer("loss").loss_weights == [1.0]
+    assert list(net.layer("loss").loss_weights) == [1.0]
     net = build(text + layer("loss", type_, names, []))  # AutoTopBlobs: Caffe adds the top
     assert tops(net, "loss") == [()]
 

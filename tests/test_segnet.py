@@ -49,7 +49,7 @@ def test_bn_keeps_the_shape_and_has_a_scale_and_a_shift_per_channel(tmp_path):
     net = build(tmp_path, HEAD + 'layer { name: "bn" type: "BN" bottom: "pool" top: "pool" }', schema="segnet")
     # pool: ceil((5 - 2) / 2) + 1 = 3, ceil((7 - 2) / 2) + 1 = 4
     assert tops(net, "bn") == [(2, 3, 3, 4)]
-    assert net.layer("bn").in_place == [True]
+    assert list(net.layer("bn").in_place) == [True]
     # BNLayer::LayerSetUp: blobs_[0] (scale) and blobs_[1] (shift), each Blob(1, C, 1, 1)
     assert [p.shape for p in net.layer("bn").params] == [(1, 3, 1, 1), (1, 3, 1, 1)]
 
@@ -98,7 +98,7 @@ def test_upsample_output_size(tmp_path, params, expected):
     net = build(tmp_path, upsample(params))
     assert tops(net, "pool") == [(2, 3, 3, 4), (2, 3, 3, 4)]
     assert tops(net, "up") == [expected]
-    assert net.layer("up").params == []
+    assert net.layer("up").params == ()
 
 
 @pytest.mark.parametrize("params,message", [
@@ -355,7 +355,7 @@ def test_seed_samples_parameters_and_input(sample, seed_count, weights, input_sh
     assert sum(layer.params[0].count for layer in net.layers if layer.params) == weights
     assert tops(net, "data")[0] == input_shape
     assert tops(net, "conv_decode1") == [(input_shape[0], 64, 384, 512)]
-    assert net.layer("loss").top_shapes == [()]  # SoftmaxWithLoss with one top
+    assert list(net.layer("loss").top_shapes) == [()]  # SoftmaxWithLoss with one top
     # in place: every BN and ReLU; the masks feed the Upsample layers
     for layer in net.layers:
         assert all(layer.in_place) == (layer.type in ("BN", "ReLU")), layer.name

@@ -90,7 +90,7 @@ def test_bn_and_upsample_layers_against_hand_derivation_and_the_fork(run):
         node = net.layer(layer["name"])
         bottoms = [net.blobs[i].name for i in node.bottoms]
         if layer["type"] == "BN":
-            assert node.in_place == [True]
+            assert list(node.in_place) == [True]
             want = bn_bytes(*shape[bottoms[0]])
             assert (want["forward"], want["backward"]) == (layer["fwd_alloc"], layer["bwd_alloc"]), layer["name"]
         elif layer["type"] == "Upsample":

@@ -61,7 +61,7 @@ def test_margin_layer_shapes_and_log_line():
     is (1); the weight (num_output, K) (cpp:40-43), no bias. Caffe's figure grows by (M*N + 1) * 4."""
     (net,) = build_nets(NET, inputs={"data": (256, 3, 112, 96)})
     fc6 = net.layer("fc6")
-    assert fc6.top_shapes == [(M, N), (1,)]
+    assert list(fc6.top_shapes) == [(M, N), (1,)]
     assert [p.shape for p in fc6.params] == [(N, K)]
     log = caffe_log()
     assert "Top shape: 256 10572 (2706432)\nTop shape: 1 (1)\n" in log
@@ -110,7 +110,7 @@ def test_force_backward_still_gives_the_label_no_diff(tmp_path):
     path.write_text("force_backward: true\n" + open(NET).read())
     result = audit(str(path), inputs={"data": (256, 3, 112, 96)})
     (fc6,) = [n for n in result.nets[0].net.layers if n.name == "fc6"]
-    assert fc6.bottom_need_backward == [True, True]  # Net::Init asks (AllowForceBackward is true)
+    assert list(fc6.bottom_need_backward) == [True, True]  # Net::Init asks (AllowForceBackward is true)
     assert not any(b.owner.startswith("label") for b in result.buffers if b.layer == "fc6" and b.kind == "top diff")
 
 

@@ -26,7 +26,7 @@ def test_every_unset_template_outside_a_string_is_asked_for_at_once(tmp_path):
 def test_define_fills_the_templates_and_strings_may_keep_theirs(tmp_path):
     (tmp_path / "net.prototxt").write_text(TEMPLATE)
     (net,) = build_nets(str(tmp_path / "net.prototxt"), defines={"BATCH": "2", "NUM_LABELS": "21"})
-    assert net.layer("fc8_${EXP}").top_shapes == [(2, 21)]
+    assert list(net.layer("fc8_${EXP}").top_shapes) == [(2, 21)]
     assert net.name == "${NET_ID}"  # a string: Caffe would read it as it is
     run = run_protoaudit("net.prototxt", "--define", "BATCH=2", "--define", "NUM_LABELS=21", "--define", "EXP=voc",
                          "--caffe-log", cwd=tmp_path)
@@ -38,7 +38,7 @@ def test_a_template_in_a_comment_is_not_asked_for(tmp_path):
     (tmp_path / "net.prototxt").write_text("# num_output: ${NUM_LABELS}\n"
                                            + TEMPLATE.replace("${BATCH}", "2").replace("${NUM_LABELS}", "3"))
     (net,) = build_nets(str(tmp_path / "net.prototxt"))
-    assert net.layers[-1].top_shapes == [(2, 3)]
+    assert list(net.layers[-1].top_shapes) == [(2, 3)]
 
 
 @pytest.mark.parametrize("value", ["NUM_LABELS", "=21", "NUM LABELS=21"])

@@ -17,11 +17,11 @@ def test_test_net_keeps_the_files_batch_with_input():
     result = audit(ALEXNET, inputs={"data": (256, 3, 227, 227)}, context=0)
     assert batches(result) == {"train": 256, "test": 50}
     test = next(n for n in result.nets if n.role == "test")
-    assert test.net.layer("data").top_shapes == [(50, 3, 227, 227), (50,)]
+    assert list(test.net.layer("data").top_shapes) == [(50, 3, 227, 227), (50,)]
 
 
 def test_batch_moves_the_train_net_and_test_batch_the_test_net():
     result = audit(ALEXNET, inputs={"data": (256, 3, 227, 227)}, batch=64, test_batch=10, context=0)
     assert batches(result) == {"train": 64, "test": 10}
     train = next(n for n in result.nets if n.role == "train")
-    assert train.net.layer("data").top_shapes == [(64, 3, 227, 227), (64,)]
+    assert list(train.net.layer("data").top_shapes) == [(64, 3, 227, 227), (64,)]

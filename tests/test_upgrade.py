@@ -440,7 +440,7 @@ def test_real_v0_train_net_with_padding_and_data_fields():
     assert net.layer("conv2").top_shapes[0] == (256, 256, 27, 27)
     assert net.layer("pool5").top_shapes[0] == (256, 256, 6, 6)
     # the V0 loss layer names no top: Net::Init gives SoftmaxWithLoss an automatic one, a scalar
-    assert net.layers[-1].name == "loss" and net.layers[-1].top_shapes == [()]
+    assert net.layers[-1].name == "loss" and list(net.layers[-1].top_shapes) == [()]
 
 
 # ---------------------------------------------------------------- against real Caffe

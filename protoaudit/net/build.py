@@ -12,7 +12,7 @@ from ..errors import InputError
 from ..layers.base import FORK_REGISTRY, REGISTRY, Context, MissingShape, count
 from ..layers.data import Declared
 from ..records import RECORD
-from .netstate import included, phase_name
+from .netstate import included, layer_phase, phase_name
 from .splits import insert_splits, wiring
 
 
@@ -118,24 +118,28 @@ class Net:
 
 
 def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=None, path=None, keep_own_batch=False,
-          root=None, logged=None, logged_from="", defines=None):
+          root=None, logged=None, logged_from="", defines=None, read=None):
     """Build the net `net_param` (V2, upgraded) for `state`, as Caffe's Net::Init would. Tops
     whose shape cannot be known are collected, and raised at the end as one ShapesNeeded.
-    `logged` are shapes a Caffe log gives for data tops (`logged_from` says where), under --input."""
+    `logged` are shapes a Caffe log gives for data tops (`logged_from` says where), under --input.
+    `read`: a dict the caller keeps for the builds of one message it does not change between them
+    (a file's TRAIN and TEST nets): the layers' wiring is read from the message once, for them all."""
     given = dict(inputs or {})
     logged = {top: tuple(shape) for top, shape in (logged or {}).items() if top not in given}
     inputs = {**logged, **given}
-    kept, kept_lines = [], []
-    for i, lp in enumerate(net_param.layer):
+    layers, wires = _wiring_of(net_param, read)
+    kept, kept_wires, kept_lines = [], [], []
+    for i, lp in enumerate(layers):
         try:
             keep = included(lp, state)
         except InputError as e:
             raise e.located(file=path, line=_line(lines, i)) from None
         if keep:
             kept.append(lp)
+            kept_wires.append(wires[i])
             kept_lines.append(_line(lines, i))
     holder = type(net_param)()  # the splits, and the layers whose bottoms they rename
-    planned = insert_splits(kept, [wiring(lp) for lp in kept], list(net_param.input), holder)
+    planned = insert_splits(kept, kept_wires, list(net_param.input), holder)
     phase = phase_name(state)
     builder = _Builder(phase, inputs, batch, schema, path, keep_own_batch, root, defines)
     builder.ctx.input_sources = dict.fromkeys(logged, logged_from or "Caffe's log")
@@ -253,6 +257,17 @@ def input_dims(known):
     return "x".join(str(d) if d is not None else letters[i] for i, d in enumerate(known))
 
 
+def _wiring_of(net_param, read):
+    """`net_param`'s LayerParameters and their wiring, read once for the message `read` was kept for."""
+    known = read.get("wiring") if read is not None else None
+    if known is None or known[0] is not net_param:
+        layers = list(net_param.layer)
+        known = (net_param, layers, [wiring(lp) for lp in layers])
+        if read is not None:
+            read["wiring"] = known
+    return known[1], known[2]
+
+
 def _line(lines, i):
     return lines[i] if lines and i < len(lines) else None
 
@@ -328,7 +343,7 @@ class _Builder:
     def add_layer(self, lp, wire, line, auto):
         """AppendBottom, SetUp, AppendTop and AppendParam for one layer: the LayerNode, its lists
         kept as tuples of their exact size (small ones shared: most layers have the same flags)."""
-        layer_name, kind, bottom, tops, weights = wire
+        layer_name, kind, bottom, tops, weights, propagate_down, phase = wire
         cls = self.classes.get(kind)
         if cls is None:
             ctx = self.ctx
@@ -338,9 +353,10 @@ class _Builder:
                     raise e
                 raise MissingShape(e.message, [(t, ()) for t in tops if t not in ctx.inputs])
             cls = Declared  # the user declared its tops: build on, and report the gap
-        impl = cls(lp, self.context(lp))
-        propagate_down = tuple(lp.propagate_down) if bottom else ()
-        if propagate_down and len(propagate_down) != len(bottom):
+        impl = cls(lp, self._in_phase(phase))
+        if not bottom:
+            propagate_down = ()
+        elif propagate_down and len(propagate_down) != len(bottom):
             raise InputError("propagate_down must be given either 0 or bottom_size times")
         blobs, by_name, available = self.blobs, self.by_name, self.available
         bottoms, bottom_shapes, down = [], [], []
@@ -413,9 +429,12 @@ class _Builder:
 
     def context(self, lp):
         """The Context a layer is made with: the net's, in the layer's own phase if it sets one."""
-        if not lp.HasField("phase"):
+        return self._in_phase(layer_phase(lp))
+
+    def _in_phase(self, phase):
+        """The net's Context, in `phase` if it is not None."""
+        if phase is None:
             return self.ctx
-        phase = lp.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_number[lp.phase].name
         ctx = Context(**{**vars(self.ctx), "phase": phase})
         ctx.used_inputs = self.ctx.used_inputs
         return ctx

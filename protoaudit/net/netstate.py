@@ -45,3 +45,10 @@ def included(layer, state):
 def phase_name(state):
     return state.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_number[state.phase].name
 
+
+
+def layer_phase(layer):
+    """The phase a LayerParameter sets for itself (its name), or None: it runs in the net's."""
+    if not layer.HasField("phase"):
+        return None
+    return layer.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_number[layer.phase].name

@@ -3,6 +3,9 @@
 A top with a non-zero loss_weight counts as one more consumer, as in insert_splits.cpp, and the
 Split then carries the loss on its first top. Names follow Caffe: `<blob>_<layer>_<k>_split`.
 """
+import sys
+
+from .netstate import layer_phase
 
 
 def split_layer_name(layer, blob, k):
@@ -14,8 +17,10 @@ def split_blob_name(layer, blob, k, i):
 
 
 def wiring(lp):
-    """(name, type, bottoms, tops, loss weights) of a LayerParameter, read from the message once."""
-    return lp.name, lp.type, tuple(lp.bottom), tuple(lp.top), tuple(lp.loss_weight)
+    """(name, type, bottoms, tops, loss weights, propagate_down, its own phase or None) of a
+    LayerParameter, read from the message once (a net's layers share one string per type)."""
+    return (lp.name, sys.intern(lp.type), tuple(lp.bottom), tuple(lp.top), tuple(lp.loss_weight),
+            tuple(lp.propagate_down), layer_phase(lp))
 
 
 def insert_splits(layers, wires, inputs, holder):
@@ -33,7 +38,8 @@ def insert_splits(layers, wires, inputs, holder):
     sources = []  # per layer: the top each bottom reads (None: unknown, the net builder says so)
     first_top = []  # per layer: the number of its top 0
     loss = {}  # top -> loss weight, where one is given
-    for i, (_, _, bottoms, tops, weights) in enumerate(wires):
+    for i, wire in enumerate(wires):
+        bottoms, tops, weights = wire[2:5]
         read = []
         for name in bottoms:
             top = last_top.get(name)
@@ -59,15 +65,15 @@ def insert_splits(layers, wires, inputs, holder):
     def split(layer, name, j, n, weight=0.0):
         tops = tuple(split_blob_name(layer, name, j, k) for k in range(n))
         weights = tuple(weight if k == 0 else 0.0 for k in range(n)) if weight else ()
-        lp = made.add(name=split_layer_name(layer, name, j), type="Split", bottom=[name], top=tops,
-                      loss_weight=weights)
-        return lp, (lp.name, "Split", (name,), tops, weights), None
+        split_name = split_layer_name(layer, name, j)
+        lp = made.add(name=split_name, type="Split", bottom=[name], top=tops, loss_weight=weights)
+        return lp, (split_name, "Split", (name,), tops, weights, (), None), None
 
     for i, name in enumerate(inputs):  # old Caffe splits net-level inputs first, as layer "input"
         if consumers[i] > 1:
             out.append(split("input", name, i, consumers[i]))
     for i, (lp, wire) in enumerate(zip(layers, wires)):
-        layer, kind, bottoms, tops, weights = wire
+        layer, kind, bottoms, tops, weights = wire[:5]
         renamed = {}
         for j, top in enumerate(sources[i]):
             if top is not None and consumers[top] > 1:
@@ -85,7 +91,7 @@ def insert_splits(layers, wires, inputs, holder):
                 lp.bottom[j] = name
             if moved:
                 del lp.loss_weight[:]
-            wire = (layer, kind, tuple(lp.bottom), tops, () if moved else weights)
+            wire = (layer, kind, tuple(lp.bottom), tops, () if moved else weights) + wire[5:]
         out.append((lp, wire, i))
         for j, name, n in splits:
             weight = loss.get(first + j, 0.0)

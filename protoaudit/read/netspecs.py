@@ -23,6 +23,7 @@ class NetSpec:
     own_phase: bool = False  # a net file whose own `state` sets the phase: that net alone (as Caffe logs it)
     shapes: dict = field(default_factory=dict)  # top -> shape Caffe logged (a log's data sources), under --input
     shapes_from: str = ""  # where those shapes were read
+    read: dict = field(default_factory=dict, repr=False, compare=False)  # protoaudit.net.build's `read`, for param
 
     @property
     def phase(self):
