@@ -271,9 +271,9 @@ def legacy_shape(layer, shape):
 
 def refuse_in_place(layer):
     """The CHECK of the layers that cannot compute in place (top 0 named as bottom 0)."""
-    if layer.lp.top and layer.lp.bottom and layer.lp.top[0] == layer.lp.bottom[0]:
-        layer.fail(f"{layer.lp.type} does not allow in-place computation",
-                   fix=f"give top '{layer.lp.top[0]}' a new name")
+    tops, bottoms = layer.lp.top, layer.lp.bottom
+    if tops and bottoms and tops[0] == bottoms[0]:
+        layer.fail(f"{layer.lp.type} does not allow in-place computation", fix=f"give top '{tops[0]}' a new name")
 
 
 

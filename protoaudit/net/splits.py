@@ -83,7 +83,7 @@ def insert_splits(layers, wires, inputs, holder):
                 renamed[j] = split_blob_name(wires[source][0] if source >= 0 else "input", bottoms[j], index, k)
         first = first_top[i]
         splits = [(j, name, consumers[first + j]) for j, name in enumerate(tops) if consumers[first + j] > 1]
-        moved = any(loss.get(first + j, 0.0) for j, _, _ in splits)
+        moved = bool(splits) and any(loss.get(first + j, 0.0) for j, _, _ in splits)
         if renamed or moved:
             original, lp = lp, made.add()
             lp.CopyFrom(original)
