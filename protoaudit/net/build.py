@@ -290,7 +290,7 @@ class _Builder:
         self.planned = []  # every layer Net::Init will set up, for naming a later producer
         self.before = []  # the layers of the net made again (rebatched)
         self.classes = {**REGISTRY, **FORK_REGISTRY.get(schema, {})}  # layer_class's answers, as one table
-        self.shapes = {}  # every top and parameter shape made, one object each (see _shared)
+        self.shapes = {}  # every shape made, and each layer's tuple of them: one object each (see _shared)
         self.flags = {}  # tuples of bools: in_place, bottom_need_backward
         self.weights = {}  # tuples of loss weights (floats: kept apart from bools, which compare equal)
 
@@ -415,8 +415,10 @@ class _Builder:
         flags = self.flags
         in_places = tuple(in_places)
         down = propagate_down or tuple(down)
+        bottom_shapes = tuple(bottom_shapes)
         self.layers.append(LayerNode(index, layer_name, kind, lp, impl, None if auto else line, tuple(bottoms),
-                                     tuple(top_indices), flags.setdefault(in_places, in_places), tuple(bottom_shapes),
+                                     tuple(top_indices), flags.setdefault(in_places, in_places),
+                                     self.shapes.setdefault(bottom_shapes, bottom_shapes),
                                      shapes, self.weights.setdefault(weights, weights), params, need_backward,
                                      flags.setdefault(down, down), memory * 4))
 
@@ -585,7 +587,8 @@ def _top_shapes(impl, bottom_shapes, tops, bottom, known=None):
                                  if bottom else "a shape's dimensions cannot be negative")
             seen = known.setdefault(shape, shape)
         out.append(seen)
-    return tuple(out)
+    out = tuple(out)
+    return known.setdefault(out, out)
 
 
 def _check_counts(n, exact, low, high, kind):
