@@ -63,31 +63,66 @@ def layer_touches(node, mode, engine):
     return _staged(node, mode, engine)[3]
 
 
-def _staged(node, mode, engine):
+def _staged(node, mode, engine, made=None):
     """The layer's touches for this run as (setup, forward, backward, all): setup with the loss
     weights Layer::SetLossWeights writes into the top diffs. Kept on the node (a built net does
     not change): most layers allocate the same under either engine and never ask which one runs,
-    so their touches serve the other engine's audit too."""
+    so their touches serve the other engine's audit too. `made` (a dict, for one net) keeps them by
+    what they are made from (_made_from): a net repeats the same layer over and over (a ResNet's
+    blocks), and one layer's touches, records only read, serve every copy of it."""
     kept = node.touches_kept
     if kept is None:
         kept = node.touches_kept = {}
     staged = kept.get((mode, None)) or kept.get((mode, engine))
-    if staged is None:
-        run = run_of(node, mode, engine)
-        touches = node.impl.touches(run)
-        setup, forward, backward = [], [], []
-        for t in touches:
-            stage = t.stage
-            if stage == "setup":
-                setup.append(t)
-            elif stage == "forward":
-                forward.append(t)
-            elif stage == "backward":
-                backward.append(t)
-        setup += [touch.top(j, "diff", "setup") for j, weight in enumerate(node.loss_weights) if weight]
-        staged = (setup, forward, backward, touches)
-        kept[(mode, engine if run.asked_engine else None)] = staged
+    if staged is not None:
+        return staged
+    key = None
+    if made is not None:
+        key = kept.get("made from", False)
+        if key is False:
+            key = kept["made from"] = _made_from(node)
+    if key is not None:
+        for asked in (None, engine):
+            staged = made.get((key, mode, asked))
+            if staged is not None:
+                kept[(mode, asked)] = staged
+                return staged
+    run = run_of(node, mode, engine)
+    touches = node.impl.touches(run)
+    setup, forward, backward = [], [], []
+    for t in touches:
+        stage = t.stage
+        if stage == "setup":
+            setup.append(t)
+        elif stage == "forward":
+            forward.append(t)
+        elif stage == "backward":
+            backward.append(t)
+    setup += [touch.top(j, "diff", "setup") for j, weight in enumerate(node.loss_weights) if weight]
+    staged = (setup, forward, backward, touches)
+    asked = engine if run.asked_engine else None
+    kept[(mode, asked)] = staged
+    if key is not None:
+        made[(key, mode, asked)] = staged
     return staged
+
+
+def _made_from(node):
+    """What a layer's touches are made from, but the mode and engine: its class, its context (one
+    per net), its LayerParameter less its name and its blobs' names (which no layer's touches
+    read), its shapes, in-place tops, backward flags and loss weights. None for a data source,
+    whose touches may come from its tops' names and the files it reads."""
+    impl = node.impl
+    if impl.data_source:
+        return None
+    lp = node.lp
+    config = type(lp)()
+    config.CopyFrom(lp)
+    for name in ("name", "bottom", "top"):
+        config.ClearField(name)
+    return (type(impl), id(impl.ctx), config.SerializeToString(), tuple(node.bottom_shapes), tuple(node.top_shapes),
+            tuple(node.in_place), tuple(node.bottom_need_backward), tuple([p.need_backward for p in node.params]),
+            tuple(node.loss_weights))
 
 
 def forget_touches(net):
@@ -99,17 +134,27 @@ def forget_touches(net):
 def _shared_storage(net):
     """Which blob storages are one: in-place tops are one blob already; ShareData/ShareDiff join
     a top's data or diff to its bottom's (a blob shared with itself, as a one-bottom Concat or a
-    one-top Slice computed in place does, stays as it was). {(blob, part): (blob it is, part)}"""
+    one-top Slice computed in place does, stays as it was). {storage: the storage it is}, a blob's
+    data or diff named by one int (_storage)."""
     root = {}
     for node in net.layers:
         for top_j, bottom_j, part in node.impl.shares():
             if node.tops[top_j] == node.bottoms[bottom_j]:
                 continue
-            at = (node.bottoms[bottom_j], part)
+            at = _storage(node.bottoms[bottom_j], part)
             while at in root:
                 at = root[at]
-            root[(node.tops[top_j], part)] = at
+            root[_storage(node.tops[top_j], part)] = at
     return root
+
+
+def _storage(blob, part):
+    """A blob's data (2 * blob) or diff (2 * blob + 1): one int, as the walk looks it up per touch."""
+    return 2 * blob + (part == "diff")
+
+
+_TOP_KINDS = ("top data", "top diff")  # by _storage's last bit
+_PARAM_KINDS = {"data": "param data", "diff": "param diff"}
 
 
 def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", shared_params=None, forward=True,
@@ -141,21 +186,21 @@ def _walk(net, mode, engine, backward, forward, shared_params, label, make, othe
     engine has allocated so far (`only_mine`), those only the other has (`only_theirs`), and the
     bytes it holds more (`change`), so a touch both engines make costs no more than before."""
     root = _shared_storage(net)
-    blobs_seen, params_seen, buffers_seen = set(), set(), set()
+    seen = set()  # what is allocated: a blob's data or diff (_storage), a parameter's
+    # (owner layer, index, part), a layer's buffer (layer, name), a process's buffer (its name)
     only_mine, only_theirs = set(), set()
     change = 0
     out = []
     total = 0
     batch = net.batch
     blobs, layers = net.blobs, net.layers
-    # a blob grows with the batch when its first axis is the batch (Caffe keeps N first)
-    batch_axis = [bool(b.shape) and b.shape[0] == batch for b in blobs]
-    staged = [_staged(node, mode, engine) for node in layers]
+    made = {}
+    staged = [_staged(node, mode, engine, made) for node in layers]
     if other is None:
         theirs = staged
     else:  # most layers' touches serve both engines (kept under the engine None)
         both = (mode, None)
-        theirs = [node.touches_kept.get(both) or _staged(node, mode, other) for node in layers]
+        theirs = [node.touches_kept.get(both) or _staged(node, mode, other, made) for node in layers]
     steps = [(0, range(len(layers)))]
     if forward:
         steps.append((1, range(len(layers))))
@@ -173,35 +218,34 @@ def _walk(net, mode, engine, backward, forward, shared_params, label, make, othe
             for side, touches in sides:
                 for t in touches:  # one loop, no calls per touch: a 10,000-layer net has some 100,000
                     what = t.what
-                    if what == "bottom" or what == "top":
-                        at = ((node.bottoms if what == "bottom" else node.tops)[t.index], t.part)
-                        while at in root:
-                            at = root[at]
-                        seen, key = blobs_seen, at
+                    if what == "buffer":
+                        key = t.name if t.process else (i, t.name)
                     elif what == "param":
-                        owner_layer, owner_k = node.params[t.index].owner or (node.index, t.index)
-                        owner = layers[owner_layer]
-                        if t.part == "data" and shared_params and owner.name in shared_params:
+                        owner_layer, owner_k = node.params[t.index].owner or (i, t.index)
+                        if t.part == "data" and shared_params and layers[owner_layer].name in shared_params:
                             continue
-                        seen, key = params_seen, (owner_layer, owner_k, t.part)
+                        key = (owner_layer, owner_k, t.part)
                     elif what == "stop":
                         raise InputError(t.note, file=net.path, line=node.line, layer=node.name,
                                          fix="audit it where Caffe has that code: GPU mode (--mode gpu)")
-                    else:
-                        seen, key = buffers_seen, t.name if t.process else (node.index, t.name)
+                    else:  # a bottom's or top's data or diff
+                        key = 2 * (node.tops if what == "top" else node.bottoms)[t.index] + (t.part == "diff")
+                        while key in root:
+                            key = root[key]
                     first = key not in seen
                     if not first and side != 2 and not (side == 0 and only_mine and key in only_mine):
                         continue  # allocated already, under both engines
-                    if what == "bottom" or what == "top":
-                        b = blobs[at[0]]
-                        device = "host" if cpu else t.device
-                        n = 4 * b.count if t.owns else 0
-                    elif what == "param":
-                        device = "host" if cpu else "device"
-                        n = 4 * count(owner.params[owner_k].shape)
-                    else:
-                        device = "host" if cpu else t.device
+                    device = "host" if cpu else t.device
+                    if what == "buffer":
                         n = t.elements * t.itemsize
+                    elif what == "param":
+                        shape = layers[owner_layer].params[owner_k].shape
+                        elements = count(shape)
+                        n = 4 * elements
+                    else:
+                        b = blobs[key >> 1]
+                        elements = b.count
+                        n = 4 * elements if t.owns else 0
                     on_device = n if device == "device" else 0
                     if side == 2:  # the other engine's own touch
                         if key in only_theirs or not (first or key in only_mine):
@@ -224,19 +268,17 @@ def _walk(net, mode, engine, backward, forward, shared_params, label, make, othe
                         only_mine.add(key)
                         change -= on_device
                     total += on_device
-                    if not make or (what == "bottom" or what == "top") and not t.owns:
-                        continue  # (a top that points into a buffer its layer counts: a data layer's prefetch batch)
-                    if what == "bottom" or what == "top":
-                        out.append(Buffer(label, node.name, b.name, "top " + at[1], b.count, 4, t.stage,
-                                          batch_axis[at[0]], device, b.shape))
+                    if not make:
+                        continue
+                    if what == "buffer":
+                        out.append(Buffer(label, node.name, ("process." if t.process else node.name + ".") + t.name,
+                                          t.kind, t.elements, t.itemsize, t.stage, t.per_sample, device, t.note))
                     elif what == "param":
-                        shape = owner.params[owner_k].shape
-                        out.append(Buffer(label, node.name, f"{owner.name}.param{owner_k}", "param " + t.part,
-                                          count(shape), 4, t.stage, False, device, shape))
-                    else:
-                        owner = f"process.{t.name}" if t.process else f"{node.name}.{t.name}"
-                        out.append(Buffer(label, node.name, owner, t.kind, t.elements, t.itemsize, t.stage,
-                                          t.per_sample, device, t.note))
+                        out.append(Buffer(label, node.name, f"{layers[owner_layer].name}.param{owner_k}",
+                                          _PARAM_KINDS[t.part], elements, 4, t.stage, False, device, shape))
+                    elif t.owns:  # (else a top that points into a buffer its layer counts: a data layer's prefetch batch)
+                        out.append(Buffer(label, node.name, b.name, _TOP_KINDS[key & 1], elements, 4, t.stage,
+                                          bool(b.shape) and b.shape[0] == batch, device, b.shape))
     if not make:
         return total
     return (out, change) if other is not None else out
