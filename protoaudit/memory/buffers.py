@@ -13,6 +13,7 @@ from ..layers import touch
 from ..layers.base import count
 from ..layers.touch import Run
 from ..records import RECORD
+from .alike import made_from
 from .host import host_bytes
 
 KINDS = ("top data", "top diff", "param data", "param diff", "history", "layer buffer", "workspace",
@@ -68,19 +69,15 @@ def _staged(node, mode, engine, made=None):
     weights Layer::SetLossWeights writes into the top diffs. Kept on the node (a built net does
     not change): most layers allocate the same under either engine and never ask which one runs,
     so their touches serve the other engine's audit too. `made` (a dict, for one net) keeps them by
-    what they are made from (_made_from): a net repeats the same layer over and over (a ResNet's
-    blocks), and one layer's touches, records only read, serve every copy of it."""
+    what the layer is made from (protoaudit.memory.alike): one layer's touches, records only read,
+    serve every layer alike."""
     kept = node.touches_kept
     if kept is None:
         kept = node.touches_kept = {}
     staged = kept.get((mode, None)) or kept.get((mode, engine))
     if staged is not None:
         return staged
-    key = None
-    if made is not None:
-        key = kept.get("made from", False)
-        if key is False:
-            key = kept["made from"] = _made_from(node)
+    key = made_from(node) if made is not None else None
     if key is not None:
         for asked in (None, engine):
             staged = made.get((key, mode, asked))
@@ -105,24 +102,6 @@ def _staged(node, mode, engine, made=None):
     if key is not None:
         made[(key, mode, asked)] = staged
     return staged
-
-
-def _made_from(node):
-    """What a layer's touches are made from, but the mode and engine: its class, its context (one
-    per net), its LayerParameter less its name and its blobs' names (which no layer's touches
-    read), its shapes, in-place tops, backward flags and loss weights. None for a data source,
-    whose touches may come from its tops' names and the files it reads."""
-    impl = node.impl
-    if impl.data_source:
-        return None
-    lp = node.lp
-    config = type(lp)()
-    config.CopyFrom(lp)
-    for name in ("name", "bottom", "top"):
-        config.ClearField(name)
-    return (type(impl), id(impl.ctx), config.SerializeToString(), tuple(node.bottom_shapes), tuple(node.top_shapes),
-            tuple(node.in_place), tuple(node.bottom_need_backward), tuple([p.need_backward for p in node.params]),
-            tuple(node.loss_weights))
 
 
 def forget_touches(net):
