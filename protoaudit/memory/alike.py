@@ -4,24 +4,27 @@ thousands), and what one of them touches (protoaudit.memory.buffers) or holds on
 (protoaudit.memory.host) serves every layer alike."""
 
 
-def made_from(node):
-    """What a layer is made from, as a key, or None for a data source (its touches and objects may
-    come from its tops' names and the files it reads): its class, its context (one per net), its
-    LayerParameter less its name and its blobs' names (which no layer reads to size anything), its
-    shapes, in-place tops, backward flags and loss weights. Kept on the node (with its touches)."""
-    kept = node.touches_kept
+def alike(net):
+    """A number for each layer of `net`, the same for layers made alike: the same class, context
+    (one per net), LayerParameter less its name and its blobs' names (which no layer reads to size
+    anything), shapes, in-place tops, backward flags and loss weights. A data source is alike no
+    other (its touches and objects may come from its tops' names and the files it reads). Kept on
+    the net until forget(net)."""
+    kept = net.__dict__.get("_alike")
     if kept is None:
-        kept = node.touches_kept = {}
-    key = kept.get("made from", False)
-    if key is False:
-        key = kept["made from"] = _made_from(node)
-    return key
+        numbers = {}
+        kept = net._alike = [numbers.setdefault(_made_from(node), len(numbers)) for node in net.layers]
+    return kept
+
+
+def forget(net):
+    net.__dict__.pop("_alike", None)
 
 
 def _made_from(node):
     impl = node.impl
     if impl.data_source:
-        return None
+        return node.index  # (every other layer's is a tuple)
     lp = node.lp
     config = type(lp)()
     config.CopyFrom(lp)

@@ -13,7 +13,7 @@ from ..layers import touch
 from ..layers.base import count
 from ..layers.touch import Run
 from ..records import RECORD
-from .alike import made_from
+from .alike import alike, forget
 from .host import host_bytes
 
 KINDS = ("top data", "top diff", "param data", "param diff", "history", "layer buffer", "workspace",
@@ -61,53 +61,67 @@ def run_of(node, mode, engine):
 
 def layer_touches(node, mode, engine):
     """node.impl.touches for this run, in the layer's own order."""
-    return _staged(node, mode, engine)[3]
+    return _staged(node, mode, engine)[0][3]
 
 
-def _staged(node, mode, engine, made=None):
-    """The layer's touches for this run as (setup, forward, backward, all): setup with the loss
-    weights Layer::SetLossWeights writes into the top diffs. Kept on the node (a built net does
-    not change): most layers allocate the same under either engine and never ask which one runs,
-    so their touches serve the other engine's audit too. `made` (a dict, for one net) keeps them by
-    what the layer is made from (protoaudit.memory.alike): one layer's touches, records only read,
-    serve every layer alike."""
-    kept = node.touches_kept
+def _net_staged(net, mode, engine):
+    """Each layer's touches for this run, staged (_staged). Made once per layer alike
+    (protoaudit.memory.alike): one layer's touches, records only read, serve every layer alike.
+    Kept on the net (a built net does not change) until forget_touches: most layers allocate the
+    same under either engine and never ask which one runs, so their touches (kept under the engine
+    None, the same object) serve the other engine's walk too."""
+    kept = net.__dict__.get("_touches")
     if kept is None:
-        kept = node.touches_kept = {}
-    staged = kept.get((mode, None)) or kept.get((mode, engine))
-    if staged is not None:
-        return staged
-    key = made_from(node) if made is not None else None
-    if key is not None:
-        for asked in (None, engine):
-            staged = made.get((key, mode, asked))
-            if staged is not None:
-                kept[(mode, asked)] = staged
-                return staged
+        kept = net._touches = {}
+    out = []
+    for node, number in zip(net.layers, alike(net)):
+        staged = kept.get((number, mode, None)) or kept.get((number, mode, engine))
+        if staged is None:
+            staged, asked = _staged(node, mode, engine)
+            kept[(number, mode, asked)] = staged
+        out.append(staged)
+    return out
+
+
+def _staged(node, mode, engine):
+    """The layer's touches for this run as (setup, forward, backward, all), the stages in the
+    walk's form (_step), setup with the loss weights Layer::SetLossWeights writes into the top
+    diffs; and the engine if the layer asked which one runs, else None."""
     run = run_of(node, mode, engine)
     touches = node.impl.touches(run)
     setup, forward, backward = [], [], []
+    stages = {"setup": setup, "forward": forward, "backward": backward}
+    cpu = mode == "cpu"
     for t in touches:
-        stage = t.stage
-        if stage == "setup":
-            setup.append(t)
-        elif stage == "forward":
-            forward.append(t)
-        elif stage == "backward":
-            backward.append(t)
-    setup += [touch.top(j, "diff", "setup") for j, weight in enumerate(node.loss_weights) if weight]
-    staged = (setup, forward, backward, touches)
-    asked = engine if run.asked_engine else None
-    kept[(mode, asked)] = staged
-    if key is not None:
-        made[(key, mode, asked)] = staged
-    return staged
+        steps = stages.get(t.stage)
+        if steps is not None:
+            steps.append(_step(t, cpu))
+    setup += [_step(touch.top(j, "diff", "setup"), cpu) for j, weight in enumerate(node.loss_weights) if weight]
+    return (setup, forward, backward, touches), engine if run.asked_engine else None
+
+
+BOTTOM, TOP, PARAM, BUFFER, PROCESS, STOP = range(6)  # what a step touches (_step)
+
+
+def _step(t, cpu):
+    """A touch as the walk reads it, (what, a, b, device, t), worked out once per layer alike: a
+    bottom's or top's (BOTTOM, TOP) index and 0 for its data or 1 for its diff; a parameter's
+    (PARAM) index and part; a buffer's (BUFFER, or PROCESS for the process's) name and bytes; where
+    it lives in this mode."""
+    device = "host" if cpu else t.device
+    if t.what == "bottom" or t.what == "top":
+        return (BOTTOM if t.what == "bottom" else TOP), t.index, int(t.part == "diff"), device, t
+    if t.what == "param":
+        return PARAM, t.index, t.part, device, t
+    if t.what == "stop":
+        return STOP, None, None, device, t
+    return (PROCESS if t.process else BUFFER), t.name, t.elements * t.itemsize, device, t
 
 
 def forget_touches(net):
-    """Drop the touches kept on `net`'s layers (once every engine of an audit has walked them)."""
-    for node in net.layers:
-        node.touches_kept = None
+    """Drop the touches and likenesses kept on `net` (once every engine of an audit has walked it)."""
+    net.__dict__.pop("_touches", None)
+    forget(net)
 
 
 def _shared_storage(net):
@@ -132,7 +146,7 @@ def _storage(blob, part):
     return 2 * blob + (part == "diff")
 
 
-_TOP_KINDS = ("top data", "top diff")  # by _storage's last bit
+_TOP_KINDS = ("top data", "top diff")  # by a blob step's part (_step)
 _PARAM_KINDS = {"data": "param data", "diff": "param diff"}
 
 
@@ -173,20 +187,14 @@ def _walk(net, mode, engine, backward, forward, shared_params, label, make, othe
     total = 0
     batch = net.batch
     blobs, layers = net.blobs, net.layers
-    made = {}
-    staged = [_staged(node, mode, engine, made) for node in layers]
-    if other is None:
-        theirs = staged
-    else:  # most layers' touches serve both engines (kept under the engine None)
-        both = (mode, None)
-        theirs = [node.touches_kept.get(both) or _staged(node, mode, other, made) for node in layers]
-    steps = [(0, range(len(layers)))]
+    staged = _net_staged(net, mode, engine)
+    theirs = staged if other is None else _net_staged(net, mode, other)
+    passes = [(0, range(len(layers)))]
     if forward:
-        steps.append((1, range(len(layers))))
+        passes.append((1, range(len(layers))))
         if backward:
-            steps.append((2, [i for i in reversed(range(len(layers))) if layers[i].need_backward]))
-    cpu = mode == "cpu"
-    for stage, order in steps:
+            passes.append((2, [i for i in reversed(range(len(layers))) if layers[i].need_backward]))
+    for stage, order in passes:
         for i in order:
             node = layers[i]
             mine = staged[i][stage]
@@ -194,37 +202,37 @@ def _walk(net, mode, engine, backward, forward, shared_params, label, make, othe
                 sides = ((0, mine),)
             else:  # 1: this engine's touches alone, 2: the other engine's alone
                 sides = ((1, mine), (2, theirs[i][stage]))
-            for side, touches in sides:
-                for t in touches:  # one loop, no calls per touch: a 10,000-layer net has some 100,000
-                    what = t.what
-                    if what == "buffer":
-                        key = t.name if t.process else (i, t.name)
-                    elif what == "param":
-                        owner_layer, owner_k = node.params[t.index].owner or (i, t.index)
-                        if t.part == "data" and shared_params and layers[owner_layer].name in shared_params:
-                            continue
-                        key = (owner_layer, owner_k, t.part)
-                    elif what == "stop":
-                        raise InputError(t.note, file=net.path, line=node.line, layer=node.name,
-                                         fix="audit it where Caffe has that code: GPU mode (--mode gpu)")
-                    else:  # a bottom's or top's data or diff
-                        key = 2 * (node.tops if what == "top" else node.bottoms)[t.index] + (t.part == "diff")
+            for side, steps in sides:
+                for what, a, b, device, t in steps:  # one loop, no calls per touch: a 10,000-layer net has some 100,000
+                    if what <= TOP:  # a bottom's or top's data or diff
+                        key = 2 * (node.tops if what == TOP else node.bottoms)[a] + b
                         while key in root:
                             key = root[key]
+                    elif what == BUFFER:
+                        key = (i, a)
+                    elif what == PARAM:
+                        owner_layer, owner_k = node.params[a].owner or (i, a)
+                        if b == "data" and shared_params and layers[owner_layer].name in shared_params:
+                            continue
+                        key = (owner_layer, owner_k, b)
+                    elif what == PROCESS:
+                        key = a
+                    else:
+                        raise InputError(t.note, file=net.path, line=node.line, layer=node.name,
+                                         fix="audit it where Caffe has that code: GPU mode (--mode gpu)")
                     first = key not in seen
                     if not first and side != 2 and not (side == 0 and only_mine and key in only_mine):
                         continue  # allocated already, under both engines
-                    device = "host" if cpu else t.device
-                    if what == "buffer":
-                        n = t.elements * t.itemsize
-                    elif what == "param":
+                    if what <= TOP:
+                        blob = blobs[key >> 1]
+                        elements = blob.count
+                        n = 4 * elements if t.owns else 0
+                    elif what == PARAM:
                         shape = layers[owner_layer].params[owner_k].shape
                         elements = count(shape)
                         n = 4 * elements
                     else:
-                        b = blobs[key >> 1]
-                        elements = b.count
-                        n = 4 * elements if t.owns else 0
+                        n = b
                     on_device = n if device == "device" else 0
                     if side == 2:  # the other engine's own touch
                         if key in only_theirs or not (first or key in only_mine):
@@ -249,15 +257,17 @@ def _walk(net, mode, engine, backward, forward, shared_params, label, make, othe
                     total += on_device
                     if not make:
                         continue
-                    if what == "buffer":
-                        out.append(Buffer(label, node.name, ("process." if t.process else node.name + ".") + t.name,
-                                          t.kind, t.elements, t.itemsize, t.stage, t.per_sample, device, t.note))
-                    elif what == "param":
+                    if what <= TOP:
+                        if t.owns:  # (else a top that points into a buffer its layer counts: a data layer's prefetch batch)
+                            out.append(Buffer(label, node.name, blob.name, _TOP_KINDS[b], elements, 4, t.stage,
+                                              bool(blob.shape) and blob.shape[0] == batch, device, blob.shape))
+                    elif what == PARAM:
                         out.append(Buffer(label, node.name, f"{layers[owner_layer].name}.param{owner_k}",
-                                          _PARAM_KINDS[t.part], elements, 4, t.stage, False, device, shape))
-                    elif t.owns:  # (else a top that points into a buffer its layer counts: a data layer's prefetch batch)
-                        out.append(Buffer(label, node.name, b.name, _TOP_KINDS[key & 1], elements, 4, t.stage,
-                                          bool(b.shape) and b.shape[0] == batch, device, b.shape))
+                                          _PARAM_KINDS[b], elements, 4, t.stage, False, device, shape))
+                    else:
+                        owner = ("process." if what == PROCESS else node.name + ".") + a
+                        out.append(Buffer(label, node.name, owner, t.kind, t.elements, t.itemsize, t.stage,
+                                          t.per_sample, device, t.note))
     if not make:
         return total
     return (out, change) if other is not None else out

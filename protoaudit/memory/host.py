@@ -25,7 +25,7 @@ little less.
 from google.protobuf.descriptor import FieldDescriptor as F
 
 from ..layers.cxx import MAP_NODE, POINTER, SHARED_PTR_BLOCK, STRING, assigned, bits, copied, grown
-from .alike import made_from
+from .alike import alike
 
 
 # sizeof, measured with g++ 12 against Caffe's headers (CPU_ONLY), Dtype = float
@@ -209,8 +209,8 @@ def _host_bytes(net, forward, backward, shared_params, copies):
     rng = False
     vectors = _VECTORS
     offset = (message_size(layers[0].lp.DESCRIPTOR) if layers else LAYER_PARAMETER) - LAYER_PARAMETER + SHARED_PTR_BLOCK
-    own = {}  # a layer's own objects, by what it is made from and its names' lengths
-    for node in layers:
+    own = {}  # a layer's own objects, by its likeness (protoaudit.memory.alike) and its names' lengths
+    for node, number in zip(layers, alike(net)):
         bottoms, tops = node.bottoms, node.tops
         nb, nt = len(bottoms), len(tops)
         total += (vectors[nb] if nb < 65 else 12 * grown(nb) + bits(nb)) + 12 * grown(nt)
@@ -223,15 +223,11 @@ def _host_bytes(net, forward, backward, shared_params, copies):
         outputs.update(tops if not node.impl.auto_top_blobs else tops[:len(node.lp.top)])
         if node.type == "Input":
             inputs += len(tops)
-        key = made_from(node)
-        if key is None:
-            layer = _layer_bytes(node, offset, forward, backward, copies)
-        else:
-            lp = node.lp
-            key = (key, lp.HasField("name"), len(lp.name), tuple(map(len, lp.bottom)), tuple(map(len, lp.top)))
-            layer = own.get(key)
-            if layer is None:
-                layer = own[key] = _layer_bytes(node, offset, forward, backward, copies)
+        lp = node.lp
+        key = (number, lp.HasField("name"), len(lp.name), tuple(map(len, lp.bottom)), tuple(map(len, lp.top)))
+        layer = own.get(key)
+        if layer is None:
+            layer = own[key] = _layer_bytes(node, offset, forward, backward, copies)
         size_of, fills, draws = layer
         total += size_of
         if node.params:
