@@ -68,7 +68,6 @@ class LayerNode:
     need_backward: bool = False
     bottom_need_backward: tuple = ()
     memory_after: int = 0  # Caffe's cumulative "Memory required for data" after this layer
-    touches_kept: dict = field(default=None, repr=False, compare=False)  # protoaudit.memory.buffers' cache
 
     @property
     def is_split(self):
