@@ -57,7 +57,7 @@ class LayerNode:
     lp: object  # the LayerParameter it was built from (after splits)
     impl: object  # the registered Layer instance
     line: int = None  # where the layer starts in the user's file (None for inserted splits)
-    # the lists below are tuples of their exact size: a 100,000-layer net has 200,000 of each
+    # tuples of their exact size, not lists: a 100,000-layer file's two nets hold some 220,000 of each
     bottoms: tuple = ()  # blob indices
     tops: tuple = ()  # blob indices
     in_place: tuple = ()  # per top: is it its bottom's blob
