@@ -396,8 +396,8 @@ class _Builder:
                                  fix="give the top a new name, or the same name as the bottom at the same "
                                  "position for an in-place layer")
             else:
-                blob = by_name[name] = len(blobs)
-                blob = Blob(blob, name, shape, index)
+                by_name[name] = len(blobs)
+                blob = Blob(len(blobs), name, shape, index)
                 blobs.append(blob)
                 available.add(name)
                 in_places.append(False)
@@ -422,9 +422,9 @@ class _Builder:
                                      flags.setdefault(down, down), memory * 4))
 
     def _shared(self, values):
-        """`values` (bools) as a tuple, the one made before if an equal one was: a net's layers have
-        few distinct flags, loss weights and shapes, and one object each saves memory (self.flags,
-        self.weights and self.shapes hold them)."""
+        """`values` (bools) as a tuple, the one made before if an equal one was (self.flags): a net's
+        layers have few distinct flags, and one object each saves memory (loss weights and shapes
+        are kept once each the same way, in self.weights and self.shapes)."""
         values = tuple(values)
         return self.flags.setdefault(values, values)
 
