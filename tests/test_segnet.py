@@ -242,7 +242,7 @@ def test_corpus_nets_get_every_top_shape(name):
     inputs, last, last_tops = CORPUS[name]
     net = build_nets(os.path.join(NETS, name), inputs=inputs)[0]
     assert all(len(layer.top_shapes) == len(layer.tops) for layer in net.layers)
-    assert net.layers[-1].name == last and net.layers[-1].top_shapes == last_tops
+    assert net.layers[-1].name == last and list(net.layers[-1].top_shapes) == last_tops
 
 
 @pytest.mark.parametrize("name,run", [

@@ -214,7 +214,7 @@ def test_upsample_backward_asks_only_bottom_0(tmp_path):
     """Backward_cpu/gpu do everything under `if (propagate_down[0])`."""
     node = build(tmp_path, POOL_UP).layer("up")
     run = run_of(node, "cpu", "caffe")
-    assert run.propagate_down == [True, True]  # the mask comes from a layer that learns
+    assert list(run.propagate_down) == [True, True]  # the mask comes from a layer that learns
     assert [t.part for t in node.impl.touches(run) if t.stage == "backward"] == ["diff", "diff"]
     run.propagate_down = [False, True]
     assert not [t for t in node.impl.touches(run) if t.stage == "backward"]
