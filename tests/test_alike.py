@@ -30,7 +30,7 @@ def test_layers_differing_only_in_names_are_alike_and_no_others(tmp_path):
     assert number["c6"] != number["c2"]  # another input shape
     assert number["r1"] != number["r2"]  # in place, or not
     assert len(set(number.values())) == len(number) - 1
-    assert [node.bottom_need_backward for node in net.layers[1:3]] == [[False], [True]]
+    assert [list(node.bottom_need_backward) for node in net.layers[1:3]] == [[False], [True]]
 
 
 def test_alike_layers_get_their_own_buffers_of_the_same_sizes(tmp_path):
