@@ -1,7 +1,7 @@
 """The plain terminal report: what runs, the per-layer table, the totals, the verdict."""
+import functools
 import itertools
 
-from ..memory.summary import COLUMNS
 from ..net.freeze import frozen_lines
 from ..read.schema import USER_PREFIX, described, load_schema
 from .table import Rows, simple_table, simple_table_lines
@@ -37,9 +37,13 @@ LAYER_HEAD = ["net", "layer", "type", "top shapes", "params", "data", "diffs", "
 
 
 def layer_cells(r):
-    columns = r.columns
-    return ([r.net, r.name, r.type, shapes(r.tops)] + [size(columns[c]) if columns[c] else "" for c in COLUMNS]
-            + [size(r.total), size(r.cumulative)])
+    return [r.net, r.name, r.type, shapes(r.tops), *figure_cells(r.figures), size(r.total), size(r.cumulative)]
+
+
+@functools.lru_cache(maxsize=4096)  # rows with the same figures share them: the cells too
+def figure_cells(figures):
+    """A row's cells by column: each size, empty for none."""
+    return [size(n) if n else "" for n in figures]
 
 
 def layer_table_lines(summary):
