@@ -24,15 +24,40 @@ def shortened(cell):
 
 
 class Rows:
-    """Rows made anew from `items` each time they are read: simple_table_lines reads its rows twice
-    (the widths, then the lines), and the per-layer table of a 100,000-layer net held as cells
-    would be 50 MB."""
+    """Rows made from the list `items` as they are read, for simple_table_lines, which reads them
+    twice (the widths, then the lines): the per-layer table of a 100,000-layer net held as cells
+    would be 50 MB. `own(item)`, if given, makes the cells that cost the most and are each item's
+    own; they are made on the first reading only and kept as text, a chunk's column as one string
+    (some 7 MB for that table), and `cells(item, own)` makes the row around them."""
 
-    def __init__(self, items, cells):
-        self.items, self.cells = items, cells
+    def __init__(self, items, cells, own=None):
+        self.items, self.cells, self.own = items, cells, own
+        self.kept = None  # per chunk of items, each own column's cells joined by line breaks
 
     def __iter__(self):
-        return map(self.cells, self.items)
+        if self.own is None:
+            return map(self.cells, self.items)
+        return self._again() if self.kept else self._first()
+
+    def _first(self):
+        kept = []
+        for chunk in _chunks(self.items):
+            owns = list(map(self.own, chunk))
+            columns = ["\n".join(column) for column in zip(*owns)]
+            if kept is not None and all(text.count("\n") == len(chunk) - 1 for text in columns):
+                kept.append(columns)
+            else:  # a cell with a line break of its own: not kept, made again next time
+                kept = None
+            yield from map(self.cells, chunk, owns)
+        self.kept = kept
+
+    def _again(self):
+        for chunk, columns in zip(_chunks(self.items), self.kept):
+            yield from map(self.cells, chunk, zip(*(text.split("\n") for text in columns)))
+
+
+def _chunks(items):
+    return (items[i:i + CHUNK] for i in range(0, len(items), CHUNK))
 
 
 def simple_table(rows, headers):
@@ -79,16 +104,21 @@ def _widths(rows, headers):
         if not chunk:
             return widths if found else None
         found = True
-        if any(len(row) != len(headers) for row in chunk) or not _all_plain(list(itertools.chain.from_iterable(chunk))):
+        if set(map(len, chunk)) != {len(headers)} or set(map(type, itertools.chain.from_iterable(chunk))) != {str}:
             return None
-        widths = [max(w, max(map(len, column))) for w, column in zip(widths, zip(*chunk))]
+        columns = [set(column) for column in zip(*chunk)]  # each cell once: a column repeats most of its cells
+        if not _all_plain(list(itertools.chain.from_iterable(columns))):
+            return None
+        widths = [max(w, max(map(len, column))) for w, column in zip(widths, columns)]
 
 
 def _all_plain(cells):
     """Whether every cell is a str of printable ASCII with no space at either end (checked on all
-    the cells at once: one per line of one string)."""
+    the cells at once: printable, the cells joined; no edge space, one cell per line)."""
     if set(map(type, cells)) != {str}:
         return False
+    text = "".join(cells)
+    if not (text.isascii() and text.isprintable()):  # no cell holds a line break, then
+        return False
     lines = "\n".join(cells)
-    return (lines.count("\n") == len(cells) - 1 and lines.isascii() and lines.replace("\n", "").isprintable()
-            and not lines.startswith(" ") and not lines.endswith(" ") and "\n " not in lines and " \n" not in lines)
+    return not lines.startswith(" ") and not lines.endswith(" ") and "\n " not in lines and " \n" not in lines

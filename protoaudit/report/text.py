@@ -36,8 +36,15 @@ LAYER_HEAD = ["net", "layer", "type", "top shapes", "params", "data", "diffs", "
               "cumulative"]
 
 
-def layer_cells(r):
-    return [r.net, r.name, r.type, shapes(r.tops), *figure_cells(r.figures), size(r.total), size(r.cumulative)]
+def layer_cells(r, own=None):
+    """A row's cells; `own`: its own_cells, made before."""
+    tops, cumulative = own or own_cells(r)
+    return [r.net, r.name, r.type, tops, *figure_cells(r.figures), size(r.total), cumulative]
+
+
+def own_cells(r):
+    """The cells of a row that cost the most to make and are its own: its top shapes and running total."""
+    return shapes(r.tops), size(r.cumulative)
 
 
 @functools.lru_cache(maxsize=4096)  # rows with the same figures share them: the cells too
@@ -47,7 +54,7 @@ def figure_cells(figures):
 
 
 def layer_table_lines(summary):
-    return simple_table_lines(Rows(summary.rows, layer_cells), LAYER_HEAD)
+    return simple_table_lines(Rows(summary.rows, layer_cells, own_cells), LAYER_HEAD)
 
 
 def totals(summary):
