@@ -2,7 +2,6 @@
 
 Reports only format these; every sum is made here.
 """
-import operator
 from dataclasses import dataclass, field
 
 from ..net.freeze import frozen_cost
@@ -149,24 +148,21 @@ def summarize(audit):
     )
 
 
-_FIELDS = operator.attrgetter("net", "layer", "kind", "touch", "per_sample", "device", "owner", "elements",
-                              "itemsize")
-
-
 def _tally(buffers, groups, devices=None):
     """Add the bytes of `buffers` into `groups`, {(net, kind, first touch, per sample, device, is a
     column buffer): bytes}, a few dozen keys however large the net (a 10,000-layer one has some
     200,000 buffers); with `devices`, also return the counted bytes by layer, each a list of its
     figures by column and, last, what no column shows."""
     by_layer = {}
-    for net, layer, kind, touch, per_sample, device, owner, elements, itemsize in map(_FIELDS, buffers):
-        n = elements * itemsize
-        key = (net, kind, touch, per_sample, device, owner.endswith(".col_buffer_"))
+    for b in buffers:
+        n = b.elements * b.itemsize
+        kind, device = b.kind, b.device
+        key = (b.net, kind, b.touch, b.per_sample, device, b.owner.endswith(".col_buffer_"))
         groups[key] = groups.get(key, 0) + n
         if devices is not None and device in devices:
-            figures = by_layer.get(layer)
+            figures = by_layer.get(b.layer)
             if figures is None:
-                figures = by_layer[layer] = [0] * (UNSHOWN + 1)
+                figures = by_layer[b.layer] = [0] * (UNSHOWN + 1)
             figures[PLACE_OF.get(kind, UNSHOWN)] += n
     return by_layer
 

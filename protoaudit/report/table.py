@@ -80,8 +80,7 @@ def simple_table_lines(rows, headers):
     line = GAP.join(f"{{:<{w}}}" for w in widths).format
     yield line(*headers).rstrip()
     yield GAP.join("-" * w for w in widths)
-    for row in rows:
-        yield line(*row).rstrip()  # tabulate ends each row at its last character
+    yield from map(str.rstrip, itertools.starmap(line, rows))  # tabulate ends each row at its last character
 
 
 def _shortened_row(row):
