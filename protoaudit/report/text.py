@@ -39,7 +39,7 @@ LAYER_HEAD = ["net", "layer", "type", "top shapes", "params", "data", "diffs", "
 def layer_cells(r, own=None):
     """A row's cells; `own`: its own_cells, made before."""
     tops, cumulative = own or own_cells(r)
-    return [r.net, r.name, r.type, tops, *figure_cells(r.figures), size(r.total), cumulative]
+    return (r.net, r.name, r.type, tops, *figure_cells(r.figures), size(r.total), cumulative)
 
 
 def own_cells(r):
@@ -50,7 +50,7 @@ def own_cells(r):
 @functools.lru_cache(maxsize=4096)  # rows with the same figures share them: the cells too
 def figure_cells(figures):
     """A row's cells by column: each size, empty for none."""
-    return [size(n) if n else "" for n in figures]
+    return tuple(size(n) if n else "" for n in figures)
 
 
 def layer_table_lines(summary):
