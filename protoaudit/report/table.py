@@ -26,34 +26,35 @@ def shortened(cell):
 class Rows:
     """Rows made from the list `items` as they are read, for simple_table_lines, which reads them
     twice (the widths, then the lines): the per-layer table of a 100,000-layer net held as cells
-    would be 50 MB. `own(item)`, if given, makes the cells that cost the most and are each item's
-    own; they are made on the first reading only and kept as text, a chunk's column as one string
-    (some 7 MB for that table), and `cells(item, own)` makes the row around them."""
+    would be 50 MB. The columns at `kept` hold the cells that cost the most to make and are each
+    item's own: they are made on the first reading only and kept as text, a chunk's column as one
+    string (some 7 MB for that table), and given back to `cells(item, those cells)` on the next."""
 
-    def __init__(self, items, cells, own=None):
-        self.items, self.cells, self.own = items, cells, own
-        self.kept = None  # per chunk of items, each own column's cells joined by line breaks
+    def __init__(self, items, cells, kept=()):
+        self.items, self.cells, self.kept = items, cells, kept
+        self.text = None  # per chunk of items, each kept column's cells joined by line breaks
 
     def __iter__(self):
-        if self.own is None:
+        if not self.kept:
             return map(self.cells, self.items)
-        return self._again() if self.kept else self._first()
+        return self._again() if self.text else self._first()
 
     def _first(self):
-        kept = []
+        text = []
         for chunk in _chunks(self.items):
-            owns = list(map(self.own, chunk))
-            columns = ["\n".join(column) for column in zip(*owns)]
-            if kept is not None and all(text.count("\n") == len(chunk) - 1 for text in columns):
-                kept.append(columns)
-            else:  # a cell with a line break of its own: not kept, made again next time
-                kept = None
-            yield from map(self.cells, chunk, owns)
-        self.kept = kept
+            rows = list(map(self.cells, chunk))
+            columns = list(zip(*rows))
+            joined = ["\n".join(columns[i]) for i in self.kept]
+            if text is not None and all(t.count("\n") == len(chunk) - 1 for t in joined):
+                text.append(joined)
+            else:  # a cell with a line break of its own: nothing kept, made again next time
+                text = None
+            yield from rows
+        self.text = text
 
     def _again(self):
-        for chunk, columns in zip(_chunks(self.items), self.kept):
-            yield from map(self.cells, chunk, zip(*(text.split("\n") for text in columns)))
+        for chunk, joined in zip(_chunks(self.items), self.text):
+            yield from map(self.cells, chunk, zip(*(t.split("\n") for t in joined)))
 
 
 def _chunks(items):

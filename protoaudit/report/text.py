@@ -36,15 +36,14 @@ LAYER_HEAD = ["net", "layer", "type", "top shapes", "params", "data", "diffs", "
               "cumulative"]
 
 
+# the cells of a row that cost the most to make and are its own: its top shapes and running total
+OWN_CELLS = (3, 10)
+
+
 def layer_cells(r, own=None):
-    """A row's cells; `own`: its own_cells, made before."""
-    tops, cumulative = own or own_cells(r)
+    """A row's cells; `own`: its OWN_CELLS, made before."""
+    tops, cumulative = own or (shapes(r.tops), size(r.cumulative))
     return (r.net, r.name, r.type, tops, *figure_cells(r.figures), size(r.total), cumulative)
-
-
-def own_cells(r):
-    """The cells of a row that cost the most to make and are its own: its top shapes and running total."""
-    return shapes(r.tops), size(r.cumulative)
 
 
 @functools.lru_cache(maxsize=4096)  # rows with the same figures share them: the cells too
@@ -54,7 +53,7 @@ def figure_cells(figures):
 
 
 def layer_table_lines(summary):
-    return simple_table_lines(Rows(summary.rows, layer_cells, own_cells), LAYER_HEAD)
+    return simple_table_lines(Rows(summary.rows, layer_cells, OWN_CELLS), LAYER_HEAD)
 
 
 def totals(summary):
