@@ -24,37 +24,47 @@ def shortened(cell):
 
 
 class Rows:
-    """Rows made from the list `items` as they are read, for simple_table_lines, which reads them
-    twice (the widths, then the lines): the per-layer table of a 100,000-layer net held as cells
-    would be 50 MB. The columns at `kept` hold the cells that cost the most to make and are each
-    item's own: they are made on the first reading only and kept as text, a chunk's column as one
-    string (some 7 MB for that table), and given back to `cells(item, those cells)` on the next."""
+    """Rows made anew from `items` each time they are read (simple_table_lines reads its rows twice:
+    the widths, then the lines), by `cells(item)`."""
 
-    def __init__(self, items, cells, kept=()):
-        self.items, self.cells, self.kept = items, cells, kept
+    def __init__(self, items, cells):
+        self.items, self.cells = items, cells
+
+    def __iter__(self):
+        return map(self.cells, self.items)
+
+
+class ColumnRows:
+    """Rows made from the list `items` as they are read, for simple_table_lines, which reads them
+    twice: the per-layer table of a 100,000-layer net held as cells would be 50 MB. They are made a
+    chunk at a time, column by column (`columns(chunk)`: a list of each column's cells), which
+    takes no call per row. The columns at `kept` hold the cells that cost the most to make and
+    are each item's own: they are made on the first reading only and kept as text, a chunk's
+    column as one string (some 7 MB for that table), and given back to `columns(chunk, those
+    columns)` on the next."""
+
+    def __init__(self, items, columns, kept):
+        self.items, self.columns, self.kept = items, columns, kept
         self.text = None  # per chunk of items, each kept column's cells joined by line breaks
 
     def __iter__(self):
-        if not self.kept:
-            return map(self.cells, self.items)
         return self._again() if self.text else self._first()
 
     def _first(self):
         text = []
         for chunk in _chunks(self.items):
-            rows = list(map(self.cells, chunk))
-            columns = list(zip(*rows))
+            columns = self.columns(chunk)
             joined = ["\n".join(columns[i]) for i in self.kept]
             if text is not None and all(t.count("\n") == len(chunk) - 1 for t in joined):
                 text.append(joined)
             else:  # a cell with a line break of its own: nothing kept, made again next time
                 text = None
-            yield from rows
+            yield from zip(*columns)
         self.text = text
 
     def _again(self):
         for chunk, joined in zip(_chunks(self.items), self.text):
-            yield from map(self.cells, chunk, zip(*(t.split("\n") for t in joined)))
+            yield from zip(*self.columns(chunk, [t.split("\n") for t in joined]))
 
 
 def _chunks(items):

@@ -4,7 +4,7 @@ import itertools
 
 from ..net.freeze import frozen_lines
 from ..read.schema import USER_PREFIX, described, load_schema
-from .table import Rows, simple_table, simple_table_lines
+from .table import ColumnRows, simple_table, simple_table_lines
 from .units import shapes, size
 
 ENGINE_NAMES = {"caffe": "Caffe engine (im2col)", "cudnn": "cuDNN"}
@@ -36,14 +36,15 @@ LAYER_HEAD = ["net", "layer", "type", "top shapes", "params", "data", "diffs", "
               "cumulative"]
 
 
-# the cells of a row that cost the most to make and are its own: its top shapes and running total
-OWN_CELLS = (3, 10)
+# the columns whose cells cost the most to make and are each row's own: top shapes, running total
+OWN_COLUMNS = (3, 10)
 
 
-def layer_cells(r, own=None):
-    """A row's cells; `own`: its OWN_CELLS, made before."""
-    tops, cumulative = own or (shapes(r.tops), size(r.cumulative))
-    return (r.net, r.name, r.type, tops, *figure_cells(r.figures), size(r.total), cumulative)
+def layer_columns(rows, own=None):
+    """The per-layer table's cells for `rows`, column by column; `own`: their OWN_COLUMNS, made before."""
+    tops, cumulative = own or ([shapes(r.tops) for r in rows], [size(r.cumulative) for r in rows])
+    return [[r.net for r in rows], [r.name for r in rows], [r.type for r in rows], tops,
+            *zip(*[figure_cells(r.figures) for r in rows]), [size(r.total) for r in rows], cumulative]
 
 
 @functools.lru_cache(maxsize=4096)  # rows with the same figures share them: the cells too
@@ -53,7 +54,7 @@ def figure_cells(figures):
 
 
 def layer_table_lines(summary):
-    return simple_table_lines(Rows(summary.rows, layer_cells, OWN_CELLS), LAYER_HEAD)
+    return simple_table_lines(ColumnRows(summary.rows, layer_columns, OWN_COLUMNS), LAYER_HEAD)
 
 
 def totals(summary):
