@@ -78,7 +78,7 @@ def simple_table(rows, headers):
 
 def simple_table_lines(rows, headers):
     """simple_table's lines, one at a time (tabulate's table, when it lays the table out, comes as
-    one). `rows` is read twice: a list, or Rows."""
+    one). `rows` is read twice: a list, Rows or ColumnRows."""
     widths = _widths(rows, headers)
     if widths is not None and max(widths) > MAX_CELL:
         rows = Rows(rows, _shortened_row)
