@@ -127,9 +127,9 @@ def test_plain_run_does_not_import_matplotlib():
 
 
 def row(name, type_, total, cumulative, net="train", kind=None, **columns):
-    cols = {c: columns.get(c, 0) * MiB for c in ("params", "data", "diffs", "buffers", "workspace")}
+    figures = tuple(columns.get(c, 0) * MiB for c in ("params", "data", "diffs", "buffers", "workspace"))
     buffers = [SimpleNamespace(kind=kind)] if kind else []
-    return LayerRow(net, name, type_, [], cols, total * MiB, cumulative * MiB, buffers)
+    return LayerRow(net, name, type_, [], figures, total * MiB, cumulative * MiB, buffers)
 
 
 # A made-up summary with round figures (MiB): conv 1 + 2 + 2 + 3 = 8, running 8; relu 0, running 8;

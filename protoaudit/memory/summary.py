@@ -16,19 +16,58 @@ COLUMNS = {
     "buffers": ("layer buffer", "prefetch", "host objects", "library state"),
     "workspace": ("workspace",),
 }
-COLUMN_OF = {kind: column for column, kinds in COLUMNS.items() for kind in kinds}
+# a kind's place in a layer's figures: its column's, or the place after them (kinds no column shows)
+PLACE_OF = {kind: i for i, kinds in enumerate(COLUMNS.values()) for kind in kinds}
+UNSHOWN = len(COLUMNS)
+NO_FIGURES = (0,) * len(COLUMNS)
 
 
 @dataclass(**RECORD)
 class LayerRow:
+    """One row of the per-layer table. Its bytes by column are a tuple (rows with the same figures
+    share one), read as the dict `columns`; its tops are the layer's own list in the built net, and
+    its buffers are sorted out of its net's when first asked for (rows with a dict and two lists of
+    their own held 10.7 MB for a 10,000-layer net, these 3.2 MB)."""
+
     net: str  # the net's label: train, test, net, ...
     name: str
     type: str
     tops: list  # shapes
-    columns: dict  # column -> bytes
+    figures: tuple  # bytes by column, in COLUMNS' order
     total: int
     cumulative: int
-    buffers: list = field(default_factory=list)  # the Buffers it first touches
+    held: object  # its buffers: a list, or its net's LayerBuffers
+
+    @property
+    def columns(self):
+        """column -> bytes"""
+        return dict(zip(COLUMNS, self.figures))
+
+    @property
+    def buffers(self):
+        """The Buffers it first touches."""
+        held = self.held
+        return held if isinstance(held, list) else held.of(self.name)
+
+
+class LayerBuffers:
+    """One net's counted buffers by the layer that first touches them, sorted out the first time a
+    row asks (the text report never does). Those of layers the net does not have (`rest`: its C++
+    objects' "(net)") are one row's, named after the first of them."""
+
+    def __init__(self, buffers, devices, rest):
+        self.buffers, self.devices, self.rest = buffers, devices, rest
+        self.lists = None
+
+    def of(self, name):
+        if self.lists is None:
+            self.lists = {}
+            for b in self.buffers:
+                if b.device in self.devices:
+                    self.lists.setdefault(b.layer, []).append(b)
+        if self.rest and name == self.rest[0]:
+            return [b for layer in self.rest for b in self.lists[layer]]
+        return self.lists.get(name, [])
 
 
 @dataclass
@@ -83,92 +122,122 @@ def counted(audit, buffer):
 
 
 def summarize(audit):
-    """One pass over the audit's buffers, net by net then the extras, in order (the totals by first
-    touch and by net keep the order their keys first appear in): the per-layer rows and every total."""
-    rows, running = [], 0
+    """The per-layer rows and every total, from one pass over the audit's buffers (net by net, then
+    the extras), which sums them by what the totals tell apart and by layer; the totals by first
+    touch and by net keep the order their keys first appear in."""
     devices = counted_devices(audit)
+    groups = {}
+    rows, running = [], 0
+    for net_audit in audit.nets:
+        label = net_audit.buffers[0].net if net_audit.buffers else net_audit.role
+        by_layer = _tally(net_audit.buffers, groups, devices)
+        running = _layer_rows(rows, running, label, net_audit, by_layer, devices)
+    _tally(audit.extra, groups)
+    _beside_rows(rows, running, audit, devices)
+    totals, misses = _totals(groups, devices)
+    return Summary(
+        rows=rows,
+        **totals,
+        caffe_figure={n.buffers[0].net if n.buffers else n.role: n.net.memory_required_for_data for n in audit.nets},
+        gaps=[(n.role, node.name, node.type, node.impl.gap) for n in audit.nets for node in n.net.layers
+              if getattr(node.impl, "gap", None)],
+        recipe=recipe(audit, totals["total"], misses),
+        frozen=frozen_cost(audit, counted),
+        assumptions=_per_net(audit, "assumptions"),
+        data_shapes=_per_net(audit, "origins"),
+    )
+
+
+def _tally(buffers, groups, devices=None):
+    """Add the bytes of `buffers` into `groups`, {(net, kind, first touch, per sample, device, is a
+    column buffer): bytes}, a few dozen keys however large the net (a 10,000-layer one has some
+    200,000 buffers); with `devices`, also return the counted bytes by layer, each a list of its
+    figures by column and, last, what no column shows."""
+    by_layer = {}
+    for b in buffers:
+        n = b.elements * b.itemsize
+        kind, device = b.kind, b.device
+        key = (b.net, kind, b.touch, b.per_sample, device, b.owner.endswith(".col_buffer_"))
+        groups[key] = groups.get(key, 0) + n
+        if devices is not None and device in devices:
+            figures = by_layer.get(b.layer)
+            if figures is None:
+                figures = by_layer[b.layer] = [0] * (UNSHOWN + 1)
+            figures[PLACE_OF.get(kind, UNSHOWN)] += n
+    return by_layer
+
+
+def _layer_rows(rows, running, label, net_audit, by_layer, devices):
+    """Append a row per layer of the net (and one for the buffers of layers it does not have, its
+    C++ objects); return the running total. Rows with the same figures share them."""
+    layers = net_audit.net.layers
+    names = {node.name for node in layers}
+    rest = [name for name in by_layer if name not in names]
+    held = LayerBuffers(net_audit.buffers, devices, rest)
+    shared = {}
+    for node in layers:
+        found = by_layer.get(node.name)
+        if found is None:
+            figures, total = NO_FIGURES, 0
+        else:
+            key = tuple(found)
+            kept = shared.get(key)
+            if kept is None:
+                kept = shared[key] = (key[:UNSHOWN], sum(key))
+            figures, total = kept
+        running += total
+        rows.append(LayerRow(label, node.name, node.type, node.top_shapes, figures, total, running, held))
+    if rest:
+        rest_total = sum(sum(by_layer[name]) for name in rest)
+        running += rest_total
+        rows.append(LayerRow(label, rest[0], "", [], NO_FIGURES, rest_total, running, held))
+    return running
+
+
+# the rows held beside the nets, in this order: buffer kind -> the row's name
+BESIDE = {"history": "{solver} solver state", "param diff": "ClearParamDiffs", "context": "CUDA context"}
+
+
+def _beside_rows(rows, running, audit, devices):
+    """Append a row for each kind of counted buffer the audit holds beside its nets, after `running` bytes."""
+    mine = {kind: [] for kind in BESIDE}
+    for b in audit.extra:
+        if b.kind in mine and b.device in devices:
+            mine[b.kind].append(b)
+    for kind, found in mine.items():
+        if found:
+            kind_total = sum(b.elements * b.itemsize for b in found)
+            running += kind_total
+            rows.append(LayerRow(found[0].net, BESIDE[kind].format(solver=audit.solver_type), "", [], NO_FIGURES,
+                                 kind_total, running, found))
+
+
+def _totals(groups, devices):
+    """The Summary's totals from the summed groups (in the order their first buffers came), and the
+    bytes the hand recipe leaves out, by category."""
     by_kind = dict.fromkeys(KINDS, 0)
     by_touch, by_net = {}, {}
     total = per_sample = host = 0
     misses = dict.fromkeys(("test nets", "column buffers", "other layer buffers", "cuDNN workspace", "data prefetch",
                             "CUDA context", "C++ objects"), 0)
-
-    def tally(buffers, by_layer=None):  # a 10,000-layer net has some 200,000 buffers
-        nonlocal total, per_sample, host
-        for b in buffers:
-            n = b.elements * b.itemsize
-            if b.device not in devices:
-                host += n
-                continue
-            if by_layer is not None:
-                entry = by_layer.get(b.layer)
-                if entry is None:
-                    entry = by_layer[b.layer] = [dict.fromkeys(COLUMNS, 0), 0, []]
-                entry[1] += n
-                entry[2].append(b)
-                column = COLUMN_OF.get(b.kind)
-                if column is not None:
-                    entry[0][column] += n
-            total += n
-            if b.per_sample:
-                per_sample += n
-            kind = b.kind
-            if kind in by_kind:
-                by_kind[kind] += n
-            test = b.net.startswith("test")
-            key = "test" if test and kind != "context" else b.touch
-            by_touch[key] = by_touch.get(key, 0) + n
-            by_net[b.net] = by_net.get(b.net, 0) + n
-            miss = ("test nets" if test else "column buffers" if b.owner.endswith(".col_buffer_")
-                    else MISSED.get(kind))
-            if miss is not None:
-                misses[miss] += n
-
-    for net_audit in audit.nets:
-        label = net_audit.buffers[0].net if net_audit.buffers else net_audit.role
-        by_layer = {}
-        tally(net_audit.buffers, by_layer)
-        empty = None
-        for node in net_audit.net.layers:
-            entry = by_layer.get(node.name)
-            if entry is None:
-                entry = empty = empty or (dict.fromkeys(COLUMNS, 0), 0, [])
-            running += entry[1]
-            rows.append(LayerRow(label, node.name, node.type, list(node.top_shapes), entry[0], entry[1], running,
-                                 entry[2]))
-        names = {n.name for n in net_audit.net.layers}
-        rest = [b for name, entry in by_layer.items() if name not in names for b in entry[2]]
-        if rest:
-            rest_total = sum(b.bytes for b in rest)
-            running += rest_total
-            rows.append(LayerRow(label, rest[0].layer, "", [], dict.fromkeys(COLUMNS, 0), rest_total, running, rest))
-    tally(audit.extra)
-    extra = [b for b in audit.extra if counted(audit, b)]
-    for kind in ("history", "param diff", "context"):
-        mine = [b for b in extra if b.kind == kind]
-        if mine:
-            kind_total = sum(b.bytes for b in mine)
-            running += kind_total
-            name = {"history": f"{audit.solver_type} solver state", "param diff": "ClearParamDiffs",
-                    "context": "CUDA context"}[kind]
-            rows.append(LayerRow(mine[0].net, name, "", [], dict.fromkeys(COLUMNS, 0), kind_total, running, mine))
-    return Summary(
-        rows=rows,
-        by_kind={k: v for k, v in by_kind.items() if v},
-        by_touch=by_touch,
-        by_net=by_net,
-        total=total,
-        host=host,
-        caffe_figure={n.buffers[0].net if n.buffers else n.role: n.net.memory_required_for_data for n in audit.nets},
-        per_sample=per_sample,
-        invariant=total - per_sample,
-        gaps=[(n.role, node.name, node.type, node.impl.gap) for n in audit.nets for node in n.net.layers
-              if getattr(node.impl, "gap", None)],
-        recipe=recipe(audit, total, misses),
-        frozen=frozen_cost(audit, counted),
-        assumptions=_per_net(audit, "assumptions"),
-        data_shapes=_per_net(audit, "origins"),
-    )
+    for (net, kind, touch, grows, device, column_buffer), n in groups.items():
+        if device not in devices:
+            host += n
+            continue
+        total += n
+        if grows:
+            per_sample += n
+        if kind in by_kind:
+            by_kind[kind] += n
+        test = net.startswith("test")
+        key = "test" if test and kind != "context" else touch
+        by_touch[key] = by_touch.get(key, 0) + n
+        by_net[net] = by_net.get(net, 0) + n
+        miss = "test nets" if test else "column buffers" if column_buffer else MISSED.get(kind)
+        if miss is not None:
+            misses[miss] += n
+    return {"by_kind": {k: v for k, v in by_kind.items() if v}, "by_touch": by_touch, "by_net": by_net, "total": total,
+            "host": host, "per_sample": per_sample, "invariant": total - per_sample}, misses
 
 
 # what the hand recipe leaves out, by buffer kind (test nets and column buffers are told apart first)

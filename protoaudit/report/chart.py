@@ -67,7 +67,8 @@ def _metadata(path):
 def categories(row):
     """{category: bytes} of one row: a layer's columns, or the whole of a row held beside the nets."""
     if row.type:
-        return {c: row.columns[c] for c in STACK}
+        columns = row.columns
+        return {c: columns[c] for c in STACK}
     return {BESIDE.get(row.buffers[0].kind, "host objects") if row.buffers else "host objects": row.total}
 
 

@@ -36,7 +36,7 @@ def render(audit, summary, fit=None):
         assumed.setdefault((net, a.layer), []).append(f"{a.what} (to change it: {a.override})")
     return _write(AUDIT_HEAD, [
         [r.net, r.name, r.type, shapes(r.tops)]
-        + [r.columns[c] for c in ("params", "data", "diffs", "buffers", "workspace")] + [r.total, r.cumulative]
+        + list(r.figures) + [r.total, r.cumulative]
         + ["; ".join(assumed.get((r.net, r.name), ()))]
         for r in summary.rows])
 

@@ -253,7 +253,7 @@ def _layer_table(summary):
     for i, r in enumerate(summary.rows, start=1):
         cells = (f'<td class="n" data-v="{i}">{i}</td><td>{escape(r.net)}</td><td>{escape(r.name)}</td>'
                  f"<td>{escape(r.type)}</td><td>{escape(shapes(r.tops))}</td>"
-                 + "".join(_num(r.columns[c]) for c in CATEGORIES) + _num(r.total, size(r.total)) + _num(r.cumulative))
+                 + "".join(map(_num, r.figures)) + _num(r.total, size(r.total)) + _num(r.cumulative))
         body.append(f"<tr{'' if r.type else ' class=beside'}>{cells}</tr>")
     return (_tools("layers", "the layers") + f'<div class="wrap"><table id="layers" class="sortable"><thead><tr>{heads}'
             f'</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
@@ -301,7 +301,7 @@ def _diff_table(c):
             if row is None:
                 cells.append('<td class="n"></td>' * len(SIDE_HEAD))
             else:
-                cells += [_num(row.columns[k]) for k in CATEGORIES] + [_num(row.total, size(row.total)),
+                cells += [_num(n) for n in row.figures] + [_num(row.total, size(row.total)),
                                                                        _num(row.cumulative)]
         cells.append(_num(d.delta, signed(d.delta)))
         body.append(f'<tr class="{d.status}">{"".join(cells)}</tr>')

@@ -94,7 +94,7 @@ def render(audit, summary, fit=None):
     rows = [[kind, size(b), f"{b:,}"] for kind, b in summary.by_kind.items()]
     rows.append(["total", size(summary.total), f"{summary.total:,}"])
     layers = [[r.net, r.name, r.type, shapes(r.tops)]
-              + [size(r.columns[c]) if r.columns[c] else "" for c in ("params", "data", "diffs", "buffers", "workspace")]
+              + [size(n) if n else "" for n in r.figures]
               + [size(r.total), size(r.cumulative)] for r in summary.rows]
     out = [f"**protoaudit** {code(audit.path)}", "", escape(describe(audit)), ""]
     out += [f"- {b}" for b in bullets] + [""]

@@ -24,15 +24,51 @@ def shortened(cell):
 
 
 class Rows:
-    """Rows made anew from `items` each time they are read: simple_table_lines reads its rows twice
-    (the widths, then the lines), and the per-layer table of a 100,000-layer net held as cells
-    would be 50 MB."""
+    """Rows made anew from `items` each time they are read (simple_table_lines reads its rows twice:
+    the widths, then the lines), by `cells(item)`."""
 
     def __init__(self, items, cells):
         self.items, self.cells = items, cells
 
     def __iter__(self):
         return map(self.cells, self.items)
+
+
+class ColumnRows:
+    """Rows made from the list `items` as they are read, for simple_table_lines, which reads them
+    twice: the per-layer table of a 100,000-layer net held as cells would be 50 MB. They are made a
+    chunk at a time, column by column (`columns(chunk)`: a list of each column's cells), which
+    takes no call per row. The columns at `kept` hold the cells that cost the most to make and
+    are each item's own: they are made on the first reading only and kept as text, a chunk's
+    column as one string (some 7 MB for that table), and given back to `columns(chunk, those
+    columns)` on the next."""
+
+    def __init__(self, items, columns, kept):
+        self.items, self.columns, self.kept = items, columns, kept
+        self.text = None  # per chunk of items, each kept column's cells joined by line breaks
+
+    def __iter__(self):
+        return self._again() if self.text else self._first()
+
+    def _first(self):
+        text = []
+        for chunk in _chunks(self.items):
+            columns = self.columns(chunk)
+            joined = ["\n".join(columns[i]) for i in self.kept]
+            if text is not None and all(t.count("\n") == len(chunk) - 1 for t in joined):
+                text.append(joined)
+            else:  # a cell with a line break of its own: nothing kept, made again next time
+                text = None
+            yield from zip(*columns)
+        self.text = text
+
+    def _again(self):
+        for chunk, joined in zip(_chunks(self.items), self.text):
+            yield from zip(*self.columns(chunk, [t.split("\n") for t in joined]))
+
+
+def _chunks(items):
+    return (items[i:i + CHUNK] for i in range(0, len(items), CHUNK))
 
 
 def simple_table(rows, headers):
@@ -42,7 +78,7 @@ def simple_table(rows, headers):
 
 def simple_table_lines(rows, headers):
     """simple_table's lines, one at a time (tabulate's table, when it lays the table out, comes as
-    one). `rows` is read twice: a list, or Rows."""
+    one). `rows` is read twice: a list, Rows or ColumnRows."""
     widths = _widths(rows, headers)
     if widths is not None and max(widths) > MAX_CELL:
         rows = Rows(rows, _shortened_row)
@@ -52,11 +88,10 @@ def simple_table_lines(rows, headers):
 
         yield tabulate(list(map(_shortened_row, rows)), headers=headers, tablefmt="simple", disable_numparse=True)
         return
-    line = GAP.join(f"{{:<{w}}}" for w in widths).format
-    yield line(*headers).rstrip()
+    line = GAP.join(f"%-{w}s" for w in widths)  # every cell a str: printf's padding is format's, made faster
+    yield (line % tuple(headers)).rstrip()
     yield GAP.join("-" * w for w in widths)
-    for row in rows:
-        yield line(*row).rstrip()  # tabulate ends each row at its last character
+    yield from map(str.rstrip, map(line.__mod__, map(tuple, rows)))  # tabulate ends each row at its last character
 
 
 def _shortened_row(row):
@@ -79,16 +114,21 @@ def _widths(rows, headers):
         if not chunk:
             return widths if found else None
         found = True
-        if any(len(row) != len(headers) for row in chunk) or not _all_plain(list(itertools.chain.from_iterable(chunk))):
+        if set(map(len, chunk)) != {len(headers)} or set(map(type, itertools.chain.from_iterable(chunk))) != {str}:
             return None
-        widths = [max(w, max(map(len, column))) for w, column in zip(widths, zip(*chunk))]
+        columns = [set(column) for column in zip(*chunk)]  # each cell once: a column repeats most of its cells
+        if not _all_plain(list(itertools.chain.from_iterable(columns))):
+            return None
+        widths = [max(w, max(map(len, column))) for w, column in zip(widths, columns)]
 
 
 def _all_plain(cells):
     """Whether every cell is a str of printable ASCII with no space at either end (checked on all
-    the cells at once: one per line of one string)."""
+    the cells at once: printable, the cells joined; no edge space, one cell per line)."""
     if set(map(type, cells)) != {str}:
         return False
+    text = "".join(cells)
+    if not (text.isascii() and text.isprintable()):  # no cell holds a line break, then
+        return False
     lines = "\n".join(cells)
-    return (lines.count("\n") == len(cells) - 1 and lines.isascii() and lines.replace("\n", "").isprintable()
-            and not lines.startswith(" ") and not lines.endswith(" ") and "\n " not in lines and " \n" not in lines)
+    return not lines.startswith(" ") and not lines.endswith(" ") and "\n " not in lines and " \n" not in lines

@@ -1,10 +1,10 @@
 """The plain terminal report: what runs, the per-layer table, the totals, the verdict."""
+import functools
 import itertools
 
-from ..memory.summary import COLUMNS
 from ..net.freeze import frozen_lines
 from ..read.schema import USER_PREFIX, described, load_schema
-from .table import Rows, simple_table, simple_table_lines
+from .table import ColumnRows, simple_table, simple_table_lines
 from .units import shapes, size
 
 ENGINE_NAMES = {"caffe": "Caffe engine (im2col)", "cudnn": "cuDNN"}
@@ -36,14 +36,25 @@ LAYER_HEAD = ["net", "layer", "type", "top shapes", "params", "data", "diffs", "
               "cumulative"]
 
 
-def layer_cells(r):
-    columns = r.columns
-    return ([r.net, r.name, r.type, shapes(r.tops)] + [size(columns[c]) if columns[c] else "" for c in COLUMNS]
-            + [size(r.total), size(r.cumulative)])
+# the columns whose cells cost the most to make and are each row's own: top shapes, running total
+OWN_COLUMNS = (3, 10)
+
+
+def layer_columns(rows, own=None):
+    """The per-layer table's cells for `rows`, column by column; `own`: their OWN_COLUMNS, made before."""
+    tops, cumulative = own or ([shapes(r.tops) for r in rows], [size(r.cumulative) for r in rows])
+    return [[r.net for r in rows], [r.name for r in rows], [r.type for r in rows], tops,
+            *zip(*[figure_cells(r.figures) for r in rows]), [size(r.total) for r in rows], cumulative]
+
+
+@functools.lru_cache(maxsize=4096)  # rows with the same figures share them: the cells too
+def figure_cells(figures):
+    """A row's cells by column: each size, empty for none."""
+    return tuple(size(n) if n else "" for n in figures)
 
 
 def layer_table_lines(summary):
-    return simple_table_lines(Rows(summary.rows, layer_cells), LAYER_HEAD)
+    return simple_table_lines(ColumnRows(summary.rows, layer_columns, OWN_COLUMNS), LAYER_HEAD)
 
 
 def totals(summary):

@@ -20,4 +20,4 @@ def shape(dims):
 
 
 def shapes(list_of_dims):
-    return ", ".join([shape(tuple(d)) for d in list_of_dims])
+    return ", ".join(map(shape, map(tuple, list_of_dims)))
