@@ -6,7 +6,7 @@ starts, so later errors can point at the layer in the user's file. A file is rea
 """
 import os
 import re
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from google.protobuf import text_format
 
@@ -24,22 +24,22 @@ MAX_DEPTH = 100
 _BINARY_BYTES = bytes(set(range(32)) - set(b"\t\n\r\f\v"))
 
 
-@dataclass
 class Block:
-    """A message-valued field in the text: where it starts and ends, and the blocks inside it."""
+    """A message-valued field in the text: where it starts and ends (`end`, 0 until its closing
+    brace is read), its own `name: "..."` (`label`, if it has one) and the blocks inside it.
+    Written out rather than a dataclass: the class is made on every start, its objects once per
+    block of the file."""
 
-    name: str
-    line: int
-    end: int = 0
-    label: str = ""  # the block's own `name: "..."`, if it has one
-    children: list = field(default_factory=list)
+    __slots__ = ("name", "line", "end", "label", "children")
+
+    def __init__(self, name, line):
+        self.name, self.line, self.end, self.label, self.children = name, line, 0, "", []
 
     def blocks(self, *names):
         return [c for c in self.children if c.name in names]
 
 
-@dataclass
-class Source:
+class Source(NamedTuple):
     """A file read through one schema: what kind of message it is, and where its layers are."""
 
     path: str
