@@ -9,6 +9,7 @@ import math
 import operator
 import struct
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from . import touch
 from ..errors import InputError
@@ -82,8 +83,7 @@ def fork_types(fork):
                      if t not in REGISTRY and getattr(cls, "claims_files", True))
 
 
-@dataclass
-class Assumption:
+class Assumption(NamedTuple):
     """A guess protoaudit made where the file and the dataset do not say, and how to override it."""
 
     layer: str
@@ -91,8 +91,7 @@ class Assumption:
     override: str  # the flag that replaces the guess: "--input data=64x1x227x227"
 
 
-@dataclass
-class ShapeOrigin:
+class ShapeOrigin(NamedTuple):
     """Where a data source's top shape came from, for the report."""
 
     layer: str
