@@ -10,7 +10,7 @@ from .memory.buffers import Buffer, device_bytes, forget_touches, host_objects, 
 from .memory.host import draws_random
 from .layers.base import MissingShape
 from .net.build import Rebuild, ShapesNeeded, build, rebatched
-from .read import caffe_log
+from .read.glog import is_log_file
 from .net.netstate import make_state
 from .read.netspecs import net_specs
 from .read.sidecar import declared_shapes
@@ -406,8 +406,9 @@ def _assess(path, nets, *, mode, engine, solver_type, inference, context, compar
                                        size, 1, "setup", False))
         if other is not None:
             result.other_engine_total = others + _counted(result.extra, cpu=False)
-    if caffe_log.is_log_file(path):
+    if is_log_file(path):
         from .memory.failure import explain as explain_failure
+        from .read import caffe_log
 
         result.death = explain_failure(result, caffe_log.chosen_run(caffe_log.read(path), path))
     return result

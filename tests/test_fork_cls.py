@@ -7,7 +7,7 @@ import pytest
 
 from conftest import DATA, run_protoaudit
 from protoaudit import InputError
-from protoaudit.layers import FORK_REGISTRY
+from protoaudit.layers import fork_layers
 from protoaudit.layers.pooling import Pooling
 from protoaudit.read import load as loader
 
@@ -86,7 +86,7 @@ def test_ceil_mode_false_takes_the_fork_that_has_it(tmp_path):
 def test_forks_that_would_size_a_layer_differently_are_refused(tmp_path, monkeypatch):
     """Were SphereFace's Caffe to have its own Pooling, the two readings would differ: refused."""
     other = type("OtherPooling", (Pooling,), {})
-    monkeypatch.setitem(FORK_REGISTRY["sphereface"], "Pooling", other)
+    monkeypatch.setitem(fork_layers("sphereface"), "Pooling", other)
     path = net_file(tmp_path, MARGIN.replace("POOL", ""))
     with pytest.raises(InputError, match="more than one Caffe fork reads this file"):
         loader.load(path)

@@ -4,7 +4,7 @@ import pytest
 
 from conftest import run_protoaudit
 from protoaudit import InputError, build_nets
-from protoaudit.layers import FORK_REGISTRY
+from protoaudit.layers import FORK_REGISTRY, fork_layers
 from protoaudit.layers.segnet import BN
 from protoaudit.read import load
 
@@ -81,7 +81,7 @@ def test_forks_that_would_size_a_file_differently_make_it_ambiguous(tmp_path, mo
 
     # PSPNet's Caffe reads a bare BN too (with a BN of its own, tests/test_fork_seg.py): here it
     # gets segnet's, so that only ducha differs
-    monkeypatch.setitem(FORK_REGISTRY, "pspnet", {**FORK_REGISTRY["pspnet"], "BN": BN})
+    monkeypatch.setitem(FORK_REGISTRY, "pspnet", {**fork_layers("pspnet"), "BN": BN})
     monkeypatch.setitem(FORK_REGISTRY, "ducha", {"BN": OtherBN})
     load.READINGS.clear()
     with pytest.raises(InputError) as e:

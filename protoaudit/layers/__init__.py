@@ -1,21 +1,24 @@
 """Step 3: what each layer touches. One class per Caffe layer type (its shape rule, its parameters,
-the buffers it allocates and when), one module per family or fork; importing this registers them all."""
+the buffers it allocates and when), one module per family or fork. Importing this registers the layers of every module but those
+that hold forks' layers only (base.FORK_MODULES), which register theirs when a net of one of their
+forks is in play (fork_layers)."""
 import importlib
 import os
 
-from .base import FORK_REGISTRY, REGISTRY, fork_types, layer_class
+from .base import FORK_MODULES, FORK_REGISTRY, REGISTRY, fork_layers, fork_types, layer_class
 
-__all__ = ["REGISTRY", "FORK_REGISTRY", "fork_types", "layer_class", "suggest"]
+__all__ = ["REGISTRY", "FORK_REGISTRY", "fork_layers", "fork_types", "layer_class", "suggest"]
 
 _HELPERS = {"base", "touch", "cxx"}  # the framework, not a family of layers
 for _file in sorted(os.listdir(os.path.dirname(__file__))):  # as pkgutil.iter_modules lists them, without its imports
-    if _file.endswith(".py") and _file[:-3] not in _HELPERS and _file != "__init__.py":
-        importlib.import_module(f"{__name__}.{_file[:-3]}")
+    _module = _file[:-3]
+    if _file.endswith(".py") and _module not in _HELPERS and _module not in FORK_MODULES and _file != "__init__.py":
+        importlib.import_module(f"{__name__}.{_module}")
 
 
 def suggest(type_name, schema="bvlc"):
     """The registered type closest to a misspelt one (BVLC's and the net's fork's), or None."""
-    known = list(REGISTRY) + list(FORK_REGISTRY.get(schema, {}))
+    known = list(REGISTRY) + list(fork_layers(schema))
     by_lower = {name.lower(): name for name in known}
     if type_name.lower() in by_lower:
         return by_lower[type_name.lower()]

@@ -4,10 +4,12 @@ A layer class is created once per layer of a net, with the layer's (V2) LayerPar
 build context, and answers for that layer alone; the net driver (`protoaudit.net.build`) does the rest.
 """
 import functools
+import importlib
 import math
 import operator
 import struct
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from . import touch
 from ..errors import InputError
@@ -40,20 +42,48 @@ def register(*type_names, fork=None):
     return deco
 
 
+# The modules of this folder that register forks' layers only, and the forks they register them
+# for: imported when a net of one of those forks is in play (fork_layers), so a BVLC net's run does
+# not pay for them. protoaudit.layers imports every other module; tests/test_layer_registry.py
+# checks this table against what the modules register.
+FORK_MODULES = {
+    "deeplab": ("deeplab_v2", "pspnet", "deeplab_v1"),
+    "densenet": ("tongcheng",),
+    "enet": ("enet",),
+    "fastrcnn": ("fastrcnn",),
+    "priv": ("priv",),
+    "pspnet": ("pspnet",),
+    "segnet": ("segnet",),
+    "sphereface": ("sphereface", "priv"),
+    "ssd": ("ssd",),
+}
+_IMPORTED_FORKS = set()
+
+
+def fork_layers(fork):
+    """{type name: class} of a fork's own layer types and its versions of BVLC's (empty for BVLC),
+    the fork's modules imported first."""
+    if fork not in _IMPORTED_FORKS:
+        for module, forks in FORK_MODULES.items():
+            if fork in forks:
+                importlib.import_module(f"{__package__}.{module}")
+        _IMPORTED_FORKS.add(fork)
+    return FORK_REGISTRY.get(fork, {})
+
+
 def layer_class(type_name, schema="bvlc"):
     """The class for a layer type in a net read with `schema`: the fork's own, else BVLC's."""
-    return FORK_REGISTRY.get(schema, {}).get(type_name) or REGISTRY.get(type_name)
+    return fork_layers(schema).get(type_name) or REGISTRY.get(type_name)
 
 
 def fork_types(fork):
     """The layer types a fork's nets may use that a BVLC net may not, and that make a file the
     fork's (a class with `claims_files = False` is the fork's only when the file says --fork)."""
-    return frozenset(t for t, cls in FORK_REGISTRY.get(fork, {}).items()
+    return frozenset(t for t, cls in fork_layers(fork).items()
                      if t not in REGISTRY and getattr(cls, "claims_files", True))
 
 
-@dataclass
-class Assumption:
+class Assumption(NamedTuple):
     """A guess protoaudit made where the file and the dataset do not say, and how to override it."""
 
     layer: str
@@ -61,8 +91,7 @@ class Assumption:
     override: str  # the flag that replaces the guess: "--input data=64x1x227x227"
 
 
-@dataclass
-class ShapeOrigin:
+class ShapeOrigin(NamedTuple):
     """Where a data source's top shape came from, for the report."""
 
     layer: str

@@ -1,6 +1,6 @@
 """Convolution, Deconvolution and Im2col: BaseConvolutionLayer's geometry (N-D, groups, dilation)."""
 import functools
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from . import touch
 from .base import CUDNN_2015_FORKS, Layer, canonical_axis, count, register
@@ -12,8 +12,7 @@ def cdiv(a, b):
     return q if (a >= 0) == (b >= 0) else -q
 
 
-@dataclass
-class Geometry:
+class Geometry(NamedTuple):
     axis: int  # the channel axis
     kernel: tuple
     stride: tuple

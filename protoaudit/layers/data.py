@@ -12,8 +12,7 @@ shape came from is noted for the report. `--batch` replaces the batch size.
 
 What a data layer holds, beyond its tops, is in `Prefetching.touches` and `HDF5Data.touches`.
 """
-from ..read.datasets import MissingLibrary, datum, hdf5_file, image_file, leveldb_db, lists, lmdb_db, mean_file
-from ..read.datasets import window_file
+from ..read.datasets import MissingLibrary, reader
 from . import touch
 from .base import Layer, count, register
 from .cxx import STRING, assigned
@@ -37,14 +36,14 @@ DATUM_BYTES = 72  # sizeof(caffe::Datum), protobuf 3.21 (BVLC's and PSPNet's; te
 LIST_ENTRY_BYTES = {"ImageData": 40, "DenseImageData": 64}  # sizeof(pair<string, int>), (pair<string, string>)
 
 # the readers, each result kept while its file is unchanged (the largest-batch search re-audits)
-MEAN_SHAPE = cached(mean_file.blob_shape)
-FIRST_RECORD = {"LMDB": cached(lmdb_db.first_record), "LevelDB": cached(leveldb_db.first_record)}
-IMAGE_HEADER = cached(image_file.header)
-FIRST_LINE = cached(lists.first_line_entry)
-FIRST_TOKENS = cached(lists.first_tokens)
-LIST_ENTRIES = cached(lists.entries)
-WINDOW_ENTRY = cached(window_file.first_entry)
-HDF5_DATASETS = cached(hdf5_file.datasets)
+MEAN_SHAPE = cached("mean_file", "blob_shape")
+FIRST_RECORD = {"LMDB": cached("lmdb_db", "first_record"), "LevelDB": cached("leveldb_db", "first_record")}
+IMAGE_HEADER = cached("image_file", "header")
+FIRST_LINE = cached("lists", "first_line_entry")
+FIRST_TOKENS = cached("lists", "first_tokens")
+LIST_ENTRIES = cached("lists", "entries")
+WINDOW_ENTRY = cached("window_file", "first_entry")
+HDF5_DATASETS = cached("hdf5_file", "datasets")
 
 
 class DataSource(Layer):
@@ -205,6 +204,7 @@ class DatasetLayer(DataSource):
         entry keeps (default: ImageData's "path label" line, DenseImageData's two names)."""
         if not getattr(self, "list_path", None):
             return []
+        lists = reader("lists")
         names_of = names_of or (lists.image_line_names if kind == "ImageData" else lists.pair_names)
         e = LIST_ENTRIES(self.list_path, names_of)
         capacity = 1 << max(0, e.count - 1).bit_length() if e.count else 0
@@ -366,7 +366,7 @@ class Data(Prefetching):
             what = f"source '{source}' ({self.backend()})"
             try:
                 value = self.files.read(FIRST_RECORD[self.backend()], found.path, what=what)[1]
-                record = self.files.read(datum.parse, value, what, tp.force_color, tp.force_gray, what=what)
+                record = self.files.read(reader("datum").parse, value, what, tp.force_color, tp.force_gray, what=what)
             except MissingLibrary as e:
                 if height is None:
                     self.missing(batch, (channels, None, None), f"{what}: {e.message} ({e.fix})")
@@ -573,7 +573,7 @@ class HDF5Data(DataSource):
         if found is None:
             return None, "HDF5Data: " + self.files.not_found("source", source)
         first = self.files.read(FIRST_TOKENS, found.path, 1, "HDF5 file list", what=f"source '{source}'")[0]
-        self.file_count = LIST_ENTRIES(found.path, lists.token_names)
+        self.file_count = LIST_ENTRIES(found.path, reader("lists").token_names)
         h5 = self.files.find(first)
         if h5 is None:
             return None, "HDF5Data: " + self.files.not_found(f"the first file that '{source}' lists,", first)
@@ -592,7 +592,7 @@ class HDF5Data(DataSource):
             rows = self.sets[0].shape[0]
             t.append(touch.buffer("hdf_blobs_", sum(count(d.shape) for d in self.sets), "setup", per_sample=False,
                                   note=f"the first file: {rows:,} rows", device="host"))
-            files = self.file_count or lists.Entries(1, 0, True)
+            files = self.file_count or reader("lists").Entries(1, 0, True)
             capacity = 1 << max(0, files.count - 1).bit_length()
             t.append(touch.host("file list and permutations",
                                 capacity * STRING + files.name_bytes + 4 * rows + 4 * files.count,

@@ -10,17 +10,18 @@ import os
 import re
 
 from ..read import special
+from ..read import datasets
 from ..read.datasets import DatasetError, MissingLibrary, paths
 
 
-def cached(read):
-    """`read(path, *args)`, kept for as long as the file at `path` is unchanged."""
+def cached(module, reader):
+    """protoaudit.read.datasets.<module>.<reader>(path, *args), kept for as long as the file at
+    `path` is unchanged; the module is imported at the first read (most nets open no dataset)."""
 
     @functools.lru_cache(maxsize=256)
     def keyed(path, stamp, *args):
-        return read(path, *args)
+        return getattr(datasets.reader(module), reader)(path, *args)
 
-    @functools.wraps(read)
     def wrapper(path, *args):
         found = special.kind(path)
         if found is not None:  # a pipe no one writes to would be waited on forever

@@ -15,7 +15,7 @@ kernels), so their GPU path touches what the CPU path does; caffe-segnet's solve
 param blob of the net (a blob shared by name included: it has its own diff there) and knows only
 SGD, Nesterov and AdaGrad; Tongcheng's DenseBlock fork rewrote Nesterov's CPU step without update_.
 """
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import InputError
 from ..layers.base import count
@@ -40,8 +40,7 @@ _UPDATE_TOUCHES = {
 }
 
 
-@dataclass(frozen=True)
-class _Fork:
+class _Fork(NamedTuple):
     fused_gpu: bool  # BVLC's .cu kernels: the GPU path touches the diff and history_ only
     every_param: bool  # the solver walks every param blob, not only the owned (learnable) ones
     types: tuple = SOLVER_TYPES

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from . import special
+from .glog import GLOG
 
-# glog's line prefix: severity, date, time, thread, file:line]
-GLOG = re.compile(r"^([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ([^ \]]+):\d+\] ")
 # glog truncates a message to 30,000 bytes (LogMessage::kMaxLogMessageLen, its newline included)
 GLOG_MAX_MESSAGE = 30000
 # A training log is read line by line and never held whole; past this it is not a Caffe log.
@@ -91,20 +90,6 @@ class Run:
     nets: list = field(default_factory=list)
     failure: Failure = None
     gpus: list = field(default_factory=list)  # the card names Caffe printed ("GPU 0: GeForce GTX 1080 Ti")
-
-
-def is_log_file(path):
-    """Whether the file is a Caffe (glog) log rather than a prototxt: a glog line among its first
-    lines (a prototxt has none). Unreadable files, and pipes or devices, are left to the prototxt
-    reader to report."""
-    if special.kind(path):
-        return False
-    try:
-        with open(path, "rb") as f:
-            head = f.read(65536).decode("utf-8", errors="replace")
-    except OSError:
-        return False
-    return any(GLOG.match(line) for line in head.splitlines()[:200])
 
 
 def read(path):

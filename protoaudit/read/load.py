@@ -4,10 +4,9 @@ protobuf's own text parser does the reading; its tokens also give the line where
 starts, so later errors can point at the layer in the user's file. A file is read once per content
 (protoaudit.read.tokens): an audit, its test net and a batch search all ask for the same file.
 """
-import hashlib
 import os
 import re
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from google.protobuf import text_format
 
@@ -25,22 +24,22 @@ MAX_DEPTH = 100
 _BINARY_BYTES = bytes(set(range(32)) - set(b"\t\n\r\f\v"))
 
 
-@dataclass
 class Block:
-    """A message-valued field in the text: where it starts and ends, and the blocks inside it."""
+    """A message-valued field in the text: where it starts and ends (`end`, 0 until its closing
+    brace is read), its own `name: "..."` (`label`, if it has one) and the blocks inside it.
+    Written out rather than a dataclass: the class is made on every start, its objects once per
+    block of the file."""
 
-    name: str
-    line: int
-    end: int = 0
-    label: str = ""  # the block's own `name: "..."`, if it has one
-    children: list = field(default_factory=list)
+    __slots__ = ("name", "line", "end", "label", "children")
+
+    def __init__(self, name, line):
+        self.name, self.line, self.end, self.label, self.children = name, line, 0, "", []
 
     def blocks(self, *names):
         return [c for c in self.children if c.name in names]
 
 
-@dataclass
-class Source:
+class Source(NamedTuple):
     """A file read through one schema: what kind of message it is, and where its layers are."""
 
     path: str
@@ -252,16 +251,18 @@ def _message(schema, kind, data):
     return (schema.NetParameter if kind == "net" else schema.SolverParameter).FromString(data)
 
 
-READINGS = {}  # (path, digest of the text, schema name) -> _read's reading, the last MAX_READINGS read
+READINGS = {}  # (path, length and hash of the text, schema name) -> _read's reading, the last MAX_READINGS read
 MAX_READINGS = 8
 
 
 def _read(path, raw, schema_name):
-    """_reading, kept by the text's digest (an audit, its test net and a batch search all read the
+    """_reading, kept by the text's hash (an audit, its test net and a batch search all read the
     same file) with the message serialized (a tenth of the message's memory, and read back faster
     than a message is copied) and only the layers' lines of the outline: a 100,000-layer file's
-    text and outline held for the whole audit would be 50 MB."""
-    key = (path, hashlib.blake2b(raw.encode("utf-8", "surrogatepass")).digest(), schema_name)
+    text and outline held for the whole audit would be 50 MB. The cache lives in one process, so
+    Python's own string hash (64 bits, salted anew in every process) keys it: a digest from
+    hashlib would cost every start its import (OpenSSL's library loaded, 5-10 ms)."""
+    key = (path, len(raw), hash(raw), schema_name)
     reading = READINGS.pop(key, None)
     if reading is None:
         kind, message, schema, tree = _reading(path, raw, schema_name)

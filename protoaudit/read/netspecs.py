@@ -2,7 +2,7 @@
 test nets (Solver::InitTrainNet / InitTestNets), each with its NetState and upgraded to V2."""
 from dataclasses import dataclass, field
 
-from . import caffe_log
+from .glog import is_log_file
 from . import load as loader
 from ..errors import InputError
 from ..net.netstate import make_state
@@ -42,7 +42,7 @@ def net_specs(path, *, phase=None, stages=(), level=None, schema=None, root=None
     """The nets a file stands for. A net file gives one net in `phase` (its own state's, else
     TRAIN); a Caffe log gives the nets it initialised. `schema` forces a schema (--fork),
     `defines` fill ${NAME} templates (--define)."""
-    if caffe_log.is_log_file(path):
+    if is_log_file(path):
         return _log_specs(path, phase, schema, defines)
     src = loader.load(path, schema, defines)
     if src.kind == "net":
@@ -56,6 +56,8 @@ def net_specs(path, *, phase=None, stages=(), level=None, schema=None, root=None
 def _log_specs(path, phase, schema, defines):
     """The nets of a Caffe log's run, from the parameters Net::Init printed (already filtered for
     their NetState and upgraded), with the shapes Caffe logged for their data sources."""
+    from . import caffe_log
+
     run = caffe_log.chosen_run(caffe_log.read(path), path)
     solver = _logged_solver(run, path, schema, defines)
     nets = [n for n in run.nets if phase is None or n.phase == phase]

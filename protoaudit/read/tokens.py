@@ -39,7 +39,7 @@ _NEXT_TOKEN = re.compile(r"(?=((?:\s|#.*$)*))\1(?P<token>" + _TOKEN + r"|.)?")
 _ALL_TOKENS = (re.compile(r"\s*+(?:#.*+\s*+)*+(" + _TOKEN.replace("(", "(?:") + r"|.)?")
                if _TOKEN in _KNOWN_TOKENS and sys.version_info >= (3, 11) else None)
 # Where str.splitlines (the outline's lines) breaks a line but protobuf's parser (split at "\n") does not.
-_OTHER_LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_OTHER_LINE_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # looked for one by one: a regex would take 25 times as long
 
 
 def _line_tokens(line):
@@ -72,7 +72,7 @@ class Text:
         self.text = text
         self.lines = text.split("\n")
         self.tokens, self.line_of = scan(self.lines)
-        self.outline_tokens = scan(text.splitlines()) if _OTHER_LINE_BREAKS.search(text) else (
+        self.outline_tokens = scan(text.splitlines()) if any(c in text for c in _OTHER_LINE_BREAKS) else (
             self.tokens, self.line_of)
         self.strings = {}  # string token -> its bytes, as the Tokenizer unescapes them
         self.starts = {}  # line index -> the columns of its tokens, found when a column is asked for

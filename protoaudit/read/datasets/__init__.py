@@ -30,6 +30,11 @@ class MissingLibrary(DatasetError):
         self.module = module
 
 
+def reader(name):
+    """This package's module `name` (a format's reader), imported when a dataset is first read."""
+    return importlib.import_module(f"{__name__}.{name}")
+
+
 def library(module, what):
     """Import `module` (a dataset reader's library), or say which extra brings it."""
     try:

@@ -9,11 +9,10 @@ Caffe ran in for every other relative path of the same layer (its list entries, 
 those are looked up there first.
 """
 import os
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Found:
+class Found(NamedTuple):
     path: str  # an existing path
     base: str  # the folder a relative name was found from (None for an absolute name)
     how: str  # that folder, in words: "the working directory", "--root", "the net file's folder", ...
