@@ -82,16 +82,21 @@ def _by_the_rule(audit, budget, total_at, audits):
     from there: its answer stands when it is that same batch (it fits, as audited, and the next
     one does not by its own buffers), else it is audited in turn, up to STEPS times. None when the
     steps run out or Caffe refuses a batch tried: then the batches are searched by audits alone."""
-    base, known = audit.batch, scaling.sizes(audit)
+    base, known = audit.batch, scaling.parts(audit)
     for _ in range(STEPS):
-        guess = _solve(known, base, budget)
+        guess = _solve(scaling.split(known), base, budget)
         at = guess + 1 if guess == base else max(guess, 1)  # a batch other than the one known
         if total_at(at) == math.inf:
             return None
-        found = scaling.sizes(audits.get(at, audit))
-        if not scaling.misses(known, found, base, at):
+        found = scaling.parts(audits.get(at, audit))
+        again = _solve(scaling.split(found), at, budget)
+        if again == at == guess:
+            # the answer whether or not a buffer there is off the rule: with none off it, the
+            # rule from `at` gives what it gives from `base`, so no buffer need be compared
+            return at
+        if not scaling.misses(scaling.merged(known), scaling.merged(found), base, at):
             return guess
-        if _solve(found, at, budget) == at:
+        if again == at:
             return at
         base, known = at, found
     return None
@@ -100,15 +105,11 @@ def _by_the_rule(audit, budget, total_at, audits):
 STEPS = 4  # audits the rule may take before the search by audits alone
 
 
-def _solve(known, base, budget):
-    """The largest batch whose total fits `budget` by the rule from sizes `known` at batch `base`
-    (0: not even batch 1; at most MAX_BATCH)."""
-    grows = fixed = 0
-    for n, g in known.values():  # some 100,000 buffers on a 10,000-layer net: one pass
-        if g:
-            grows += n
-        else:
-            fixed += n
+def _solve(split, base, budget):
+    """The largest batch whose total fits `budget` by the rule, from the bytes that do not grow
+    with the batch and those that do at batch `base` (scaling.split; 0: not even batch 1; at most
+    MAX_BATCH)."""
+    fixed, grows = split
     if fixed > budget:
         return 0
     if not grows:
