@@ -124,12 +124,13 @@ def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", 
     return _walk(net, mode, engine, backward, forward, shared_params, label, True, other)
 
 
-def device_bytes(net, *, mode="gpu", engine="caffe", backward=True, shared_params=None, forward=True):
-    """sum(b.bytes for b in net_buffers(...) if b.device == "device"), without making the Buffers."""
-    return _walk(net, mode, engine, backward, forward, shared_params, "net", False)
+def device_bytes(net, *, mode="gpu", engine="caffe", backward=True, shared_params=None, forward=True, tally=None):
+    """sum(b.bytes for b in net_buffers(...) if b.device == "device"), without making the Buffers;
+    `tally` (a dict) gets those bytes by (kind, per_sample) too."""
+    return _walk(net, mode, engine, backward, forward, shared_params, "net", False, tally=tally)
 
 
-def _walk(net, mode, engine, backward, forward, shared_params, label, make, other=None):
+def _walk(net, mode, engine, backward, forward, shared_params, label, make, other=None, tally=None):
     """Every touch in Caffe's order: setup (with the loss weights written into top diffs), the
     forward pass, then the backward pass in reverse over the layers that need it; the first touch
     of each buffer allocates it. `make`: the Buffers, else the bytes on the device.
@@ -224,6 +225,10 @@ def _walk(net, mode, engine, backward, forward, shared_params, label, make, othe
                         only_mine.add(key)
                         change -= on_device
                     total += on_device
+                    if tally is not None and on_device:  # (kind, per_sample) as the Buffer would have them
+                        key = (("top " + at[1], batch_axis[at[0]]) if what == "bottom" or what == "top"
+                               else ("param " + t.part, False) if what == "param" else (t.kind, t.per_sample))
+                        tally[key] = tally.get(key, 0) + on_device
                     if not make or (what == "bottom" or what == "top") and not t.owns:
                         continue  # (a top that points into a buffer its layer counts: a data layer's prefetch batch)
                     if what == "bottom" or what == "top":

@@ -46,8 +46,10 @@ class Fit:
         return self.budget - self.total
 
 
-def check_fit(audit, budget, audit_at):
-    """The verdict for `audit` on a card of `budget` bytes; `audit_at(batch)` audits again at a batch."""
+def check_fit(audit, budget, audit_at, split_at=None):
+    """The verdict for `audit` on a card of `budget` bytes; `audit_at(batch)` audits again at a batch,
+    `split_at(batch)` gives what scaling.split gives of that audit without making it (None: ask
+    audit_at; protoaudit.audit.split_at)."""
     total = audit.total_bytes
     batch = audit.batch
     fit = Fit(budget, total, total <= budget, batch, None, None, None, None)
@@ -65,7 +67,7 @@ def check_fit(audit, budget, audit_at):
                 totals[b] = math.inf
         return totals[b]
 
-    fit.largest_batch = _by_the_rule(audit, budget, total_at, audits)
+    fit.largest_batch = _by_the_rule(audit, budget, total_at, audits, split_at)
     if fit.largest_batch is None:
         fit.largest_batch = largest_batch(total_at, budget, batch)
     fit.effective_batch = batch * audit.iter_size
@@ -74,7 +76,7 @@ def check_fit(audit, budget, audit_at):
     return fit
 
 
-def _by_the_rule(audit, budget, total_at, audits):
+def _by_the_rule(audit, budget, total_at, audits, split_at=None):
     """The largest batch that fits, from the rule (the buffers that grow with the batch and those
     that do not) and one audit at the batch it gives (batch 1 when not even that fits), which
     confirms it when every buffer there is what the rule says. Where the rule breaks (Caffe's
@@ -82,19 +84,27 @@ def _by_the_rule(audit, budget, total_at, audits):
     from there: its answer stands when it is that same batch (it fits, as audited, and the next
     one does not by its own buffers), else it is audited in turn, up to STEPS times. None when the
     steps run out or Caffe refuses a batch tried: then the batches are searched by audits alone."""
-    base, known = audit.batch, scaling.parts(audit)
+    def sizes(b):  # the sizes of the audit at a batch audited (protoaudit.memory.scaling)
+        return scaling.parts(audits.get(b, audit))
+
+    base = audit.batch
+    known = (split_at(base) if split_at is not None else None) or scaling.split(sizes(base))
     for _ in range(STEPS):
-        guess = _solve(scaling.split(known), base, budget)
+        guess = _solve(known, base, budget)
         at = guess + 1 if guess == base else max(guess, 1)  # a batch other than the one known
+        if at == guess and split_at is not None:  # (the answer either way: see below)
+            found = split_at(at)
+            if found is not None and _solve(found, at, budget) == at:
+                return at
         if total_at(at) == math.inf:
             return None
-        found = scaling.parts(audits.get(at, audit))
-        again = _solve(scaling.split(found), at, budget)
+        found = scaling.split(sizes(at))
+        again = _solve(found, at, budget)
         if again == at == guess:
             # the answer whether or not a buffer there is off the rule: with none off it, the
             # rule from `at` gives what it gives from `base`, so no buffer need be compared
             return at
-        if not scaling.misses(scaling.merged(known), scaling.merged(found), base, at):
+        if not scaling.misses(scaling.merged(sizes(base)), scaling.merged(sizes(at)), base, at):
             return guess
         if again == at:
             return at
