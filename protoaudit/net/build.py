@@ -10,6 +10,7 @@ from .. import layers as _layers  # noqa: F401  (registers every layer type)
 from ..errors import InputError
 from ..layers.base import Context, MissingShape, count, layer_class
 from ..layers.data import Declared
+from ..options import INT_MAX, MAX_AXES
 from ..records import RECORD
 from .netstate import included, phase_name
 from .splits import insert_splits, wiring
@@ -185,7 +186,8 @@ def rebatched(net, batch):
     are kept, and each layer is made again, reshaped and given its parameters in order. Raises
     Rebuild (or what a layer raises) where that is not the whole story: a net with legacy inputs
     (their shapes come from the file), a layer whose tops or parameters come out otherwise, a
-    layer that refuses the batch; the caller then builds the net from its file, which says why."""
+    layer that refuses the batch, a blob over Caffe's limits (more than INT_MAX elements or
+    kMaxBlobAxes axes); the caller then builds the net from its file, which says why."""
     old = net.context
     if old is None or net.inputs:
         raise Rebuild
@@ -410,17 +412,21 @@ class _Builder:
         memory = self.memory
         for i, shape in zip(node.tops, shapes):
             blobs[i].shape = shape
-            memory += count(shape)
+            n = count(shape)
+            if n > INT_MAX or len(shape) > MAX_AXES:
+                raise Rebuild  # a blob Caffe refuses (Blob::Reshape's CHECKs): building the file says so
+            memory += n
         self.memory = memory
         shapes_now = impl.param_shapes(list(bottom_shapes))
-        if self._unchanged(node, shapes_now):
-            params = node.params  # (records made once and only read afterwards)
-            for k, p in enumerate(params):
+        params = node.params
+        if not (shapes_now or params) or self._unchanged(node, shapes_now):
+            for k, p in enumerate(params):  # (records made once and only read afterwards)
                 if p.name and p.owner is None:
                     self.param_owner[p.name] = (node.index, k)
         else:
             params = self._params(lp, impl, node.index, shapes_now)
-            if len(params) != len(node.params) or any(p.owner != q.owner for p, q in zip(params, node.params)):
+            if (len(params) != len(node.params) or any(p.owner != q.owner for p, q in zip(params, node.params))
+                    or any(p.count > INT_MAX for p in params)):
                 raise Rebuild
             for p, q in zip(params, node.params):  # as Net::Init's backward pass and force_backward left them
                 p.need_backward = q.need_backward
