@@ -83,33 +83,44 @@ def _by_the_rule(audit, budget, total_at, audits, split_at=None):
     shapes are not linear in the batch there), the audit at that batch, exact, gives the rule again
     from there: its answer stands when it is that same batch (it fits, as audited, and the next
     one does not by its own buffers), else it is audited in turn, up to STEPS times. None when the
-    steps run out or Caffe refuses a batch tried: then the batches are searched by audits alone."""
-    def sizes(b):  # the sizes of the audit at a batch audited (protoaudit.memory.scaling)
-        return scaling.parts(audits.get(b, audit))
+    steps run out or Caffe refuses a batch tried: then the batches are searched by audits alone.
+    The rule needs only each audit's two sums (scaling.split), which `split_at(batch)` gives
+    without making the audit where it can; buffers are compared one by one only where the sums
+    cannot tell."""
+    def sizes(b):  # the sizes of the audit at a batch, audited now if it was not (None: Caffe refuses it)
+        return None if total_at(b) == math.inf else scaling.parts(audits.get(b, audit))
 
     base = audit.batch
     known = (split_at(base) if split_at is not None else None) or scaling.split(sizes(base))
     for _ in range(STEPS):
         guess = _solve(known, base, budget)
         at = guess + 1 if guess == base else max(guess, 1)  # a batch other than the one known
-        if at == guess and split_at is not None:  # (the answer either way: see below)
-            found = split_at(at)
-            if found is not None and _solve(found, at, budget) == at:
-                return at
-        if total_at(at) == math.inf:
-            return None
-        found = scaling.split(sizes(at))
+        found = split_at(at) if split_at is not None else None
+        if found is None:
+            if total_at(at) == math.inf:
+                return None
+            found = scaling.split(sizes(at))
         again = _solve(found, at, budget)
         if again == at == guess:
             # the answer whether or not a buffer there is off the rule: with none off it, the
-            # rule from `at` gives what it gives from `base`, so no buffer need be compared
+            # rule from `at` gives what it gives from `base`
             return at
-        if not scaling.misses(scaling.merged(sizes(base)), scaling.merged(sizes(at)), base, at):
-            return guess
+        if not _off_the_rule(known, found, base, at):  # the sums cannot tell: buffer by buffer
+            before, after = sizes(base), sizes(at)
+            if before is None or after is None:
+                return None
+            if not scaling.misses(scaling.merged(before), scaling.merged(after), base, at):
+                return guess
         if again == at:
             return at
         base, known = at, found
     return None
+
+
+def _off_the_rule(known, found, base, at):
+    """Whether the sums `found` at batch `at` show a buffer off the rule read from the sums `known`
+    at batch `base`: their total is not the rule's, so some buffer's size is not."""
+    return (found[0] + found[1]) * base != known[0] * base + known[1] * at
 
 
 STEPS = 4  # audits the rule may take before the search by audits alone
