@@ -342,9 +342,8 @@ def split_at(result, batch):
         grows = sum(b.elements * b.itemsize for b in train.buffers if b.per_sample and b.device == "device")
         return result.total_bytes - grows, grows
     fresh = _rebatched([train.net], batch, options)
-    if fresh is None:
-        return None
-    return _split_again(result, next(fresh))
+    again = next(fresh, None) if fresh is not None else None  # (the train net is the batched one)
+    return None if again is None else _split_again(result, again)
 
 
 def _split_again(result, again):
