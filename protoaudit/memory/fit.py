@@ -1,10 +1,12 @@
 """Does it fit a card, and what batch would: the answer to `--gpu-mem`.
 
 The largest batch comes from what the audit knows (protoaudit.memory.scaling): the buffers that
-grow with the batch and those that do not give the batch the card holds; one audit at that batch
-(shapes inferred again) confirms it when every buffer there is what the rule says. Where Caffe's
-shapes are not linear in the batch (a dimension hard-coded, a buffer capped), the batches are
-audited one by one around the answer instead, never read off a scaled total.
+grow with the batch and those that do not give the batch the card holds; Caffe's rules applied at
+that batch (the net made again, its shapes inferred and its buffers walked) confirm it. That
+needs only two sums of what is on the card there, which protoaudit.audit.split_at works out
+without making the audit's Buffers; buffers are compared one by one only where the sums cannot
+tell. Where Caffe's shapes are not linear in the batch (a dimension hard-coded, a buffer capped),
+the batches are audited one by one around the answer instead, never read off a scaled total.
 """
 import math
 import re
