@@ -38,24 +38,10 @@ def merged(parts):
 
 
 def split(parts):
-    """(bytes that do not grow with the batch, bytes that do) of the sizes `parts` together, each key
-    counted as growing when any of its buffers grows: each part's sums, when no two parts share a key
-    (each net's buffers carry its label), else the merged sizes'."""
-    keys = sum(map(len, parts))
-    if len(parts) > 1 and len(set().union(*parts)) != keys:
-        parts = [merged(parts)]
-    fixed = grows = 0
-    for part in parts:
-        f, g = _sums(part)
-        fixed += f
-        grows += g
-    return fixed, grows
-
-
-def _sums(part):
-    """(bytes that do not grow, bytes that grow) of one part of sizes."""
+    """(bytes that do not grow with the batch, bytes that do) of the sizes `parts`, a key counted
+    as growing when any of its buffers grows."""
     grows = fixed = 0
-    for n, g in part.values():  # some 100,000 buffers on a 10,000-layer net: one pass
+    for n, g in merged(parts).values():  # some 100,000 buffers on a 10,000-layer net: one pass
         if g:
             grows += n
         else:
