@@ -13,6 +13,7 @@ from ..layers import touch
 from ..layers.base import count
 from ..layers.touch import Run
 from ..records import RECORD
+from .alike import alike, forget
 from .host import host_bytes
 
 KINDS = ("top data", "top diff", "param data", "param diff", "history", "layer buffer", "workspace",
@@ -60,56 +61,93 @@ def run_of(node, mode, engine):
 
 def layer_touches(node, mode, engine):
     """node.impl.touches for this run, in the layer's own order."""
-    return _staged(node, mode, engine)[3]
+    return _staged(node, mode, engine)[0][3]
+
+
+def _net_staged(net, mode, engine):
+    """Each layer's touches for this run, staged (_staged). Made once per layer alike
+    (protoaudit.memory.alike): one layer's touches, records only read, serve every layer alike.
+    Kept on the net (a built net does not change) until forget_touches: most layers allocate the
+    same under either engine and never ask which one runs, so their touches (kept under the engine
+    None, the same object) serve the other engine's walk too."""
+    kept = net.__dict__.get("_touches")
+    if kept is None:
+        kept = net._touches = {}
+    out = []
+    for node, number in zip(net.layers, alike(net)):
+        staged = kept.get((number, mode, None)) or kept.get((number, mode, engine))
+        if staged is None:
+            staged, asked = _staged(node, mode, engine)
+            kept[(number, mode, asked)] = staged
+        out.append(staged)
+    return out
 
 
 def _staged(node, mode, engine):
-    """The layer's touches for this run as (setup, forward, backward, all): setup with the loss
-    weights Layer::SetLossWeights writes into the top diffs. Kept on the node (a built net does
-    not change): most layers allocate the same under either engine and never ask which one runs,
-    so their touches serve the other engine's audit too."""
-    kept = node.touches_kept
-    if kept is None:
-        kept = node.touches_kept = {}
-    staged = kept.get((mode, None)) or kept.get((mode, engine))
-    if staged is None:
-        run = run_of(node, mode, engine)
-        touches = node.impl.touches(run)
-        setup, forward, backward = [], [], []
-        for t in touches:
-            stage = t.stage
-            if stage == "setup":
-                setup.append(t)
-            elif stage == "forward":
-                forward.append(t)
-            elif stage == "backward":
-                backward.append(t)
-        setup += [touch.top(j, "diff", "setup") for j, weight in enumerate(node.loss_weights) if weight]
-        staged = (setup, forward, backward, touches)
-        kept[(mode, engine if run.asked_engine else None)] = staged
-    return staged
+    """The layer's touches for this run as (setup, forward, backward, all), the stages in the
+    walk's form (_step), setup with the loss weights Layer::SetLossWeights writes into the top
+    diffs; and the engine if the layer asked which one runs, else None."""
+    run = run_of(node, mode, engine)
+    touches = node.impl.touches(run)
+    setup, forward, backward = [], [], []
+    stages = {"setup": setup, "forward": forward, "backward": backward}
+    cpu = mode == "cpu"
+    for t in touches:
+        steps = stages.get(t.stage)
+        if steps is not None:
+            steps.append(_step(t, cpu))
+    setup += [_step(touch.top(j, "diff", "setup"), cpu) for j, weight in enumerate(node.loss_weights) if weight]
+    return (setup, forward, backward, touches), engine if run.asked_engine else None
+
+
+BOTTOM, TOP, PARAM, BUFFER, PROCESS, STOP = range(6)  # what a step touches (_step)
+
+
+def _step(t, cpu):
+    """A touch as the walk reads it, (what, a, b, device, t), worked out once per layer alike: a
+    bottom's or top's (BOTTOM, TOP) index and 0 for its data or 1 for its diff; a parameter's
+    (PARAM) index and part; a buffer's (BUFFER, or PROCESS for the process's) name and bytes; where
+    it lives in this mode."""
+    device = "host" if cpu else t.device
+    if t.what == "bottom" or t.what == "top":
+        return (BOTTOM if t.what == "bottom" else TOP), t.index, int(t.part == "diff"), device, t
+    if t.what == "param":
+        return PARAM, t.index, t.part, device, t
+    if t.what == "stop":
+        return STOP, None, None, device, t
+    return (PROCESS if t.process else BUFFER), t.name, t.elements * t.itemsize, device, t
 
 
 def forget_touches(net):
-    """Drop the touches kept on `net`'s layers (once every engine of an audit has walked them)."""
-    for node in net.layers:
-        node.touches_kept = None
+    """Drop the touches and likenesses kept on `net` (once every engine of an audit has walked it)."""
+    net.__dict__.pop("_touches", None)
+    forget(net)
 
 
 def _shared_storage(net):
     """Which blob storages are one: in-place tops are one blob already; ShareData/ShareDiff join
     a top's data or diff to its bottom's (a blob shared with itself, as a one-bottom Concat or a
-    one-top Slice computed in place does, stays as it was). {(blob, part): (blob it is, part)}"""
+    one-top Slice computed in place does, stays as it was). {storage: the storage it is}, a blob's
+    data or diff named by one int (_storage)."""
     root = {}
     for node in net.layers:
         for top_j, bottom_j, part in node.impl.shares():
             if node.tops[top_j] == node.bottoms[bottom_j]:
                 continue
-            at = (node.bottoms[bottom_j], part)
+            at = _storage(node.bottoms[bottom_j], part)
             while at in root:
                 at = root[at]
-            root[(node.tops[top_j], part)] = at
+            root[_storage(node.tops[top_j], part)] = at
     return root
+
+
+def _storage(blob, part):
+    """A blob's data (2 * blob) or diff (2 * blob + 1): one int, as the walk looks it up per touch."""
+    return 2 * blob + (part == "diff")
+
+
+_TOP_KINDS = ("top data", "top diff")  # by a blob step's part (_step)
+_PARAM_KINDS = {"data": "param data", "diff": "param diff"}
 
 
 def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", shared_params=None, forward=True,
@@ -142,28 +180,22 @@ def _walk(net, mode, engine, backward, forward, shared_params, label, make, othe
     engine has allocated so far (`only_mine`), those only the other has (`only_theirs`), and the
     bytes it holds more (`change`), so a touch both engines make costs no more than before."""
     root = _shared_storage(net)
-    blobs_seen, params_seen, buffers_seen = set(), set(), set()
+    seen = set()  # what is allocated: a blob's data or diff (_storage), a parameter's
+    # (owner layer, index, part), a layer's buffer (layer, name), a process's buffer (its name)
     only_mine, only_theirs = set(), set()
     change = 0
     out = []
     total = 0
     batch = net.batch
     blobs, layers = net.blobs, net.layers
-    # a blob grows with the batch when its first axis is the batch (Caffe keeps N first)
-    batch_axis = [bool(b.shape) and b.shape[0] == batch for b in blobs]
-    staged = [_staged(node, mode, engine) for node in layers]
-    if other is None:
-        theirs = staged
-    else:  # most layers' touches serve both engines (kept under the engine None)
-        both = (mode, None)
-        theirs = [node.touches_kept.get(both) or _staged(node, mode, other) for node in layers]
-    steps = [(0, range(len(layers)))]
+    staged = _net_staged(net, mode, engine)
+    theirs = staged if other is None else _net_staged(net, mode, other)
+    passes = [(0, range(len(layers)))]
     if forward:
-        steps.append((1, range(len(layers))))
+        passes.append((1, range(len(layers))))
         if backward:
-            steps.append((2, [i for i in reversed(range(len(layers))) if layers[i].need_backward]))
-    cpu = mode == "cpu"
-    for stage, order in steps:
+            passes.append((2, [i for i in reversed(range(len(layers))) if layers[i].need_backward]))
+    for stage, order in passes:
         for i in order:
             node = layers[i]
             mine = staged[i][stage]
@@ -171,38 +203,37 @@ def _walk(net, mode, engine, backward, forward, shared_params, label, make, othe
                 sides = ((0, mine),)
             else:  # 1: this engine's touches alone, 2: the other engine's alone
                 sides = ((1, mine), (2, theirs[i][stage]))
-            for side, touches in sides:
-                for t in touches:  # one loop, no calls per touch: a 10,000-layer net has some 100,000
-                    what = t.what
-                    if what == "bottom" or what == "top":
-                        at = ((node.bottoms if what == "bottom" else node.tops)[t.index], t.part)
-                        while at in root:
-                            at = root[at]
-                        seen, key = blobs_seen, at
-                    elif what == "param":
-                        owner_layer, owner_k = node.params[t.index].owner or (node.index, t.index)
-                        owner = layers[owner_layer]
-                        if t.part == "data" and shared_params and owner.name in shared_params:
+            for side, steps in sides:
+                for what, a, b, device, t in steps:  # one loop, no calls per touch: a 10,000-layer net has some 100,000
+                    if what <= TOP:  # a bottom's or top's data or diff
+                        key = 2 * (node.tops if what == TOP else node.bottoms)[a] + b
+                        while key in root:
+                            key = root[key]
+                    elif what == BUFFER:
+                        key = (i, a)
+                    elif what == PARAM:
+                        owner_layer, owner_k = node.params[a].owner or (i, a)
+                        if b == "data" and shared_params and layers[owner_layer].name in shared_params:
                             continue
-                        seen, key = params_seen, (owner_layer, owner_k, t.part)
-                    elif what == "stop":
+                        key = (owner_layer, owner_k, b)
+                    elif what == PROCESS:
+                        key = a
+                    else:
                         raise InputError(t.note, file=net.path, line=node.line, layer=node.name,
                                          fix="audit it where Caffe has that code: GPU mode (--mode gpu)")
-                    else:
-                        seen, key = buffers_seen, t.name if t.process else (node.index, t.name)
                     first = key not in seen
                     if not first and side != 2 and not (side == 0 and only_mine and key in only_mine):
                         continue  # allocated already, under both engines
-                    if what == "bottom" or what == "top":
-                        b = blobs[at[0]]
-                        device = "host" if cpu else t.device
-                        n = 4 * b.count if t.owns else 0
-                    elif what == "param":
-                        device = "host" if cpu else "device"
-                        n = 4 * count(owner.params[owner_k].shape)
+                    if what <= TOP:
+                        blob = blobs[key >> 1]
+                        elements = blob.count
+                        n = 4 * elements if t.owns else 0
+                    elif what == PARAM:
+                        shape = layers[owner_layer].params[owner_k].shape
+                        elements = count(shape)
+                        n = 4 * elements
                     else:
-                        device = "host" if cpu else t.device
-                        n = t.elements * t.itemsize
+                        n = b
                     on_device = n if device == "device" else 0
                     if side == 2:  # the other engine's own touch
                         if key in only_theirs or not (first or key in only_mine):
@@ -226,20 +257,20 @@ def _walk(net, mode, engine, backward, forward, shared_params, label, make, othe
                         change -= on_device
                     total += on_device
                     if tally is not None and on_device:  # (kind, per_sample) as the Buffer would have them
-                        key = (("top " + at[1], batch_axis[at[0]]) if what == "bottom" or what == "top"
-                               else ("param " + t.part, False) if what == "param" else (t.kind, t.per_sample))
-                        tally[key] = tally.get(key, 0) + on_device
-                    if not make or (what == "bottom" or what == "top") and not t.owns:
-                        continue  # (a top that points into a buffer its layer counts: a data layer's prefetch batch)
-                    if what == "bottom" or what == "top":
-                        out.append(Buffer(label, node.name, b.name, "top " + at[1], b.count, 4, t.stage,
-                                          batch_axis[at[0]], device, b.shape))
-                    elif what == "param":
-                        shape = owner.params[owner_k].shape
-                        out.append(Buffer(label, node.name, f"{owner.name}.param{owner_k}", "param " + t.part,
-                                          count(shape), 4, t.stage, False, device, shape))
+                        kind = ((_TOP_KINDS[b], bool(blob.shape) and blob.shape[0] == batch) if what <= TOP
+                                else (_PARAM_KINDS[b], False) if what == PARAM else (t.kind, t.per_sample))
+                        tally[kind] = tally.get(kind, 0) + on_device
+                    if not make:
+                        continue
+                    if what <= TOP:
+                        if t.owns:  # (else a top that points into a buffer its layer counts: a data layer's prefetch batch)
+                            out.append(Buffer(label, node.name, blob.name, _TOP_KINDS[b], elements, 4, t.stage,
+                                              bool(blob.shape) and blob.shape[0] == batch, device, blob.shape))
+                    elif what == PARAM:
+                        out.append(Buffer(label, node.name, f"{layers[owner_layer].name}.param{owner_k}",
+                                          _PARAM_KINDS[b], elements, 4, t.stage, False, device, shape))
                     else:
-                        owner = f"process.{t.name}" if t.process else f"{node.name}.{t.name}"
+                        owner = ("process." if what == PROCESS else node.name + ".") + a
                         out.append(Buffer(label, node.name, owner, t.kind, t.elements, t.itemsize, t.stage,
                                           t.per_sample, device, t.note))
     if not make:

@@ -25,6 +25,7 @@ little less.
 from google.protobuf.descriptor import FieldDescriptor as F
 
 from ..layers.cxx import MAP_NODE, POINTER, SHARED_PTR_BLOCK, STRING, assigned, bits, copied, grown
+from .alike import alike
 
 
 # sizeof, measured with g++ 12 against Caffe's headers (CPU_ONLY), Dtype = float
@@ -206,9 +207,10 @@ def _host_bytes(net, forward, backward, shared_params, copies):
     size = capacity = 0  # blob_loss_weights_, resized to each new top's index + 1
     params, inputs, outputs = [], 0, set()
     rng = False
-    vectors, objects = _VECTORS, LAYER_BYTES
+    vectors = _VECTORS
     offset = (message_size(layers[0].lp.DESCRIPTOR) if layers else LAYER_PARAMETER) - LAYER_PARAMETER + SHARED_PTR_BLOCK
-    for node in layers:
+    own = {}  # a layer's own objects, by its likeness (protoaudit.memory.alike) and its names' lengths
+    for node, number in zip(layers, alike(net)):
         bottoms, tops = node.bottoms, node.tops
         nb, nt = len(bottoms), len(tops)
         total += (vectors[nb] if nb < 65 else 12 * grown(nb) + bits(nb)) + 12 * grown(nt)
@@ -222,29 +224,19 @@ def _host_bytes(net, forward, backward, shared_params, copies):
         if node.type == "Input":
             inputs += len(tops)
         lp = node.lp
-        data, lp_bytes = _copy_bytes(lp, copies)
-        total += objects.get(node.type, LAYER) + offset + lp_bytes
-        if node.params:  # param_id_vecs_ entry; blobs_, param_propagate_down_, each parameter Blob
+        key = (number, lp.HasField("name"), len(lp.name), tuple(map(len, lp.bottom)), tuple(map(len, lp.top)))
+        layer = own.get(key)
+        if layer is None:
+            layer = own[key] = _layer_bytes(node, offset, forward, backward, copies)
+        size_of, fills, draws = layer
+        total += size_of
+        if node.params:
             params += node.params
-            total += 4 * grown(len(node.params)) + 16 * len(node.params) + bits(len(node.params))
-            for p in node.params:
-                total += new_blob(len(p.shape), 0 not in p.shape)
-        if not rng and node.params:
-            rng = _random_fill(node, data if data is not None else lp.SerializeToString())
-        if node.loss_weights and any(node.loss_weights):
-            total += _losses(node.loss_weights)
-        member = MEMBERS.get(node.type)
-        if member is not None:
-            total += member(node, lp_bytes)
+            rng = rng or fills
         if forward:
-            shares = FORWARD_SHARES.get(node.type)
-            if shares is not None:
-                total -= SYNCED * shares(node)
-            if backward and node.need_backward and node.type in BACKWARD_SHARES:
-                total -= SYNCED * BACKWARD_SHARES[node.type](node)
             if node.name in shared_params:
                 total -= SYNCED * sum(1 for p in node.params if p.owner is None)
-            rng = rng or _random_forward(node)
+            rng = rng or draws
     total += 4 * capacity
     # params_, param_display_names_, param_layer_indices_, param_owners_, learnable_param_ids_;
     # the owners' learnable_params_, params_lr_, params_weight_decay_, has_params_lr_/decay_;
@@ -256,6 +248,35 @@ def _host_bytes(net, forward, backward, shared_params, copies):
     # net_input_blob_indices_ and net_input_blobs_ (Input tops), net_output_blob_* (unread tops)
     total += 12 * grown(inputs) + 12 * grown(len(outputs))
     return total, rng
+
+
+def _layer_bytes(node, offset, forward, backward, copies):
+    """A layer's own objects (its object, its copy of the LayerParameter, its parameter Blobs, its
+    loss_, its members), less the SyncedMemory objects its first forward and backward free by
+    sharing (if they run), with whether its setup draws random numbers (a random filler) and
+    whether its first forward does: (bytes, fills, draws). `offset`: a fork's LayerParameter's
+    size beyond BVLC's, and the layer's shared_ptr block."""
+    lp = node.lp
+    data, lp_bytes = _copy_bytes(lp, copies)
+    total = LAYER_BYTES.get(node.type, LAYER) + offset + lp_bytes
+    params = node.params
+    if params:  # param_id_vecs_ entry; blobs_, param_propagate_down_, each parameter Blob
+        total += 4 * grown(len(params)) + 16 * len(params) + bits(len(params))
+        for p in params:
+            total += new_blob(len(p.shape), 0 not in p.shape)
+    if node.loss_weights and any(node.loss_weights):
+        total += _losses(node.loss_weights)
+    member = MEMBERS.get(node.type)
+    if member is not None:
+        total += member(node, lp_bytes)
+    if forward:
+        shares = FORWARD_SHARES.get(node.type)
+        if shares is not None:
+            total -= SYNCED * shares(node)
+        if backward and node.need_backward and node.type in BACKWARD_SHARES:
+            total -= SYNCED * BACKWARD_SHARES[node.type](node)
+    fills = bool(params) and _random_fill(node, data if data is not None else lp.SerializeToString())
+    return total, fills, _random_forward(node)
 
 
 def _copy_bytes(lp, copies):

@@ -67,7 +67,6 @@ class LayerNode:
     need_backward: bool = False
     bottom_need_backward: list = field(default_factory=list)
     memory_after: int = 0  # Caffe's cumulative "Memory required for data" after this layer
-    touches_kept: dict = field(default=None, repr=False, compare=False)  # protoaudit.memory.buffers' cache
 
     @property
     def is_split(self):
