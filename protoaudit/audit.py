@@ -329,6 +329,66 @@ def reaudit(result, *, batch=None, engine=None, compare_engines=False):
     return again
 
 
+@paused
+def split_at(result, batch):
+    """(bytes on the card that do not grow with the batch, bytes that do) of `result`'s run at a
+    `batch` of its train (or only) net, as protoaudit.memory.scaling.split gives them for the audit
+    at that batch, without building the sizes: at its own batch from its buffers, at another from
+    Caffe's rules at that batch as reaudit applies them (the net made again, every layer reshaped and
+    its touches walked) but without making a Buffer. What the largest-batch search reads the rule
+    from and confirms a batch with. None where that audit is to be asked instead: CPU mode (host
+    memory counts there), a Caffe log (what it says of the run), a net not made again from the
+    built one (protoaudit.net.build.rebatched), a batch Caffe refuses, or names that can make two
+    buffers one entry of the sizes (see _named_apart)."""
+    options, run = result.again
+    train = result.train
+    if run["mode"] != "gpu" or train is None or not _named_apart(train.net) or caffe_log.is_log_file(result.path):
+        return None
+    if batch == result.batch:
+        grows = sum(b.elements * b.itemsize for b in train.buffers if b.per_sample and b.device == "device")
+        return result.total_bytes - grows, grows
+    fresh = _rebatched([train.net], batch, options)
+    again = next(fresh, None) if fresh is not None else None  # (the train net is the batched one)
+    return None if again is None else _split_again(result, again)
+
+
+def _split_again(result, again):
+    """split_at's answer for the train net made again at another batch (`again`)."""
+    from .memory.solver import solver_buffers
+
+    train = result.train
+    tally = {}  # (kind, grows with the batch): bytes on the card
+    try:
+        device_bytes(again, engine=result.engine, backward=not train.forward_only, forward=train.runs, tally=tally)
+        if result.state is not None:  # as _assess takes it
+            net, how, state = result.state
+            if not _same_params(net, again):
+                state = solver_buffers(again, how[0], mode=how[1], label=how[2], **how[3])
+    except InputError:
+        return None
+    finally:
+        forget_touches(again)
+    grows = sum(n for (_, grew), n in tally.items() if grew)
+    fixed = sum(tally.values()) - grows
+    if result.state is not None:
+        # ClearParamDiffs zeroes every learnable param's diff, which holds each diff the passes
+        # touch (every param's diff is its owner's, a learnable one): the solver's state less those
+        fixed += _counted(state, cpu=False) - tally.get(("param diff", False), 0)
+    fixed += _counted([b for b in result.extra if b.kind == "context"], cpu=False)
+    fixed += sum(n.figure(("total", False), functools.partial(_counted, cpu=False)) for n in result.nets
+                 if n is not train)  # the test nets, which keep their batch (and their buffers)
+    return fixed, grows
+
+
+def _named_apart(net):
+    """Whether each buffer of `net` is an entry of its own in the sizes (protoaudit.memory.scaling),
+    whose keys are names: no two layers and no two blobs of one name, and no dot in a layer's name
+    (a layer's buffer is named LAYER.BUFFER, and a buffer's own name may have a dot)."""
+    layers = {node.name for node in net.layers}
+    return (len(layers) == len(net.layers) and not any("." in name for name in layers)
+            and len({b.name for b in net.blobs}) == len(net.blobs))
+
+
 def _rebatched(nets, batch, options):
     """The batched nets of `nets` made again at `batch` from the built ones (protoaudit.net.build.rebatched),
     or None where they are to be built from the file: with --freeze (what it freezes is worked out
@@ -339,8 +399,7 @@ def _rebatched(nets, batch, options):
     try:
         for net in nets:
             if net.batched:
-                again = rebatched(net, parse_batch(batch))
-                _check_sizes(again)
+                again = rebatched(net, parse_batch(batch))  # (what _check_sizes refuses, it refuses)
                 for name in _BUILT_AS:
                     setattr(again, name, getattr(net, name))
                 out.append(again)

@@ -5,7 +5,9 @@ They take the command's options as keywords and return what its reports are made
 Comparison (protoaudit.memory.explain.Comparison: `delta`, `layers`, `sentences`, `to_dict()`).
 `to_dict()` is the `--format json` report, as dicts and lists.
 """
-from .audit import audit as _run, reaudit
+import functools
+
+from .audit import audit as _run, reaudit, split_at
 from .memory.fit import check_fit, parse_size
 from .options import parse_batches
 
@@ -29,7 +31,7 @@ def audit(path, *, gpu_mem=None, sweep=None, **options):
     budget = None
     if gpu_mem is not None:  # an empty size is refused by parse_size, never ignored
         budget = gpu_mem if isinstance(gpu_mem, int) else parse_size(gpu_mem)
-        result.fit = check_fit(result, budget, audit_at)
+        result.fit = check_fit(result, budget, audit_at, functools.partial(split_at, result))
         if result.death is not None:  # the card given, rather than the one the log names
             result.death.card, result.death.card_name = budget, "given with --gpu-mem"
     if sweep is not None:

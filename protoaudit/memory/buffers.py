@@ -162,12 +162,13 @@ def net_buffers(net, *, mode="gpu", engine="caffe", backward=True, label="net", 
     return _walk(net, mode, engine, backward, forward, shared_params, label, True, other)
 
 
-def device_bytes(net, *, mode="gpu", engine="caffe", backward=True, shared_params=None, forward=True):
-    """sum(b.bytes for b in net_buffers(...) if b.device == "device"), without making the Buffers."""
-    return _walk(net, mode, engine, backward, forward, shared_params, "net", False)
+def device_bytes(net, *, mode="gpu", engine="caffe", backward=True, shared_params=None, forward=True, tally=None):
+    """sum(b.bytes for b in net_buffers(...) if b.device == "device"), without making the Buffers;
+    `tally` (a dict) gets those bytes by (kind, per_sample) too."""
+    return _walk(net, mode, engine, backward, forward, shared_params, "net", False, tally=tally)
 
 
-def _walk(net, mode, engine, backward, forward, shared_params, label, make, other=None):
+def _walk(net, mode, engine, backward, forward, shared_params, label, make, other=None, tally=None):
     """Every touch in Caffe's order: setup (with the loss weights written into top diffs), the
     forward pass, then the backward pass in reverse over the layers that need it; the first touch
     of each buffer allocates it. `make`: the Buffers, else the bytes on the device.
@@ -255,6 +256,10 @@ def _walk(net, mode, engine, backward, forward, shared_params, label, make, othe
                         only_mine.add(key)
                         change -= on_device
                     total += on_device
+                    if tally is not None and on_device:  # (kind, per_sample) as the Buffer would have them
+                        kind = ((_TOP_KINDS[b], bool(blob.shape) and blob.shape[0] == batch) if what <= TOP
+                                else (_PARAM_KINDS[b], False) if what == PARAM else (t.kind, t.per_sample))
+                        tally[kind] = tally.get(kind, 0) + on_device
                     if not make:
                         continue
                     if what <= TOP:

@@ -1,10 +1,12 @@
 """Does it fit a card, and what batch would: the answer to `--gpu-mem`.
 
 The largest batch comes from what the audit knows (protoaudit.memory.scaling): the buffers that
-grow with the batch and those that do not give the batch the card holds; one audit at that batch
-(shapes inferred again) confirms it when every buffer there is what the rule says. Where Caffe's
-shapes are not linear in the batch (a dimension hard-coded, a buffer capped), the batches are
-audited one by one around the answer instead, never read off a scaled total.
+grow with the batch and those that do not give the batch the card holds; Caffe's rules applied at
+that batch (the net made again, its shapes inferred and its buffers walked) confirm it. That
+needs only two sums of what is on the card there, which protoaudit.audit.split_at works out
+without making the audit's Buffers; buffers are compared one by one only where the sums cannot
+tell. Where Caffe's shapes are not linear in the batch (a dimension hard-coded, a buffer capped),
+the batches are audited one by one around the answer instead, never read off a scaled total.
 """
 import math
 import re
@@ -46,8 +48,10 @@ class Fit:
         return self.budget - self.total
 
 
-def check_fit(audit, budget, audit_at):
-    """The verdict for `audit` on a card of `budget` bytes; `audit_at(batch)` audits again at a batch."""
+def check_fit(audit, budget, audit_at, split_at=None):
+    """The verdict for `audit` on a card of `budget` bytes; `audit_at(batch)` audits again at a batch,
+    `split_at(batch)` gives what scaling.split gives of that audit without making it (None: ask
+    audit_at; protoaudit.audit.split_at)."""
     total = audit.total_bytes
     batch = audit.batch
     fit = Fit(budget, total, total <= budget, batch, None, None, None, None)
@@ -65,7 +69,7 @@ def check_fit(audit, budget, audit_at):
                 totals[b] = math.inf
         return totals[b]
 
-    fit.largest_batch = _by_the_rule(audit, budget, total_at, audits)
+    fit.largest_batch = _by_the_rule(audit, budget, total_at, audits, split_at)
     if fit.largest_batch is None:
         fit.largest_batch = largest_batch(total_at, budget, batch)
     fit.effective_batch = batch * audit.iter_size
@@ -74,41 +78,61 @@ def check_fit(audit, budget, audit_at):
     return fit
 
 
-def _by_the_rule(audit, budget, total_at, audits):
+def _by_the_rule(audit, budget, total_at, audits, split_at=None):
     """The largest batch that fits, from the rule (the buffers that grow with the batch and those
     that do not) and one audit at the batch it gives (batch 1 when not even that fits), which
     confirms it when every buffer there is what the rule says. Where the rule breaks (Caffe's
     shapes are not linear in the batch there), the audit at that batch, exact, gives the rule again
     from there: its answer stands when it is that same batch (it fits, as audited, and the next
     one does not by its own buffers), else it is audited in turn, up to STEPS times. None when the
-    steps run out or Caffe refuses a batch tried: then the batches are searched by audits alone."""
-    base, known = audit.batch, scaling.sizes(audit)
+    steps run out or Caffe refuses a batch tried: then the batches are searched by audits alone.
+    The rule needs only each audit's two sums (scaling.split), which `split_at(batch)` gives
+    without making the audit where it can; buffers are compared one by one only where the sums
+    cannot tell."""
+    def sizes(b):  # the sizes of the audit at a batch, audited now if it was not (None: Caffe refuses it)
+        return None if total_at(b) == math.inf else scaling.parts(audits.get(b, audit))
+
+    base = audit.batch
+    known = (split_at(base) if split_at is not None else None) or scaling.split(sizes(base))
     for _ in range(STEPS):
         guess = _solve(known, base, budget)
         at = guess + 1 if guess == base else max(guess, 1)  # a batch other than the one known
-        if total_at(at) == math.inf:
-            return None
-        found = scaling.sizes(audits.get(at, audit))
-        if not scaling.misses(known, found, base, at):
-            return guess
-        if _solve(found, at, budget) == at:
+        found = split_at(at) if split_at is not None else None
+        if found is None:
+            if total_at(at) == math.inf:
+                return None
+            found = scaling.split(sizes(at))
+        again = _solve(found, at, budget)
+        if again == at == guess:
+            # the answer whether or not a buffer there is off the rule: with none off it, the
+            # rule from `at` gives what it gives from `base`
+            return at
+        if not _off_the_rule(known, found, base, at):  # the sums cannot tell: buffer by buffer
+            before, after = sizes(base), sizes(at)
+            if before is None or after is None:
+                return None
+            if not scaling.misses(scaling.merged(before), scaling.merged(after), base, at):
+                return guess
+        if again == at:
             return at
         base, known = at, found
     return None
 
 
+def _off_the_rule(known, found, base, at):
+    """Whether the sums `found` at batch `at` show a buffer off the rule read from the sums `known`
+    at batch `base`: their total is not the rule's, so some buffer's size is not."""
+    return (found[0] + found[1]) * base != known[0] * base + known[1] * at
+
+
 STEPS = 4  # audits the rule may take before the search by audits alone
 
 
-def _solve(known, base, budget):
-    """The largest batch whose total fits `budget` by the rule from sizes `known` at batch `base`
-    (0: not even batch 1; at most MAX_BATCH)."""
-    grows = fixed = 0
-    for n, g in known.values():  # some 100,000 buffers on a 10,000-layer net: one pass
-        if g:
-            grows += n
-        else:
-            fixed += n
+def _solve(split, base, budget):
+    """The largest batch whose total fits `budget` by the rule, from the bytes that do not grow
+    with the batch and those that do at batch `base` (scaling.split; 0: not even batch 1; at most
+    MAX_BATCH)."""
+    fixed, grows = split
     if fixed > budget:
         return 0
     if not grows:

@@ -15,15 +15,38 @@ from .summary import counted_devices
 
 def sizes(audit):
     """{(net, owner, kind): (bytes, grows with the swept batch)} of the buffers counted against the card.
-    The swept net is the train (or only) net: --batch sets its batch, test nets keep theirs. Each
-    net's part is worked out once (NetAudit.figure): a reaudit at another batch keeps its test nets."""
+    The swept net is the train (or only) net: --batch sets its batch, test nets keep theirs."""
+    return merged(parts(audit))
+
+
+def parts(audit):
+    """sizes, net by net and then the extras' (solver state, context). Each net's part is worked out
+    once (NetAudit.figure): a reaudit at another batch keeps its test nets, and the largest-batch
+    search asks for their figures again."""
     swept = audit.train.buffers[0].net if audit.train is not None and audit.train.buffers else None
     devices = counted_devices(audit)
+    work = functools.partial(_sizes, devices=devices, swept=swept)
+    return [net.figure(("sizes", devices, swept), work) for net in audit.nets] + [work(audit.extra)]
+
+
+def merged(parts):
+    """The sizes `parts` as one: {key: (bytes, grows)}."""
     out = {}
-    for net in audit.nets:
-        _merge(out, net.figure(("sizes", devices, swept), functools.partial(_sizes, devices=devices, swept=swept)))
-    _merge(out, _sizes(audit.extra, devices, swept))
+    for part in parts:
+        _merge(out, part)
     return out
+
+
+def split(parts):
+    """(bytes that do not grow with the batch, bytes that do) of the sizes `parts`, a key counted
+    as growing when any of its buffers grows."""
+    grows = fixed = 0
+    for n, g in merged(parts).values():  # some 100,000 buffers on a 10,000-layer net: one pass
+        if g:
+            grows += n
+        else:
+            fixed += n
+    return fixed, grows
 
 
 def _sizes(buffers, devices, swept):

@@ -11,6 +11,7 @@ from .. import layers as _layers  # noqa: F401  (registers every layer type)
 from ..errors import InputError
 from ..layers.base import FORK_REGISTRY, REGISTRY, Context, MissingShape, count
 from ..layers.data import Declared
+from ..options import INT_MAX, MAX_AXES
 from ..records import RECORD
 from .netstate import included, layer_phase, phase_name
 from .splits import insert_splits, wiring
@@ -190,7 +191,8 @@ def rebatched(net, batch):
     are kept, and each layer is made again, reshaped and given its parameters in order. Raises
     Rebuild (or what a layer raises) where that is not the whole story: a net with legacy inputs
     (their shapes come from the file), a layer whose tops or parameters come out otherwise, a
-    layer that refuses the batch; the caller then builds the net from its file, which says why."""
+    layer that refuses the batch, a blob over Caffe's limits (more than INT_MAX elements or
+    kMaxBlobAxes axes); the caller then builds the net from its file, which says why."""
     old = net.context
     if old is None or net.inputs:
         raise Rebuild
@@ -449,17 +451,21 @@ class _Builder:
         memory = self.memory
         for i, shape in zip(node.tops, shapes):
             blobs[i].shape = shape
-            memory += count(shape)
+            n = count(shape)
+            if n > INT_MAX or len(shape) > MAX_AXES:
+                raise Rebuild  # a blob Caffe refuses (Blob::Reshape's CHECKs): building the file says so
+            memory += n
         self.memory = memory
         shapes_now = impl.param_shapes(list(bottom_shapes))
-        if self._unchanged(node, shapes_now):
-            params = node.params  # (records made once and only read afterwards)
-            for k, p in enumerate(params):
+        params = node.params
+        if not (shapes_now or params) or self._unchanged(node, shapes_now):
+            for k, p in enumerate(params):  # (records made once and only read afterwards)
                 if p.name and p.owner is None:
                     self.param_owner[p.name] = (node.index, k)
         else:
             params = self._params(lp, impl, node.index, shapes_now)
-            if len(params) != len(node.params) or any(p.owner != q.owner for p, q in zip(params, node.params)):
+            if (len(params) != len(node.params) or any(p.owner != q.owner for p, q in zip(params, node.params))
+                    or any(p.count > INT_MAX for p in params)):
                 raise Rebuild
             for p, q in zip(params, node.params):  # as Net::Init's backward pass and force_backward left them
                 p.need_backward = q.need_backward
@@ -470,11 +476,17 @@ class _Builder:
     def _unchanged(self, node, shapes):
         """Whether `node`'s parameter blobs stand as they are with these shapes: the same shapes, and
         any it shares are its owner's as this builder has them (kept as well)."""
-        params = node.params
-        if len(shapes) != len(params) or any(tuple(map(int, s)) != p.shape for s, p in zip(shapes, params)):
+        params, layers = node.params, self.layers
+        if len(shapes) != len(params):
             return False
-        return all(p.owner is None or (p.owner[0] < len(self.layers) and self.layers[p.owner[0]].params
-                                       is self.before[p.owner[0]].params) for p in params)
+        for s, p in zip(shapes, params):  # (one loop: some 5,000 layers with parameters on a 10,000-layer net)
+            if tuple(map(int, s)) != p.shape:
+                return False
+            owner = p.owner
+            if owner is not None and not (owner[0] < len(layers) and layers[owner[0]].params
+                                          is self.before[owner[0]].params):
+                return False
+        return True
 
     def _params(self, lp, impl, index, shapes):
         """The layer's parameter blobs (AppendParam) of these shapes (its param_shapes): names,
