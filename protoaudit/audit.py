@@ -342,7 +342,7 @@ def split_at(result, batch):
     buffers one entry of the sizes (see _named_apart)."""
     options, run = result.again
     train = result.train
-    if run["mode"] != "gpu" or train is None or not _named_apart(train.net) or caffe_log.is_log_file(result.path):
+    if run["mode"] != "gpu" or train is None or not _named_apart(train.net) or is_log_file(result.path):
         return None
     if batch == result.batch:
         grows = sum(b.elements * b.itemsize for b in train.buffers if b.per_sample and b.device == "device")

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from .. import layers as _layers  # noqa: F401  (registers every layer type)
 from ..errors import InputError
-from ..layers.base import FORK_REGISTRY, REGISTRY, Context, MissingShape, count
+from ..layers.base import REGISTRY, Context, MissingShape, count, fork_layers
 from ..layers.data import Declared
 from ..options import INT_MAX, MAX_AXES
 from ..records import RECORD
@@ -290,7 +290,7 @@ class _Builder:
         self.param_owner = {}  # param name -> (layer index, param index)
         self.planned = []  # every layer Net::Init will set up, for naming a later producer
         self.before = []  # the layers of the net made again (rebatched)
-        self.classes = {**REGISTRY, **FORK_REGISTRY.get(schema, {})}  # layer_class's answers, as one table
+        self.classes = {**REGISTRY, **fork_layers(schema)}  # layer_class's answers, as one table
         self.shapes = {}  # every shape made, and each layer's tuple of them: one object each (see _shared)
         self.flags = {}  # tuples of bools: in_place, bottom_need_backward
         self.weights = {}  # tuples of loss weights (floats: kept apart from bools, which compare equal)
