@@ -1,5 +1,7 @@
 """Shared fixtures: the test data folder, a way to run the `protoaudit` command as users do, and
-small helpers the layer and fork tests share (a net written to a file and built, bytes by layer)."""
+small helpers the layer and fork tests share (a net written to a file and built, bytes by layer,
+the corpus nets and samples audited as a new user runs them)."""
+import glob
 import os
 import subprocess
 import sys
@@ -8,6 +10,21 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data")
+# every corpus net and sample, for the tests that hold each one to a rule
+CORPUS_AND_SAMPLES = sorted(glob.glob(os.path.join(DATA, "corpus", "nets", "*.prototxt"))
+                            + glob.glob(os.path.join(ROOT, "samples", "*.prototxt")))
+
+
+def audited(path, **options):
+    """protoaudit.audit(path, **options), or None where it refuses the file (no flags can say what
+    a dataset that is absent would)."""
+    import protoaudit
+    from protoaudit.errors import InputError
+
+    try:
+        return protoaudit.audit(path, **options)
+    except InputError:
+        return None
 
 
 def run_protoaudit(*args, cwd=None, timeout=60):

@@ -4,27 +4,15 @@ again, reshaped and given its parameters). What they find must be what building 
 file at that batch finds (Net::Init run again from the start, as Caffe does for a new prototxt):
 every blob's shape, every parameter, every buffer and the total, for every net of the corpus and
 the samples that audits with no flags."""
-import glob
 import os
 import sys
 
 import pytest
 
-import protoaudit
-from conftest import DATA, ROOT
+from conftest import CORPUS_AND_SAMPLES, audited
 from protoaudit.audit import reaudit
 from protoaudit.errors import InputError
 from protoaudit.net import build as build_module
-
-NETS = sorted(glob.glob(os.path.join(DATA, "corpus", "nets", "*.prototxt"))
-              + glob.glob(os.path.join(ROOT, "samples", "*.prototxt")))
-
-
-def _audited(path, **options):
-    try:
-        return protoaudit.audit(path, **options)
-    except InputError:
-        return None
 
 
 def _train_view(audit):
@@ -38,9 +26,9 @@ def _train_view(audit):
             audit.total_bytes)
 
 
-@pytest.mark.parametrize("path", NETS, ids=os.path.basename)
+@pytest.mark.parametrize("path", CORPUS_AND_SAMPLES, ids=os.path.basename)
 def test_a_net_made_again_at_another_batch_is_the_net_built_at_it(path, monkeypatch):
-    first = _audited(path)
+    first = audited(path)
     if first is None or first.batch is None or first.train is None:
         pytest.skip("refused with no flags, or no batch to change")
     made = []
@@ -54,7 +42,7 @@ def test_a_net_made_again_at_another_batch_is_the_net_built_at_it(path, monkeypa
     for batch in (1, first.batch + 3):
         if batch == first.batch:
             continue
-        built = _audited(path, batch=batch)
+        built = audited(path, batch=batch)
         try:
             again = reaudit(first, batch=batch)
         except InputError:

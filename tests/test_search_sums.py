@@ -5,35 +5,23 @@ with them. protoaudit.audit.split_at gives those sums at a batch without making 
 sums of the audit it stands for, reaudit's at that batch (every buffer made, the solver's state
 added as _assess adds it), on every corpus net and sample that audits with no flags; where
 split_at cannot tell, it says so (None) and the search audits instead."""
-import glob
 import os
 
 import pytest
 
-import protoaudit
-from conftest import DATA, ROOT
+from conftest import CORPUS_AND_SAMPLES, DATA, audited
 from protoaudit.audit import _rebatched, reaudit, split_at
 from protoaudit.errors import InputError
 from protoaudit.memory import scaling
-
-NETS = sorted(glob.glob(os.path.join(DATA, "corpus", "nets", "*.prototxt"))
-              + glob.glob(os.path.join(ROOT, "samples", "*.prototxt")))
-
-
-def _audited(path, **options):
-    try:
-        return protoaudit.audit(path, **options)
-    except InputError:
-        return None
 
 
 def _sums(audit):
     return scaling.split(scaling.parts(audit))
 
 
-@pytest.mark.parametrize("path", NETS, ids=os.path.basename)
+@pytest.mark.parametrize("path", CORPUS_AND_SAMPLES, ids=os.path.basename)
 def test_the_sums_at_a_batch_are_those_of_the_audit_there(path):
-    first = _audited(path)
+    first = audited(path)
     if first is None or first.batch is None or first.train is None:
         pytest.skip("refused with no flags, or no batch to change")
     assert split_at(first, first.batch) == _sums(first)
@@ -55,5 +43,5 @@ def test_the_sums_at_a_batch_are_those_of_the_audit_there(path):
 def test_in_cpu_mode_the_search_audits():
     """Host memory counts against the budget there, and the walk without Buffers counts the card's."""
     path = os.path.join(DATA, "corpus", "nets", "cifar10_quick_train_test.prototxt")
-    audit = _audited(path, mode="cpu", inputs={"data": (100, 3, 32, 32)})
+    audit = audited(path, mode="cpu", inputs={"data": (100, 3, 32, 32)})
     assert audit is not None and split_at(audit, audit.batch + 1) is None
