@@ -109,3 +109,65 @@ def test_the_fallback_is_chosen_when_the_replay_reads_otherwise(monkeypatch):
         assert tokens.replay_works() is False
     finally:
         tokens.replay_works.cache_clear()
+
+
+# Layer blocks read alike (tokens._AlikeBlocks): texts whose blocks are the same but for their own
+# names, and each way such a block must not be taken for another (an escape, strings joined, a
+# name in a nested block, a list of bottoms or tops beside plain ones, an unterminated name, a
+# fault after copies, separators after copies, V1 blocks). Expected: text_format.Parse's message, or its fault and place.
+ALIKE = {
+    "names": 'layer { name: "a" type: "ReLU" bottom: "x" top: "a" }\n'
+             'layer { name: "b" type: "ReLU" bottom: "a" top: "b" }\n'
+             "layer { name: 'c' type: \"ReLU\" bottom: 'b' top: 'c' }\n",
+    "escaped": 'layer { name: "a\\tb" type: "ReLU" top: "a" }\nlayer { name: "c\\td" type: "ReLU" top: "b" }\n',
+    "joined": 'layer { name: "a" "x" type: "ReLU" top: "a" }\nlayer { name: "b" "x" type: "ReLU" top: "b" }\n',
+    "nested": 'layer { name: "a" param { name: "w1" } top: "a" }\nlayer { name: "b" param { name: "w2" } top: "b" }\n',
+    "list": 'layer { name: "a" bottom: ["x", "y"] top: "a" }\nlayer { name: "b" bottom: ["p", "q"] top: "b" }\n',
+    "mixed": 'layer { name: "a" bottom: "x" bottom: ["y"] }\nlayer { name: "b" bottom: "p" bottom: ["y"] }\n',
+    "nested_only": 'layer { name: "a\\tb" param { name: "w1" } }\nlayer { name: "a\\tb" param { name: "w2" } }\n',
+    "mixed_top": 'layer { name: "a" top: "x" top: ["y"] }\nlayer { name: "b" top: "p" top: ["y"] }\n',
+    "separators": 'layer { name: "a" top: "a" };\nlayer { name: "b" top: "b" };\nlayer { name: "c" top: "c" },\n'
+                  'layer { name: "d" top: "d" }\nname: "n"\n',
+    "fault_after": 'layer { name: "a" top: "a" }\nlayer { name: "b" top: "b" }\n\n  layer { name: "c" top: "c" bogus: 1 }\n',
+    "twice_named": 'layer { name: "a" top: "a" }\nlayer { name: "a" name: "b" top: "b" }\n',
+    "after_copy": 'layer { name: "a" top: "a" }\nlayer { name: "b" top: "b" }\nlayer { name: "c" top: "c" } }\n',
+    "unclosed": 'layer { name: "a" top: "a" }\nlayer { name: "b" top: "b"\n',
+    "v1": 'layers { name: "a" type: RELU bottom: "x" top: "a" }\nlayers { name: "b" type: RELU bottom: "a" top: "b" }\n',
+    "unterminated": 'layer { name: "a" top: "a" }\nlayer { name: "b\n top: "b" }\n',
+}
+
+
+def _parsed(parse, text):
+    schema = load.load_schema("bvlc")
+    try:
+        return parse(text, schema.NetParameter()).SerializeToString()
+    except text_format.ParseError as e:
+        return str(e), e.GetLine(), e.GetColumn()
+
+
+@pytest.mark.parametrize("name", sorted(ALIKE))
+def test_alike_layer_blocks_read_as_text_format_parse_reads_them(name):
+    """Through the replay itself, whether or not the probe let it serve (a replay that misreads is
+    a failure here, not only a fallback)."""
+    if tokens._Parser is None:
+        pytest.skip("no replay with this protobuf")
+    text = ALIKE[name]
+    replayed = _parsed(lambda t, m: tokens._Parser().parse(tokens._Replay(tokens.Text(t)), m), text)
+    assert replayed == _parsed(text_format.Parse, text)
+
+
+def test_alike_layer_blocks_are_read_once():
+    """The parser reads the first of each kind of block; the rest are copies (its _MergeField is
+    called on a `layer` token once per block it reads)."""
+    if tokens._Parser is None:
+        pytest.skip("no replay with this protobuf")
+    calls = []
+    parser = tokens._Parser()
+    merge = parser._MergeField
+    parser._MergeField = lambda tokenizer, message: calls.append(tokenizer.token) or merge(tokenizer, message)
+    text = ALIKE["names"] + 'layer { name: "d" type: "Sigmoid" bottom: "c" top: "d" }\n' + ALIKE["names"]
+    net = parser.parse(tokens._Replay(tokens.Text(text)), load.load_schema("bvlc").NetParameter())
+    assert [layer.name for layer in net.layer] == ["a", "b", "c", "d", "a", "b", "c"]
+    assert [layer.type for layer in net.layer] == ["ReLU"] * 3 + ["Sigmoid"] + ["ReLU"] * 3
+    assert [list(layer.bottom) for layer in net.layer] == [["x"], ["a"], ["b"], ["c"], ["x"], ["a"], ["b"]]
+    assert calls.count("layer") == 2

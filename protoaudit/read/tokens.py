@@ -4,7 +4,8 @@ Reading a file tries the schemas in turn (net or solver, BVLC or a fork), and th
 blocks reads it once more; protobuf's Tokenizer would find every token anew each time, and finding
 them is half of what its parser spends. Here its own token pattern finds them once, and its own
 parser reads them back through a Tokenizer that replays them, so parse results and error messages
-are protobuf's, token for token, line for line.
+are protobuf's, token for token, line for line. A net repeats its layers, and the parser reads
+each kind of layer block once: the blocks alike are copies with their own names (_AlikeBlocks).
 
 That replay stands on protobuf's internals (the Tokenizer's token pattern and private state, the
 parser class behind text_format.Parse). Before its first use it is held to text_format.Parse on a
@@ -132,6 +133,11 @@ if hasattr(text_format, "_Parser") and _PROTOBUF_TOKEN is not None:
                 self.NextToken()
             return value
 
+        def skip_to(self, at):
+            """On token `at`, as if every token before it had been read."""
+            self._before, self._at = at - 1, min(at, self._count)
+            self.token = self._text.tokens[self._at] if self._at < self._count else ""
+
         _line = property(lambda self: self._text.line(self._at))
         _column = property(lambda self: self._text.column(self._at))
         _previous_line = property(lambda self: self._text.line(self._before))
@@ -142,14 +148,108 @@ if hasattr(text_format, "_Parser") and _PROTOBUF_TOKEN is not None:
         """text_format's parser (as text_format.Parse makes it) over a replaying Tokenizer."""
 
         def parse(self, tokenizer, message):
-            # what _Parser.ParseLines and _ParseOrMerge do around their Tokenizer
+            # what _Parser.ParseLines and _ParseOrMerge do around their Tokenizer, with each
+            # layer block read once per likeness (_AlikeBlocks)
             self._allow_multiple_scalars = False
             self.root_type = message.DESCRIPTOR.full_name
+            blocks = _AlikeBlocks(tokenizer._text, message)
             while not tokenizer.AtEnd():
-                self._MergeField(tokenizer, message)
+                if not blocks.copied(tokenizer, message):
+                    self._MergeField(tokenizer, message)
+                    blocks.learn(tokenizer, message)
             return message
 else:
     _Replay = _Parser = None
+
+
+_LAYER_FIELDS = ("layer", "layers")  # a net's repeated layer blocks (V2, V1)
+_NAMING_FIELDS = frozenset({"name", "bottom", "top"})
+_QUOTES = frozenset("\"'")
+
+
+class _AlikeBlocks:
+    """A net's layer blocks, each kind read by protobuf's parser once. Two blocks whose tokens are
+    the same but for the plain quoted values of their own `name`, `bottom` and `top` (no escapes,
+    not joined to a next string) are read alike: the second is the first's message with those
+    values put in, and the Tokenizer moved past it, separator and all, as the parser would. A
+    block the parser refused is never learnt; a repeated net (a ResNet's blocks, a generated
+    net's thousands of layers) is read at the cost of its distinct layers."""
+
+    def __init__(self, text, message):
+        fields = message.DESCRIPTOR.fields_by_name
+        self.fields = {n for n in _LAYER_FIELDS if n in fields and fields[n].message_type is not None
+                       and fields[n].is_repeated}
+        self.tokens = text.tokens
+        self.known = {}  # block key -> (field, its message), or None where the values are not all placeholders
+        self.pending = None  # the key of the block the parser is about to read
+
+    def _block(self, at):
+        """(key, naming values in order, the index past the block) of the block at token `at`, or None."""
+        tokens = self.tokens
+        if tokens[at] not in self.fields or at + 1 >= len(tokens) or tokens[at + 1] != "{":
+            return None
+        key, values = [tokens[at]], []
+        depth, j, count = 1, at + 2, len(tokens)
+        while depth:
+            if j >= count:
+                return None  # unclosed: the parser says where
+            token = tokens[j]
+            if token == "{" or token == "<":
+                depth += 1
+            elif token == "}" or token == ">":
+                depth -= 1
+            elif (depth == 1 and token[0] in _QUOTES and tokens[j - 2] in _NAMING_FIELDS
+                  and "\\" not in token and len(token) > 1 and token[-1] == token[0]
+                  and (j + 1 >= count or tokens[j + 1][0] not in _QUOTES)):
+                values.append((tokens[j - 2], token[1:-1]))
+                token = None
+            key.append(token)
+            j += 1
+        return tuple(key), values, j
+
+    def copied(self, tokenizer, message):
+        """Whether the block at the Tokenizer was read as one alike before: then it is added."""
+        self.pending = None
+        if tokenizer.token not in self.fields:
+            return False
+        block = self._block(tokenizer._at)
+        if block is None:
+            return False
+        key, values, end = block
+        template = self.known.get(key, False)
+        if template is False:
+            self.pending = key, values
+            return False
+        if template is None:
+            return False
+        field, made = template
+        layer = getattr(message, field).add()
+        layer.CopyFrom(made)
+        for name in _NAMING_FIELDS:
+            given = [v for f, v in values if f == name]
+            if not given:
+                continue
+            if name == "name":
+                layer.name = given[0]
+            else:
+                del getattr(layer, name)[:]
+                getattr(layer, name).extend(given)
+        tokenizer.skip_to(end)
+        if not tokenizer.TryConsume(","):
+            tokenizer.TryConsume(";")
+        return True
+
+    def learn(self, tokenizer, message):
+        """The block the parser just read, kept for those alike (when its naming values were all placeholders)."""
+        if self.pending is None:
+            return
+        key, values = self.pending
+        field = key[0]
+        made = getattr(message, field)[-1]
+        # a bottom or top given in a list ([...]) is no placeholder: such a block is not copied
+        whole = all(sum(f == name for f, _ in values) == len(getattr(made, name)) for name in ("bottom", "top"))
+        self.known[key] = (field, made) if whole else None
+        self.pending = None
 
 
 # What the replay is held to before its first use: every kind of token (identifiers, numbers of each
@@ -160,10 +260,15 @@ layer { name: 'a\\tb\\x41\\101' type: "Convolution" bottom: "data" top: "a"
   param { lr_mult: 1 decay_mult: 0.5 } param < lr_mult: 2.0e0 >
   convolution_param { num_output: 0x10 kernel_size: 3 kernel_size: 3, pad: -0 engine: CAFFE
     weight_filler { type: "msra" std: .01 } bias_term: false } }
+layer { name: "r1" type: "ReLU" bottom: "a" top: "r1" } ;
+layer { name: 'r2' type: "ReLU" bottom: "r1" top: "r2" },
+layer { name: "r3" type: "ReLU" bottom: ["r2"] top: "r3" }
+layer { name: "r4" type: "ReLU" bottom: "r3" top: "r4" bottom: "a" }
 input: "x" input_dim: 1 input_dim: 3
 state { phase: TEST stage: "s" level: 2 }
 '''
 PROBE_FAULTS = ('layer { name: "a" type: "ReLU" bogus: 1 }', 'layer { name: "a" \n  top: }',
+                'layer { name: "a" top: "a" }\nlayer { name: "b" top: "b" }\nlayer { name: "c" top: "c" bogus: 1 }',
                 'layer { name: "a"', 'input_dim: 1.5', 'state { phase: NOPE }', 'name: "unterminated',
                 'layer { convolution_param { num_output: 99999999999 } }', '\n\n  }  ', '# only a comment\n')
 
