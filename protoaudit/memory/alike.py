@@ -6,8 +6,8 @@ thousands), and what one of them touches (protoaudit.memory.buffers) or holds on
 
 def alike(net):
     """A number for each layer of `net`, the same for layers made alike: the same class, context
-    (one per net), LayerParameter less its name and its blobs' names (which no layer reads to size
-    anything), shapes, in-place tops, backward flags and loss weights. A data source is alike no
+    (one per net), LayerParameter less its name and its blobs' names (its form: which no layer reads
+    to size anything), shapes, in-place tops, backward flags and loss weights. A data source is alike no
     other (its touches and objects may come from its tops' names and the files it reads). Kept on
     the net until forget(net)."""
     kept = net.__dict__.get("_alike")
@@ -25,11 +25,6 @@ def _made_from(node):
     impl = node.impl
     if impl.data_source:
         return node.index  # (every other layer's is a tuple)
-    lp = node.lp
-    config = type(lp)()
-    config.CopyFrom(lp)
-    for name in ("name", "bottom", "top"):
-        config.ClearField(name)
-    return (type(impl), id(impl.ctx), config.SerializeToString(), tuple(node.bottom_shapes), tuple(node.top_shapes),
+    return (type(impl), id(impl.ctx), node.form, tuple(node.bottom_shapes), tuple(node.top_shapes),
             tuple(node.in_place), tuple(node.bottom_need_backward), node.need_backward,
             tuple([p.need_backward for p in node.params]), tuple(node.loss_weights))

@@ -69,6 +69,8 @@ class LayerNode:
     need_backward: bool = False
     bottom_need_backward: tuple = ()
     memory_after: int = 0  # Caffe's cumulative "Memory required for data" after this layer
+    form: bytes = b""  # its LayerParameter less its names (form_of): layers alike have one
+
 
     @property
     def is_split(self):
@@ -127,8 +129,8 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
     given = dict(inputs or {})
     logged = {top: tuple(shape) for top, shape in (logged or {}).items() if top not in given}
     inputs = {**logged, **given}
-    layers, wires = _wiring_of(net_param, read)
-    kept, kept_wires, kept_lines = [], [], []
+    layers, wires, forms = _wiring_of(net_param, read)
+    kept, kept_wires, kept_lines, kept_forms = [], [], [], []
     for i, lp in enumerate(layers):
         try:
             keep = included(lp, state)
@@ -138,6 +140,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
             kept.append(lp)
             kept_wires.append(wires[i])
             kept_lines.append(_line(lines, i))
+            kept_forms.append(forms[i])
     holder = type(net_param)()  # the splits, and the layers whose bottoms they rename
     planned = insert_splits(kept, kept_wires, list(net_param.input), holder)
     phase = phase_name(state)
@@ -149,7 +152,9 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
         line = kept_lines[src] if src is not None else None
         try:
             if not builder.waits(lp, wire, line):
-                builder.add_layer(lp, wire, line, auto=src is None)
+                # a split, or a layer whose bottoms a split renamed, is a new message (insert_splits)
+                form = kept_forms[src] if src is not None and lp is kept[src] else form_of(lp, builder.forms)
+                builder.add_layer(lp, wire, line, src is None, form)
         except MissingShape as m:
             builder.missing(lp, line, m)
         except InputError as e:
@@ -259,14 +264,28 @@ def input_dims(known):
 
 
 def _wiring_of(net_param, read):
-    """`net_param`'s LayerParameters and their wiring, read once for the message `read` was kept for."""
+    """`net_param`'s LayerParameters, their wiring and their forms, read once for the message
+    `read` was kept for."""
     known = read.get("wiring") if read is not None else None
     if known is None or known[0] is not net_param:
         layers = list(net_param.layer)
-        known = (net_param, layers, [wiring(lp) for lp in layers])
+        forms = {}
+        known = (net_param, layers, [wiring(lp) for lp in layers], [form_of(lp, forms) for lp in layers])
         if read is not None:
             read["wiring"] = known
-    return known[1], known[2]
+    return known[1:]
+
+
+def form_of(lp, forms):
+    """The LayerParameter less its name and its blobs' names, serialized: what no layer reads to
+    size anything besides its shapes, so layers of one form (and the same shapes and flags) are
+    alike (protoaudit.memory.alike). `forms` keeps one object per form."""
+    config = type(lp)()
+    config.CopyFrom(lp)
+    for name in ("name", "bottom", "top"):
+        config.ClearField(name)
+    form = config.SerializeToString()
+    return forms.setdefault(form, form)
 
 
 def _line(lines, i):
@@ -294,6 +313,7 @@ class _Builder:
         self.shapes = {}  # every shape made, and each layer's tuple of them: one object each (see _shared)
         self.flags = {}  # tuples of bools: in_place, bottom_need_backward
         self.weights = {}  # tuples of loss weights (floats: kept apart from bools, which compare equal)
+        self.forms = {}  # the forms of the layers made here (splits, renamed copies): one object each
 
     def new_blob(self, name, shape, producer):
         blob = Blob(len(self.blobs), name, tuple(shape), producer)
@@ -341,7 +361,7 @@ class _Builder:
         self.needs.append(Need(lp.name, lp.type, line, m.reason, m.tops))
         self.unknown.update(lp.top)
 
-    def add_layer(self, lp, wire, line, auto):
+    def add_layer(self, lp, wire, line, auto, form):
         """AppendBottom, SetUp, AppendTop and AppendParam for one layer: the LayerNode, its lists
         kept as tuples of their exact size (small ones shared: most layers have the same flags)."""
         layer_name, kind, bottom, tops, weights, propagate_down, phase = wire
@@ -421,7 +441,7 @@ class _Builder:
                                      tuple(top_indices), flags.setdefault(in_places, in_places),
                                      self.shapes.setdefault(bottom_shapes, bottom_shapes),
                                      shapes, self.weights.setdefault(weights, weights), params, need_backward,
-                                     flags.setdefault(down, down), memory * 4))
+                                     flags.setdefault(down, down), memory * 4, form))
 
     def _shared(self, values):
         """`values` (bools) as a tuple, the one made before if an equal one was (self.flags): a net's
@@ -447,7 +467,7 @@ class _Builder:
         lp, blobs = node.lp, self.blobs
         impl = type(node.impl)(lp, self.context(lp))
         bottom_shapes = tuple([blobs[i].shape for i in node.bottoms])
-        shapes = _top_shapes(impl, bottom_shapes, [blobs[i].name for i in node.tops], node.bottoms)
+        shapes = _top_shapes(impl, bottom_shapes, node.tops, node.bottoms, self.shapes)
         memory = self.memory
         for i, shape in zip(node.tops, shapes):
             blobs[i].shape = shape
@@ -471,7 +491,7 @@ class _Builder:
                 p.need_backward = q.need_backward
         self.layers.append(LayerNode(node.index, node.name, node.type, lp, impl, node.line, node.bottoms, node.tops,
                                      node.in_place, bottom_shapes, shapes, node.loss_weights, params,
-                                     node.need_backward, node.bottom_need_backward, memory * 4))
+                                     node.need_backward, node.bottom_need_backward, memory * 4, node.form))
 
     def _unchanged(self, node, shapes):
         """Whether `node`'s parameter blobs stand as they are with these shapes: the same shapes, and
@@ -578,15 +598,14 @@ class _Builder:
                     p.need_backward = True
 
 
-def _top_shapes(impl, bottom_shapes, tops, bottom, known=None):
+def _top_shapes(impl, bottom_shapes, tops, bottom, known):
     """The layer's top shapes (a tuple of tuples of ints) for these bottoms, with Net::Init's checks:
-    one shape per top (`tops`: their names, None for an automatic one), no negative dimension.
-    `known` holds the shapes made before, which pass the checks: one object each is kept."""
+    one shape per top (`tops`: their names, None for an automatic one, for the messages; a net made
+    again gives their indices, as rebatched's caller builds the file to say why), no negative
+    dimension. `known` holds the shapes made before, which pass the checks: one object each is kept."""
     shapes = impl.reshape(list(bottom_shapes))
     if len(shapes) != len(tops):
         raise InputError(f"makes {len(shapes)} tops but {len(tops)} are named")
-    if known is None:
-        known = {}
     out = []
     for name, shape in zip(tops, shapes):
         seen = known.get(shape) if type(shape) is tuple else None
