@@ -76,7 +76,17 @@ class Text:
         self.outline_tokens = scan(text.splitlines()) if any(c in text for c in _OTHER_LINE_BREAKS) else (
             self.tokens, self.line_of)
         self.strings = {}  # string token -> its bytes, as the Tokenizer unescapes them
+        self._marks = None
         self.starts = {}  # line index -> the columns of its tokens, found when a column is asked for
+
+    def marks(self):
+        """The indices of the bracket tokens, and of the tokens `name`, `bottom` and `top` (for
+        _AlikeBlocks), found once."""
+        if self._marks is None:
+            tokens = self.tokens
+            self._marks = ([i for i, t in enumerate(tokens) if t in _BRACKETS],
+                           [i for i, t in enumerate(tokens) if t in _NAMING_FIELDS])
+        return self._marks
 
     def line(self, i):
         """The line index of token i; past the last token, the last line, where the Tokenizer rests."""
@@ -165,6 +175,8 @@ else:
 _LAYER_FIELDS = ("layer", "layers")  # a net's repeated layer blocks (V2, V1)
 _NAMING_FIELDS = frozenset({"name", "bottom", "top"})
 _QUOTES = frozenset("\"'")
+_OPENING = frozenset("{<")
+_BRACKETS = frozenset("{<}>")
 
 
 class _AlikeBlocks:
@@ -180,32 +192,45 @@ class _AlikeBlocks:
         self.fields = {n for n in _LAYER_FIELDS if n in fields and fields[n].message_type is not None
                        and fields[n].is_repeated}
         self.tokens = text.tokens
+        self.brackets, self.naming = text.marks() if self.fields else ((), ())
         self.known = {}  # block key -> (field, its message), or None where the values are not all placeholders
         self.pending = None  # the key of the block the parser is about to read
 
     def _block(self, at):
-        """(key, naming values in order, the index past the block) of the block at token `at`, or None."""
-        tokens = self.tokens
-        if tokens[at] not in self.fields or at + 1 >= len(tokens) or tokens[at + 1] != "{":
+        """(key, naming values in order, the index past the block) of the block at token `at`, or
+        None: its tokens, each plain naming value (`name: "..."` directly inside it) as None."""
+        tokens, brackets = self.tokens, self.brackets
+        k = bisect.bisect_left(brackets, at + 1)
+        if k == len(brackets) or brackets[k] != at + 1 or tokens[at + 1] != "{":
             return None
-        key, values = [tokens[at]], []
-        depth, j, count = 1, at + 2, len(tokens)
-        while depth:
-            if j >= count:
+        depth, inner = 0, []  # inner: the (open, close) of the blocks directly inside it
+        while True:
+            if k == len(brackets):
                 return None  # unclosed: the parser says where
-            token = tokens[j]
-            if token == "{" or token == "<":
+            i = brackets[k]
+            if tokens[i] in _OPENING:
                 depth += 1
-            elif token == "}" or token == ">":
+                if depth == 2:
+                    opened = i
+            else:
                 depth -= 1
-            elif (depth == 1 and token[0] in _QUOTES and tokens[j - 2] in _NAMING_FIELDS
-                  and "\\" not in token and len(token) > 1 and token[-1] == token[0]
-                  and (j + 1 >= count or tokens[j + 1][0] not in _QUOTES)):
-                values.append((tokens[j - 2], token[1:-1]))
-                token = None
-            key.append(token)
-            j += 1
-        return tuple(key), values, j
+                if depth == 1:
+                    inner.append((opened, i))
+                elif depth == 0:
+                    break
+            k += 1
+        end = i + 1
+        key, values = tokens[at:end], []
+        naming = self.naming
+        for p in naming[bisect.bisect_left(naming, at):bisect.bisect_left(naming, end)]:
+            if tokens[p + 1] != ":":  # (then the block's closing brace comes after the value)
+                continue
+            token = tokens[p + 2]
+            if (token[0] in _QUOTES and len(token) > 1 and token[-1] == token[0] and "\\" not in token
+                    and tokens[p + 3][0] not in _QUOTES and not any(o < p < c for o, c in inner)):
+                values.append((tokens[p], token[1:-1]))
+                key[p + 2 - at] = None
+        return tuple(key), values, end
 
     def copied(self, tokenizer, message):
         """Whether the block at the Tokenizer was read as one alike before: then it is added."""
