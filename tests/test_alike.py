@@ -1,9 +1,16 @@
 """Layers made alike share their touches and host objects (protoaudit.memory.alike): alike must
 mean alike in everything a layer's buffers come from, and nothing else (not its names)."""
-from conftest import build_text
+import os
 
+import pytest
+
+from conftest import CORPUS_AND_SAMPLES, audited, build_text, tops
+from protoaudit.audit import split_at
+from protoaudit.errors import InputError
 from protoaudit.memory.alike import alike
 from protoaudit.memory.buffers import net_buffers
+from protoaudit.net.build import _Builder
+from protoaudit.read import load
 
 CONV = 'convolution_param {{ num_output: 3 kernel_size: {k} pad: {p} }}'
 NET = """
@@ -51,3 +58,84 @@ def test_alike_layers_get_their_own_buffers_of_the_same_sizes(tmp_path):
     assert private("c6") == conv(9, 16)
     assert {b.owner for b in buffers if b.layer == "a_longer_name_than_fifteen"} >= {
         "a_longer_name_than_fifteen.col_buffer_", "a_longer_name_than_fifteen.param0", "x3"}
+
+
+def _audited_fully(path, batch):
+    """Everything an audit (and split_at at `batch`, from the net made again) makes of a file:
+    each net's layers (shapes, parameter shapes), its buffers, the totals; None where it refuses."""
+    first = audited(path)
+    if first is None:
+        return None
+    nets = [(n.role, [(node.name, node.bottom_shapes, node.top_shapes, [p.shape for p in node.params],
+                       node.need_backward) for node in n.net.layers], n.buffers) for n in first.nets]
+    again = split_at(first, batch(first)) if first.batch is not None and first.train is not None else None
+    return first.total_bytes, nets, again
+
+
+@pytest.mark.parametrize("path", CORPUS_AND_SAMPLES, ids=os.path.basename)
+def test_layers_made_once_per_likeness_audit_as_layers_made_one_by_one(path, monkeypatch):
+    """The net builder makes one layer object per likeness (_Builder._alike_key), in a build and in
+    a net made again at another batch; made one by one instead, every layer, buffer and total
+    of the audit, and the search's sums at another batch, come out the same."""
+    batch = lambda audit: 2 * audit.batch + 1  # noqa: E731
+    once = _audited_fully(path, batch)
+    if once is None:
+        pytest.skip("refused with no flags")
+    monkeypatch.setattr(_Builder, "_alike_key", lambda *args: None)
+    load.READINGS.clear()
+    assert _audited_fully(path, batch) == once
+
+
+# Layers alike in class, form and bottoms' shapes, that a layer object made once must not serve
+# (_Builder._alike_key): each net's first layer of the pair is made, and the second must come out
+# as it would alone.
+INPUT = 'layer {{ name: "data" type: "Input" top: "x" top: "label" input_param {{ {} }} }}\n'
+
+
+def test_a_layer_naming_more_tops_is_made_for_them(tmp_path):
+    """pooling_layer.cpp Reshape: (N, C, ceil((H + 2 pad - k) / stride) + 1, likewise W); a MAX
+    pooling's second top, the mask, is reshaped like the first."""
+    pool = 'pooling_param { pool: MAX kernel_size: 2 stride: 2 }'
+    net = build_text(tmp_path, INPUT.format("shape { dim: 1 dim: 1 dim: 4 dim: 4 } shape { dim: 1 }")
+                     + f'layer {{ name: "p1" type: "Pooling" bottom: "x" top: "a" {pool} }}\n'
+                     f'layer {{ name: "p2" type: "Pooling" bottom: "x" top: "b" top: "mask" {pool} }}\n')
+    assert tops(net, "p1") == [(1, 1, 2, 2)]
+    assert tops(net, "p2") == [(1, 1, 2, 2), (1, 1, 2, 2)]
+
+
+def test_a_layer_in_place_is_refused_where_caffe_refuses_it(tmp_path):
+    """absval_layer.cpp LayerSetUp: CHECK_NE(top[0], bottom[0]), 'does not allow in-place computation'."""
+    with pytest.raises(InputError, match="a2.*in-place"):
+        build_text(tmp_path, INPUT.format("shape { dim: 2 dim: 3 } shape { dim: 2 dim: 3 }")
+                   + 'layer { name: "a1" type: "AbsVal" bottom: "x" top: "y" }\n'
+                   'layer { name: "a2" type: "AbsVal" bottom: "y" top: "y" }\n'
+                   'layer { name: "a3" type: "AbsVal" bottom: "label" top: "z" }\n')
+
+
+def test_data_sources_alike_take_their_own_declared_shapes(tmp_path):
+    """Two Input layers of one shape, the second's top declared (--input): it takes the declaration whole."""
+    net = build_text(tmp_path, 'layer { name: "i1" type: "Input" top: "a" input_param { shape { dim: 1 dim: 3 } } }\n'
+                     'layer { name: "i2" type: "Input" top: "b" input_param { shape { dim: 1 dim: 3 } } }\n',
+                     inputs={"b": (4, 3)})
+    assert (tops(net, "i1"), tops(net, "i2")) == ([(1, 3)], [(4, 3)])
+
+
+def test_declared_layers_alike_take_their_own_declared_shapes(tmp_path):
+    """Two Python layers of one module and class, each top declared (--input) with its own shape."""
+    net = build_text(tmp_path, INPUT.format("shape { dim: 2 dim: 3 } shape { dim: 2 }")
+                     + 'layer { name: "p1" type: "Python" bottom: "x" top: "a" python_param { module: "m" layer: "L" } }\n'
+                     'layer { name: "p2" type: "Python" bottom: "x" top: "b" python_param { module: "m" layer: "L" } }\n',
+                     inputs={"a": (2, 7), "b": (5, 3)})
+    assert (tops(net, "p1"), tops(net, "p2")) == ([(2, 7)], [(5, 3)])
+
+
+def test_layers_reading_a_define_each_note_what_they_assume(tmp_path):
+    """SSD's DetectionOutput keeps at most every prior of every class (--define detections=K says
+    how many): each such layer says so. Priors: bottom 2 is (1, 2, 4 x 4) for 4 priors; 4 x 1
+    shared location x 4 = 16 location predictions, 4 x 2 classes = 8 confidences."""
+    output = ('layer {{ name: "{0}" type: "DetectionOutput" bottom: "loc" bottom: "conf" bottom: "priors" top: "{0}" '
+              'detection_output_param {{ num_classes: 2 share_location: true nms_param {{ nms_threshold: 0.45 }} }} }}\n')
+    net = build_text(tmp_path, 'layer { name: "in" type: "Input" top: "loc" top: "conf" top: "priors" input_param {'
+                     ' shape { dim: 1 dim: 16 } shape { dim: 1 dim: 8 } shape { dim: 1 dim: 2 dim: 16 } } }\n'
+                     + output.format("d1") + output.format("d2"))
+    assert [a.layer for a in net.assumptions] == ["d1", "d2"]

@@ -314,6 +314,11 @@ class _Builder:
         self.flags = {}  # tuples of bools: in_place, bottom_need_backward
         self.weights = {}  # tuples of loss weights (floats: kept apart from bools, which compare equal)
         self.forms = {}  # the forms of the layers made here (splits, renamed copies): one object each
+        # Layers alike (the same form, bottoms' shapes and in-place tops: _alike_key) are one layer object, with its top and parameter shapes: what it answers (its touches, its
+        # C++ objects) is asked once per likeness anyway (protoaudit.memory.alike), and it reads no
+        # name (its errors name the first such layer, the one whose touches are asked)
+        self.made = {}  # _alike_key -> (layer object, top shapes, parameter shapes)
+        self.alike = {}  # class -> whether its layers can be made once for those alike
 
     def new_blob(self, name, shape, producer):
         blob = Blob(len(self.blobs), name, tuple(shape), producer)
@@ -374,7 +379,6 @@ class _Builder:
                     raise e
                 raise MissingShape(e.message, [(t, ()) for t in tops if t not in ctx.inputs])
             cls = Declared  # the user declared its tops: build on, and report the gap
-        impl = cls(lp, self._in_phase(phase))
         if not bottom:
             propagate_down = ()
         elif propagate_down and len(propagate_down) != len(bottom):
@@ -391,6 +395,10 @@ class _Builder:
             bottom_shapes.append(blob.shape)
             down.append(blob.need_backward)
         need_backward = True in down
+        key = self._alike_key(cls, form, bottom_shapes,
+                              tuple([j < len(bottom) and name == bottom[j] for j, name in enumerate(tops)]))
+        made = self.made.get(key) if key is not None else None
+        impl = made[0] if made is not None else cls(lp, self._in_phase(phase))
         _check_counts(len(bottom), impl.exact_bottoms, impl.min_bottoms, impl.max_bottoms, "bottom")
         if impl.auto_top_blobs:
             needed = max(impl.min_tops or 0, impl.exact_tops or 0)
@@ -398,7 +406,7 @@ class _Builder:
         _check_counts(len(tops), impl.exact_tops, impl.min_tops, impl.max_tops, "top")
         if impl.equal_bottoms_tops and len(tops) != len(bottom):
             raise InputError("needs as many tops as bottoms")
-        shapes = _top_shapes(impl, bottom_shapes, tops, bottom, self.shapes)
+        shapes = made[1] if made is not None else _top_shapes(impl, bottom_shapes, tops, bottom, self.shapes)
         index = len(self.layers)
         top_indices, in_places = [], []
         memory = self.memory
@@ -427,7 +435,10 @@ class _Builder:
             memory += prod(shape)
         self.memory = memory
         weights = _loss_weights(impl, weights, len(tops))
-        params = self._params(lp, impl, index, impl.param_shapes(list(bottom_shapes)))
+        param_shapes = made[2] if made is not None else impl.param_shapes(list(bottom_shapes))
+        if key is not None and made is None:
+            self.made[key] = (impl, shapes, param_shapes)
+        params = self._params(lp, impl, index, param_shapes)
         if not need_backward and params:
             need_backward = any(p.need_backward for p in params)
         if need_backward:
@@ -443,16 +454,23 @@ class _Builder:
                                      shapes, self.weights.setdefault(weights, weights), params, need_backward,
                                      flags.setdefault(down, down), memory * 4, form))
 
+    def _alike_key(self, cls, form, bottom_shapes, in_place):
+        """What a layer object of class `cls` is made from, for those of layers alike
+        (_Builder.made): its form (which holds its type and any phase of its own), its bottoms'
+        shapes, and for each top it names whether it is in place. None for a layer that reads more:
+        a data source (its tops' names, --input, --batch, its files), a layer whose tops are
+        declared (their names), a layer that reads --define and notes what it assumed."""
+        alike = self.alike.get(cls)
+        if alike is None:
+            alike = self.alike[cls] = not (cls.data_source or cls.defines or issubclass(cls, Declared))
+        return (form, tuple(bottom_shapes), in_place) if alike else None
+
     def _shared(self, values):
         """`values` (bools) as a tuple, the one made before if an equal one was (self.flags): a net's
         layers have few distinct flags, and one object each saves memory (loss weights and shapes
         are kept once each the same way, in self.weights and self.shapes)."""
         values = tuple(values)
         return self.flags.setdefault(values, values)
-
-    def context(self, lp):
-        """The Context a layer is made with: the net's, in the layer's own phase if it sets one."""
-        return self._in_phase(layer_phase(lp))
 
     def _in_phase(self, phase):
         """The net's Context, in `phase` if it is not None."""
@@ -465,9 +483,17 @@ class _Builder:
     def again(self, node):
         """`node` (of a built net) made again at this builder's batch, wired as it was (rebatched)."""
         lp, blobs = node.lp, self.blobs
-        impl = type(node.impl)(lp, self.context(lp))
         bottom_shapes = tuple([blobs[i].shape for i in node.bottoms])
-        shapes = _top_shapes(impl, bottom_shapes, node.tops, node.bottoms, self.shapes)
+        key = self._alike_key(type(node.impl), node.form, bottom_shapes, node.in_place[:len(lp.top)])
+        made = self.made.get(key) if key is not None else None
+        if made is None:
+            impl = type(node.impl)(lp, self._in_phase(layer_phase(lp)))
+            shapes = _top_shapes(impl, bottom_shapes, node.tops, node.bottoms, self.shapes)
+            shapes_now = impl.param_shapes(list(bottom_shapes))
+            if key is not None:
+                self.made[key] = (impl, shapes, shapes_now)
+        else:
+            impl, shapes, shapes_now = made
         memory = self.memory
         for i, shape in zip(node.tops, shapes):
             blobs[i].shape = shape
@@ -476,7 +502,6 @@ class _Builder:
                 raise Rebuild  # a blob Caffe refuses (Blob::Reshape's CHECKs): building the file says so
             memory += n
         self.memory = memory
-        shapes_now = impl.param_shapes(list(bottom_shapes))
         params = node.params
         if not (shapes_now or params) or self._unchanged(node, shapes_now):
             for k, p in enumerate(params):  # (records made once and only read afterwards)
