@@ -193,7 +193,7 @@ class _AlikeBlocks:
                        and fields[n].is_repeated}
         self.tokens = text.tokens
         self.brackets, self.naming = text.marks() if self.fields else ((), ())
-        self.known = {}  # block key -> (field, its message), or None where the values are not all placeholders
+        self.known = {}  # block key -> (field, its message less its naming values), or None where they are not all placeholders
         self.pending = None  # the key of the block the parser is about to read
 
     def _block(self, at):
@@ -247,18 +247,14 @@ class _AlikeBlocks:
             return False
         if template is None:
             return False
-        field, made = template
+        field, bare = template
         layer = getattr(message, field).add()
-        layer.CopyFrom(made)
-        for name in _NAMING_FIELDS:
-            given = [v for f, v in values if f == name]
-            if not given:
-                continue
+        layer.CopyFrom(bare)
+        for name, value in values:  # in the order of the text, as the parser sets them
             if name == "name":
-                layer.name = given[0]
+                layer.name = value
             else:
-                del getattr(layer, name)[:]
-                getattr(layer, name).extend(given)
+                getattr(layer, name).append(value)
         tokenizer.skip_to(end)
         if not tokenizer.TryConsume(","):
             tokenizer.TryConsume(";")
@@ -273,7 +269,13 @@ class _AlikeBlocks:
         made = getattr(message, field)[-1]
         # a bottom or top given in a list ([...]) is no placeholder: such a block is not copied
         whole = all(sum(f == name for f, _ in values) == len(getattr(made, name)) for name in ("bottom", "top"))
-        self.known[key] = (field, made) if whole else None
+        bare = None
+        if whole:  # the block less its placeholders' values, which each copy sets
+            bare = type(made)()
+            bare.CopyFrom(made)
+            for name in {f for f, _ in values}:
+                bare.ClearField(name)
+        self.known[key] = (field, bare) if whole else None
         self.pending = None
 
 
