@@ -171,3 +171,28 @@ def test_alike_layer_blocks_are_read_once():
     assert [layer.type for layer in net.layer] == ["ReLU"] * 3 + ["Sigmoid"] + ["ReLU"] * 3
     assert [list(layer.bottom) for layer in net.layer] == [["x"], ["a"], ["b"], ["c"], ["x"], ["a"], ["b"]]
     assert calls.count("layer") == 2
+
+
+@pytest.mark.parametrize("path", NETS, ids=lambda p: os.path.relpath(p, ROOT))
+def test_layer_lines_are_the_outlines(path):
+    """A net's layer lines are taken from where the parser met its layer blocks; they must be the
+    lines the outline of the file's blocks gives (a solver's always come from the outline)."""
+    load.READINGS.clear()
+    try:
+        src = load.load(path)
+    except InputError:
+        pytest.skip("refused")
+    assert src.layer_lines == load.layer_lines(load.outline(tokens.Text(load.read_text(path))))
+
+
+@pytest.mark.parametrize("text", ['layer { name: "a" }\r\nlayer { name: "b" }\rlayer { name: "c" }\n',
+                                  'name: "n"\nlayers { name: "a" type: RELU }\n\nlayers: { name: "b" type: RELU }\n',
+                                  'layer { name: "a" }\nlayer <\n name: "b" >\n  layer { name: "c" }',
+                                  'layers { name: "a" type: RELU }\nlayer { name: "b" }\nlayers { name: "c" }\n'])
+def test_layer_lines_across_line_breaks_and_brackets(text, tmp_path):
+    """Other line breaks than "\\n" (the outline's lines, str.splitlines), both brackets and a
+    colon, and V1 `layers` beside V2 `layer` blocks (Caffe's upgrade builds the net from the V1 ones)."""
+    path = tmp_path / "net.prototxt"
+    path.write_bytes(text.encode())
+    load.READINGS.clear()
+    assert load.load(str(path)).layer_lines == load.layer_lines(load.outline(tokens.Text(text)))

@@ -265,8 +265,8 @@ def _read(path, raw, schema_name):
     key = (path, len(raw), hash(raw), schema_name)
     reading = READINGS.pop(key, None)
     if reading is None:
-        kind, message, schema, tree = _reading(path, raw, schema_name)
-        reading = kind, message.SerializeToString(), schema, layer_lines(tree)
+        kind, message, schema, lines = _reading(path, raw, schema_name)
+        reading = kind, message.SerializeToString(), schema, lines
     READINGS[key] = reading  # the newest last
     while len(READINGS) > MAX_READINGS:
         READINGS.pop(next(iter(READINGS)), None)
@@ -284,25 +284,25 @@ def _reading(path, raw, schema_name):
         reading = _try(text, schema_name, failures)
         if reading is None:
             raise _parse_failure(path, text, failures)
-        return reading + (_outline(text, path),)
+        return reading + (_lines(text, reading[0], path),)
     bvlc = _try(text, "bvlc", failures)
     if bvlc is not None:
         unknown = _types_used(bvlc[1], bvlc[0]) - _known_types("bvlc")
         if not unknown:
-            return bvlc + (_outline(text, path),)
+            return bvlc + (_lines(text, bvlc[0], path),)
         candidates = [f for f in FORKS if unknown & _known_types(f)]
     else:
         candidates = list(FORKS)
     readings = [r for r in (_try(text, f, failures) for f in candidates) if r is not None]
     if not readings:
         if bvlc is not None:  # the layer registry will name the type no fork knows
-            return bvlc + (_outline(text, path),)
+            return bvlc + (_lines(text, bvlc[0], path),)
         raise _parse_failure(path, text, failures)
     complete = [r for r in readings if _types_used(r[1], r[0], r[2].layers) <= _known_types(r[2].layers)]
     chosen = _without_descendants(complete or readings)
     if len(chosen) > 1:
         _refuse_ambiguous(path, chosen)
-    return chosen[0] + (_outline(text, path),)
+    return chosen[0] + (_lines(text, chosen[0][0], path),)
 
 
 def _without_descendants(readings):
@@ -352,6 +352,17 @@ def _refuse_ambiguous(path, readings):
             + "; ".join(f"{n} ({described(n)})" for n in names),
             file=path, fix=f"say which with --fork ({', '.join(names)}), or give your fork's own file with --caffe-proto",
         )
+
+
+def _lines(text, kind, path):
+    """layer_lines of the file read as `kind`: a net's from where the parser met its layer blocks
+    (tokens.Text.layer_starts), when its lines are the outline's (no line breaks but "\\n"), else
+    from the outline."""
+    starts = text.layer_starts
+    if kind != "net" or starts is None or text.outline_tokens[0] is not text.tokens:
+        return layer_lines(_outline(text, path))
+    field = "layers" if any(f == "layers" for f, _ in starts) else "layer"
+    return {("", 0): tuple(text.line_of[at] + 1 for f, at in starts if f == field)}
 
 
 def _outline(text, path, until=None):

@@ -77,6 +77,7 @@ class Text:
             self.tokens, self.line_of)
         self.strings = {}  # string token -> its bytes, as the Tokenizer unescapes them
         self._marks = None
+        self.layer_starts = None  # (field, token index) of a net's layer blocks, once the parser read it whole
         self.starts = {}  # line index -> the columns of its tokens, found when a column is asked for
 
     def marks(self):
@@ -163,10 +164,15 @@ if hasattr(text_format, "_Parser") and _PROTOBUF_TOKEN is not None:
             self._allow_multiple_scalars = False
             self.root_type = message.DESCRIPTOR.full_name
             blocks = _AlikeBlocks(tokenizer._text, message)
+            starts = []
             while not tokenizer.AtEnd():
+                if tokenizer.token in blocks.fields:
+                    starts.append((tokenizer.token, tokenizer._at))
                 if not blocks.copied(tokenizer, message):
                     self._MergeField(tokenizer, message)
                     blocks.learn(tokenizer, message)
+            if blocks.fields:
+                tokenizer._text.layer_starts = starts
             return message
 else:
     _Replay = _Parser = None
