@@ -186,6 +186,8 @@ def test_layer_lines_are_the_outlines(path):
 
 
 @pytest.mark.parametrize("text", ['layer { name: "a" }\r\nlayer { name: "b" }\rlayer { name: "c" }\n',
+                                  'layer { name: "a" }\r\n\r\nlayer { name: "b" }\r\n  layer { name: "c" }\r\n',
+                                  'layer { name: "a" }\r\n\x0blayer { name: "b" }\n\u2028layer { name: "c" }\n',
                                   'name: "n"\nlayers { name: "a" type: RELU }\n\nlayers: { name: "b" type: RELU }\n',
                                   'layer { name: "a" }\nlayer <\n name: "b" >\n  layer { name: "c" }',
                                   'layers { name: "a" type: RELU }\nlayer { name: "b" }\nlayers { name: "c" }\n'])

@@ -39,8 +39,9 @@ _NEXT_TOKEN = re.compile(r"(?=((?:\s|#.*$)*))\1(?P<token>" + _TOKEN + r"|.)?")
 # quantifiers, _NEXT_TOKEN serves.
 _ALL_TOKENS = (re.compile(r"\s*+(?:#.*+\s*+)*+(" + _TOKEN.replace("(", "(?:") + r"|.)?")
                if _TOKEN in _KNOWN_TOKENS and sys.version_info >= (3, 11) else None)
-# Where str.splitlines (the outline's lines) breaks a line but protobuf's parser (split at "\n") does not.
-_OTHER_LINE_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # looked for one by one: a regex would take 25 times as long
+# Where str.splitlines (the outline's lines) breaks a line but protobuf's parser (split at "\n") does
+# not; a "\r" before a "\n" (a Windows file's line ends) breaks the same line for both.
+_OTHER_LINE_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # looked for one by one: a regex would take 25 times as long
 
 
 def _line_tokens(line):
@@ -73,7 +74,8 @@ class Text:
         self.text = text
         self.lines = text.split("\n")
         self.tokens, self.line_of = scan(self.lines)
-        self.outline_tokens = scan(text.splitlines()) if any(c in text for c in _OTHER_LINE_BREAKS) else (
+        other = text.count("\r") != text.count("\r\n") or any(c in text for c in _OTHER_LINE_BREAKS)
+        self.outline_tokens = scan(text.splitlines()) if other else (
             self.tokens, self.line_of)
         self.strings = {}  # string token -> its bytes, as the Tokenizer unescapes them
         self._marks = None
