@@ -51,10 +51,13 @@ def _line_tokens(line):
 
 
 def scan(lines):
-    """Every token of `lines` as protobuf's Tokenizer finds them, and the index of its line."""
-    tokens, line_of = [], []
+    """Every token of `lines` as protobuf's Tokenizer finds them, and the index of its line. A line
+    the file repeats (a net repeats its layers' settings) is tokenized once."""
+    tokens, line_of, seen = [], [], {}
     for number, line in enumerate(lines):
-        found = _line_tokens(line)
+        found = seen.get(line)
+        if found is None:
+            found = seen[line] = _line_tokens(line)
         if found:
             tokens += found
             line_of += [number] * len(found)
