@@ -71,7 +71,6 @@ class LayerNode:
     memory_after: int = 0  # Caffe's cumulative "Memory required for data" after this layer
     form: bytes = b""  # its LayerParameter less its names (form_of): layers alike have one
 
-
     @property
     def is_split(self):
         return self.type == "Split" and self.line is None
@@ -314,9 +313,10 @@ class _Builder:
         self.flags = {}  # tuples of bools: in_place, bottom_need_backward
         self.weights = {}  # tuples of loss weights (floats: kept apart from bools, which compare equal)
         self.forms = {}  # the forms of the layers made here (splits, renamed copies): one object each
-        # Layers alike (the same form, bottoms' shapes and in-place tops: _alike_key) are one layer object, with its top and parameter shapes: what it answers (its touches, its
-        # C++ objects) is asked once per likeness anyway (protoaudit.memory.alike), and it reads no
-        # name (its errors name the first such layer, the one whose touches are asked)
+        # Layers alike (the same form, bottoms' shapes and in-place tops: _alike_key) are one layer
+        # object, with its top and parameter shapes: what it answers (its touches, its C++ objects)
+        # is asked once per likeness anyway (protoaudit.memory.alike), and it reads no name (its
+        # errors name the first such layer, the one whose touches are asked)
         self.made = {}  # _alike_key -> (layer object, top shapes, parameter shapes)
         self.alike = {}  # class -> whether its layers can be made once for those alike
 

@@ -204,7 +204,8 @@ class _AlikeBlocks:
                        and fields[n].is_repeated}
         self.tokens = text.tokens
         self.brackets, self.naming = text.marks() if self.fields else ((), ())
-        self.known = {}  # block key -> (field, its message less its naming values), or None where they are not all placeholders
+        # block key -> (field, its message less its naming values); None where not all are placeholders
+        self.known = {}
         self.pending = None  # the key of the block the parser is about to read
 
     def _block(self, at):
