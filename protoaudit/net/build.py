@@ -395,8 +395,8 @@ class _Builder:
             bottom_shapes.append(blob.shape)
             down.append(blob.need_backward)
         need_backward = True in down
-        key = self._alike_key(cls, form, bottom_shapes,
-                              tuple([j < len(bottom) and name == bottom[j] for j, name in enumerate(tops)]))
+        named_in_place = tuple([j < len(bottom) and name == bottom[j] for j, name in enumerate(tops)])
+        key = self._alike_key(cls, form, bottom_shapes, named_in_place)
         made = self.made.get(key) if key is not None else None
         impl = made[0] if made is not None else cls(lp, self._in_phase(phase))
         _check_counts(len(bottom), impl.exact_bottoms, impl.min_bottoms, impl.max_bottoms, "bottom")
@@ -408,19 +408,17 @@ class _Builder:
             raise InputError("needs as many tops as bottoms")
         shapes = made[1] if made is not None else _top_shapes(impl, bottom_shapes, tops, bottom, self.shapes)
         index = len(self.layers)
-        top_indices, in_places = [], []
+        top_indices = []
         memory = self.memory
         for j, name in enumerate(tops):
             shape = shapes[j]
             if name is None:
                 blob = Blob(len(blobs), "(automatic)", shape, index)
                 blobs.append(blob)
-                in_places.append(False)
-            elif j < len(bottom) and name == bottom[j]:  # in place
+            elif named_in_place[j]:
                 blob = blobs[bottoms[j]]
                 blob.shape = shape
                 available.add(name)
-                in_places.append(True)
             elif name in by_name:
                 raise InputError(f"top blob '{name}' is produced by multiple sources",
                                  fix="give the top a new name, or the same name as the bottom at the same "
@@ -430,7 +428,6 @@ class _Builder:
                 blob = Blob(len(blobs), name, shape, index)
                 blobs.append(blob)
                 available.add(name)
-                in_places.append(False)
             top_indices.append(blob.index)
             memory += prod(shape)
         self.memory = memory
@@ -445,7 +442,7 @@ class _Builder:
             for i in top_indices:
                 blobs[i].need_backward = True
         flags = self.flags
-        in_places = tuple(in_places)
+        in_places = named_in_place + (False,) * (len(tops) - len(named_in_place))  # (automatic tops last)
         down = propagate_down or tuple(down)
         bottom_shapes = tuple(bottom_shapes)
         self.layers.append(LayerNode(index, layer_name, kind, lp, impl, None if auto else line, tuple(bottoms),

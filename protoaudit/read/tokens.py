@@ -151,7 +151,7 @@ if hasattr(text_format, "_Parser") and _PROTOBUF_TOKEN is not None:
 
         def skip_to(self, at):
             """On token `at`, as if every token before it had been read."""
-            self._before, self._at = at - 1, min(at, self._count)
+            self._before, self._at = at - 1, at
             self.token = self._text.tokens[self._at] if self._at < self._count else ""
 
         _line = property(lambda self: self._text.line(self._at))
