@@ -441,15 +441,13 @@ class _Builder:
         if need_backward:
             for i in top_indices:
                 blobs[i].need_backward = True
-        flags = self.flags
         in_places = named_in_place + (False,) * (len(tops) - len(named_in_place))  # (automatic tops last)
-        down = propagate_down or tuple(down)
         bottom_shapes = tuple(bottom_shapes)
         self.layers.append(LayerNode(index, layer_name, kind, lp, impl, None if auto else line, tuple(bottoms),
-                                     tuple(top_indices), flags.setdefault(in_places, in_places),
+                                     tuple(top_indices), self._shared(in_places),
                                      self.shapes.setdefault(bottom_shapes, bottom_shapes),
                                      shapes, self.weights.setdefault(weights, weights), params, need_backward,
-                                     flags.setdefault(down, down), memory * 4, form))
+                                     self._shared(propagate_down or down), memory * 4, form))
 
     def _alike_key(self, cls, form, bottom_shapes, in_place):
         """What a layer object of class `cls` is made from, for those of layers alike
