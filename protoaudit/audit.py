@@ -345,7 +345,7 @@ def split_at(result, batch):
     if run["mode"] != "gpu" or train is None or not _named_apart(train.net) or is_log_file(result.path):
         return None
     if batch == result.batch:
-        grows = sum(b.elements * b.itemsize for b in train.buffers if b.per_sample and b.device == "device")
+        grows = _counted([b for b in train.buffers if b.per_sample], cpu=False)
         return result.total_bytes - grows, grows
     fresh = _rebatched([train.net], batch, options)
     again = next(fresh, None) if fresh is not None else None  # (the train net is the batched one)
