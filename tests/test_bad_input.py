@@ -1,6 +1,12 @@
 """Bad input: exit status 2, one line on stderr naming the file, the line and the layer (where there is
 one) and what to do; never a traceback, never a hang. Every case runs the command as a user does."""
+import os
+import subprocess
+import sys
+
 import pytest
+
+from conftest import ROOT
 
 TIMEOUT = 30  # seconds: any bad input must be refused well within this
 
@@ -319,3 +325,21 @@ def test_unknown_type_in_a_forks_net_names_that_fork(cli, tmp_path):
     assert ("unknown layer type 'Qzxv': protoaudit has no rule for it in soeaver's caffe-priv (py-RFCN-priv), "
             "which has ceil_mode pooling; ") in msg
     says_what_to_do(msg)
+
+
+def test_a_python_without_the_dependencies_is_told_to_install_them(tmp_path):
+    """`python -m protoaudit` run from the project's folder with a Python that lacks protobuf (here
+    a `google` package without it stands first on the path): one line, exit status 2, and what to
+    do; imported by a program, the ModuleNotFoundError says the same."""
+    (tmp_path / "google").mkdir()
+    (tmp_path / "google" / "__init__.py").write_text("")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), ROOT]))
+    run = subprocess.run([sys.executable, "-m", "protoaudit", "samples/segnet_seed001_new.prototxt"],
+                         capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT, env=env)
+    assert run.returncode == 2
+    assert run.stderr.splitlines() == [run.stderr.strip()] and "Traceback" not in run.stderr
+    assert "no module named 'google.protobuf'" in run.stderr and "install protoaudit with pip" in run.stderr
+    imported = subprocess.run([sys.executable, "-c", "import protoaudit"], capture_output=True, text=True,
+                              timeout=TIMEOUT, cwd=str(tmp_path), env=env)
+    assert imported.returncode == 1
+    assert "ModuleNotFoundError: protoaudit: the packages it needs are not installed" in imported.stderr
