@@ -34,6 +34,15 @@ class StepBuilder:
         self.threads = threads
         self.prog = Program()
         self.batch = graph.batch
+        self.logits = set()  # id(output tensor) whose loss took the logits under its softmax/sigmoid
+        self.sparse = {}  # IndexedSlices gradient buffer -> its variable's bytes
+        self.applied = set()  # weight gradient buffers already applied (streamed updates)
+        self.shared_layers = {}  # id(layer) -> True for a layer called more than once
+        self._weights = {}
+
+    def weights_of(self, node):
+        """The layer's variables (Weight), as build() made them."""
+        return self._weights.get(id(node.layer), ())
 
     def op(self, label, reads=(), makes=(), scratch=0, forward=(), kind="activation"):
         """An op that reads buffer ids and makes buffers of the given byte sizes (or (bytes, kind)
@@ -58,9 +67,15 @@ def build_step(graph, *, flavour, optimizer, loss, weights):
     """The Step of one training step of `graph`. `optimizer`: (name, config); `loss`: as the file
     or --loss gives it; `weights`: {layer: [Weight]} of the graph."""
     s = StepBuilder(graph, flavour)
+    s._weights = {id(layer): list(ws) for layer, ws in weights.items()}
+    calls = defaultdict(int)
+    for node in graph.nodes:
+        calls[id(node.layer)] += 1
+    s.shared_layers = {k: True for k, n in calls.items() if n > 1}
     prog = s.prog
     step = Step(prog)
     ids = {}
+    s.early = optimizers.early(s, weights, optimizer)
     # the batch: train_on_batch's data adapter holds it (as tensors) for the whole step
     for t in graph.inputs:
         ids[id(t)] = s.one(f"input {t.name}", size=nbytes(t.spec), kind="input")
@@ -74,7 +89,7 @@ def build_step(graph, *, flavour, optimizer, loss, weights):
         if rule is None:
             step.unmodelled.append(node.layer.class_name)
             rule = rule_for("Identity")
-        own = any(w.trainable for w in weights.get(node.layer, ()))
+        own = any(w.trainable for w in s.weights_of(node))
         up = own or any(trainable_up.get(id(t), False) for t in node.inputs)
         xs = [ids[id(t)] for t in node.inputs]
         outs, keep = rule.forward(s, node, xs)

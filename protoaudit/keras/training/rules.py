@@ -42,7 +42,7 @@ def _item(spec):
 ACTIVATIONS = {
     "linear": None, None: None, "relu": ("out", True), "sigmoid": ("out", True), "tanh": ("out", True),
     "softmax": ("out", False), "elu": ("out", True), "selu": ("both", True), "softplus": ("in", True),
-    "softsign": ("in", True), "relu6": ("in", True), "leaky_relu": ("in", True), "swish": ("in", False),
+    "softsign": ("in", True), "relu6": ("out", True), "leaky_relu": ("in", True), "swish": ("in", False),
     "silu": ("in", False), "gelu": ("both", False), "exponential": ("out", True), "hard_sigmoid": ("in", False),
     "log_softmax": ("out", False), "mish": ("in", False),
 }
