@@ -248,7 +248,7 @@ class Norm(_Weighted):
         size = _size(node.inputs[0].spec)
         scratch = 0 if fused else 2 * size
         grads = self.grads(s, node, name, [x, dys[0]], scratch=scratch)
-        dx = s.one(f"{name} input gradient", [dys[0], x], size, forward=True, kind="gradient") if need[0] else None
+        dx = s.one(f"{name} input gradient", [dys[0], x], size, kind="gradient") if need[0] else None
         s.one(f"{name} gradient done", [x, dys[0]], 0)
         return [dx], grads
 
@@ -412,7 +412,15 @@ class Recurrent(_Weighted):
     and the gates' outputs (LSTM: 4 gates, the cell, tanh of the cell; GRU: 3 gates and the candidate);
     the backward loop makes the input's gradient and accumulates the weights'."""
 
-    KEPT = {"SimpleRNN": 2, "GRU": 8, "LSTM": 10, "ConvLSTM2D": 10}  # unit-sized tensors per step, plus the input
+    # unit-sized tensors each step keeps for the gradient, besides the step's input. tf_keras's
+    # standard_lstm step: h_tm1, i, f, c_tm1, tanh(z2), o, tanh(c) (what Mul, MatMul, Sigmoid and Tanh's
+    # gradients read), plus the outputs TensorArray written every step and its gradient: 9. Its GRU
+    # (reset_after): h_tm1, z, r, the recurrent projection, hh, plus the two: 7. Keras 3 writes only the
+    # last output when return_sequences is off; its LSTM holds 5 per step (the measured slope of the
+    # oracle's lstm_text: 462 floats per step and sample, 128 of them the input).
+    KEPT = {("tf_keras", "SimpleRNN"): 3, ("tf_keras", "GRU"): 7, ("tf_keras", "LSTM"): 9,
+            ("tf_keras", "ConvLSTM2D"): 9, ("keras3", "SimpleRNN"): 2, ("keras3", "GRU"): 4,
+            ("keras3", "LSTM"): 5, ("keras3", "ConvLSTM2D"): 5}
 
     def cell(self, node):
         layer = node.layer
@@ -421,7 +429,7 @@ class Recurrent(_Weighted):
             return inner.get("class_name", "LSTM"), inner.get("config", {}), 2
         return layer.class_name, layer.config, 1
 
-    def per_step(self, node):
+    def per_step(self, s, node):
         cls, config, directions = self.cell(node)
         x = node.inputs[0].spec
         batch, steps = x.shape[0], x.shape[1]
@@ -431,11 +439,11 @@ class Recurrent(_Weighted):
         step_in = prod(x.shape[2:]) * batch * item
         if cls == "ConvLSTM2D":
             unit_bytes = _size(node.outputs[0].spec) // (steps if config.get("return_sequences") else 1)
-        kept = self.KEPT.get(cls, 10)
+        kept = self.KEPT.get((s.flavour, cls), 9)
         return steps, directions * (step_in + kept * unit_bytes), directions * unit_bytes
 
     def forward(self, s, node, xs):
-        steps, per_step, unit = self.per_step(node)
+        steps, per_step, unit = self.per_step(s, node)
         name = node.layer.name
         lists = s.one(f"{name} per-step tensors kept for the gradient", [xs[0]], steps * per_step)
         y = s.one(f"{name} output", [lists], _size(node.outputs[0].spec))
@@ -443,7 +451,7 @@ class Recurrent(_Weighted):
 
     def backward(self, s, node, keep, dys, need):
         x, lists = keep
-        steps, per_step, unit = self.per_step(node)
+        steps, per_step, unit = self.per_step(s, node)
         name = node.layer.name
         grads = self.grads(s, node, name, [dys[0]], scratch=8 * unit)
         dx = s.one(f"{name} input gradient", [dys[0], lists, x], _size(node.inputs[0].spec),
