@@ -40,6 +40,7 @@ class Peak:
     step: str
     live: dict = field(default_factory=dict)  # kind -> bytes at the peak
     top: list = field(default_factory=list)  # the largest live buffers at the peak: (bytes, label, kind)
+    groups: list = field(default_factory=list)  # live buffers at the peak by what made them: (bytes, count, label, kind)
 
 
 class Program:
@@ -65,10 +66,16 @@ class Program:
         for i in ids:
             self.bufs[i].held = True
 
-    def peak(self, top=5):
+    def peak(self, top=5, rounding=1):
         """Walk the steps once: allocate what each makes (unless forwarded), note the peak with its
-        scratch, then free what was read for the last time."""
+        scratch, then free what was read for the last time. `rounding`: every allocation rounded up to
+        a multiple of it (an allocator's granularity)."""
         bufs = self.bufs
+        if rounding > 1:
+            for b in bufs:
+                b.bytes = -(-b.bytes // rounding) * rounding
+            for s in self.steps:
+                s.scratch = -(-s.scratch // rounding) * rounding
         for k, s in enumerate(self.steps):
             for r in s.reads:
                 bufs[r].last = k
@@ -107,6 +114,14 @@ class Program:
                 result.live[bufs[i].kind] = result.live.get(bufs[i].kind, 0) + bufs[i].bytes
             if s.scratch:
                 result.live["scratch"] = result.live.get("scratch", 0) + s.scratch
+            groups = {}
+            for i in ids:
+                entry = groups.setdefault((bufs[i].label, bufs[i].kind), [0, 0])
+                entry[0] += bufs[i].bytes
+                entry[1] += 1
+            if s.scratch:
+                groups[(f"{s.label} scratch", "scratch")] = [s.scratch, 1]
+            result.groups = sorted(((b, n, label, kind) for (label, kind), (b, n) in groups.items()), reverse=True)[:top]
             biggest = sorted(ids, key=lambda i: -bufs[i].bytes)[:top]
             result.top = [(bufs[i].bytes, bufs[i].label, bufs[i].kind) for i in biggest]
             if s.scratch:

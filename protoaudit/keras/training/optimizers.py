@@ -131,6 +131,8 @@ def _update(s, layer, weight, grads, optimizer):
         if s.flavour == "tf_keras" or momentum:
             t = s.one(f"{label} -g*lr", [g], size, forward=True, kind="optimizer temporary")
             u = s.early.get((id(layer), weight.name))
+            if u is None:
+                u = s.one(f"{label} m*momentum", [], size, kind="optimizer temporary")
             t = s.one(f"{label} -g*lr + m*momentum", [t, u], size, forward=True, kind="optimizer temporary")
             s.one(f"{label} assign m", [t], 0)
         else:
@@ -139,6 +141,8 @@ def _update(s, layer, weight, grads, optimizer):
         return
     if name == "RMSprop":
         a = s.early.get((id(layer), weight.name))
+        if a is None:
+            a = s.one(f"{label} rho*v", [], size, kind="optimizer temporary")
         b = s.one(f"{label} square(g)", [g], size, kind="optimizer temporary")
         c = s.one(f"{label} v update", [a, b], size, forward=True, kind="optimizer temporary")
         s.one(f"{label} assign v", [c], 0)

@@ -21,15 +21,16 @@ class Step:
     """A built step: the program, the weight gradients by variable, and what was not modelled."""
 
     program: Program
-    notes: list = field(default_factory=list)
+    executor_slack: int = 0  # how much lower the peak is in the other order TensorFlow's executor can take
     unmodelled: list = field(default_factory=list)  # class names without a rule (taken as pass-through)
 
 
 class StepBuilder:
     """What the rules call: make ops, know sizes, the flavour of Keras."""
 
-    def __init__(self, graph, flavour, threads=1):
+    def __init__(self, graph, flavour, threads=1, device="cpu"):
         self.graph = graph
+        self.device = device
         self.flavour = flavour
         self.threads = threads
         self.prog = Program()
@@ -63,10 +64,19 @@ class StepBuilder:
         return self.op(label, reads, [size], scratch, (0,) if forward else (), kind)[0]
 
 
-def build_step(graph, *, flavour, optimizer, loss, weights):
-    """The Step of one training step of `graph`. `optimizer`: (name, config); `loss`: as the file
-    or --loss gives it; `weights`: {layer: [Weight]} of the graph."""
-    s = StepBuilder(graph, flavour)
+def build_step(graph, *, flavour, optimizer, loss, weights, device="cpu"):
+    """The Step of one training step of `graph`, with the executor's range: the update ops that read
+    no gradient run at the step's start (what the measurements show; the high end) or just before
+    their update (the low end). `optimizer`: (name, config); `loss`: as the file or --loss gives it;
+    `weights`: {layer: [Weight]} of the graph; `device`: cpu (TensorFlow's CPU kernels' scratch) or gpu."""
+    high = _build(graph, flavour, optimizer, loss, weights, device, early=True)
+    low = _build(graph, flavour, optimizer, loss, weights, device, early=False)
+    high.executor_slack = max(0, high.program.peak().bytes - low.program.peak().bytes)
+    return high
+
+
+def _build(graph, flavour, optimizer, loss, weights, device, early):
+    s = StepBuilder(graph, flavour, device=device)
     s._weights = {id(layer): list(ws) for layer, ws in weights.items()}
     calls = defaultdict(int)
     for node in graph.nodes:
@@ -75,7 +85,7 @@ def build_step(graph, *, flavour, optimizer, loss, weights):
     prog = s.prog
     step = Step(prog)
     ids = {}
-    s.early = optimizers.early(s, weights, optimizer)
+    s.early = optimizers.early(s, weights, optimizer) if early else {}
     # the batch: train_on_batch's data adapter holds it (as tensors) for the whole step
     for t in graph.inputs:
         ids[id(t)] = s.one(f"input {t.name}", size=nbytes(t.spec), kind="input")

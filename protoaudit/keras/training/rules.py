@@ -168,12 +168,13 @@ class Conv(_Weighted):
             if w.name == "bias":
                 grads.append((w, s.one(f"{name} bias gradient", [dz], nbytes(w), kind="weight gradient")))
             else:
-                scratch = kernels.conv_backprop_filter(out_image, filter_total, out_depth, item)
+                scratch = kernels.conv_backprop_filter(out_image, filter_total, out_depth, item) if s.device == "cpu" else 0
                 grads.append((w, s.one(f"{name} Conv2DBackpropFilter", [x, dz], nbytes(w), scratch=scratch,
                                        kind="weight gradient")))
         dx = None
         if need[0]:
-            scratch = kernels.conv_backprop_input(batch, out_image, filter_total, out_depth, item, s.threads)
+            scratch = (kernels.conv_backprop_input(batch, out_image, filter_total, out_depth, item, s.threads)
+                       if s.device == "cpu" else 0)
             dx = s.one(f"{name} Conv2DBackpropInput", [dz], _size(node.inputs[0].spec), scratch=scratch,
                        kind="gradient")
         s.one(f"{name} gradient done", [dz, x], 0)
