@@ -106,6 +106,8 @@ def frozen_layers(graph, names):
     for node in graph.nodes:
         by_name.setdefault(node.layer.name, []).append(node)
         by_name.setdefault(node.path, []).append(node)
+        for part in node.path.split("/")[1:-1]:  # a nested model: every layer inside it
+            by_name.setdefault(part, []).append(node)
     frozen = set()
     for name in names:
         nodes = by_name.get(name)

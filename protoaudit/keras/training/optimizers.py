@@ -88,6 +88,10 @@ def early(s, weights, optimizer):
 
     out = {}
     for layer, ws in weights.items():
+        if layer.class_name == "Embedding":
+            # a sparse (IndexedSlices) gradient: tf_keras's SGD assigns m * momentum to m before its
+            # scatter_add, and the variable adopts the buffer: nothing is left alive
+            continue
         for w in ws:
             if w.trainable:
                 out[(id(layer), w.name)] = s.one(f"{layer.name}/{w.name} {what}", [], nbytes(w),
@@ -126,6 +130,10 @@ def _update(s, layer, weight, grads, optimizer):
         g = grads[0]
     name = optimizer[0]
     config = optimizer[1]
+    if g in s.sparse and name == "SGD":  # IndexedSlices: -values * lr, scatter_add into m, m into the variable
+        t = s.one(f"{label} -values*lr", [g], s.prog.bufs[g].bytes, forward=True, kind="optimizer temporary")
+        s.one(f"{label} scatter_add", [t], 0)
+        return
     if name == "SGD":
         momentum = float(config.get("momentum") or 0)
         if s.flavour == "tf_keras" or momentum:
