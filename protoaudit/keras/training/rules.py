@@ -168,7 +168,8 @@ class Conv(_Weighted):
             if w.name == "bias":
                 grads.append((w, s.one(f"{name} bias gradient", [dz], nbytes(w), kind="weight gradient")))
             else:
-                scratch = kernels.conv_backprop_filter(out_image, filter_total, out_depth, item) if s.device == "cpu" else 0
+                scratch = (kernels.conv_backprop_filter(out_image, filter_total, out_depth, item)
+                           + kernels.contraction_temporary(nbytes(w)) if s.device == "cpu" else 0)
                 grads.append((w, s.one(f"{name} Conv2DBackpropFilter", [x, dz], nbytes(w), scratch=scratch,
                                        kind="weight gradient")))
         dx = None
