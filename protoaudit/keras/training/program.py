@@ -126,7 +126,7 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
                 grads[id(t)].append(dx)
         for w, g in dws:
             weight_grads.append((node.layer, w, g))
-            optimizers.after_gradient(s, node.layer, w, g, optimizer)
+            optimizers.after_gradient(s, node.layer, w, g, optimizer, read_later=any(need))
     optimizers.apply(s, weight_grads, optimizer)
     return step
 
