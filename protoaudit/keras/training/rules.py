@@ -300,7 +300,7 @@ class Dropout(Rule):
         if keep is None:
             return [dys[0] if need[0] else None], []
         size = _size(node.outputs[0].spec)
-        zeros = s.one(f"{node.layer.name} zeros_like", [], size, kind="gradient")
+        zeros = s.one(f"{node.layer.name} zeros_like", [dys[0]], size, kind="gradient")
         dx = s.one(f"{node.layer.name} select gradient", [dys[0], zeros, keep], size, forward=True, kind="gradient")
         dx = s.one(f"{node.layer.name} scale gradient", [dx], size, forward=True, kind="gradient")
         return [dx if need[0] else None], []
