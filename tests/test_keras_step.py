@@ -39,14 +39,15 @@ def _configurations(folder):
     return out
 
 
-CONFIGS = _configurations("shared") + _configurations("new")
+CONFIGS = _configurations("shared") + _configurations("new") + _configurations("seeds")
 SLOTS = {"sgd": {"tf_keras": 1, "keras3": 0}, "sgdm": {"tf_keras": 1, "keras3": 1},
          "adam": {"tf_keras": 2, "keras3": 2}, "rmsprop": {"tf_keras": 1, "keras3": 1}}
 # Configurations whose measured step peak the model misses by more than 10% (see docs/keras.md):
 # tf_keras's SGD on a model with one huge variable (VGG16's fc1: the executor runs its m*momentum
 # late), a frozen base's forward pass, Keras 3's momentum SGD on a small MLP, LocallyConnected2D's
-# implementation 2 (SparseMatMul's transposes).
-KNOWN_MISSES = {"vgg16_adam:b2", "vgg16_sgd:b2", "vgg16_sgd:b4", "stack_mlp_frozen_adam:b32",
+# implementation 2 (SparseMatMul's transposes), a CNN whose 71 MB Dense kernel's update TensorFlow
+# runs during the convolutions' backward pass (seed002_cnn).
+KNOWN_MISSES = {"seed002_cnn_adam:b128", "vgg16_adam:b2", "vgg16_sgd:b2", "vgg16_sgd:b4", "stack_mlp_frozen_adam:b32",
                 "stack_mlp_frozen_adam:b64", "stack_mlp_frozen_adam:b128", "mlp_bn_dropout_sgdm_k3:b32",
                 "mlp_bn_dropout_sgdm_k3:b128", "lc2_F500_sgd:b8", "lc2_F500_sgd:b32"}
 
