@@ -169,3 +169,24 @@ def test_gpu_mem_gives_a_verdict_and_the_largest_batch(protoaudit):
     assert not j["fit"]["fits"]
     # the slices' gradients alone, 16*B*500^2, must fit under 64 MiB: B <= 16
     assert 1 <= j["fit"]["largest_batch"] <= 16
+
+
+def test_caffe_options_are_refused_by_name_for_a_keras_model(protoaudit):
+    path = os.path.join(ORACLE, "shared", "models", "lc3_F200_sgd.keras")
+    for flag in (["--engine", "cudnn"], ["--phase", "train"], ["--solver-type", "Adam"], ["--inference"]):
+        r = protoaudit(path, *flag)
+        assert r.returncode == 2
+        assert flag[0] in r.stderr and "Traceback" not in r.stderr
+
+
+def test_caffe_buffers_are_the_timeline_case_of_buffers_held_to_the_end():
+    """One memory model: Caffe's buffers, each held from its first touch to the end, peak at their
+    sum, which is the audit's total."""
+    import protoaudit
+
+    a = protoaudit.audit(os.path.join(HERE, "..", "samples", "segnet_seed001_new.prototxt"), mode="cpu")
+    p = Program()
+    for b in a.buffers:
+        made, = p.step(b.touch, makes=[(b.bytes, b.owner, b.kind)])
+        p.hold(made)
+    assert p.peak().bytes == a.total_bytes

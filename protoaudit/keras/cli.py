@@ -55,7 +55,21 @@ def _inputs(values):
     return out
 
 
+# options of Caffe's audit that a Keras model has no use for: refused by name, never ignored
+CAFFE_ONLY = {"phase": None, "stage": [], "level": None, "test_batch": None, "engine": "caffe", "solver_type": None,
+              "inference": False, "define": [], "fork": None, "caffe_proto": None, "log": None, "root": None,
+              "caffe_log": False, "plot": None, "shapes": None}
+
+
+def _refuse_caffe_options(args):
+    for name, default in CAFFE_ONLY.items():
+        if getattr(args, name, default) not in (default, None, [], False):
+            raise InputError(f"--{name.replace('_', '-')} is for Caffe nets; a Keras model has no use for it",
+                             fix="leave it out")
+
+
 def _audit(path, args, batch, freeze):
+    _refuse_caffe_options(args)
     from .audit import audit_keras, check_fit, sweep
 
     result = audit_keras(path, batch=batch, optimizer=args.optimizer, loss=args.loss, mode=args.mode, inputs=_inputs(args.input), freeze=freeze, context=args.context)
