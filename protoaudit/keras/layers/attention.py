@@ -59,8 +59,10 @@ class Attention(KerasLayer):
 
 @register("AdditiveAttention")
 class AdditiveAttention(Attention):
-    """Bahdanau-style: use_scale adds a scale per feature."""
+    """Bahdanau-style: use_scale adds a scale per feature (of the value in tf_keras, of the query in
+    Keras 3; the two are the same size in any model that runs)."""
 
     def weights(self, inputs):
-        _, value, _ = _qvk(self, inputs)
-        return [self.weight("scale", value.shape[-1:])] if self.get("use_scale", True) else []
+        query, value, _ = _qvk(self, inputs)
+        dim = value.shape[-1] if self.flavour == "tf_keras" else query.shape[-1]
+        return [self.weight("scale", (dim,))] if self.get("use_scale", True) else []

@@ -39,7 +39,7 @@ class LayerNormalization(_Axes):
     def weights(self, inputs):
         shape = self.param_shape(inputs)
         out = []
-        if self.get("scale", True):
+        if self.get("scale", True) or self.get("rms_scaling", False):
             out.append(self.weight("gamma", shape))
         if self.get("center", True) and not self.get("rms_scaling", False):
             out.append(self.weight("beta", shape))
