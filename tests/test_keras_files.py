@@ -142,6 +142,27 @@ def test_a_shared_layer_has_one_set_of_weights_and_an_output_per_call(tmp_path):
     assert graph.outputs[0].producer is graph.nodes[2]
 
 
+def test_a_nested_model_called_twice_shares_its_weights(tmp_path):
+    # a siamese tf_keras model: one inner Functional on two inputs; node 0 is the inner model's own,
+    # so the outer calls are nodes 1 and 2
+    inner = _k2_model([_k2_input("x", [None, 6]), _k2_layer("Dense", "e", [[("x", 0, 0)]], units=5)],
+                      [["x", 0, 0]], [["e", 0, 0]], name="tower")
+    inner.update(name="tower", inbound_nodes=[[["a", 0, 0, {}]], [["b", 0, 0, {}]]])
+    doc = _k2_model([_k2_input("a", [None, 6]), _k2_input("b", [None, 6]), inner,
+                     _k2_layer("Subtract", "diff", [[("tower", 1, 0), ("tower", 2, 0)]])],
+                    [["a", 0, 0], ["b", 0, 0]], [["diff", 0, 0]])
+    graph = _graph(tmp_path, doc, batch=2)
+    assert [(n.path, n.call_index) for n in graph.nodes] == [("m/tower/e", 0), ("m/tower/e", 1), ("m/diff", 0)]
+    assert [w.shape for _, w in graph.weights] == [(6, 5), (5,)]
+    assert graph.nodes[1].inputs[0] is graph.inputs[1]
+
+
+def test_old_sequential_config_is_a_list_of_layers(tmp_path):
+    doc = {"class_name": "Sequential", "keras_version": "2.1.6", "config": [
+        {"class_name": "Dense", "config": {"name": "d", "units": 3, "batch_input_shape": [None, 5]}}]}
+    assert _graph(tmp_path, doc).outputs[0].spec.shape == (32, 3)
+
+
 def _kt(name, node=0, tensor=0):
     return {"class_name": "__keras_tensor__", "config": {"shape": None, "dtype": "float32",
                                                          "keras_history": [name, node, tensor]}}
@@ -321,6 +342,8 @@ def test_cyclic_inbound_nodes(tmp_path):
     ([_k2_input("a", [None, 2 ** 21, 2 ** 21]), _k2_layer("Dense", "d", [[("a", 0, 0)]], units=2)],
      "'a': gets shape .* over 2\\*\\*40"),
     ([_k2_input("a", [None, 8]), _k2_layer("Dense", "d", [[("a", 0, 0)]])], "layer 'm/d': its config does not fit"),
+    ([_k2_input("a", [None, 8]), _k2_layer("Dense", "d", [[("a", 0, 0)]], units=float("inf"))],
+     "layer 'm/d': its config does not fit"),
     ([_k2_input("a", [None, 8]), _k2_layer("Dense", "d", [[("nope", 0, 0)]], units=2)],
      "'nope', which is not a layer"),
     ([_k2_input("a", [None, 8]), _k2_layer("Dense", "d", [[("a", 3, 0)]], units=2)], "call 3 of 'a'"),
@@ -340,3 +363,15 @@ def test_h5_without_a_model_or_without_h5py(tmp_path, monkeypatch):
     _one_line(weights_only, "no model_config attribute")
     monkeypatch.setitem(sys.modules, "h5py", None)
     _one_line(ORACLE / "models" / "lc1_F200_sgd.h5", r"needs h5py \(pip install 'protoaudit\[keras\]'\)")
+
+
+def test_models_nested_absurdly_deep(tmp_path):
+    doc = {"class_name": "Dense", "config": {"name": "d", "units": 2}}
+    for i in range(200):
+        doc = {"class_name": "Sequential", "config": {"name": f"s{i}", "layers": [doc]}}
+    doc["config"]["layers"].insert(0, _k2_input("a", [None, 4]))
+    _one_line(_write(tmp_path, doc), "models nest over 64 deep")
+
+
+def test_a_subclassed_model_is_named_as_such(tmp_path):
+    _one_line(_write(tmp_path, {"class_name": "MyModel", "config": {"units": 3}}), "subclassed model")

@@ -14,6 +14,7 @@ from .layers import KerasLayer, Spec, make_layer
 from .layers.base import MAX_ELEMENTS, elements, layer_class, policy_name
 
 MODELS = frozenset({"Functional", "Model", "Sequential"})
+MAX_DEPTH = 64  # models inside models; real ones nest two or three deep
 DEFAULT_BATCH = 32  # keras Model.fit's batch_size when none is given
 # call arguments that are not the layer's data: they order the graph but are not its inputs
 NOT_DATA = frozenset({"mask", "attention_mask", "query_mask", "value_mask", "key_mask", "initial_state",
@@ -148,6 +149,8 @@ class _Builder:
 
     def _inputs_of(self, entry, path):
         """[(name, shape with None where unknown, dtype)] of a model's inputs."""
+        if path.count("/") >= MAX_DEPTH:
+            raise self.error(f"models nest over {MAX_DEPTH} deep", layer=path)
         layers = _layers_of(entry)
         if entry["class_name"] == "Sequential":
             if not layers:
@@ -192,6 +195,8 @@ class _Builder:
     # -- models -------------------------------------------------------------------------------------
     def expand(self, entry, tensors, path, trainable, policy):
         """The output tensors of one call of a model on `tensors`, its layers' nodes appended."""
+        if path.count("/") >= MAX_DEPTH:
+            raise self.error(f"models nest over {MAX_DEPTH} deep", layer=path)
         config = self._config(entry)
         trainable = trainable and config.get("trainable", True) is not False
         policy = policy_name(config.get("dtype")) or policy
@@ -347,13 +352,14 @@ class _Builder:
                 for weight in layer.weights(specs):
                     self._check(weight, lpath)
                     self.weights.append((layer, weight))
-            if name in self.declared:
-                outs = [Spec((self.batch,) + s[1:], layer.compute_dtype) for s in self.declared[name]]
+            declared = self._declared(name, lpath)
+            if declared:
+                outs = [Spec((self.batch,) + s[1:], layer.compute_dtype) for s in declared]
             else:
                 outs = layer.output_specs(specs)
         except InputError as e:
             raise e.located(file=self.file.path, layer=lpath)
-        except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError, AttributeError) as e:
+        except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError, AttributeError, OverflowError) as e:
             raise self.error(f"its config does not fit its {layer.class_name} inputs "
                              f"{[s.shape for s in specs]} ({type(e).__name__}: {e})", layer=lpath) from None
         for spec in outs:
@@ -364,10 +370,14 @@ class _Builder:
         self.nodes.append(node)
         return node.outputs
 
+    def _declared(self, name, lpath):
+        """Declared output shapes of a layer, by its name or its path without the model's."""
+        return self.declared.get(name) or self.declared.get(lpath.split("/", 1)[-1])
+
     def _make(self, entry, name, lpath, trainable, policy):
         if not isinstance(entry.get("config"), dict):
             raise self.error("has no config", layer=lpath)
-        if name in self.declared:
+        if self._declared(name, lpath):
             self.gaps.append(lpath)
             if layer_class(entry) is None:  # unknown or never run: outputs declared, no weights known
                 return KerasLayer(entry["class_name"], entry["config"], trainable=trainable, policy=policy,
