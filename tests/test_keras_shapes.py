@@ -358,3 +358,27 @@ def test_unknown_custom_and_lambda_layers_are_never_run():
     with pytest.raises(InputError, match="custom class"):
         make_layer({"class_name": "Dense", "module": "my_package.layers", "registered_name": "Custom>Dense",
                     "config": {"name": "d", "units": 3}}, path="m/d")
+
+
+def test_keras3_additions():
+    # RMSNormalization's docstring: built on [5, 20, 30, 10], scale (10,)
+    assert weights(layer("RMSNormalization", flavour="keras3"), (5, 20, 30, 10)) == {"scale": (10,)}
+    # the AdaptiveAveragePooling2D / AdaptiveMaxPooling1D docstrings
+    assert out(layer("AdaptiveAveragePooling2D", output_size=32), (1, 64, 64, 3)) == [(1, 32, 32, 3)]
+    assert out(layer("AdaptiveMaxPooling1D", output_size=32), (1, 64, 3)) == [(1, 32, 3)]
+    # SpectralNormalization(Conv2D(2, 2)) on (1, 10, 10, 1): (1, 9, 9, 2); u is (1, filters), not trained
+    sn = layer("SpectralNormalization", flavour="keras3",
+               layer={"class_name": "Conv2D", "config": {"name": "c", "filters": 2, "kernel_size": 2}})
+    assert out(sn, (1, 10, 10, 1)) == [(1, 9, 9, 2)]
+    ws = sn.weights([Spec((1, 10, 10, 1), "float32")])
+    assert [(w.name, w.shape, w.trainable) for w in ws] == [
+        ("kernel", (2, 2, 1, 2), True), ("bias", (2,), True), ("vector_u", (1, 2), False)]
+
+
+def test_category_encoding_and_lookups():
+    # CategoryEncoding's docstrings: one_hot of [3, 2, 0, 1] is (4, 4); multi_hot of 4 pairs is (4, 4)
+    assert out(layer("CategoryEncoding", num_tokens=4, output_mode="one_hot"), (4,)) == [(4, 4)]
+    assert out(layer("CategoryEncoding", num_tokens=4, output_mode="multi_hot"), (4, 2)) == [(4, 4)]
+    assert layer("StringLookup").output_specs([Spec((8, 5), "string")]) == [Spec((8, 5), "int64")]
+    with pytest.raises(InputError, match="depends on the vocabulary"):
+        out(layer("IntegerLookup", output_mode="multi_hot"), (8, 5))
