@@ -382,3 +382,14 @@ def test_category_encoding_and_lookups():
     assert layer("StringLookup").output_specs([Spec((8, 5), "string")]) == [Spec((8, 5), "int64")]
     with pytest.raises(InputError, match="depends on the vocabulary"):
         out(layer("IntegerLookup", output_mode="multi_hot"), (8, 5))
+
+
+def test_transposed_conv_output_padding():
+    # deconv_output_length with output_padding: (n - 1) * stride + kernel - 2 * pad + output_padding;
+    # same pads kernel // 2: (5 - 1) * 2 + 3 - 2 + 1 = 10; valid: (5 - 1) * 2 + 3 + 1 = 12
+    assert out(layer("Conv2DTranspose", filters=4, kernel_size=3, strides=2, padding="same",
+                     output_padding=1), (1, 5, 5, 2)) == [(1, 10, 10, 4)]
+    assert out(layer("Conv2DTranspose", filters=4, kernel_size=3, strides=2, output_padding=1), (1, 5, 5, 2)) == \
+        [(1, 12, 12, 4)]
+    # no output_padding, valid, kernel smaller than the stride: n * stride
+    assert out(layer("Conv1DTranspose", filters=4, kernel_size=2, strides=3), (1, 5, 2)) == [(1, 15, 4)]

@@ -188,7 +188,8 @@ class _Builder:
             if shape[0] == -1:
                 shape[0] = None
         if shape is None:
-            raise self.error(f"model '{path}' does not say its input's shape", fix=f"declare it, e.g. --input {name}=32x...")
+            raise self.error(f"model '{path}' does not say its input's shape",
+                             fix=f"declare it, e.g. --input {name}=32x...")
         dtype = policy_name(config.get("dtype")) or "float32"
         return name, shape, dtype.replace("mixed_", "") if dtype.startswith("mixed_") else dtype
 
@@ -238,7 +239,8 @@ class _Builder:
                                          layer=f"{path}/{_entry_name(layer)}")
                     producer = layers[index[name]]
                     first = self._first_node(producer)
-                    count = 1 if producer.get("class_name") == "InputLayer" else len(producer.get("inbound_nodes") or ())
+                    count = 1 if producer.get("class_name") == "InputLayer" \
+                        else len(producer.get("inbound_nodes") or ())
                     if not first <= k < first + count:
                         raise self.error(f"takes call {k - first} of '{name}', which is called {count} times",
                                          layer=f"{path}/{_entry_name(layer)}")

@@ -144,31 +144,26 @@ class KerasLayer:
 
 
 def conv_output_length(length, kernel, padding, stride, dilation=1):
-    """Keras's conv_utils.conv_output_length."""
+    """Keras's conv_utils.conv_output_length (the paddings layers accept: same, causal, valid)."""
     dilated = kernel + (kernel - 1) * (dilation - 1)
     if padding in ("same", "causal"):
         out = length
     elif padding == "valid":
         out = length - dilated + 1
-    elif padding == "full":
-        out = length + dilated - 1
     else:
         raise ValueError(f"padding {padding!r}")
     return (out + stride - 1) // stride
 
 
 def deconv_output_length(length, kernel, padding, output_padding, stride, dilation=1):
-    """Keras's conv_utils.deconv_output_length."""
+    """Keras's conv_utils.deconv_output_length (Keras 3's _get_output_shape_given_tf_padding is the
+    same for valid and same)."""
     kernel = kernel + (kernel - 1) * (dilation - 1)
-    if output_padding is None:
-        if padding == "valid":
-            return length * stride + max(kernel - stride, 0)
-        if padding == "full":
-            return length * stride - (stride + kernel - 2)
-        if padding == "same":
-            return length * stride
+    if padding not in ("valid", "same"):
         raise ValueError(f"padding {padding!r}")
-    pad = {"same": kernel // 2, "valid": 0, "full": kernel - 1}[padding]
+    if output_padding is None:
+        return length * stride + max(kernel - stride, 0) if padding == "valid" else length * stride
+    pad = kernel // 2 if padding == "same" else 0
     return (length - 1) * stride + kernel - 2 * pad + output_padding
 
 
