@@ -375,3 +375,25 @@ def test_models_nested_absurdly_deep(tmp_path):
 
 def test_a_subclassed_model_is_named_as_such(tmp_path):
     _one_line(_write(tmp_path, {"class_name": "MyModel", "config": {"units": 3}}), "subclassed model")
+
+
+def test_tf_op_layers_name_functions_and_the_elementwise_ones_broadcast(tmp_path):
+    # tf_keras MobileNetV3's hard_sigmoid: ReLU(6)(x + 3.0) * (1 / 6), saved as TFOpLambda layers
+    # naming tf.__operators__.add and tf.math.multiply; a tensor argument comes as a kwargs reference
+    doc = _k2_model([
+        _k2_input("a", [None, 4, 4, 8]),
+        _k2_layer("TFOpLambda", "plus", [], function="__operators__.add"),
+        _k2_layer("ReLU", "relu", [[("plus", 0, 0)]], max_value=6.0),
+        _k2_layer("TFOpLambda", "times", [], function="math.multiply"),
+        _k2_layer("TFOpLambda", "mm", [], function="linalg.matmul")],
+        [["a", 0, 0]], [["times", 0, 0]])
+    layers = doc["config"]["layers"]
+    layers[1]["inbound_nodes"] = [[["a", 0, 0, {"y": 3.0, "name": None}]]]
+    layers[3]["inbound_nodes"] = [[["relu", 0, 0, {"y": ["a", 0, 0], "name": None}]]]
+    layers[4]["inbound_nodes"] = [[["a", 0, 0, {"b": ["a", 0, 0], "name": None}]]]
+    with pytest.raises(InputError, match="layer 'm/mm': is TensorFlow's tf.linalg.matmul.*declare"):
+        _graph(tmp_path, doc)
+    graph = _graph(tmp_path, doc, inputs={"mm": (1, 4, 4, 8)})
+    assert [n.outputs[0].spec.shape for n in graph.nodes] == [(32, 4, 4, 8)] * 4
+    assert [len(n.inputs) for n in graph.nodes] == [1, 1, 2, 2]
+    assert graph.gaps == ["m/mm"]

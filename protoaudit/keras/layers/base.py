@@ -143,6 +143,19 @@ class KerasLayer:
         return InputError(message, layer=self.path or self.name, fix=fix)
 
 
+def broadcast(layer, inputs):
+    """The shape numpy-style broadcasting gives the inputs' shapes (batch included)."""
+    rank = max(len(s.shape) for s in inputs)
+    shape = []
+    for axis in range(rank):
+        sizes = {s.shape[axis - rank + len(s.shape)] for s in inputs if axis - rank + len(s.shape) >= 0}
+        sizes.discard(1)
+        if len(sizes) > 1:
+            raise layer.error(f"cannot broadcast shapes {[s.shape for s in inputs]} together")
+        shape.append(sizes.pop() if sizes else 1)
+    return tuple(shape)
+
+
 def conv_output_length(length, kernel, padding, stride, dilation=1):
     """Keras's conv_utils.conv_output_length (the paddings layers accept: same, causal, valid)."""
     dilated = kernel + (kernel - 1) * (dilation - 1)
@@ -167,7 +180,7 @@ def deconv_output_length(length, kernel, padding, output_padding, stride, dilati
     return (length - 1) * stride + kernel - 2 * pad + output_padding
 
 
-NEVER_RUN = frozenset({"Lambda", "TFOpLambda", "SlicingOpLambda"})
+NEVER_RUN = frozenset({"Lambda"})  # marshalled Python bytecode
 
 
 def builtin(entry):

@@ -1,7 +1,7 @@
 """Core layers: Dense and EinsumDense (the weights of most models), and the shape-preserving ones."""
 import re
 
-from .base import KerasLayer, register
+from .base import KerasLayer, broadcast, register
 
 
 @register("Dense")
@@ -89,3 +89,24 @@ class EinsumDense(KerasLayer):
 @register("Activation", "Masking", "Identity")
 class SameShape(KerasLayer):
     """Elementwise: the output is the input's shape."""
+
+
+# tf_keras's TFOpLambda names a public TensorFlow function (e.g. `x + 3.0` is "__operators__.add"):
+# a name, not code. The elementwise ones broadcast their tensor arguments; others are declared.
+ELEMENTWISE_OPS = frozenset({
+    "__operators__.add", "math.add", "math.subtract", "math.multiply", "math.truediv", "math.divide",
+    "math.maximum", "math.minimum", "math.negative", "math.abs", "math.square", "math.sqrt", "math.rsqrt",
+    "math.exp", "math.log", "math.pow", "math.sigmoid", "math.tanh", "nn.relu", "nn.relu6", "nn.elu",
+    "nn.selu", "nn.silu", "nn.swish", "nn.gelu", "nn.sigmoid", "nn.softplus", "clip_by_value", "identity"})
+
+
+@register("TFOpLambda")
+class TFOpLambda(KerasLayer):
+    def output_specs(self, inputs):
+        function = self.get("function")
+        if function not in ELEMENTWISE_OPS:
+            raise self.error(f"is TensorFlow's tf.{function}, whose shape rule is not known here",
+                             fix=f"declare its output shape, e.g. --input {self.name}=32x10")
+        if not inputs:
+            raise self.error("has no input tensor")
+        return [inputs[0]._replace(shape=broadcast(self, inputs))]
