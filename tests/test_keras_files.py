@@ -397,3 +397,42 @@ def test_tf_op_layers_name_functions_and_the_elementwise_ones_broadcast(tmp_path
     assert [n.outputs[0].spec.shape for n in graph.nodes] == [(32, 4, 4, 8)] * 4
     assert [len(n.inputs) for n in graph.nodes] == [1, 1, 2, 2]
     assert graph.gaps == ["m/mm"]
+
+
+def test_mutated_configs_give_a_graph_or_one_line(tmp_path):
+    """Oracle configs with values replaced or removed at random: a graph or one InputError line,
+    never another exception."""
+    import random
+    from protoaudit.keras.files import _model_file
+
+    docs = [json.loads((ORACLE / "models" / name).read_text()) for name in
+            ("lc1_F200_sgd.json", "mlp_bn_dropout_adam_k3.json", "stack_mlp_frozen_adam.json",
+             "lstm_text_adam_k3.json")]
+    values = [None, 0, -1, 1.5, "x", [], {}, [None], [1, 2, 3], True, 2 ** 62, float("nan"), ["a", 0, 0],
+              {"class_name": "__keras_tensor__", "config": {}}, [[["zz", 0, 0, {}]]]]
+
+    def paths(value, at=()):
+        yield at
+        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        for key, item in items:
+            yield from paths(item, at + (key,))
+
+    rng = random.Random(16)
+    errors = 0
+    for _ in range(400):
+        doc = copy.deepcopy(rng.choice(docs))
+        for _ in range(rng.randint(1, 3)):
+            *parents, last = rng.choice(list(paths(doc))[1:])
+            parent = doc
+            for key in parents:
+                parent = parent[key] if isinstance(parent, (dict, list)) else None
+            if isinstance(parent, dict) and rng.random() < 0.3:
+                parent.pop(last, None)
+            elif isinstance(parent, (dict, list)):
+                parent[last] = rng.choice(values)
+        try:
+            build_graph(_model_file(doc, "fuzz.json", version=None, compile_config=None), batch=rng.choice([None, 2]))
+        except InputError as e:
+            assert "\n" not in str(e) and str(e).startswith("fuzz.json: ")
+            errors += 1
+    assert 50 < errors < 400  # the mutations do break models, and not all of them

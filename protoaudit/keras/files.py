@@ -140,7 +140,8 @@ def _dict(value):
 
 
 def _model_file(doc, path, *, version, compile_config):
-    if not isinstance(doc, dict) or doc.get("class_name") not in MODEL_CLASSES \
+    if not isinstance(doc, dict) or not isinstance(doc.get("class_name"), str) \
+            or doc["class_name"] not in MODEL_CLASSES \
             or not isinstance(doc.get("config"), (dict, list)) \
             or (isinstance(doc["config"], list) and doc["class_name"] != "Sequential"):
         named = isinstance(doc, dict) and isinstance(doc.get("class_name"), str)

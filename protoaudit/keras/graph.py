@@ -53,7 +53,12 @@ class Graph:
 def build_graph(model_file, batch=None, inputs=None):
     """The Graph of a ModelFile; `inputs` {input or layer name: full shape, batch first} declares
     shapes (an unknown or Lambda layer's outputs: a shape, or a list of shapes)."""
-    return _Builder(model_file, batch, inputs or {}).run()
+    try:
+        return _Builder(model_file, batch, inputs or {}).run()
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError, RecursionError) as e:
+        # a shape the config's own checks did not foresee: still one line, never a traceback
+        raise InputError(f"the model config is malformed ({type(e).__name__}: {str(e)[:200]})",
+                         file=model_file.path) from None
 
 
 def _entry_name(entry):
@@ -64,25 +69,13 @@ def _entry_name(entry):
     return name if isinstance(name, str) else None
 
 
+def _class(entry):
+    name = entry.get("class_name") if isinstance(entry, dict) else None
+    return name if isinstance(name, str) else None
+
+
 def _is_model(entry):
-    return entry.get("class_name") in MODELS and isinstance(entry.get("config"), (dict, list))
-
-
-def _layers_of(entry):
-    config = entry["config"]
-    layers = config if isinstance(config, list) else config.get("layers")
-    if not isinstance(layers, list) or not all(isinstance(e, dict) for e in layers):
-        raise InputError(f"model '{_entry_name(entry)}' has no list of layers")
-    return layers
-
-
-def _refs_list(value, what, model):
-    """input_layers/output_layers: [[name, node, tensor], ...], or one [name, node, tensor] (Keras 3)."""
-    if isinstance(value, list) and len(value) == 3 and isinstance(value[0], str):
-        value = [value]
-    if not isinstance(value, list) or not value or not all(_is_ref(r) for r in value):
-        raise InputError(f"model '{model}' has no valid {what}")
-    return [(r[0], r[1], r[2]) for r in value]
+    return _class(entry) in MODELS and isinstance(entry.get("config"), (dict, list))
 
 
 def _is_ref(value):
@@ -101,6 +94,21 @@ class _Builder:
 
     def error(self, message, layer=None, fix=None):
         return InputError(message, file=self.file.path, layer=layer, fix=fix)
+
+    def _layers_of(self, entry):
+        config = entry["config"]
+        layers = config if isinstance(config, list) else config.get("layers")
+        if not isinstance(layers, list) or not all(isinstance(e, dict) for e in layers):
+            raise self.error(f"model '{_entry_name(entry)}' has no list of layers")
+        return layers
+
+    def _refs_list(self, value, what, model):
+        """input_layers/output_layers: [[name, node, tensor], ...], or one [name, node, tensor] (Keras 3)."""
+        if isinstance(value, list) and len(value) == 3 and isinstance(value[0], str):
+            value = [value]
+        if not isinstance(value, list) or not value or not all(_is_ref(r) for r in value):
+            raise self.error(f"model '{model}' has no valid {what}")
+        return [(r[0], r[1], r[2]) for r in value]
 
     def _shapes(self, name, value):
         shapes = value if isinstance(value, list) and value and isinstance(value[0], (list, tuple)) else [value]
@@ -151,24 +159,24 @@ class _Builder:
         """[(name, shape with None where unknown, dtype)] of a model's inputs."""
         if path.count("/") >= MAX_DEPTH:
             raise self.error(f"models nest over {MAX_DEPTH} deep", layer=path)
-        layers = _layers_of(entry)
+        layers = self._layers_of(entry)
         if entry["class_name"] == "Sequential":
             if not layers:
                 raise self.error(f"model '{path}' has no layers")
             first = layers[0]
-            if first.get("class_name") != "InputLayer" and _is_model(first):
+            if _class(first) != "InputLayer" and _is_model(first):
                 return self._inputs_of(first, f"{path}/{_entry_name(first)}")
             config = self._config(first)
             shape = self._input_shape(config) or self._input_shape(self._config(entry), "build_input_shape") \
                 or self._input_shape(entry.get("build_config") or {}, "input_shape") \
                 or self._input_shape(first.get("build_config") or {}, "input_shape")
-            name = config.get("name") if first.get("class_name") == "InputLayer" else f"{_entry_name(first)}_input"
+            name = _entry_name(first) if _class(first) == "InputLayer" else f"{_entry_name(first)}_input"
             return [self._input(name, shape, config, path)]
         by_name = {_entry_name(e): e for e in layers}
         out = []
-        for name, _, _ in _refs_list(self._config(entry).get("input_layers"), "input_layers", path):
+        for name, _, _ in self._refs_list(self._config(entry).get("input_layers"), "input_layers", path):
             layer = by_name.get(name)
-            if layer is None or layer.get("class_name") != "InputLayer":
+            if layer is None or _class(layer) != "InputLayer":
                 raise self.error(f"model '{path}' lists input '{name}', which is not one of its InputLayers")
             config = self._config(layer)
             out.append(self._input(name, self._input_shape(config), config, path))
@@ -201,10 +209,10 @@ class _Builder:
         config = self._config(entry)
         trainable = trainable and config.get("trainable", True) is not False
         policy = policy_name(config.get("dtype")) or policy
-        layers = _layers_of(entry)
+        layers = self._layers_of(entry)
         if entry["class_name"] == "Sequential":
             for layer in layers:
-                if layer.get("class_name") != "InputLayer":
+                if _class(layer) != "InputLayer":
                     tensors = self.call(layer, tensors, path, trainable, policy)
             return tensors
         return self._functional(entry, layers, tensors, path, trainable, policy)
@@ -218,13 +226,13 @@ class _Builder:
                 raise self.error(f"model '{path}' has a layer with {'no' if name is None else 'a repeated'} name"
                                  + (f" '{name}'" if name else ""))
             index[name] = i
-        inputs = _refs_list(config.get("input_layers"), "input_layers", path)
+        inputs = self._refs_list(config.get("input_layers"), "input_layers", path)
         if len(inputs) != len(tensors):
             raise self.error(f"model '{path}' takes {len(inputs)} inputs, called with {len(tensors)}")
         made = {(name, 0): [t] for (name, _, _), t in zip(inputs, tensors)}
         calls = {}  # (layer index, call index) -> (data refs, all producing calls)
         for i, layer in enumerate(layers):
-            if layer.get("class_name") == "InputLayer":
+            if _class(layer) == "InputLayer":
                 continue
             nodes = layer.get("inbound_nodes")
             if not isinstance(nodes, list) or not nodes:
@@ -239,12 +247,12 @@ class _Builder:
                                          layer=f"{path}/{_entry_name(layer)}")
                     producer = layers[index[name]]
                     first = self._first_node(producer)
-                    count = 1 if producer.get("class_name") == "InputLayer" \
+                    count = 1 if _class(producer) == "InputLayer" \
                         else len(producer.get("inbound_nodes") or ())
                     if not first <= k < first + count:
                         raise self.error(f"takes call {k - first} of '{name}', which is called {count} times",
                                          layer=f"{path}/{_entry_name(layer)}")
-                    if producer.get("class_name") == "InputLayer":
+                    if _class(producer) == "InputLayer":
                         if (name, 0) not in made:
                             raise self.error(f"takes input '{name}', which is not in the model's input_layers",
                                              layer=f"{path}/{_entry_name(layer)}")
@@ -280,7 +288,7 @@ class _Builder:
             raise self.error("its inbound_nodes form a cycle (a layer's input depends on its own output)",
                              layer=f"{path}/{_entry_name(layers[stuck[0]])}")
         outputs = []
-        for name, k, t in _refs_list(config.get("output_layers"), "output_layers", path):
+        for name, k, t in self._refs_list(config.get("output_layers"), "output_layers", path):
             outs = made.get((name, k - self._first_node(layers[index[name]]))) if name in index else None
             if outs is None or not 0 <= t < len(outs):
                 raise self.error(f"model '{path}' lists output ['{name}', {k}, {t}], which no layer call makes")
@@ -290,12 +298,12 @@ class _Builder:
     def _first_node(self, entry):
         """The node index of a layer's first call in the config: a nested Functional model (in tf_keras,
         a Sequential with an InputLayer too) keeps node 0 for its own input-to-output node."""
-        if not _is_model(entry) or entry.get("class_name") == "InputLayer":
+        if not _is_model(entry) or _class(entry) == "InputLayer":
             return 0
         if entry["class_name"] != "Sequential":
             return 1
-        layers = _layers_of(entry)
-        return int(self.file.flavour == "tf_keras" and bool(layers) and layers[0].get("class_name") == "InputLayer")
+        layers = self._layers_of(entry)
+        return int(self.file.flavour == "tf_keras" and bool(layers) and _class(layers[0]) == "InputLayer")
 
     def _node_refs(self, node, index, lpath):
         """(data refs in call order, other refs) of one inbound node, in either format."""
@@ -303,8 +311,8 @@ class _Builder:
 
         def walk(value, into):
             if isinstance(value, dict):
-                if value.get("class_name") == "__keras_tensor__":
-                    history = (value.get("config") or {}).get("keras_history")
+                if _class(value) == "__keras_tensor__":
+                    history = self._config(value).get("keras_history")
                     if not _is_ref(history):
                         raise self.error("has a malformed keras_history in its inbound_nodes", layer=lpath)
                     into.append(tuple(history[:3]))
@@ -336,7 +344,7 @@ class _Builder:
     # -- layers -------------------------------------------------------------------------------------
     def call(self, entry, tensors, path, trainable, policy):
         name = _entry_name(entry)
-        if name is None or not isinstance(entry.get("class_name"), str):
+        if name is None or _class(entry) is None:
             raise self.error(f"model '{path}' has a layer with no class_name or name")
         lpath = f"{path}/{name}"
         if _is_model(entry):

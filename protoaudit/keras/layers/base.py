@@ -187,6 +187,8 @@ def builtin(entry):
     """Whether a layer entry names a class Keras itself ships (not user code registered under a name)."""
     module = entry.get("module")
     registered = entry.get("registered_name")
+    if not isinstance(registered, (str, type(None))):
+        return False
     if isinstance(module, str) and module.split(".")[0] not in ("keras", "tf_keras", "tensorflow"):
         return False
     return registered in (None, entry.get("class_name")) or (
@@ -196,7 +198,7 @@ def builtin(entry):
 def layer_class(entry):
     """The registered class of a layer entry, or None (unknown, custom or Lambda: never run)."""
     name = entry.get("class_name")
-    if name in NEVER_RUN or not builtin(entry):
+    if not isinstance(name, str) or name in NEVER_RUN or not builtin(entry):
         return None
     return REGISTRY.get(name)
 
