@@ -393,3 +393,15 @@ def test_transposed_conv_output_padding():
         [(1, 12, 12, 4)]
     # no output_padding, valid, kernel smaller than the stride: n * stride
     assert out(layer("Conv1DTranspose", filters=4, kernel_size=2, strides=3), (1, 5, 2)) == [(1, 15, 4)]
+
+
+def test_keras3_operation_nodes():
+    # keras.ops.add(x, 3.0) in a Keras 3 Functional model is an Add operation of module
+    # keras.src.ops.numpy: elementwise, the input's shape; keras.ops.average reduces, so it is declared,
+    # never mistaken for the Average merge layer
+    add = make_layer({"module": "keras.src.ops.numpy", "class_name": "Add", "config": {"name": "add"}}, path="m/add")
+    assert out(add, (2, 5, 3)) == [(2, 5, 3)]
+    assert out(add, (2, 5, 3), (3,)) == [(2, 5, 3)]
+    with pytest.raises(InputError, match="operation keras.ops Average.*declare"):
+        make_layer({"module": "keras.src.ops.numpy", "class_name": "Average", "config": {"name": "avg"}},
+                   path="m/avg")

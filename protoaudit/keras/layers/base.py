@@ -10,6 +10,7 @@ from typing import NamedTuple
 from ...errors import InputError
 
 REGISTRY = {}
+OPS = {}  # Keras 3 operations (keras.ops) a Functional model may hold as nodes: class name -> class
 MAX_ELEMENTS = 2 ** 40  # no tensor of a trainable model is this large; a config that says so is wrong
 DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1, "int16": 2,
                "int32": 4, "int64": 8, "uint32": 4, "uint64": 8, "bool": 1, "string": 8, "complex64": 8}
@@ -46,6 +47,17 @@ def register(*class_names):
                 raise RuntimeError(f"Keras layer {name} registered twice")
             REGISTRY[name] = cls
         cls.class_names = class_names
+        return cls
+
+    return deco
+
+
+def register_op(*class_names):
+    """Class decorator: Keras 3 operation class names (module keras.src.ops...) the class implements."""
+
+    def deco(cls):
+        for name in class_names:
+            OPS[name] = cls
         return cls
 
     return deco
@@ -200,7 +212,12 @@ def layer_class(entry):
     name = entry.get("class_name")
     if not isinstance(name, str) or name in NEVER_RUN or not builtin(entry):
         return None
-    return REGISTRY.get(name)
+    return OPS.get(name) if is_op(entry) else REGISTRY.get(name)
+
+
+def is_op(entry):
+    module = entry.get("module")
+    return isinstance(module, str) and module.startswith(("keras.src.ops", "keras.ops"))
 
 
 def make_layer(entry, *, trainable=True, policy=None, flavour="tf_keras", path=""):
@@ -218,6 +235,8 @@ def unknown_layer(entry, path):
     name = entry.get("class_name")
     if name in NEVER_RUN:
         why = f"is a {name}: its Python code is never run"
+    elif is_op(entry):
+        why = f"is the operation keras.ops {name}, whose shape rule is not known here"
     elif name in REGISTRY:
         why = f"is a custom class registered as {entry.get('registered_name')!r}: user code is never run"
     else:
