@@ -436,3 +436,9 @@ def test_mutated_configs_give_a_graph_or_one_line(tmp_path):
             assert "\n" not in str(e) and str(e).startswith("fuzz.json: ")
             errors += 1
     assert 50 < errors < 400  # the mutations do break models, and not all of them
+
+
+def test_a_saved_model_folder_says_how_to_save_a_keras_file(tmp_path):
+    (tmp_path / "saved_model.pb").write_bytes(b"\x08\x01")
+    with pytest.raises(InputError, match="a TensorFlow SavedModel folder.*model.save\\('NAME.keras'\\)"):
+        read_model(tmp_path)

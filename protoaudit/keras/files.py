@@ -29,6 +29,10 @@ class ModelFile(NamedTuple):
 def read_model(path):
     """The model config, flavour, version, optimizer and loss of a Keras file, by its content."""
     path = os.fspath(path)
+    if os.path.isdir(path):
+        what = "a TensorFlow SavedModel folder" if os.path.exists(os.path.join(path, "saved_model.pb")) else "a folder"
+        raise InputError(f"{what}, not a Keras model file", file=path,
+                         fix="save the model with model.save('NAME.keras'), or write model.to_json() to a file")
     try:
         with open(path, "rb") as f:
             head = f.read(8)
