@@ -405,3 +405,10 @@ def test_keras3_operation_nodes():
     with pytest.raises(InputError, match="operation keras.ops Average.*declare"):
         make_layer({"module": "keras.src.ops.numpy", "class_name": "Average", "config": {"name": "avg"}},
                    path="m/avg")
+
+
+def test_sizes_in_a_config_must_be_integers():
+    with pytest.raises(InputError, match="non-integer sizes"):
+        out(layer("Dense", units=2.5), (2, 3))
+    with pytest.raises(InputError, match="non-integer sizes"):
+        weights(layer("Embedding", input_dim="1000", output_dim=4), (2, 3))

@@ -93,7 +93,7 @@ class KerasLayer:
     def __init__(self, class_name, config, *, trainable=True, policy=None, flavour="tf_keras", path=""):
         self.class_name = class_name
         self.config = config
-        self.name = config.get("name") or path.rsplit("/", 1)[-1]
+        self.name = config["name"] if isinstance(config.get("name"), str) else path.rsplit("/", 1)[-1]
         self.trainable = bool(trainable) and config.get("trainable", True) is not False
         self.policy = policy_name(config.get("dtype")) or policy or "float32"
         self.compute_dtype, self.variable_dtype = policy_dtypes(self.policy)
@@ -123,11 +123,17 @@ class KerasLayer:
         dtype = self.compute_dtype
         if inputs and all(s.dtype not in FLOATS for s in inputs):
             dtype = inputs[0].dtype
-        return Spec(tuple(int(d) for d in shape), dtype)
+        return Spec(self.dims(shape), dtype)
 
     def weight(self, name, shape, *, trainable=True, dtype=None):
-        return Weight(name, tuple(int(d) for d in shape), dtype or self.variable_dtype,
-                      self.trainable and trainable)
+        return Weight(name, self.dims(shape), dtype or self.variable_dtype, self.trainable and trainable)
+
+    def dims(self, shape):
+        """A shape from config values: ints only (a size of 2.5 or "64" is a broken config, not a guess)."""
+        shape = tuple(shape)
+        if not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+            raise self.error(f"its config makes a shape {shape} of non-integer sizes")
+        return shape
 
     def one(self, inputs):
         if len(inputs) != 1:
