@@ -184,7 +184,7 @@ def test_keras3_inbound_nodes_and_a_nested_functional_model(tmp_path):
         inner,
         {"class_name": "Concatenate", "name": "cat", "config": {"name": "cat", "axis": -1},
          "inbound_nodes": [{"args": [[_kt("inner", 1), _kt("in")]], "kwargs": {"mask": None}}]}],
-        "input_layers": ["in", 0, 0], "output_layers": ["cat", 0, 0]}}
+        "input_layers": {"features": ["in", 0, 0]}, "output_layers": ["cat", 0, 0]}}
     graph = _graph(tmp_path, doc, batch=3)
     assert graph.flavour == "keras3"
     assert [n.path for n in graph.nodes] == ["outer/inner/e", "outer/cat"]

@@ -103,7 +103,10 @@ class _Builder:
         return layers
 
     def _refs_list(self, value, what, model):
-        """input_layers/output_layers: [[name, node, tensor], ...], or one [name, node, tensor] (Keras 3)."""
+        """input_layers/output_layers: [[name, node, tensor], ...], or in Keras 3 one [name, node, tensor]
+        or a dict of them (named inputs, in the dict's order)."""
+        if isinstance(value, dict):
+            value = list(value.values())
         if isinstance(value, list) and len(value) == 3 and isinstance(value[0], str):
             value = [value]
         if not isinstance(value, list) or not value or not all(_is_ref(r) for r in value):
