@@ -444,3 +444,18 @@ def test_a_saved_model_folder_says_how_to_save_a_keras_file(tmp_path):
     (tmp_path / "saved_model.pb").write_bytes(b"\x08\x01")
     with pytest.raises(InputError, match="a TensorFlow SavedModel folder.*model.save\\('NAME.keras'\\)"):
         read_model(tmp_path)
+
+
+def test_attention_scores_come_back_when_the_call_asks(tmp_path):
+    # tf_keras's MultiHeadAttention docstring: num_heads=2, key_dim=2, target (8, 16), source (4, 16),
+    # return_attention_scores=True: output (None, 8, 16), scores (None, 2, 8, 4). tf_keras writes the
+    # value tensor and the flag in the call's kwargs
+    doc = _k2_model([_k2_input("t", [None, 8, 16]), _k2_input("s", [None, 4, 16]),
+                     _k2_layer("MultiHeadAttention", "mha", [], num_heads=2, key_dim=2),
+                     _k2_layer("Flatten", "f", [[("mha", 0, 1)]])],
+                    [["t", 0, 0], ["s", 0, 0]], [["mha", 0, 0], ["f", 0, 0]])
+    doc["config"]["layers"][2]["inbound_nodes"] = [[["t", 0, 0, {"value": ["s", 0, 0],
+                                                                  "return_attention_scores": True}]]]
+    graph = _graph(tmp_path, doc, batch=3)
+    assert [s.shape for s in (t.spec for t in graph.nodes[0].outputs)] == [(3, 8, 16), (3, 2, 8, 4)]
+    assert [t.spec.shape for t in graph.outputs] == [(3, 8, 16), (3, 64)]

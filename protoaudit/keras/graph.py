@@ -242,7 +242,7 @@ class _Builder:
                 raise self.error("has no inbound_nodes: it is not connected to the model",
                                  layer=f"{path}/{_entry_name(layer)}")
             for j, node in enumerate(nodes):
-                data, other = self._node_refs(node, index, f"{path}/{_entry_name(layer)}")
+                data, other, options = self._node_refs(node, index, f"{path}/{_entry_name(layer)}")
                 deps = set()
                 for name, k, _ in data + other:
                     if name not in index:
@@ -261,10 +261,10 @@ class _Builder:
                                              layer=f"{path}/{_entry_name(layer)}")
                     else:
                         deps.add((index[name], k - first))
-                calls[(i, j)] = (data, deps)
-        waiting = {key: len(deps) for key, (_, deps) in calls.items()}
+                calls[(i, j)] = (data, deps, options)
+        waiting = {key: len(deps) for key, (_, deps, _) in calls.items()}
         users = {}
-        for key, (_, deps) in calls.items():
+        for key, (_, deps, _) in calls.items():
             for dep in deps:
                 users.setdefault(dep, []).append(key)
         ready = [key for key, n in waiting.items() if n == 0]
@@ -280,7 +280,7 @@ class _Builder:
                 if not 0 <= t < len(outs):
                     raise self.error(f"takes output {t} of '{name}', which has {len(outs)}", layer=lpath)
                 args.append(outs[t])
-            made[(_entry_name(layer), j)] = self.call(layer, args, path, trainable, policy)
+            made[(_entry_name(layer), j)] = self.call(layer, args, path, trainable, policy, calls[(i, j)][2])
             done += 1
             for user in users.get((i, j), ()):
                 waiting[user] -= 1
@@ -309,7 +309,8 @@ class _Builder:
         return int(self.file.flavour == "tf_keras" and bool(layers) and _class(layers[0]) == "InputLayer")
 
     def _node_refs(self, node, index, lpath):
-        """(data refs in call order, other refs) of one inbound node, in either format."""
+        """(data refs in call order, other refs, the call's constant keyword arguments) of one inbound
+        node, in either format."""
         data, other = [], []
 
         def walk(value, into):
@@ -328,9 +329,11 @@ class _Builder:
                 for item in value:
                     walk(item, into)
 
+        kwargs = {}
         if isinstance(node, dict) and ("args" in node or "kwargs" in node):
             walk(node.get("args") or [], data)
             walk(node.get("kwargs") or {}, data)
+            kwargs = node.get("kwargs")
         elif isinstance(node, list):  # Keras 2: [[name, node, tensor, {kwargs}], ...]
             for item in node:
                 if not _is_ref(item):
@@ -338,14 +341,17 @@ class _Builder:
                 data.append(tuple(item[:3]))
                 if len(item) > 3:
                     walk(item[3], data)
+                    kwargs = kwargs or item[3]
         else:
             raise self.error("has a malformed inbound node", layer=lpath)
         if not data:
             raise self.error("has an inbound node that names no input tensor", layer=lpath)
-        return data, other
+        options = {k: v for k, v in kwargs.items() if isinstance(v, (bool, int, float, str))} \
+            if isinstance(kwargs, dict) else {}
+        return data, other, options
 
     # -- layers -------------------------------------------------------------------------------------
-    def call(self, entry, tensors, path, trainable, policy):
+    def call(self, entry, tensors, path, trainable, policy, options=None):
         name = _entry_name(entry)
         if name is None or _class(entry) is None:
             raise self.error(f"model '{path}' has a layer with no class_name or name")
@@ -369,6 +375,7 @@ class _Builder:
             if declared:
                 outs = [Spec((self.batch,) + s[1:], layer.compute_dtype) for s in declared]
             else:
+                layer.call_options = options or {}
                 outs = layer.output_specs(specs)
         except InputError as e:
             raise e.located(file=self.file.path, layer=lpath)

@@ -20,8 +20,12 @@ class MultiHeadAttention(KerasLayer):
         return (shape,) if isinstance(shape, int) else tuple(shape)
 
     def output_specs(self, inputs):
-        query, _, _ = _qvk(self, inputs)
-        return [self.spec(query.shape[:-1] + self.out_dims(query), inputs)]
+        query, _, key = _qvk(self, inputs)
+        out = [self.spec(query.shape[:-1] + self.out_dims(query), inputs)]
+        if self.call_options.get("return_attention_scores"):  # (batch, heads, query axes, key axes)
+            out.append(self.spec((query.shape[0], self.get("num_heads")) + query.shape[1:-1] + key.shape[1:-1],
+                                 inputs))
+        return out
 
     def weights(self, inputs):
         query, value, key = _qvk(self, inputs)
@@ -45,8 +49,11 @@ class Attention(KerasLayer):
     """Luong-style: (batch, Tq, dim of value); use_scale and score_mode='concat' add scalars."""
 
     def output_specs(self, inputs):
-        query, value, _ = _qvk(self, inputs)
-        return [self.spec(query.shape[:-1] + value.shape[-1:], inputs)]
+        query, value, key = _qvk(self, inputs)
+        out = [self.spec(query.shape[:-1] + value.shape[-1:], inputs)]
+        if self.call_options.get("return_attention_scores"):  # (batch, Tq, Tv)
+            out.append(self.spec(query.shape[:-1] + key.shape[1:2], inputs))
+        return out
 
     def weights(self, inputs):
         out = []

@@ -89,6 +89,7 @@ class KerasLayer:
     """One layer: its config and the shapes it makes. Subclasses override output_specs and weights."""
 
     class_names = ()
+    call_options = {}  # the current call's constant keyword arguments (return_attention_scores=True, ...)
 
     def __init__(self, class_name, config, *, trainable=True, policy=None, flavour="tf_keras", path=""):
         self.class_name = class_name
