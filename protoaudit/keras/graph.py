@@ -202,7 +202,7 @@ class _Builder:
             raise self.error(f"model '{path}' does not say its input's shape",
                              fix=f"declare it, e.g. --input {name}=32x...")
         dtype = policy_name(config.get("dtype")) or "float32"
-        return name, shape, dtype.replace("mixed_", "") if dtype.startswith("mixed_") else dtype
+        return name, shape, "float32" if dtype.startswith("mixed_") else dtype  # a mixed layer's variable dtype
 
     # -- models -------------------------------------------------------------------------------------
     def expand(self, entry, tensors, path, trainable, policy):
