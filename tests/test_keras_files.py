@@ -47,6 +47,22 @@ def test_oracle_model_weights_match_tensorflow(path):
     assert sum(nbytes(w) for w in ws if w.trainable) == int(row["trainable_bytes"])
 
 
+def _rows():
+    with open(ORACLE / "measurements.tsv") as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+
+@pytest.mark.parametrize("row", _rows(),
+                         ids=lambda r: f"{r['name']}-{r['keras_flavour']}-{r['optimizer']}-b{r['batch']}")
+def test_oracle_output_shapes_match_kerass_own(row):
+    # activation_bytes is measure.py's sum of every non-input layer output as Keras shaped it (each call,
+    # nested models' layers included) at the row's batch; input_shape is the batch it trained on
+    stem = f"{row['name']}_{row['optimizer']}" + ("_k3" if row["keras_flavour"] == "keras3" else "")
+    graph = build_graph(read_model(ORACLE / "models" / f"{stem}.json"), batch=int(row["batch"]))
+    assert "x".join(map(str, graph.inputs[0].spec.shape)) == row["input_shape"]
+    assert sum(nbytes(t.spec) for n in graph.nodes for t in n.outputs) == int(row["activation_bytes"])
+
+
 def _signature(graph):
     return ([(n.path, n.layer.class_name, n.call_index, [t.spec for t in n.outputs]) for n in graph.nodes],
             [(layer.path, w) for layer, w in graph.weights], [t.spec for t in graph.outputs])
