@@ -29,6 +29,10 @@ class ModelFile(NamedTuple):
 def read_model(path):
     """The model config, flavour, version, optimizer and loss of a Keras file, by its content."""
     path = os.fspath(path)
+    if os.path.isdir(path):
+        what = "a TensorFlow SavedModel folder" if os.path.exists(os.path.join(path, "saved_model.pb")) else "a folder"
+        raise InputError(f"{what}, not a Keras model file", file=path,
+                         fix="save the model with model.save('NAME.keras'), or write model.to_json() to a file")
     try:
         with open(path, "rb") as f:
             head = f.read(8)
@@ -140,12 +144,18 @@ def _dict(value):
 
 
 def _model_file(doc, path, *, version, compile_config):
-    if not isinstance(doc, dict) or doc.get("class_name") not in MODEL_CLASSES \
-            or not isinstance(doc.get("config"), dict):
-        what = f"a {doc.get('class_name')!r} object" if isinstance(doc, dict) and doc.get("class_name") else "JSON"
+    if not isinstance(doc, dict) or not isinstance(doc.get("class_name"), str) \
+            or doc["class_name"] not in MODEL_CLASSES \
+            or not isinstance(doc.get("config"), (dict, list)) \
+            or (isinstance(doc["config"], list) and doc["class_name"] != "Sequential"):
+        named = isinstance(doc, dict) and isinstance(doc.get("class_name"), str)
+        what = f"a {doc['class_name']!r} object" if named else "JSON"
+        fix = "give the output of model.to_json(), or the .h5/.keras file model.save() wrote"
+        if named and isinstance(doc.get("config"), dict) and "layers" not in doc["config"]:
+            fix = ("a subclassed model's graph is Python code, which is never run: build it as a Functional or "
+                   "Sequential model, or " + fix)
         raise InputError(f"{what} that is not a Keras model (expected class_name Sequential, Functional or Model "
-                         "with a config)", file=path,
-                         fix="give the output of model.to_json(), or the .h5/.keras file model.save() wrote")
+                         "with a config)", file=path, fix=fix)
     compile_config = _dict(compile_config)
     optimizer = _optimizer(compile_config.get("optimizer"))
     version = version if isinstance(version, str) else None
@@ -171,7 +181,7 @@ def _flavour(doc, version):
         major = version.split(".")[0]
         if major.isdigit():
             return "keras3" if int(major) >= 3 else "tf_keras"
-    text = json.dumps(doc["config"])[:1_000_000]
+    text = json.dumps(doc["config"])
     if '"batch_shape"' in text or '"DTypePolicy"' in text or '"__keras_tensor__"' in text:
         return "keras3"
     if doc.get("module") == "keras" and "batch_input_shape" not in text:

@@ -14,6 +14,7 @@ from .layers import KerasLayer, Spec, make_layer
 from .layers.base import MAX_ELEMENTS, elements, layer_class, policy_name
 
 MODELS = frozenset({"Functional", "Model", "Sequential"})
+MAX_DEPTH = 64  # models inside models; real ones nest two or three deep
 DEFAULT_BATCH = 32  # keras Model.fit's batch_size when none is given
 # call arguments that are not the layer's data: they order the graph but are not its inputs
 NOT_DATA = frozenset({"mask", "attention_mask", "query_mask", "value_mask", "key_mask", "initial_state",
@@ -52,7 +53,12 @@ class Graph:
 def build_graph(model_file, batch=None, inputs=None):
     """The Graph of a ModelFile; `inputs` {input or layer name: full shape, batch first} declares
     shapes (an unknown or Lambda layer's outputs: a shape, or a list of shapes)."""
-    return _Builder(model_file, batch, inputs or {}).run()
+    try:
+        return _Builder(model_file, batch, inputs or {}).run()
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError, RecursionError) as e:
+        # a shape the config's own checks did not foresee: still one line, never a traceback
+        raise InputError(f"the model config is malformed ({type(e).__name__}: {str(e)[:200]})",
+                         file=model_file.path) from None
 
 
 def _entry_name(entry):
@@ -63,25 +69,13 @@ def _entry_name(entry):
     return name if isinstance(name, str) else None
 
 
+def _class(entry):
+    name = entry.get("class_name") if isinstance(entry, dict) else None
+    return name if isinstance(name, str) else None
+
+
 def _is_model(entry):
-    return entry.get("class_name") in MODELS and isinstance(entry.get("config"), (dict, list))
-
-
-def _layers_of(entry):
-    config = entry["config"]
-    layers = config if isinstance(config, list) else config.get("layers")
-    if not isinstance(layers, list) or not all(isinstance(e, dict) for e in layers):
-        raise InputError(f"model '{_entry_name(entry)}' has no list of layers")
-    return layers
-
-
-def _refs_list(value, what, model):
-    """input_layers/output_layers: [[name, node, tensor], ...], or one [name, node, tensor] (Keras 3)."""
-    if isinstance(value, list) and len(value) == 3 and isinstance(value[0], str):
-        value = [value]
-    if not isinstance(value, list) or not value or not all(_is_ref(r) for r in value):
-        raise InputError(f"model '{model}' has no valid {what}")
-    return [(r[0], r[1], r[2]) for r in value]
+    return _class(entry) in MODELS and isinstance(entry.get("config"), (dict, list))
 
 
 def _is_ref(value):
@@ -100,6 +94,24 @@ class _Builder:
 
     def error(self, message, layer=None, fix=None):
         return InputError(message, file=self.file.path, layer=layer, fix=fix)
+
+    def _layers_of(self, entry):
+        config = entry["config"]
+        layers = config if isinstance(config, list) else config.get("layers")
+        if not isinstance(layers, list) or not all(isinstance(e, dict) for e in layers):
+            raise self.error(f"model '{_entry_name(entry)}' has no list of layers")
+        return layers
+
+    def _refs_list(self, value, what, model):
+        """input_layers/output_layers: [[name, node, tensor], ...], or in Keras 3 one [name, node, tensor]
+        or a dict of them (named inputs, in the dict's order)."""
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list) and len(value) == 3 and isinstance(value[0], str):
+            value = [value]
+        if not isinstance(value, list) or not value or not all(_is_ref(r) for r in value):
+            raise self.error(f"model '{model}' has no valid {what}")
+        return [(r[0], r[1], r[2]) for r in value]
 
     def _shapes(self, name, value):
         shapes = value if isinstance(value, list) and value and isinstance(value[0], (list, tuple)) else [value]
@@ -148,24 +160,26 @@ class _Builder:
 
     def _inputs_of(self, entry, path):
         """[(name, shape with None where unknown, dtype)] of a model's inputs."""
-        layers = _layers_of(entry)
+        if path.count("/") >= MAX_DEPTH:
+            raise self.error(f"models nest over {MAX_DEPTH} deep", layer=path)
+        layers = self._layers_of(entry)
         if entry["class_name"] == "Sequential":
             if not layers:
                 raise self.error(f"model '{path}' has no layers")
             first = layers[0]
-            if first.get("class_name") != "InputLayer" and _is_model(first):
+            if _class(first) != "InputLayer" and _is_model(first):
                 return self._inputs_of(first, f"{path}/{_entry_name(first)}")
             config = self._config(first)
             shape = self._input_shape(config) or self._input_shape(self._config(entry), "build_input_shape") \
                 or self._input_shape(entry.get("build_config") or {}, "input_shape") \
                 or self._input_shape(first.get("build_config") or {}, "input_shape")
-            name = config.get("name") if first.get("class_name") == "InputLayer" else f"{_entry_name(first)}_input"
+            name = _entry_name(first) if _class(first) == "InputLayer" else f"{_entry_name(first)}_input"
             return [self._input(name, shape, config, path)]
         by_name = {_entry_name(e): e for e in layers}
         out = []
-        for name, _, _ in _refs_list(self._config(entry).get("input_layers"), "input_layers", path):
+        for name, _, _ in self._refs_list(self._config(entry).get("input_layers"), "input_layers", path):
             layer = by_name.get(name)
-            if layer is None or layer.get("class_name") != "InputLayer":
+            if layer is None or _class(layer) != "InputLayer":
                 raise self.error(f"model '{path}' lists input '{name}', which is not one of its InputLayers")
             config = self._config(layer)
             out.append(self._input(name, self._input_shape(config), config, path))
@@ -185,20 +199,23 @@ class _Builder:
             if shape[0] == -1:
                 shape[0] = None
         if shape is None:
-            raise self.error(f"model '{path}' does not say its input's shape", fix=f"declare it, e.g. --input {name}=32x...")
+            raise self.error(f"model '{path}' does not say its input's shape",
+                             fix=f"declare it, e.g. --input {name}=32x...")
         dtype = policy_name(config.get("dtype")) or "float32"
-        return name, shape, dtype.replace("mixed_", "") if dtype.startswith("mixed_") else dtype
+        return name, shape, "float32" if dtype.startswith("mixed_") else dtype  # a mixed layer's variable dtype
 
     # -- models -------------------------------------------------------------------------------------
     def expand(self, entry, tensors, path, trainable, policy):
         """The output tensors of one call of a model on `tensors`, its layers' nodes appended."""
+        if path.count("/") >= MAX_DEPTH:
+            raise self.error(f"models nest over {MAX_DEPTH} deep", layer=path)
         config = self._config(entry)
         trainable = trainable and config.get("trainable", True) is not False
         policy = policy_name(config.get("dtype")) or policy
-        layers = _layers_of(entry)
+        layers = self._layers_of(entry)
         if entry["class_name"] == "Sequential":
             for layer in layers:
-                if layer.get("class_name") != "InputLayer":
+                if _class(layer) != "InputLayer":
                     tensors = self.call(layer, tensors, path, trainable, policy)
             return tensors
         return self._functional(entry, layers, tensors, path, trainable, policy)
@@ -212,20 +229,20 @@ class _Builder:
                 raise self.error(f"model '{path}' has a layer with {'no' if name is None else 'a repeated'} name"
                                  + (f" '{name}'" if name else ""))
             index[name] = i
-        inputs = _refs_list(config.get("input_layers"), "input_layers", path)
+        inputs = self._refs_list(config.get("input_layers"), "input_layers", path)
         if len(inputs) != len(tensors):
             raise self.error(f"model '{path}' takes {len(inputs)} inputs, called with {len(tensors)}")
         made = {(name, 0): [t] for (name, _, _), t in zip(inputs, tensors)}
         calls = {}  # (layer index, call index) -> (data refs, all producing calls)
         for i, layer in enumerate(layers):
-            if layer.get("class_name") == "InputLayer":
+            if _class(layer) == "InputLayer":
                 continue
             nodes = layer.get("inbound_nodes")
             if not isinstance(nodes, list) or not nodes:
                 raise self.error("has no inbound_nodes: it is not connected to the model",
                                  layer=f"{path}/{_entry_name(layer)}")
             for j, node in enumerate(nodes):
-                data, other = self._node_refs(node, index, f"{path}/{_entry_name(layer)}")
+                data, other, options = self._node_refs(node, index, f"{path}/{_entry_name(layer)}")
                 deps = set()
                 for name, k, _ in data + other:
                     if name not in index:
@@ -233,20 +250,21 @@ class _Builder:
                                          layer=f"{path}/{_entry_name(layer)}")
                     producer = layers[index[name]]
                     first = self._first_node(producer)
-                    count = 1 if producer.get("class_name") == "InputLayer" else len(producer.get("inbound_nodes") or ())
+                    count = 1 if _class(producer) == "InputLayer" \
+                        else len(producer.get("inbound_nodes") or ())
                     if not first <= k < first + count:
                         raise self.error(f"takes call {k - first} of '{name}', which is called {count} times",
                                          layer=f"{path}/{_entry_name(layer)}")
-                    if producer.get("class_name") == "InputLayer":
+                    if _class(producer) == "InputLayer":
                         if (name, 0) not in made:
                             raise self.error(f"takes input '{name}', which is not in the model's input_layers",
                                              layer=f"{path}/{_entry_name(layer)}")
                     else:
                         deps.add((index[name], k - first))
-                calls[(i, j)] = (data, deps)
-        waiting = {key: len(deps) for key, (_, deps) in calls.items()}
+                calls[(i, j)] = (data, deps, options)
+        waiting = {key: len(deps) for key, (_, deps, _) in calls.items()}
         users = {}
-        for key, (_, deps) in calls.items():
+        for key, (_, deps, _) in calls.items():
             for dep in deps:
                 users.setdefault(dep, []).append(key)
         ready = [key for key, n in waiting.items() if n == 0]
@@ -262,7 +280,7 @@ class _Builder:
                 if not 0 <= t < len(outs):
                     raise self.error(f"takes output {t} of '{name}', which has {len(outs)}", layer=lpath)
                 args.append(outs[t])
-            made[(_entry_name(layer), j)] = self.call(layer, args, path, trainable, policy)
+            made[(_entry_name(layer), j)] = self.call(layer, args, path, trainable, policy, calls[(i, j)][2])
             done += 1
             for user in users.get((i, j), ()):
                 waiting[user] -= 1
@@ -273,7 +291,7 @@ class _Builder:
             raise self.error("its inbound_nodes form a cycle (a layer's input depends on its own output)",
                              layer=f"{path}/{_entry_name(layers[stuck[0]])}")
         outputs = []
-        for name, k, t in _refs_list(config.get("output_layers"), "output_layers", path):
+        for name, k, t in self._refs_list(config.get("output_layers"), "output_layers", path):
             outs = made.get((name, k - self._first_node(layers[index[name]]))) if name in index else None
             if outs is None or not 0 <= t < len(outs):
                 raise self.error(f"model '{path}' lists output ['{name}', {k}, {t}], which no layer call makes")
@@ -283,21 +301,22 @@ class _Builder:
     def _first_node(self, entry):
         """The node index of a layer's first call in the config: a nested Functional model (in tf_keras,
         a Sequential with an InputLayer too) keeps node 0 for its own input-to-output node."""
-        if not _is_model(entry) or entry.get("class_name") == "InputLayer":
+        if not _is_model(entry) or _class(entry) == "InputLayer":
             return 0
         if entry["class_name"] != "Sequential":
             return 1
-        layers = _layers_of(entry)
-        return int(self.file.flavour == "tf_keras" and bool(layers) and layers[0].get("class_name") == "InputLayer")
+        layers = self._layers_of(entry)
+        return int(self.file.flavour == "tf_keras" and bool(layers) and _class(layers[0]) == "InputLayer")
 
     def _node_refs(self, node, index, lpath):
-        """(data refs in call order, other refs) of one inbound node, in either format."""
+        """(data refs in call order, other refs, the call's constant keyword arguments) of one inbound
+        node, in either format."""
         data, other = [], []
 
         def walk(value, into):
             if isinstance(value, dict):
-                if value.get("class_name") == "__keras_tensor__":
-                    history = (value.get("config") or {}).get("keras_history")
+                if _class(value) == "__keras_tensor__":
+                    history = self._config(value).get("keras_history")
                     if not _is_ref(history):
                         raise self.error("has a malformed keras_history in its inbound_nodes", layer=lpath)
                     into.append(tuple(history[:3]))
@@ -310,9 +329,11 @@ class _Builder:
                 for item in value:
                     walk(item, into)
 
+        kwargs = {}
         if isinstance(node, dict) and ("args" in node or "kwargs" in node):
             walk(node.get("args") or [], data)
             walk(node.get("kwargs") or {}, data)
+            kwargs = node.get("kwargs")
         elif isinstance(node, list):  # Keras 2: [[name, node, tensor, {kwargs}], ...]
             for item in node:
                 if not _is_ref(item):
@@ -320,16 +341,19 @@ class _Builder:
                 data.append(tuple(item[:3]))
                 if len(item) > 3:
                     walk(item[3], data)
+                    kwargs = kwargs or item[3]
         else:
             raise self.error("has a malformed inbound node", layer=lpath)
         if not data:
             raise self.error("has an inbound node that names no input tensor", layer=lpath)
-        return data, other
+        options = {k: v for k, v in kwargs.items() if isinstance(v, (bool, int, float, str))} \
+            if isinstance(kwargs, dict) else {}
+        return data, other, options
 
     # -- layers -------------------------------------------------------------------------------------
-    def call(self, entry, tensors, path, trainable, policy):
+    def call(self, entry, tensors, path, trainable, policy, options=None):
         name = _entry_name(entry)
-        if name is None or not isinstance(entry.get("class_name"), str):
+        if name is None or _class(entry) is None:
             raise self.error(f"model '{path}' has a layer with no class_name or name")
         lpath = f"{path}/{name}"
         if _is_model(entry):
@@ -347,13 +371,15 @@ class _Builder:
                 for weight in layer.weights(specs):
                     self._check(weight, lpath)
                     self.weights.append((layer, weight))
-            if name in self.declared:
-                outs = [Spec((self.batch,) + s[1:], layer.compute_dtype) for s in self.declared[name]]
+            declared = self._declared(name, lpath)
+            if declared:
+                outs = [Spec((self.batch,) + s[1:], layer.compute_dtype) for s in declared]
             else:
+                layer.call_options = options or {}
                 outs = layer.output_specs(specs)
         except InputError as e:
             raise e.located(file=self.file.path, layer=lpath)
-        except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError, AttributeError) as e:
+        except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError, AttributeError, OverflowError) as e:
             raise self.error(f"its config does not fit its {layer.class_name} inputs "
                              f"{[s.shape for s in specs]} ({type(e).__name__}: {e})", layer=lpath) from None
         for spec in outs:
@@ -364,10 +390,14 @@ class _Builder:
         self.nodes.append(node)
         return node.outputs
 
+    def _declared(self, name, lpath):
+        """Declared output shapes of a layer, by its name or its path without the model's."""
+        return self.declared.get(name) or self.declared.get(lpath.split("/", 1)[-1])
+
     def _make(self, entry, name, lpath, trainable, policy):
         if not isinstance(entry.get("config"), dict):
             raise self.error("has no config", layer=lpath)
-        if name in self.declared:
+        if self._declared(name, lpath):
             self.gaps.append(lpath)
             if layer_class(entry) is None:  # unknown or never run: outputs declared, no weights known
                 return KerasLayer(entry["class_name"], entry["config"], trainable=trainable, policy=policy,

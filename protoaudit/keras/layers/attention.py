@@ -20,8 +20,12 @@ class MultiHeadAttention(KerasLayer):
         return (shape,) if isinstance(shape, int) else tuple(shape)
 
     def output_specs(self, inputs):
-        query, _, _ = _qvk(self, inputs)
-        return [self.spec(query.shape[:-1] + self.out_dims(query), inputs)]
+        query, _, key = _qvk(self, inputs)
+        out = [self.spec(query.shape[:-1] + self.out_dims(query), inputs)]
+        if self.call_options.get("return_attention_scores"):  # (batch, heads, query axes, key axes)
+            out.append(self.spec((query.shape[0], self.get("num_heads")) + query.shape[1:-1] + key.shape[1:-1],
+                                 inputs))
+        return out
 
     def weights(self, inputs):
         query, value, key = _qvk(self, inputs)
@@ -45,8 +49,11 @@ class Attention(KerasLayer):
     """Luong-style: (batch, Tq, dim of value); use_scale and score_mode='concat' add scalars."""
 
     def output_specs(self, inputs):
-        query, value, _ = _qvk(self, inputs)
-        return [self.spec(query.shape[:-1] + value.shape[-1:], inputs)]
+        query, value, key = _qvk(self, inputs)
+        out = [self.spec(query.shape[:-1] + value.shape[-1:], inputs)]
+        if self.call_options.get("return_attention_scores"):  # (batch, Tq, Tv)
+            out.append(self.spec(query.shape[:-1] + key.shape[1:2], inputs))
+        return out
 
     def weights(self, inputs):
         out = []
@@ -59,8 +66,10 @@ class Attention(KerasLayer):
 
 @register("AdditiveAttention")
 class AdditiveAttention(Attention):
-    """Bahdanau-style: use_scale adds a scale per feature."""
+    """Bahdanau-style: use_scale adds a scale per feature (of the value in tf_keras, of the query in
+    Keras 3; the two are the same size in any model that runs)."""
 
     def weights(self, inputs):
-        _, value, _ = _qvk(self, inputs)
-        return [self.weight("scale", value.shape[-1:])] if self.get("use_scale", True) else []
+        query, value, _ = _qvk(self, inputs)
+        dim = value.shape[-1] if self.flavour == "tf_keras" else query.shape[-1]
+        return [self.weight("scale", (dim,))] if self.get("use_scale", True) else []

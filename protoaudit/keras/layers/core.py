@@ -1,7 +1,7 @@
 """Core layers: Dense and EinsumDense (the weights of most models), and the shape-preserving ones."""
 import re
 
-from .base import KerasLayer, register
+from .base import KerasLayer, broadcast, register, register_op
 
 
 @register("Dense")
@@ -89,3 +89,38 @@ class EinsumDense(KerasLayer):
 @register("Activation", "Masking", "Identity")
 class SameShape(KerasLayer):
     """Elementwise: the output is the input's shape."""
+
+
+class Broadcasting(KerasLayer):
+    """An elementwise function of its tensor arguments: their broadcast shape, the first's dtype."""
+
+    def output_specs(self, inputs):
+        if not inputs:
+            raise self.error("has no input tensor")
+        return [inputs[0]._replace(shape=broadcast(self, inputs))]
+
+
+# tf_keras's TFOpLambda names a public TensorFlow function (e.g. `x + 3.0` is "__operators__.add"):
+# a name, not code. The elementwise ones broadcast their tensor arguments; others are declared.
+ELEMENTWISE_TF = frozenset({
+    "__operators__.add", "math.add", "math.subtract", "math.multiply", "math.truediv", "math.divide",
+    "math.maximum", "math.minimum", "math.negative", "math.abs", "math.square", "math.sqrt", "math.rsqrt",
+    "math.exp", "math.log", "math.pow", "math.sigmoid", "math.tanh", "nn.relu", "nn.relu6", "nn.elu",
+    "nn.selu", "nn.silu", "nn.swish", "nn.gelu", "nn.sigmoid", "nn.softplus", "clip_by_value", "identity"})
+
+
+@register("TFOpLambda")
+class TFOpLambda(Broadcasting):
+    def output_specs(self, inputs):
+        function = self.get("function")
+        if function not in ELEMENTWISE_TF:
+            raise self.error(f"is TensorFlow's tf.{function}, whose shape rule is not known here",
+                             fix=f"declare its output shape, e.g. --input {self.name}=32x10")
+        return super().output_specs(inputs)
+
+
+# Keras 3 keeps `x + 3.0` or keras.ops.relu(x) in a Functional model as operation nodes (module
+# keras.src.ops.numpy / .nn); the elementwise ones, by their class names there:
+register_op("Add", "Subtract", "Multiply", "Divide", "TrueDivide", "Maximum", "Minimum", "Power", "Negative",
+            "Absolute", "Square", "Sqrt", "Exp", "Log", "Tanh", "Clip", "Relu", "Relu6", "Sigmoid", "Silu",
+            "Gelu", "Softplus", "Elu", "Selu", "HardSigmoid", "HardSilu", "LeakyRelu")(Broadcasting)

@@ -1,5 +1,5 @@
 """Merging layers: several inputs, one output."""
-from .base import KerasLayer, register
+from .base import KerasLayer, broadcast, register
 
 
 class Merge(KerasLayer):
@@ -16,16 +16,7 @@ class Elementwise(Merge):
     """Keras broadcasts the inputs' shapes against each other (batch included)."""
 
     def output_specs(self, inputs):
-        inputs = self.many(inputs)
-        rank = max(len(s.shape) for s in inputs)
-        out = []
-        for axis in range(rank):
-            sizes = {s.shape[axis - rank + len(s.shape)] for s in inputs if axis - rank + len(s.shape) >= 0}
-            sizes.discard(1)
-            if len(sizes) > 1:
-                raise self.error(f"cannot merge shapes {[s.shape for s in inputs]}")
-            out.append(sizes.pop() if sizes else 1)
-        return [self.spec(out, inputs)]
+        return [self.spec(broadcast(self, self.many(inputs)), inputs)]
 
 
 @register("Concatenate")

@@ -1,5 +1,5 @@
 """Normalization layers: the output is the input's shape; the variables are per-channel along `axis`."""
-from .base import KerasLayer, register
+from .base import KerasLayer, make_layer, register
 
 
 class _Axes(KerasLayer):
@@ -39,7 +39,7 @@ class LayerNormalization(_Axes):
     def weights(self, inputs):
         shape = self.param_shape(inputs)
         out = []
-        if self.get("scale", True):
+        if self.get("scale", True) or self.get("rms_scaling", False):
             out.append(self.weight("gamma", shape))
         if self.get("center", True) and not self.get("rms_scaling", False):
             out.append(self.weight("beta", shape))
@@ -68,3 +68,32 @@ class GroupNormalization(_Axes):
 @register("UnitNormalization")
 class UnitNormalization(KerasLayer):
     pass
+
+
+@register("RMSNormalization")
+class RMSNormalization(_Axes):
+    """Keras 3: a scale over the normalized axes."""
+
+    def weights(self, inputs):
+        return [self.weight("scale", self.param_shape(inputs))]
+
+
+@register("SpectralNormalization")
+class SpectralNormalization(KerasLayer):
+    """Keras 3's wrapper: the wrapped layer's shapes and variables, plus a power-iteration vector
+    u (1, the kernel's last axis), never trained."""
+
+    def inner(self):
+        entry = self.get("layer")
+        return make_layer(entry, trainable=self.trainable, policy=self.policy, flavour=self.flavour,
+                          path=f"{self.path}/{(entry or {}).get('config', {}).get('name', 'layer')}")
+
+    def output_specs(self, inputs):
+        return self.inner().output_specs(inputs)
+
+    def weights(self, inputs):
+        inner = self.inner().weights(inputs)
+        kernels = [w for w in inner if w.name.endswith("kernel")]
+        if not kernels:
+            raise self.error("wraps a layer with no kernel")
+        return inner + [self.weight("vector_u", (1, kernels[0].shape[-1]), trainable=False)]

@@ -41,3 +41,22 @@ for _rank in (1, 2, 3):
             type(f"{_kind}Pooling{_rank}D", (Pool,), {"rank": _rank, "__doc__": Pool.__doc__}))
         register(f"Global{_kind}Pooling{_rank}D", f"Global{_short}Pool{_rank}D")(
             type(f"Global{_kind}Pooling{_rank}D", (GlobalPool,), {"rank": _rank, "__doc__": GlobalPool.__doc__}))
+
+
+class AdaptivePool(GlobalPool):
+    """Keras 3: pools to output_size whatever the input's size."""
+
+    def output_specs(self, inputs):
+        x = self.one(inputs)
+        if len(x.shape) != self.rank + 2:
+            raise self.error(f"expects a rank-{self.rank + 2} input, got {x.shape}")
+        size = self.ints("output_size", self.rank)
+        if self.channels_last():
+            return [self.spec((x.shape[0], *size, x.shape[-1]), inputs)]
+        return [self.spec((x.shape[0], x.shape[1], *size), inputs)]
+
+
+for _rank in (1, 2, 3):
+    for _kind in ("Max", "Average"):
+        register(f"Adaptive{_kind}Pooling{_rank}D")(
+            type(f"Adaptive{_kind}Pooling{_rank}D", (AdaptivePool,), {"rank": _rank, "__doc__": AdaptivePool.__doc__}))

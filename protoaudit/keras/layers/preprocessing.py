@@ -42,3 +42,29 @@ class Normalization(KerasLayer):
         return [self.weight("mean", kept, trainable=False, dtype=dtype),
                 self.weight("variance", kept, trainable=False, dtype=dtype),
                 self.weight("count", (), trainable=False, dtype="int64")]
+
+
+@register("CategoryEncoding")
+class CategoryEncoding(KerasLayer):
+    """Integers to num_tokens-wide vectors: one_hot adds an axis unless the last is 1; multi_hot
+    and count replace the last axis."""
+
+    def output_specs(self, inputs):
+        shape = self.one(inputs).shape
+        tokens = self.get("num_tokens")
+        if self.get("output_mode", "multi_hot") == "one_hot" and (shape[-1] != 1 or len(shape) == 1):
+            return [self.spec(shape + (tokens,))]
+        return [self.spec(shape[:-1] + (tokens,))]
+
+
+@register("Hashing", "IntegerLookup", "StringLookup", "Discretization")
+class ToIndices(KerasLayer):
+    """Values to int64 indices, one per value (output_mode "int"); the other modes' widths depend on
+    a vocabulary the config may only name, so they are declared instead."""
+
+    def output_specs(self, inputs):
+        mode = self.get("output_mode", "int")
+        if mode != "int":
+            raise self.error(f"output_mode {mode!r}: its width depends on the vocabulary",
+                             fix=f"declare its output shape, e.g. --input {self.name}=32x100")
+        return [self.spec(self.one(inputs).shape)._replace(dtype="int64")]

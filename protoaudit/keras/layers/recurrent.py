@@ -160,3 +160,28 @@ class Bidirectional(Wrapper):
         forward, backward = self.pair()
         return ([w._replace(name="forward_" + w.name) for w in forward.weights(inputs)]
                 + [w._replace(name="backward_" + w.name) for w in backward.weights(inputs)])
+
+
+CELLS = {"SimpleRNNCell": SimpleRNN, "LSTMCell": LSTM, "GRUCell": GRU}
+
+
+@register("RNN")
+class GenericRNN(KerasLayer):
+    """keras.layers.RNN around one built-in cell: the same shapes and variables as the cell's layer."""
+
+    def as_layer(self):
+        cell = self.get("cell") or {}
+        cls = CELLS.get(cell.get("class_name")) if isinstance(cell, dict) else None
+        if cls is None or not isinstance(cell.get("config"), dict):
+            raise self.error(f"RNN's cell {cell.get('class_name') if isinstance(cell, dict) else cell!r} is not "
+                             "SimpleRNNCell, LSTMCell or GRUCell", fix="declare its output shape")
+        config = dict(cell["config"], name=self.name, return_sequences=self.get("return_sequences", False),
+                      return_state=self.get("return_state", False))
+        return cls(cls.class_names[0], config, trainable=self.trainable, policy=self.policy,
+                   flavour=self.flavour, path=self.path)
+
+    def output_specs(self, inputs):
+        return self.as_layer().output_specs(inputs)
+
+    def weights(self, inputs):
+        return self.as_layer().weights(inputs)
