@@ -211,6 +211,19 @@ def test_upsample_multiplies_the_last_two_axes(tmp_path):
         build(tmp_path, upsample((4, 13, 13)))
 
 
+def test_a_one_bottom_upsample_is_mobilenet_yolos_and_a_two_bottom_one_enets(tmp_path):
+    """caffe-enet's Upsample (caffe-segnet's) takes the pooling mask as bottom 1; eric612's takes
+    one bottom (upsample_layer.hpp:23-25): each file is the fork whose layer takes its bottoms
+    (caffe-enet, not caffe-segnet, for a net with an Input layer)."""
+    head = INPUT.format(dims=dims(2, 3, 6, 6)) + ('layer { name: "pool" type: "Pooling" bottom: "x" top: "pool" '
+                                                  'top: "mask" pooling_param { pool: MAX kernel_size: 2 stride: 2 } }\n')
+    one = head + 'layer { name: "up" type: "Upsample" bottom: "pool" top: "up" upsample_param { scale: 2 } }\n'
+    (tmp_path / "one.prototxt").write_text(one + 'layer { name: "s" type: "Silence" bottom: "mask" }')
+    (tmp_path / "two.prototxt").write_text(one.replace('bottom: "pool" top: "up"', 'bottom: "pool" bottom: "mask" top: "up"'))
+    assert load(str(tmp_path / "one.prototxt")).schema.name == "mobilenet_yolo"
+    assert load(str(tmp_path / "two.prototxt")).schema.name == "enet"
+
+
 def test_darknet_yolov3_upsamples_13_to_26_and_26_to_52():
     """models/darknet_yolov3/yolov3.prototxt: 416 / 32 = 13 and 416 / 16 = 26, each scale 2."""
     from protoaudit import build_nets
