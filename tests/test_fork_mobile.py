@@ -66,6 +66,11 @@ def test_each_forks_net_is_read_with_its_schema(name, fork):
     assert load(os.path.join(NETS, name + ".prototxt")).schema.name == fork
 
 
+def test_a_solver_with_stage_learning_rates_is_the_forks():
+    """stagelr and stageiter are SolverParameter fields 50 and 51 of eric612's caffe.proto only."""
+    assert load(os.path.join(NETS, "yolo_lite_solver.prototxt")).schema.name == "mobilenet_yolo"
+
+
 def test_an_ssd_net_stays_the_ssd_forks():
     """MobileNet-YOLO's Caffe reads the SSD fork's nets too: a file both read is the ancestor's."""
     assert load(os.path.join(DATA, "corpus", "nets", "mobilenet_ssd_train.prototxt")).schema.name == "ssd"

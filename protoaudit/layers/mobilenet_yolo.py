@@ -6,7 +6,9 @@ Its own layers: Yolov3 (the YOLOv3 loss), Yolov3DetectionOutput, Upsample (neare
 byte) and Axpy (hujie-frank/SENet 0262d43's files, byte for byte), and an AnnotatedData that trains
 at several sizes and writes YOLO labels. Its BasePrefetchingDataLayer is BVLC's (data_param.prefetch
 batches, tops pointed at the current one: base_data_layer.cpp:46-50, :131-144), so its Data and
-ImageData are BVLC's. The SSD layers are the SSD fork's (protoaudit.layers.ssd).
+ImageData are BVLC's. The SSD layers are the SSD fork's (protoaudit.layers.ssd): its permute,
+prior_box, normalize, multibox_loss, smooth_L1_loss and detection_evaluate files are weiliu89's
+4817bf8 byte for byte, and detection_output's differ only in dropping the code that saves results.
 
 File:line references are to src/caffe/layers/ at that commit.
 """
@@ -67,7 +69,7 @@ class AnnotatedData(ssd.AnnotatedData):
             top = self.lp.top[0]
             self.assume(f"top '{top}' trains at {len(drawn)} sizes drawn at random; protoaudit takes the largest, "
                         f"{size[0]}x{size[1]}, which Caffe's blobs grow to once it is drawn",
-                        f"--input {top}=NxCx{size[0]}x{size[1]} (another size)")
+                        f"--input {top}={batch}x3xHxW (the size to audit)")
             origin += f"; the largest of {len(drawn)} resize_params"
         if channels is None:
             channels = self.assume_colour(batch, size[0], size[1], "the dataset's images are not read")
