@@ -314,3 +314,25 @@ def test_annotated_data_names_the_size_it_assumed(protoaudit):
     done = protoaudit(os.path.join(NETS, "mobilenet_yolov3_lite_train.prototxt"))
     assert done.returncode == 0, done.stderr
     assert "trains at 10 sizes drawn at random; protoaudit takes the largest, 608x608" in done.stdout
+
+
+# --- the real nets' shapes --------------------------------------------------------------------
+
+def test_real_nets_shapes_by_hand():
+    """ShuffleNet 1x g3 (its paper's table 1: stage 2 of 240 channels at 28 x 28, 960 channels into
+    the classifier): the first unit's bottleneck, (240 - 24) / 4 = 54 channels, goes from 56 x 56
+    to 28 x 28 in the stride-2 depthwise conv; the next units' is 240 / 4 = 60, shuffled in 3 groups. SE-ResNet-50: the first block's excitation scales 256 channels of 56 x 56.
+    MobileNet 0.5 (caffe-mobilenet): conv2_1/dw keeps 16 channels of 112 x 112."""
+    from protoaudit import build_nets
+
+    def node(name, layer):
+        net = build_nets(os.path.join(NETS, name + ".prototxt"))[0]
+        return next(n for n in net.layers if n.name == layer)
+
+    assert node("shufflenet_1x_g3_deploy", "resx1_conv2").top_shapes == ((1, 54, 28, 28),)
+    assert node("shufflenet_1x_g3_deploy", "shuffle2").top_shapes == ((1, 60, 28, 28),)
+    assert node("shufflenet_1x_g3_deploy", "fc1000").bottom_shapes == ((1, 960, 1, 1),)
+    axpy = node("se_resnet50_deploy", "conv2_1")
+    assert axpy.bottom_shapes == ((1, 256, 1, 1), (1, 256, 56, 56), (1, 256, 56, 56))
+    assert axpy.top_shapes == ((1, 256, 56, 56),)
+    assert node("mobilenet_1by2_deploy", "conv2_1/dw").top_shapes == ((1, 16, 112, 112),)
