@@ -4,7 +4,7 @@ f7d7d13, conv_dw_layer.cpp/.cu), as their sources shape them. Both are copied in
 proto/forks/shufflenet.proto is BVLC's schema with the README's shuffle_channel_param.
 """
 from . import touch
-from .base import Layer, count, legacy_shape, register
+from .base import Layer, legacy_shape, register
 
 FORK = "shufflenet"
 
