@@ -298,11 +298,25 @@ def _reading(path, raw, schema_name):
         if bvlc is not None:  # the layer registry will name the type no fork knows
             return bvlc + (_lines(text, bvlc[0], path),)
         raise _parse_failure(path, text, failures)
-    complete = [r for r in readings if _types_used(r[1], r[0], r[2].layers) <= _known_types(r[2].layers)]
+    complete = [r for r in readings if _types_used(r[1], r[0], r[2].layers) <= _known_types(r[2].layers)
+                and _takes_its_bottoms(r)]
     chosen = _without_descendants(complete or readings)
     if len(chosen) > 1:
         _refuse_ambiguous(path, chosen)
     return chosen[0] + (_lines(text, chosen[0][0], path),)
+
+
+def _takes_its_bottoms(reading):
+    """Whether every layer has as many bottoms as the reading's class for it takes, where the class
+    says exactly: caffe-enet's Upsample takes the pooling mask, MobileNet-YOLO's one bottom only."""
+    from ..layers import layer_class
+
+    kind, message, schema = reading
+    for t, layer in _layers_used(message, kind, schema.layers):
+        cls = layer_class(t, schema.layers)
+        if cls is not None and cls.exact_bottoms is not None and len(layer.bottom) != cls.exact_bottoms:
+            return False
+    return True
 
 
 def _without_descendants(readings):
