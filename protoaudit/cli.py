@@ -111,7 +111,7 @@ def _common(p, formats=True):
                    "forward and backward (default: the solver file's type, else SGD)")
     p.add_argument("--inference", action="store_true", help="a forward-only deployment (TEST phase by default)")
     p.add_argument("--context", metavar="SIZE",
-                   help="the CUDA context and library handles (default 300 MiB; 0 leaves it out)")
+                   help="the CUDA context and library handles, a size as --gpu-mem takes (default 300M; 0 leaves it out)")
     p.add_argument("--freeze", action="append", default=[], metavar="LAYER",
                    help="train as if LAYER and every layer it depends on (its ancestors in the blob graph, "
                    "not every earlier layer) were frozen: param { lr_mult: 0 } on their params and "

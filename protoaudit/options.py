@@ -57,9 +57,12 @@ def parse_size(text, flag="--gpu-mem"):
     m = re.fullmatch(r"\s*(-?[0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", text)
     if not m or (m.group(2) and m.group(2).upper() not in UNITS):
         raise InputError(f"{flag} {text}: not a size", fix=fix)
-    number, unit = float(m.group(1)), m.group(2).upper()
-    if number < 0 or (number == 0 and flag == "--gpu-mem"):
-        raise InputError(f"{flag} {text}: the size must be positive", fix=fix)
+    number, unit = m.group(1), m.group(2).upper()
+    number = int(number) if number.lstrip("-").isdigit() else float(number)  # exact, however many bytes
+    if number < 0:
+        raise InputError(f"{flag} {text}: a size cannot be negative", fix=fix)
+    if number == 0 and flag == "--gpu-mem":
+        raise InputError(f"{flag} {text}: the card must have some memory", fix=fix)
     if not unit and number != 0:
         raise InputError(f"{flag} {text}: a size needs a unit (did you mean {_meant(m.group(1))}?)",
                          fix=f"{fix}; bytes are written with B, e.g. 8000000B")
@@ -110,8 +113,9 @@ def parse_batches(text):
 INT32 = 2**31  # Caffe's NetState level is an int32
 
 
-def whole(text, flag, low=None):
-    """An option's whole number (`--batch 32`), at least `low` where there is a least."""
+def whole(text, flag, low=None, int32=False):
+    """An option's whole number (`--batch 32`), at least `low` where there is a least, within an
+    int32 where Caffe keeps it in one (a batch past it meets Caffe's blob limits, with the layer)."""
     if text is None:
         return None
     example = f"e.g. {flag} {32 if low else 1}"
@@ -121,7 +125,7 @@ def whole(text, flag, low=None):
         raise InputError(f"{flag} {text}: not a whole number", fix=example) from None
     if low is not None and value < low:
         raise InputError(f"{flag} {text}: must be at least {low}", fix=example)
-    if not -INT32 <= value < INT32:
+    if int32 and not -INT32 <= value < INT32:
         raise InputError(f"{flag} {text}: more than Caffe's int32 holds", fix=example)
     return value
 
@@ -134,7 +138,7 @@ def checked(args):
     for name in ("batch", "batch_a", "batch_b", "test_batch"):
         if get(name) is not None:
             setattr(args, name, whole(get(name), "--" + name.replace("_", "-"), low=1))
-    args.level = whole(args.level, "--level")
+    args.level = whole(args.level, "--level", int32=True)
     for name in ("input", "input_a", "input_b"):
         if get(name):
             parse_inputs(get(name), "--" + name.replace("_", "-"))
@@ -154,4 +158,9 @@ def checked(args):
             raise InputError(f"--solver-type {args.solver_type}: {e.message}", fix=e.fix) from None
     if args.root is not None and not os.path.isdir(args.root):
         raise InputError(f"--root {args.root}: no such folder", fix="give the folder Caffe ran in")
+    for flag, path, what in (("--log", args.log, "a Caffe log of a run of this net"),
+                             ("--caffe-proto", args.caffe_proto, "your Caffe's src/caffe/proto/caffe.proto")):
+        if path is not None and (not os.path.exists(path) or os.path.isdir(path)):
+            found = "a folder, not a file" if os.path.isdir(path) else "no such file"
+            raise InputError(f"{flag} {path}: {found}", fix=f"give the path of {what}")
     return args
