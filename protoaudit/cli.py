@@ -44,11 +44,12 @@ class _OneLineParser(argparse.ArgumentParser):
 def parser():
     p = _OneLineParser(
         prog="protoaudit",
-        description="Tell what a Caffe net will allocate, before it touches a GPU. "
+        description="Tell what a Caffe net or a Keras model will allocate in training, before it touches a GPU. "
         "`protoaudit diff A B` compares two nets.",
     )
-    p.add_argument("path", help="a net (train_val.prototxt, deploy.prototxt), a solver.prototxt, or a Caffe log "
-                   "(the nets it initialised, with the data shapes it logged)")
+    p.add_argument("path", help="a net (train_val.prototxt, deploy.prototxt), a solver.prototxt, a Caffe log "
+                   "(the nets it initialised, with the data shapes it logged), or a Keras model (model.to_json() "
+                   "output, .h5, .keras)")
     p.add_argument("--input", action="append", default=[], metavar="TOP=NxCxHxW",
                    help="the full shape of a data layer's (or net input's) top, batch included (repeatable)")
     p.add_argument("--batch", help="the first dimension of every data source")
@@ -130,6 +131,11 @@ def _common(p, formats=True):
                    "(needs pip install 'protoaudit[caffe-proto]')")
     p.add_argument("--log", metavar="LOG",
                    help="a Caffe log of a run of this net: its data layers' shapes are taken from it")
+    p.add_argument("--optimizer", metavar="NAME",
+                   help="Keras models: the optimizer (sgd, adam, rmsprop, adagrad, ...) when the file holds none, or "
+                   "instead of the file's")
+    p.add_argument("--loss", metavar="NAME",
+                   help="Keras models: the loss (e.g. sparse_categorical_crossentropy, mse) when the file holds none")
     p.add_argument("--root", metavar="DIR",
                    help="the folder Caffe ran in: dataset and net paths in the file are relative to it "
                    "(default: the working directory)")
@@ -175,6 +181,12 @@ def _audit_and_fit(path, args, inputs, batch, freeze=None, sweep=None):
 
 def _audit(args):
     checked(args)
+    from .keras.cli import is_keras_file
+
+    if is_keras_file(args.path):
+        from .keras.cli import run
+
+        return run(args)
     inputs = parse_inputs(args.input)
     if args.caffe_log:
         for net in build_nets(args.path, phase=args.phase, stages=args.stage, level=args.level,
@@ -209,6 +221,12 @@ def _write(lines):
 
 def _diff(args):
     checked(args)
+    from .keras.cli import is_keras_file
+
+    if is_keras_file(args.path_a) or is_keras_file(args.path_b):
+        from .keras.cli import run_diff
+
+        return run_diff(args)
     shared = parse_inputs(args.input)
     a, fit_a = _audit_and_fit(args.path_a, args, {**shared, **parse_inputs(args.input_a, "--input-a")},
                               args.batch_a if args.batch_a is not None else args.batch, args.freeze + args.freeze_a)
