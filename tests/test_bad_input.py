@@ -397,6 +397,18 @@ def test_every_check_flags_bad_value_is_one_line_for_the_run(tmp_path, monkeypat
     assert said in refused_in_process(main, ["a.prototxt", "b.prototxt", *args], "protoaudit-check: ", capsys)
 
 
+@pytest.mark.parametrize("args, said", [
+    (["--gpu-mem", "8"], "--gpu-mem 8: a size needs a unit (did you mean 8G?)"),
+    (["--sweep", "0"], "--sweep 0: batches are whole numbers from 1 up"),
+    (["--context", "-1"], "--context -1: a size cannot be negative"),
+])
+def test_a_keras_models_flags_are_checked_alike(data_dir, capsys, args, said):
+    from protoaudit.cli import main
+
+    model = os.path.join(data_dir, "keras_oracle", "shared", "models", "vgg16_sgd.json")
+    assert said in refused_in_process(main, [model, *args], "protoaudit: ", capsys)
+
+
 def test_a_bad_flag_is_told_before_a_bad_file(cli, tmp_path):
     """The flag is checked first: the run says what is wrong with it, not with the file."""
     msg = refused(cli("no_such_net.prototxt", "--context", "-1"))
