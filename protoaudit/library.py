@@ -8,8 +8,8 @@ Comparison (protoaudit.memory.explain.Comparison: `delta`, `layers`, `sentences`
 import functools
 
 from .audit import audit as _run, reaudit, split_at
-from .memory.fit import check_fit, parse_size
-from .options import parse_batches
+from .memory.fit import check_fit
+from .options import parse_batches, parse_size
 
 
 def audit(path, *, gpu_mem=None, sweep=None, **options):

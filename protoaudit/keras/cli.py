@@ -73,14 +73,10 @@ def _audit(path, args, batch, freeze):
     from .audit import audit_keras, check_fit, sweep
 
     result = audit_keras(path, batch=batch, optimizer=args.optimizer, loss=args.loss, mode=args.mode, inputs=_inputs(args.input), freeze=freeze, context=args.context)
-    if args.gpu_mem:
-        from ..memory.fit import parse_size
-
-        result.fit = check_fit(result, parse_size(args.gpu_mem))
+    if args.gpu_mem:  # bytes, and the batches below, as protoaudit.options.checked made them
+        result.fit = check_fit(result, args.gpu_mem)
     if getattr(args, "sweep", None):
-        from ..options import parse_batches
-
-        result.sweep = sweep(result, parse_batches(args.sweep), result.fit.budget if result.fit else None)
+        result.sweep = sweep(result, args.sweep, result.fit.budget if result.fit else None)
     return result
 
 
