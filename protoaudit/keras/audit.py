@@ -25,6 +25,9 @@ STEP_OVERHEAD = 330_000
 BFC_ROUNDING = 256
 DEFAULT_CONTEXT = 300 * 2**20
 MAX_BATCH = 1 << 20
+# what of the step's peak grows with the batch: tensors with a batch dimension (weight gradients,
+# optimizer temporaries and kernel scratch do not)
+GROWING = ("activation", "gradient", "input")
 
 
 @dataclass
@@ -166,6 +169,7 @@ def audit_keras(path, *, batch=None, optimizer=None, loss=None, mode="cpu", inpu
     result.unmodelled = sorted(set(step.unmodelled))
     result.step_peak_bytes = peak.bytes + STEP_OVERHEAD
     result.step_peak_low_bytes = result.step_peak_bytes - step.executor_slack
+    result.grows = sum(peak.live.get(kind, 0) for kind in GROWING)
     if mode == "gpu":
         result.context = DEFAULT_CONTEXT if context is None else int(context)
     result.rows = _rows(graph, weights, result.slots_per_variable)

@@ -74,6 +74,9 @@ def peak_lines(a):
     p = a.peak
     lines = [f"The step's peak is at \"{p.step}\". Live there, by kind: "
              + ", ".join(f"{k} {size(v)}" for k, v in sorted(p.live.items(), key=lambda kv: -kv[1]))]
+    lines.append(f"Of the step's peak, {size(a.grows)} grows with the batch (activations kept for the backward pass, "
+                 f"their gradients, the batch itself) and {size(max(a.step_peak_bytes - a.grows, 0))} does not "
+                 "(weight gradients, optimizer temporaries, kernel scratch, TensorFlow's own).")
     lines.append("The largest there:")
     for b, n, label, kind in p.groups:
         lines.append(f"  {size(b):>10}  {label}" + (f" (x{n:,}, {size(b // n)} each)" if n > 1 else "") + f"  [{kind}]")
@@ -136,6 +139,7 @@ def to_dict(a):
         "weights_bytes": a.weights_bytes, "trainable_bytes": a.trainable_bytes,
         "slots_per_variable": a.slots_per_variable, "slot_bytes": a.slot_bytes,
         "step_peak_bytes": a.step_peak_bytes, "step_peak_low_bytes": a.step_peak_low_bytes,
+        "step_peak_growing_bytes": a.grows,
         "context_bytes": a.context, "total_bytes": a.total_bytes, "recipe_bytes": a.recipe_bytes,
         "peak": {"at": p.step, "live": p.live,
                  "largest": [{"bytes": b, "count": n, "what": label, "kind": kind} for b, n, label, kind in p.groups]},
@@ -197,7 +201,8 @@ def render_diff(a, b, fmt="text"):
              f"  {'':18}{'A':>12}{'B':>12}{'B - A':>12}"]
     for k, x, y in rows:
         lines.append(f"  {k:18}{size(x):>12}{size(y):>12}{('+' if y >= x else '-') + size(abs(y - x)):>12}")
-    lines += ["", "A's peak: " + _why(a), "B's peak: " + _why(b)]
+    lines += ["", "A's peak: " + _why(a), "B's peak: " + _why(b), ""]
+    lines += _because(a, b)
     for side, fit in (("A", a.fit), ("B", b.fit)):
         if fit is not None:
             lines.append(f"{side}: {'fits' if fit.fits else 'does not fit'} a {size(fit.budget)} card; largest batch "
@@ -213,3 +218,24 @@ def _why(a):
         b, n, label, kind = big
         text += f"; largest: {label}" + (f" x{n:,}" if n > 1 else "") + f" ({size(b)})"
     return text
+
+
+def _because(a, b):
+    """Why one needs more, in words: which part changed, and whether it grows with the batch."""
+    parts = [("the optimizer's slots", b.slot_bytes - a.slot_bytes),
+             ("weights", b.weights_bytes - a.weights_bytes),
+             ("what grows with the batch in the step's peak", b.grows - a.grows),
+             ("what does not grow with the batch in the step's peak",
+              (b.step_peak_bytes - b.grows) - (a.step_peak_bytes - a.grows))]
+    parts = [(what, d) for what, d in parts if abs(d) >= 1024]
+    if not parts:
+        return ["The two need the same."]
+    more = "B needs more than A" if b.total_bytes > a.total_bytes else "B needs less than A"
+    words = "; ".join(f"{what} {'+' if d > 0 else '-'}{size(abs(d))}" for what, d in
+                      sorted(parts, key=lambda p: -abs(p[1])))
+    lines = [f"{more}: {words}."]
+    if a.trainable_params != b.trainable_params:
+        lines.append(f"Trainable parameters: {a.trainable_params:,} in A, {b.trainable_params:,} in B. A frozen "
+                     "weight keeps no gradient and no optimizer slot, and a layer with nothing trainable at or "
+                     "before it runs no backward pass and keeps none of its activations.")
+    return lines
