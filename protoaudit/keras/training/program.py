@@ -21,6 +21,7 @@ class Step:
     """A built step: the program, the weight gradients by variable, and what was not modelled."""
 
     program: Program
+    early: bool = False  # some update ops read no gradient and run at the step's start
     executor_slack: int = 0  # how much lower the peak is in the other order TensorFlow's executor can take
     unmodelled: list = field(default_factory=list)  # class names without a rule (taken as pass-through)
 
@@ -70,8 +71,9 @@ def build_step(graph, *, flavour, optimizer, loss, weights, device="cpu"):
     their update (the low end). `optimizer`: (name, config); `loss`: as the file or --loss gives it;
     `weights`: {layer: [Weight]} of the graph; `device`: cpu (TensorFlow's CPU kernels' scratch) or gpu."""
     high = _build(graph, flavour, optimizer, loss, weights, device, early=True)
-    low = _build(graph, flavour, optimizer, loss, weights, device, early=False)
-    high.executor_slack = max(0, high.program.peak().bytes - low.program.peak().bytes)
+    if high.early:  # the other order exists only where some update op reads no gradient
+        low = _build(graph, flavour, optimizer, loss, weights, device, early=False)
+        high.executor_slack = max(0, high.program.peak().bytes - low.program.peak().bytes)
     return high
 
 
@@ -86,6 +88,7 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
     step = Step(prog)
     ids = {}
     s.early = optimizers.early(s, weights, optimizer) if early else {}
+    step.early = bool(s.early)
     # the batch: train_on_batch's data adapter holds it (as tensors) for the whole step
     for t in graph.inputs:
         ids[id(t)] = s.one(f"input {t.name}", size=nbytes(t.spec), kind="input")
