@@ -79,6 +79,10 @@ class Rule:
     def forward(self, s, node, xs):
         return list(xs[:len(node.outputs)]) + [None] * (len(node.outputs) - len(xs)), None
 
+    # the flavours in which TensorFlow runs this layer's weight gradients (and so their updates) after
+    # the whole input-gradient chain of the backward pass, not beside the layer's input gradient
+    weight_gradients_late = ()
+
     def backward(self, s, node, keep, dys, need):
         return [dys[0] if n else None for n in need], []
 
@@ -108,7 +112,11 @@ class _Weighted(Rule):
 
 @rule("Dense", "EinsumDense")
 class Dense(_Weighted):
-    """MatMul (a Tensordot's reshapes share memory), BiasAdd into it, the activation."""
+    """MatMul (a Tensordot's reshapes share memory), BiasAdd into it, the activation. Its weight
+    gradients run after the input-gradient chain (traced: tf_keras's small CNN, VGG16 and a CNN like
+    seed 002's; Keras 3's small CNN), so its input and output gradient live until then."""
+
+    weight_gradients_late = ("tf_keras", "keras3")
 
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
@@ -136,7 +144,11 @@ class Dense(_Weighted):
 class Conv(_Weighted):
     """Conv2D (Conv1D through ExpandDims, which shares memory), BiasAdd into it, the activation; the
     gradients are Conv2DBackpropFilter (reads the input) and Conv2DBackpropInput (reads the filter),
-    each with its im2col scratch (kernels.py)."""
+    each with its im2col scratch (kernels.py). In tf_keras the filter gradient runs after the
+    input-gradient chain (traced: small CNN, VGG16, ResNet50's identity blocks); Keras 3 runs it
+    before the layer's input gradient (traced: small CNN)."""
+
+    weight_gradients_late = ("tf_keras",)
 
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
