@@ -130,7 +130,7 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
         if all(d is None for d in dys):
             continue
         need = [trainable_up.get(id(t), False) for t in node.inputs]
-        later = flavour in rule.weight_gradients_late
+        later = rule.grads_late(flavour, node)
         s.defer = (k, False) if later else None
         if not any(need):
             last.add(k)
