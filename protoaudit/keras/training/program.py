@@ -153,10 +153,10 @@ def _weight_gradients_after_chain(s, start, last):
     input-gradient chain, as TensorFlow's executor runs them (traced, tf_keras: small CNN, a CNN like
     seed 002's, VGG16): layer by layer in forward order, the layers that hand no gradient on last."""
     steps = s.prog.steps
-    tail = range(start, len(steps))
-    chain = [i for i in tail if i not in s.deferred]
-    groups = sorted({s.deferred[i] for i in tail if i in s.deferred}, key=lambda g: (g in last, g))
-    moved = [i for g in groups for i in tail if s.deferred.get(i) == g]
+    chain, groups = [], defaultdict(list)
+    for i in range(start, len(steps)):
+        (groups[s.deferred[i]] if i in s.deferred else chain).append(i)
+    moved = [i for g in sorted(groups, key=lambda g: (g in last, g)) for i in groups[g]]
     steps[start:] = [steps[i] for i in chain + moved]
 
 
