@@ -19,7 +19,7 @@ from .options import INT_MAX, MAX_AXES, parse_batch
 ENGINES = ("caffe", "cudnn")
 MODES = ("gpu", "cpu")
 # The CUDA context and library handles: device memory Caffe holds before its first buffer. The
-# default is read off users' nvidia-smi figures (see README, "The CUDA context").
+# default is read off users' nvidia-smi figures (see docs/caffe.md, "The CUDA context").
 DEFAULT_CONTEXT_BYTES = 300 * 2**20
 
 

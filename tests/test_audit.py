@@ -238,7 +238,7 @@ def test_context_option():
 
 
 def test_json_has_the_documented_fields():
-    """README "JSON": the fields, their nesting, and that the totals add up."""
+    """docs/reports.md, "JSON": the fields, their nesting, and that the totals add up."""
     _, result = run_json(LENET, *MNIST, "--gpu-mem", "8G")
     assert result["schema"] == 1
     for key in ("path", "mode", "engine", "solver_type", "iter_size", "total_bytes", "other_engine_total_bytes",

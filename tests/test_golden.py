@@ -39,8 +39,8 @@ it is touched, host or device, and never frees it; a float is 4 bytes):
 - cuDNN build (layer_factory.cpp): convolutions are cuDNN's (no col_buffer_, bias_multiplier_
   stays on the host, a bottom diff only where propagate_down); poolings with a mask top and the
   CAFFE-engine softmax stay Caffe's. protoaudit's stated estimate of a cuDNN workspace in this
-  fork is the algorithm limit kh*kw*C_in ints (README, "How exact it is").
-- The CUDA context: protoaudit's default, 300 MiB (README, "The CUDA context").
+  fork is the algorithm limit kh*kw*C_in ints (docs/maintainers.md, "How exact it is").
+- The CUDA context: protoaudit's default, 300 MiB (docs/caffe.md, "The CUDA context").
 """
 import csv
 import io
