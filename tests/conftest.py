@@ -1,8 +1,11 @@
 """Shared fixtures: the test data folder, a way to run the `protoaudit` command as users do, and
 small helpers the layer and fork tests share (a net written to a file and built, bytes by layer,
 the corpus nets and samples audited as a new user runs them)."""
+import contextlib
 import glob
+import io
 import os
+import signal
 import subprocess
 import sys
 
@@ -34,6 +37,28 @@ def run_protoaudit(*args, cwd=None, timeout=60):
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     return subprocess.run([sys.executable, "-m", "protoaudit", *map(str, args)], capture_output=True,
                           text=True, timeout=timeout, cwd=cwd or ROOT, env=env)
+
+
+def run_in_process(*args, cwd=None, timeout=None):
+    """The same command, status, stdout and stderr as run_protoaudit, run in this process: for the
+    tests about what the command prints and returns rather than about the process (a fresh Python
+    per call is most of their time). `timeout` is run_protoaudit's, unused here."""
+    from protoaudit.cli import main
+
+    out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
+    sigpipe = signal.getsignal(signal.SIGPIPE) if hasattr(signal, "SIGPIPE") else None
+    os.chdir(cwd or ROOT)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main([str(a) for a in args])
+            except SystemExit as e:  # argparse: --help, --version, a bad flag
+                status = e.code if isinstance(e.code, int) else int(e.code is not None)
+    finally:
+        os.chdir(here)
+        if sigpipe is not None:  # main() lets SIGPIPE end the command, as Unix tools do; not pytest
+            signal.signal(signal.SIGPIPE, sigpipe)
+    return subprocess.CompletedProcess(["protoaudit", *map(str, args)], status, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture
