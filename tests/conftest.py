@@ -42,28 +42,41 @@ def run_protoaudit(*args, cwd=None, timeout=60):
 def run_in_process(*args, cwd=None, timeout=None):
     """The same command, status, stdout and stderr as run_protoaudit, run in this process: for the
     tests about what the command prints and returns rather than about the process (a fresh Python
-    per call is most of their time). `timeout` is run_protoaudit's, unused here."""
+    per call is most of their time). A run past `timeout` seconds raises TimeoutExpired, as
+    run_protoaudit's does."""
     from protoaudit.cli import main
 
     out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
     sigpipe = signal.getsignal(signal.SIGPIPE) if hasattr(signal, "SIGPIPE") else None
+    command = ["protoaudit", *map(str, args)]
+
+    def too_long(signum, frame):
+        raise subprocess.TimeoutExpired(command, timeout)
+
+    alarm = signal.signal(signal.SIGALRM, too_long) if timeout else None
     os.chdir(cwd or ROOT)
     try:
+        if timeout:
+            signal.setitimer(signal.ITIMER_REAL, timeout)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
-                status = main([str(a) for a in args])
+                status = main(command[1:])
             except SystemExit as e:  # argparse: --help, --version, a bad flag
                 status = e.code if isinstance(e.code, int) else int(e.code is not None)
     finally:
+        if timeout:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, alarm)
         os.chdir(here)
         if sigpipe is not None:  # main() lets SIGPIPE end the command, as Unix tools do; not pytest
             signal.signal(signal.SIGPIPE, sigpipe)
-    return subprocess.CompletedProcess(["protoaudit", *map(str, args)], status, out.getvalue(), err.getvalue())
+    return subprocess.CompletedProcess(command, status, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture
 def protoaudit():
-    return run_protoaudit
+    """The command as run_in_process runs it (run_protoaudit is for the tests about the process)."""
+    return run_in_process
 
 
 @pytest.fixture
