@@ -425,11 +425,11 @@ def _assess(path, nets, *, mode, engine, solver_type, inference, context, compar
         kind = "none"
     elif solver_type:
         kind = solver_type_of(None, solver_type)
-    elif solver is not None:
-        kind = solver_type_of(solver)
     else:
         kind = "SGD"
-    try:
+    try:  # the solver file's own type and settings: a refusal names the file
+        if solver is not None and not (inference or solver_type):
+            kind = solver_type_of(solver)
         settings = solver_options(solver) if solver is not None else {}
     except InputError as e:
         raise e.located(file=path) from None
