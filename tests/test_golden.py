@@ -52,7 +52,7 @@ import pytest
 from tabulate import tabulate
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from conftest import DATA, run_protoaudit  # noqa: E402
+from conftest import DATA, run_in_process  # noqa: E402
 
 GOLDEN = os.path.join(DATA, "golden")
 OLD, NEW = "samples/segnet_seed001_old.prototxt", "samples/segnet_seed001_new.prototxt"
@@ -478,7 +478,7 @@ def golden(name):
 
 def tool_output(name):
     stem, ext = name.rsplit(".", 1)
-    r = run_protoaudit(*COMMANDS[stem], "--format", FORMATS[ext])
+    r = run_in_process(*COMMANDS[stem], "--format", FORMATS[ext])
     assert r.returncode == 1, r.stderr  # the new net does not fit 8 GiB
     return r.stdout
 
