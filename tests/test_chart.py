@@ -16,7 +16,7 @@ from protoaudit.memory.fit import Fit
 from protoaudit.report import chart
 from protoaudit.memory.summary import LayerRow, Summary
 
-from conftest import DATA, ROOT, run_in_process
+from conftest import DATA, ROOT, run_protoaudit
 
 LENET = os.path.join(DATA, "chart", "lenet_train_test.prototxt")
 # LeNet's Data layers read their image size from the dataset: MNIST's 28x28 grey images, batch 64
@@ -37,7 +37,7 @@ BARS = TRAIN + TEST + ["SGD solver state", "CUDA context"]
 
 def plot(tmp_path, name, *extra):
     out = tmp_path / name
-    return run_in_process(LENET, *SHAPES, "--plot", out, *extra, timeout=120), out
+    return run_protoaudit(LENET, *SHAPES, "--plot", out, *extra, timeout=120), out
 
 
 def groups(root):
@@ -193,7 +193,7 @@ def test_thousands_of_layers_draw_with_a_readable_number_of_labels(tmp_path):
     path = tmp_path / "deep.prototxt"
     path.write_text("\n".join(net) + "\n")
     out = tmp_path / "deep.svg"
-    run = run_in_process(path, "--plot", out, timeout=120)
+    run = run_protoaudit(path, "--plot", out, timeout=120)
     assert run.returncode == 0, run.stderr
     root = ET.parse(out).getroot()
     assert len(left_edges(groups(root)["bars-data"])) == layers
