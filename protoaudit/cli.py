@@ -181,6 +181,8 @@ def _audit(args):
     summary = result.summary
     if args.format == "text":
         _write(_report("text").report_lines(result, summary, fit))
+    elif args.format == "json":
+        _write_parts(_report("json_format").render_parts(result, summary, fit))
     else:
         print(_report(FORMATS[args.format]).render(result, summary, fit))
     if args.plot:
@@ -199,6 +201,17 @@ def _write(lines):
         sys.stdout.write("\n".join(chunk) + "\n")
 
 
+def _write_parts(parts):
+    """Write text that comes in pieces (the JSON report), a few thousand pieces at a time, and a line break."""
+    parts = iter(parts)
+    while True:
+        chunk = "".join(itertools.islice(parts, 16384))
+        if not chunk:
+            break
+        sys.stdout.write(chunk)
+    sys.stdout.write("\n")
+
+
 def _diff(args):
     shared = parse_inputs(args.input)
     a, fit_a = _audit_and_fit(args.path_a, args, {**shared, **parse_inputs(args.input_a)},
@@ -208,7 +221,9 @@ def _diff(args):
     from .memory.explain import compare
 
     comparison = compare(a, b)
-    if args.format in FORMATS:
+    if args.format == "json":
+        _write_parts(_report("json_format").render_diff_parts(comparison, fit_a, fit_b))
+    elif args.format in FORMATS:
         print(_report(FORMATS[args.format]).render_diff(comparison, fit_a, fit_b))
     else:
         print(_report("diff_text").render(comparison, fit_a, fit_b))

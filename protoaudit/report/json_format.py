@@ -1,5 +1,11 @@
 """`--format json`: the audit's facts, machine-readable. The schema is documented in the README and
-kept stable: fields may be added, never renamed or removed."""
+kept stable: fields may be added, never renamed or removed.
+
+The command writes the report as it is made (`render_parts`): the per-layer lists are made a
+layer at a time and let go once written, so a 100,000-layer net's report, some 200,000 buffers,
+is never held whole, as dicts or as text. `to_dict` (the library's) holds it whole.
+"""
+import itertools
 import json
 
 from .. import __version__
@@ -50,8 +56,22 @@ def sweep_dict(sweep):
     return rows, basis
 
 
-def to_dict(audit, summary, fit=None):
-    """The JSON report as plain data (dicts and lists): also the library's `Audit.to_dict()`."""
+class Lazy:
+    """A list written as it is made: `make()` gives its items afresh."""
+
+    def __init__(self, make):
+        self.make = make
+
+
+def layer_dict(r):
+    return {"name": r.name, "type": r.type, "tops": [list(t) for t in r.tops], "bytes": r.total,
+            "buffers": [buffer_dict(b) for b in r.buffers]}
+
+
+def to_dict(audit, summary, fit=None, layers=None):
+    """The JSON report as plain data (dicts and lists): also the library's `Audit.to_dict()`.
+    `layers(rows)`: each net's list of layers (default: a list of layer_dict)."""
+    layers = layers or (lambda rows: list(map(layer_dict, rows)))
     nets = []
     for net_audit in audit.nets:
         label = net_audit.buffers[0].net if net_audit.buffers else net_audit.role
@@ -67,8 +87,7 @@ def to_dict(audit, summary, fit=None):
             "forward_only": net_audit.forward_only,
             "total_bytes": summary.by_net.get(label, 0),
             "memory_required_for_data": net_audit.net.memory_required_for_data,
-            "layers": [{"name": r.name, "type": r.type, "tops": [list(t) for t in r.tops], "bytes": r.total,
-                        "buffers": [buffer_dict(b) for b in r.buffers]} for r in rows],
+            "layers": layers(rows),
         })
     sweep, sweep_basis = sweep_dict(audit.sweep)
     return {
@@ -104,22 +123,74 @@ def to_dict(audit, summary, fit=None):
     }
 
 
+def _lazy_layers(rows):
+    return Lazy(lambda: map(layer_dict, rows))
+
+
 def render(audit, summary, fit=None):
-    return json.dumps(to_dict(audit, summary, fit), indent=1)
+    return "".join(render_parts(audit, summary, fit))
+
+
+def render_parts(audit, summary, fit=None):
+    """The report's text in pieces, as json.dumps(to_dict(...), indent=1) writes it whole."""
+    return parts(to_dict(audit, summary, fit, _lazy_layers))
 
 
 def render_diff(c, fit_a=None, fit_b=None):
-    return json.dumps(diff_dict(c, fit_a, fit_b), indent=1)
+    return "".join(render_diff_parts(c, fit_a, fit_b))
 
 
-def diff_dict(c, fit_a=None, fit_b=None):
+def render_diff_parts(c, fit_a=None, fit_b=None):
+    return parts(diff_dict(c, fit_a, fit_b, _lazy_layers))
+
+
+def parts(value, level=0):
+    """json.dumps(value, indent=1)'s text in pieces: the dicts and lists that hold a Lazy are
+    written item by item, a Lazy's items as they are made; the rest by json.dumps."""
+    if isinstance(value, Lazy):
+        yield from _items("[]", iter(value.make()), level)
+    elif isinstance(value, dict) and _holds_lazy(value):
+        yield from _items("{}", iter(value.items()), level)
+    elif isinstance(value, list) and _holds_lazy(value):
+        yield from _items("[]", iter(value), level)
+    else:
+        text = json.dumps(value, indent=1)
+        yield text.replace("\n", "\n" + " " * level) if level and "\n" in text else text
+
+
+def _items(brackets, items, level):
+    """A list's items or a dict's (key, value) pairs between `brackets`, one a line."""
+    first = next(items, _END)
+    if first is _END:
+        yield brackets
+        return
+    pad = "\n" + " " * (level + 1)
+    yield brackets[0]
+    for i, item in enumerate(itertools.chain([first], items)):
+        yield ("," if i else "") + pad
+        if brackets == "{}":
+            yield json.dumps(item[0]) + ": "
+            item = item[1]
+        yield from parts(item, level + 1)
+    yield "\n" + " " * level + brackets[1]
+
+
+_END = object()
+
+
+def _holds_lazy(value):
+    found = value.values() if isinstance(value, dict) else value
+    return any(isinstance(v, Lazy) or (isinstance(v, (dict, list)) and _holds_lazy(v)) for v in found)
+
+
+def diff_dict(c, fit_a=None, fit_b=None, layers=None):
     """`protoaudit diff --format json` as plain data: both audits in full, the aligned layers, the
     explanation (also the library's `Comparison.to_dict()`)."""
     return {
         "protoaudit": __version__,
         "schema": SCHEMA_VERSION,
-        "a": to_dict(c.a, c.summary_a, fit_a),
-        "b": to_dict(c.b, c.summary_b, fit_b),
+        "a": to_dict(c.a, c.summary_a, fit_a, layers),
+        "b": to_dict(c.b, c.summary_b, fit_b, layers),
         "change_bytes": c.delta,
         "by_kind": {k: {"a": x, "b": y, "change": y - x} for k, (x, y) in c.by_kind.items()},
         "batch_invariant": {"a": c.invariant[0], "b": c.invariant[1]},
