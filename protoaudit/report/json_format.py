@@ -154,8 +154,43 @@ def parts(value, level=0):
     elif isinstance(value, list) and _holds_lazy(value):
         yield from _items("[]", iter(value), level)
     else:
-        text = json.dumps(value, indent=1)
-        yield text.replace("\n", "\n" + " " * level) if level and "\n" in text else text
+        yield text(value, level)
+
+
+def text(value, level=0):
+    """json.dumps(value, indent=1) at `level`, made without json's indenting encoder, which is
+    pure Python and builds closures that refer to each other on every call: garbage only the
+    cycle collector frees, and the command pauses it (protoaudit.collector)."""
+    if isinstance(value, str):
+        return _string(value)
+    if value is None or isinstance(value, (bool, int, float)):
+        return json.dumps(value)
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        pad = "\n" + " " * (level + 1)
+        return ("{" + ",".join(pad + _string(_key(k)) + ": " + text(v, level + 1)
+                               for k, v in value.items()) + "\n" + " " * level + "}")
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "[]"
+        pad = "\n" + " " * (level + 1)
+        return "[" + ",".join(pad + text(v, level + 1) for v in value) + "\n" + " " * level + "]"
+    return json.dumps(value)  # refused as json.dumps refuses it
+
+
+_string = json.encoder.encode_basestring_ascii
+
+
+def _key(k):
+    """A dict key as json.dumps writes one that is not a str."""
+    if isinstance(k, str):
+        return k
+    if k is None or isinstance(k, (bool, float)):
+        return json.dumps(k)
+    if isinstance(k, int):
+        return int.__repr__(k)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(k).__name__}")
 
 
 def _items(brackets, items, level):
@@ -169,7 +204,7 @@ def _items(brackets, items, level):
     for i, item in enumerate(itertools.chain([first], items)):
         yield ("," if i else "") + pad
         if brackets == "{}":
-            yield json.dumps(item[0]) + ": "
+            yield _string(item[0]) + ": "
             item = item[1]
         yield from parts(item, level + 1)
     yield "\n" + " " * level + brackets[1]
