@@ -53,6 +53,9 @@ def parser():
     p.add_argument("--sweep", metavar="BATCHES",
                    help="the totals at each batch: 1,2,4,8 or 1..64 (with --gpu-mem, whether each fits); "
                    "--format csv then writes one row per batch")
+    p.add_argument("-v", "--table", action="store_true",
+                   help="the text report in full: the per-layer table (with each layer's parameter count), the "
+                   "categories and the hand recipe before the short answer (default: the short answer only)")
     p.add_argument("--version", action="version", version=f"protoaudit {__version__}")
     _common(p)
     return p
@@ -180,7 +183,7 @@ def _audit(args):
     result, fit = _audit_and_fit(args.path, args, inputs, args.batch, sweep=args.sweep)
     summary = result.summary
     if args.format == "text":
-        _write(_report("text").report_lines(result, summary, fit))
+        _write(_report("text").report_lines(result, summary, fit, table=args.table))
     elif args.format == "json":
         _write_parts(_report("json_format").render_parts(result, summary, fit))
     else:
