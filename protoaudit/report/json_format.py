@@ -65,7 +65,7 @@ class Lazy:
 
 def layer_dict(r):
     return {"name": r.name, "type": r.type, "tops": [list(t) for t in r.tops], "bytes": r.total,
-            "buffers": [buffer_dict(b) for b in r.buffers]}
+            "param_elements": r.param_count, "buffers": [buffer_dict(b) for b in r.buffers]}
 
 
 def to_dict(audit, summary, fit=None, layers=None):
@@ -103,6 +103,11 @@ def to_dict(audit, summary, fit=None, layers=None):
         "uncounted_host_bytes": summary.host,
         "by_kind": summary.by_kind,
         "by_touch": summary.by_touch,
+        "params": None if summary.params is None else {
+            "total": summary.params.total, "trainable": summary.params.trainable,
+            "non_trainable": summary.params.frozen},
+        "biggest": [{"net": c.row.net, "layer": c.row.name, "type": c.row.type, "bytes": c.row.total,
+                     "parts": [{"what": what, "bytes": n} for what, n in c.parts]} for c in summary.biggest],
         "nets": nets,
         "extra": [buffer_dict(b) | {"net": b.net} for b in audit.extra],
         "fit": fit_dict(fit),
