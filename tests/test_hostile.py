@@ -161,7 +161,7 @@ def test_100000_layers(tmp_path):
     audited to the end, within generous bounds (measured: 50 s and 1.5 GB on the shared 2-core
     machine)."""
     write(tmp_path / "net.prototxt", residual_net(100_000))
-    result = answered(run("net.prototxt", cwd=tmp_path, timeout=600), seconds=300, memory=2 * GiB)
+    result = answered(run("net.prototxt", "--table", cwd=tmp_path, timeout=600), seconds=300, memory=2 * GiB)
     assert result.returncode == 0, result.stderr
     assert "sum19998" in result.stdout and "Total: " in result.stdout  # the last of 19,999 blocks
 
@@ -180,7 +180,7 @@ def test_10000_tops_on_one_layer(tmp_path):
     write(tmp_path / "fan.prototxt", 'name: "fan"\n' + data(2, 3)
           + "".join(layer(f"r{i}", "ReLU", ["data"], [f"r{i}"]) for i in range(n)))
     for name in ("slice", "dummy", "fan"):
-        result = answered(run(f"{name}.prototxt", cwd=tmp_path))
+        result = answered(run(f"{name}.prototxt", "--table", cwd=tmp_path))  # the table: one row per layer
         assert result.returncode == 0, result.stderr
         widest = max(map(len, result.stdout.splitlines()))
         assert widest < 1000, (name, widest)
