@@ -55,7 +55,7 @@ def layer_chart(rows, fit, label, shared=None):
     """The SVG of memory by layer for summary `rows` (and the card of `fit`); `label` names it for
     screen readers; `shared` is scales() of every chart drawn beside it."""
     layers_top, running_top = shared or scales(rows, fit)
-    labels = _labelled(rows)
+    labels, many = _labelled(rows), _many_nets(rows)
     bottom = max(BOTTOM, 16 + CHAR_WIDTH * max((len(_short(rows[i].name)) for i in labels), default=0))
     height = HEIGHT - BOTTOM + bottom
     name, scale = unit(layers_top)
@@ -118,13 +118,13 @@ def layer_chart(rows, fit, label, shared=None):
             # in the band above the tallest layer (the scale's top is 1.15 times it), under the nets' labels
             out.append(f'<text class="crossing-label" x="{_n(cx + (-4 if right else 4))}" y="{TOP + 24}" '
                        f'fill="#c00000" text-anchor="{"end" if right else "start"}"{HALO}>passes the card at '
-                       f'{escape(_row_name(rows, crossing))}</text>')
+                       f'{escape(_row_name(rows[crossing], many))}</text>')
     out += _names(rows, places, x, TOP + plot_h, labels)
     for i, r in enumerate(rows):  # each bar's name and figures on hover
         x0, x1 = x(places[i][0]), x(places[i][1])
         detail = ", ".join(f"{c} {size(v)}" for c, v in per_row[i].items() if v)
         out.append(f'<rect class="hit" x="{_n(x0)}" y="{TOP}" width="{_n(max(x1 - x0, 0.1))}" height="{plot_h}" '
-                   f'fill-opacity="0"><title>{escape(_row_name(rows, i))}: {escape(size(r.total))}'
+                   f'fill-opacity="0"><title>{escape(_row_name(r, many))}: {escape(size(r.total))}'
                    f'{" (" + escape(detail) + ")" if detail else ""}; running total '
                    f'{escape(size(r.cumulative))}</title></rect>')
     out.append("</svg>")
@@ -147,9 +147,9 @@ def _axes(values, ceiling, unit_name, what, at, top, plot_h, left):
     return out
 
 
-def _row_name(rows, i):
-    """A row's name, after its net's where the chart holds more than one net."""
-    return f"{rows[i].net} {rows[i].name}" if _many_nets(rows) and rows[i].type else rows[i].name
+def _row_name(row, many):
+    """A row's name, after its net's where the chart holds more than one net (`many`)."""
+    return f"{row.net} {row.name}" if many and row.type else row.name
 
 
 def _many_nets(rows):
