@@ -68,10 +68,18 @@ def layer_dict(r):
             "param_elements": r.param_count, "buffers": [buffer_dict(b) for b in r.buffers]}
 
 
-def to_dict(audit, summary, fit=None, layers=None):
+def extra_dict(b):
+    return buffer_dict(b) | {"net": b.net}
+
+
+def listed(make, items):
+    return list(map(make, items))
+
+
+def to_dict(audit, summary, fit=None, many=listed):
     """The JSON report as plain data (dicts and lists): also the library's `Audit.to_dict()`.
-    `layers(rows)`: each net's list of layers (default: a list of layer_dict)."""
-    layers = layers or (lambda rows: list(map(layer_dict, rows)))
+    `many(make, items)`: a list of one item per layer or buffer, made by `make` (a list, or a
+    Lazy where the report is written as it is made)."""
     nets = []
     for net_audit in audit.nets:
         label = net_audit.buffers[0].net if net_audit.buffers else net_audit.role
@@ -87,7 +95,7 @@ def to_dict(audit, summary, fit=None, layers=None):
             "forward_only": net_audit.forward_only,
             "total_bytes": summary.by_net.get(label, 0),
             "memory_required_for_data": net_audit.net.memory_required_for_data,
-            "layers": layers(rows),
+            "layers": many(layer_dict, rows),
         })
     sweep, sweep_basis = sweep_dict(audit.sweep)
     return {
@@ -109,7 +117,7 @@ def to_dict(audit, summary, fit=None, layers=None):
         "biggest": [{"net": c.row.net, "layer": c.row.name, "type": c.row.type, "bytes": c.row.total,
                      "parts": [{"what": what, "bytes": n} for what, n in c.parts]} for c in summary.biggest],
         "nets": nets,
-        "extra": [buffer_dict(b) | {"net": b.net} for b in audit.extra],
+        "extra": many(extra_dict, audit.extra),  # the solver's state: a buffer per parameter blob
         "fit": fit_dict(fit),
         "recipe": recipe_dict(summary.recipe),
         "frozen": frozen_dict(summary.frozen),
@@ -128,8 +136,8 @@ def to_dict(audit, summary, fit=None, layers=None):
     }
 
 
-def _lazy_layers(rows):
-    return Lazy(lambda: map(layer_dict, rows))
+def _lazy(make, items):
+    return Lazy(lambda: map(make, items))
 
 
 def render(audit, summary, fit=None):
@@ -138,7 +146,7 @@ def render(audit, summary, fit=None):
 
 def render_parts(audit, summary, fit=None):
     """The report's text in pieces, as json.dumps(to_dict(...), indent=1) writes it whole."""
-    return parts(to_dict(audit, summary, fit, _lazy_layers))
+    return parts(to_dict(audit, summary, fit, _lazy))
 
 
 def render_diff(c, fit_a=None, fit_b=None):
@@ -146,7 +154,7 @@ def render_diff(c, fit_a=None, fit_b=None):
 
 
 def render_diff_parts(c, fit_a=None, fit_b=None):
-    return parts(diff_dict(c, fit_a, fit_b, _lazy_layers))
+    return parts(diff_dict(c, fit_a, fit_b, _lazy))
 
 
 def parts(value, level=0):
@@ -223,14 +231,14 @@ def _holds_lazy(value):
     return any(isinstance(v, Lazy) or (isinstance(v, (dict, list)) and _holds_lazy(v)) for v in found)
 
 
-def diff_dict(c, fit_a=None, fit_b=None, layers=None):
+def diff_dict(c, fit_a=None, fit_b=None, many=listed):
     """`protoaudit diff --format json` as plain data: both audits in full, the aligned layers, the
     explanation (also the library's `Comparison.to_dict()`)."""
     return {
         "protoaudit": __version__,
         "schema": SCHEMA_VERSION,
-        "a": to_dict(c.a, c.summary_a, fit_a, layers),
-        "b": to_dict(c.b, c.summary_b, fit_b, layers),
+        "a": to_dict(c.a, c.summary_a, fit_a, many),
+        "b": to_dict(c.b, c.summary_b, fit_b, many),
         "change_bytes": c.delta,
         "by_kind": {k: {"a": x, "b": y, "change": y - x} for k, (x, y) in c.by_kind.items()},
         "batch_invariant": {"a": c.invariant[0], "b": c.invariant[1]},
