@@ -205,10 +205,11 @@ def _write(lines):
 
 
 def _write_parts(parts):
-    """Write text that comes in pieces (the JSON report), a few thousand pieces at a time, and a line break."""
+    """Write text that comes in pieces (the JSON report), a thousand pieces (some 500 layers, 1 MB)
+    at a time, and a line break."""
     parts = iter(parts)
     while True:
-        chunk = "".join(itertools.islice(parts, 16384))
+        chunk = "".join(itertools.islice(parts, 1024))
         if not chunk:
             break
         sys.stdout.write(chunk)

@@ -63,9 +63,16 @@ class Lazy:
         self.make = make
 
 
-def layer_dict(r):
+def layer_dict(r, many=None):
+    """A row of the per-layer table; `many`: how a row's long list of buffers is made (the solver
+    state's row holds one per parameter blob), as to_dict's."""
+    buffers = r.buffers
     return {"name": r.name, "type": r.type, "tops": [list(t) for t in r.tops], "bytes": r.total,
-            "param_elements": r.param_count, "buffers": [buffer_dict(b) for b in r.buffers]}
+            "param_elements": r.param_count,
+            "buffers": many(buffer_dict, buffers) if many and len(buffers) > MANY else list(map(buffer_dict, buffers))}
+
+
+MANY = 1000  # buffers a row's list holds before it is made as it is written
 
 
 def extra_dict(b):
@@ -95,7 +102,7 @@ def to_dict(audit, summary, fit=None, many=listed):
             "forward_only": net_audit.forward_only,
             "total_bytes": summary.by_net.get(label, 0),
             "memory_required_for_data": net_audit.net.memory_required_for_data,
-            "layers": many(layer_dict, rows),
+            "layers": many(lambda r: layer_dict(r, many), rows),
         })
     sweep, sweep_basis = sweep_dict(audit.sweep)
     return {
