@@ -25,6 +25,9 @@ Rows:
 - generated nets of 10,000 and 100,000 layers (bench/nets.py, the same every time).
 - the largest-batch search: `--gpu-mem` on the 10,000-layer net against a plain run, in audits'
   worth (the ratio of the two medians), with the nets built by each (counted in-process).
+- every output format (the short text answer, the text report with its table, json, csv, markdown,
+  html) of a generated 100,000-layer chain (bench/nets.py --chain), one net of Convolutions and
+  in-place ReLUs: `--formats` measures these rows alone.
 - real Caffe (BVLC, pycaffe, CPU mode) building ResNet-152 at batch 4 and running it once forward
   and backward (bench/pycaffe_run.py), beside protoaudit on the same file, when pycaffe imports.
 """
@@ -61,6 +64,7 @@ TARGETS = {
     "10k": 1.5,  # seconds
     "100k": 15.0,  # seconds
     "100k_rss": 1024,  # MiB
+    "formats_rss": 500,  # MiB: every output format of the 100,000-layer chain
     "search": 1.2,  # audits' worth
     "caffe": 40.0,  # x faster than real Caffe
 }
@@ -162,6 +166,25 @@ def find_caffe(home):
     return None
 
 
+FORMATS = {"text (short answer)": [], "text --table": ["--table"], "json": ["--format", "json"],
+           "csv": ["--format", "csv"], "markdown": ["--format", "markdown"], "html": ["--format", "html"]}
+
+
+def formats(repeats, layers=100_000):
+    """Each output format of the generated chain, interleaved: whether each is within its RSS target."""
+    ok = True
+    with tempfile.TemporaryDirectory() as folder:
+        chain = nets.write(os.path.join(folder, "chain.prototxt"), layers, kind="chain")
+        runs = interleaved({name: protoaudit(chain, *flags) for name, flags in FORMATS.items()}, repeats)
+        for name, done in runs.items():
+            seconds, rss = median(done), max(x.rss for x in done)
+            met = rss <= TARGETS["formats_rss"]
+            ok &= met
+            row(f"generated {layers:,}-layer chain: {name}", f"{seconds:.1f} s, {rss:.0f}", " MiB",
+                f"<= {TARGETS['formats_rss']} MiB", met, detail=f"CPU {median(done, 'cpu'):.1f} s")
+    return ok
+
+
 def row(case, value, unit, target=None, met=None, detail=""):
     mark = "" if met is None else ("yes" if met else "NO")
     target = "" if target is None else target
@@ -182,6 +205,7 @@ def main(argv=None):
     p.add_argument("-r", "--repeat", type=int, default=5, help="runs of each case (the 100,000-layer net: at most 3)")
     p.add_argument("--no-100k", action="store_true", help="leave out the 100,000-layer net (a minute a run)")
     p.add_argument("--no-corpus", action="store_true", help="leave out the per-net corpus summary")
+    p.add_argument("--formats", action="store_true", help="only every output format of the 100,000-layer chain")
     p.add_argument("--caffe", metavar="DIR", help="a Caffe build with pycaffe (DIR/venv/bin/python, DIR/bvlc/python)")
     args = p.parse_args(argv)
     r = args.repeat
@@ -192,6 +216,10 @@ def main(argv=None):
     print("| case | measured | target | met | detail |")
     print("|---|---:|---|---|---|")
     ok = True
+    if args.formats:
+        ok = formats(min(r, 3))
+        print("\nevery target met" if ok else "\nsome targets NOT met")
+        return 0 if ok else 1
 
     # the corpus, as a new user runs it, then its largest net
     files = corpus_files()

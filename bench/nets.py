@@ -2,11 +2,14 @@
 
     python bench/nets.py 10000 big.prototxt          # a V2 residual net of about 10,000 layers
     python bench/nets.py 10000 big_v1.prototxt --v1  # the same kind of net in the V1 format
+    python bench/nets.py 100000 chain.prototxt --chain  # a chain of convolutions, each with an in-place ReLU
 
 `residual_v2(n)`: conv/BatchNorm/Scale/ReLU residual blocks whose Eltwise sums make Caffe insert
 splits, with a TRAIN and a TEST input (batch 32 and 10), so the default audit holds a train net and
 a test net; a classifier, a loss and a TEST accuracy. `residual_v1(n)`: conv/ReLU blocks in the V1
-format (`layers`, enum types, blobs_lr, net-level input), which the upgrade rewrites.
+format (`layers`, enum types, blobs_lr, net-level input), which the upgrade rewrites. `chain(n)`:
+one net (no phase rules) of Convolutions each followed by an in-place ReLU, the net the output
+formats are measured on: one net's report, every layer with a parameter and a column buffer.
 """
 import argparse
 
@@ -80,9 +83,23 @@ def _relu_v1(name, blob):
     return f'layers {{ name: "{name}" type: RELU bottom: "{blob}" top: "{blob}" }}\n'
 
 
-def write(path, n_layers, v1=False):
+def chain(n_layers):
+    """An Input, Convolution and in-place ReLU by turns, and a loss: `n_layers` layers (odd)."""
+    out = ['name: "synthetic_chain"',
+           'layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 8 dim: 16 dim: 8 dim: 8 } } }']
+    x = "data"
+    for i in range((n_layers - 2) // 2):
+        out.append(f'layer {{ name: "conv{i}" type: "Convolution" bottom: "{x}" top: "c{i}"\n'
+                   '  convolution_param { num_output: 16 kernel_size: 3 pad: 1 } }\n'
+                   f'layer {{ name: "relu{i}" type: "ReLU" bottom: "c{i}" top: "c{i}" }}')
+        x = f"c{i}"
+    out.append(f'layer {{ name: "loss" type: "EuclideanLoss" bottom: "{x}" bottom: "data" top: "loss" }}')
+    return "\n".join(out) + "\n"
+
+
+def write(path, n_layers, v1=False, kind=None):
     with open(path, "w") as f:
-        f.write((residual_v1 if v1 else residual_v2)(n_layers))
+        f.write((chain if kind == "chain" else residual_v1 if v1 else residual_v2)(n_layers))
     return path
 
 
@@ -91,8 +108,9 @@ def main():
     p.add_argument("layers", type=int)
     p.add_argument("out")
     p.add_argument("--v1", action="store_true", help="the V1 format")
+    p.add_argument("--chain", action="store_true", help="a chain of convolutions and in-place ReLUs, one net")
     args = p.parse_args()
-    write(args.out, args.layers, args.v1)
+    write(args.out, args.layers, args.v1, "chain" if args.chain else None)
 
 
 if __name__ == "__main__":

@@ -64,6 +64,9 @@ def parser():
     p.add_argument("--sweep", metavar="BATCHES",
                    help="the totals at each batch: 1,2,4,8 or 1..64 (with --gpu-mem, whether each fits); "
                    "--format csv then writes one row per batch")
+    p.add_argument("-v", "--table", action="store_true",
+                   help="the text report in full: the per-layer table (with each layer's parameter count), the "
+                   "categories and the hand recipe before the short answer (default: the short answer only)")
     p.add_argument("--version", action="version", version=f"protoaudit {__version__}")
     _common(p)
     return p
@@ -201,7 +204,9 @@ def _audit(args):
     result, fit = _audit_and_fit(args.path, args, inputs, args.batch, sweep=args.sweep)
     summary = result.summary
     if args.format == "text":
-        _write(_report("text").report_lines(result, summary, fit))
+        _write(_report("text").report_lines(result, summary, fit, table=args.table))
+    elif args.format == "json":
+        _write_parts(_report("json_format").render_parts(result, summary, fit))
     else:
         print(_report(FORMATS[args.format]).render(result, summary, fit))
     if args.plot:
@@ -220,6 +225,18 @@ def _write(lines):
         sys.stdout.write("\n".join(chunk) + "\n")
 
 
+def _write_parts(parts):
+    """Write text that comes in pieces (the JSON report), a thousand pieces (some 500 layers, 1 MB)
+    at a time, and a line break."""
+    parts = iter(parts)
+    while True:
+        chunk = "".join(itertools.islice(parts, 1024))
+        if not chunk:
+            break
+        sys.stdout.write(chunk)
+    sys.stdout.write("\n")
+
+
 def _diff(args):
     checked(args)
     from .keras.cli import is_keras_file
@@ -236,7 +253,9 @@ def _diff(args):
     from .memory.explain import compare
 
     comparison = compare(a, b)
-    if args.format in FORMATS:
+    if args.format == "json":
+        _write_parts(_report("json_format").render_diff_parts(comparison, fit_a, fit_b))
+    elif args.format in FORMATS:
         print(_report(FORMATS[args.format]).render_diff(comparison, fit_a, fit_b))
     else:
         print(_report("diff_text").render(comparison, fit_a, fit_b))

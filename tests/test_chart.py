@@ -179,13 +179,43 @@ def test_the_crossing_is_the_first_bar_whose_running_total_is_over_the_card():
     # 16 MiB card: fc's running total is 14 (fits), the solver state's 19 (does not)
     total_axis = made_up_chart(16).axes[1]
     label = next(t for t in total_axis.texts if t.get_gid() == "crossing-label")
-    assert label.get_text() == "passes the card at train SGD solver state"
+    assert label.get_text() == "passes the card at SGD solver state"  # one net: no net's name
     card = next(line for line in total_axis.lines if line.get_gid() == "card")
     assert list(card.get_ydata()) == [16, 16]
     # a 4 GiB card: everything fits, no crossing, and the running total axis reads in GiB
     total_axis = made_up_chart(4096).axes[1]
     assert not [t for t in total_axis.texts if t.get_gid() == "crossing-label"]
     assert total_axis.get_ylabel() == "running total (GiB)"
+
+
+LONG = "conv_classifier_conv_classifier_0_split_and_more"  # 49 characters
+
+
+def test_labels_name_no_lone_net_put_the_card_on_its_scale_and_keep_clear_of_the_bars():
+    """One net: no net label and no net's name; the card's label on the right, where its scale is;
+    the crossing's label in the band above the tallest layer (the left scale's top is 1.15 times
+    it), where no layer's bar reaches; a 49-character layer name whole."""
+    from protoaudit.report import svg
+
+    rows = ROWS[:1] + [row(LONG, "ReLU", 0, 8)] + ROWS[2:]
+    ax, total_axis = chart.figure(SimpleNamespace(path="made_up.prototxt", mode="gpu"),
+                                  Summary(rows, {}, {}, {}, 319 * MiB, 0, {}, 0, 0),
+                                  Fit(16 * MiB, 319 * MiB, False, 1, None, None, None, None)).axes
+    assert "train" not in [t.get_text() for t in ax.texts + total_axis.texts]
+    card = next(t for t in total_axis.texts if t.get_gid() == "card-label")
+    assert card.xy == (1, 16) and card.get_ha() == "right" and card.get_text() == "card: 16 MiB"
+    crossing = next(t for t in total_axis.texts if t.get_gid() == "crossing-label")
+    assert crossing.xy[1] > 1 / 1.15 and crossing.get_va() == "top"
+    assert LONG in [t.get_text() for t in ax.get_xticklabels()]
+    page = svg.layer_chart(rows, Fit(16 * MiB, 319 * MiB, False, 1, None, None, None, None), "made up")
+    root = ET.fromstring(page)
+    texts = {t.get("class"): t for t in root.iter(f"{SVG}text") if t.get("class")}
+    assert "train" not in ["".join(t.itertext()) for t in root.iter(f"{SVG}text")]
+    assert float(texts["card-label"].get("x")) > svg.WIDTH / 2 and texts["card-label"].get("text-anchor") == "end"
+    plot_h = svg.HEIGHT - svg.TOP - svg.BOTTOM
+    assert float(texts["crossing-label"].get("y")) + 3 < svg.TOP + plot_h * (1 - 1 / 1.15)
+    assert "".join(texts["crossing-label"].itertext()) == "passes the card at SGD solver state"
+    assert LONG in ["".join(t.itertext()) for t in root.iter(f"{SVG}text") if t.get("class") == "name"]
 
 
 def test_thousands_of_layers_draw_with_a_readable_number_of_labels(tmp_path):

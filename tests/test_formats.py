@@ -10,6 +10,7 @@ the total: 8 rows.
 import csv
 import html
 import io
+import json
 from html.parser import HTMLParser
 
 import pytest
@@ -196,3 +197,17 @@ def test_text_stays_the_default():
 def test_an_unknown_format_is_a_usage_error():
     r = run_in_process("diff", OLD, NEW, "--format", "pdf")
     assert r.returncode == 2 and "invalid choice: 'pdf'" in r.stderr
+
+
+def test_json_written_as_it_is_made_is_json_dumps_text():
+    """The streamed report (`render_parts`) is json.dumps(to_dict(...), indent=1) to the byte, for
+    an audit and a diff, and its encoder writes what json.dumps writes for every kind of value."""
+    import protoaudit
+    from protoaudit.report import json_format
+
+    a = protoaudit.audit(NEW, gpu_mem="8G")
+    assert json_format.render(a, a.summary, a.fit) == json.dumps(json_format.to_dict(a, a.summary, a.fit), indent=1)
+    c = protoaudit.diff(OLD, NEW)
+    assert json_format.render_diff(c) == json.dumps(json_format.diff_dict(c), indent=1)
+    odd = {"é\n\"": [1, 2.5, float("nan"), None, True, (3, 4)], "": {}, "l": [], 1: {2.5: [{}]}, None: False}
+    assert json_format.text(odd) == json.dumps(odd, indent=1)

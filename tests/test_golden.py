@@ -284,25 +284,96 @@ def verdict(rows, new):
 
 
 # --- the audit of the new net ----------------------------------------------------------------------
+WIDTH = 120  # the text table's width: the widest of the layer, type and top shapes columns loses a
+NARROWEST = {0: 14, 1: 10, 2: 14}  # character at a time (down to these) until the table fits
+
+
+def ends(cell, width):
+    """A cell shortened to `width` characters: its ends around "..." (the head the longer)."""
+    if len(cell) <= width:
+        return cell
+    head = (width - 2) // 2
+    return cell[:head] + "..." + cell[len(cell) - (width - 3 - head):]
+
+
+def fitted(table, head):
+    """The table as the text report lays it out in WIDTH columns: a cell of several top shapes is
+    written as the first and "(+n)", and long names by their ends."""
+    widths = [max(len(h) + 2, *(len(row[i]) for row in table)) for i, h in enumerate(head)]
+    while sum(widths) + 2 * (len(widths) - 1) > WIDTH:
+        _, i = max((widths[i], i) for i, least in NARROWEST.items() if widths[i] > least)
+        widths[i] -= 1
+    out = []
+    for row in table:
+        row = list(row)
+        for i in NARROWEST:
+            shown = row[i].split(", ")
+            if len(row[i]) > widths[i] and i == 2 and len(shown) > 1:
+                more = f" (+{len(shown) - 1})"
+                row[i] = ends(shown[0], widths[i] - len(more)) + more
+            row[i] = ends(row[i], widths[i])
+        out.append(row)
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [head] + out]
+    return "\n".join(lines[:1] + ["  ".join("-" * w for w in widths)] + lines[1:])
+
+
+def param_count(row):
+    """Parameter elements a layer owns: its 'param data' (every layer of seed 001 owns its own)."""
+    return sum(a.elements for a in row.allocs if a.kind == "param data")
+
+
 def audit_text(rows, cudnn_total):
+    """`--table`: the per-layer table (a single net: no net column; no cuDNN: no workspace column,
+    which is empty on every row), torchinfo's parameter lines, the categories, then the short answer."""
     grows, fixed = per_sample(rows)
-    t = total(rows)
-    table = [[r.net, r.name, r.type, shapes(r.tops)] + [size(cols[c]) if cols[c] else "" for c in COLUMNS]
-             + [size(rt), size(run)] for r, cols, rt, run in table_rows(rows)]
+    shown = [c for c in COLUMNS if c != "workspace"]
+    table = [[r.name, r.type, shapes(r.tops), f"{param_count(r):,}" if param_count(r) else ""]
+             + [size(cols[c]) if cols[c] else "" for c in shown] + [size(rt)] for r, cols, rt, run in table_rows(rows)]
+    params = sum(param_count(r) for r in rows)
     out = [f"protoaudit: {NEW}", describe("segnet_seed001_new", 1), "",
-           tabulate(table, headers=["net", "layer", "type", "top shapes", "params", "data", "diffs", "buffers",
-                                    "workspace", "total", "cumulative"], tablefmt="simple", disable_numparse=True),
-           "", "By category:"]
+           fitted(table, ["layer", "type", "top shapes", "param #", *shown, "total"]), "",
+           # every ParamSpec of the file has lr_mult 1 or 2: all trainable
+           f"Total params: {params:,}", f"Trainable params: {params:,}", "Non-trainable params: 0", "",
+           "By category:"]
     out += [f"  {k:14s} {size(b):>11s}  {b:>16,} B" for k, b in by_kind(rows).items()]
     out += ["By first touch:"] + [f"  {k:14s} {size(b):>11s}  {b:>16,} B" for k, b in by_touch(rows).items()]
-    out += [f"Grows with the batch: {size(grows)}; does not: {size(fixed)}", "",
-            f"Total: {size(t)} ({t:,} bytes) on the device", f"  with cuDNN instead: {size(cudnn_total)}"]
+    out.append(f"Grows with the batch: {size(grows)}; does not: {size(fixed)}")
     out += recipe_lines(rows)
     out.append(f"Caffe's own 'Memory required for data' for the TRAIN net: {caffe_figure(rows):,} bytes "
                f"({size(caffe_figure(rows))})")
-    out += [f"Data shape: the net, layer 'data', top '{top}' {shapes([shape])}: the layer's dummy_data_param"
-            for top, shape in data_tops(rows)]
-    return "\n".join(out + verdict(rows, True))
+    return "\n".join(out + [""] + answer(rows, cudnn_total))
+
+
+def answer(rows, cudnn_total):
+    """The short answer: the total, the verdict, the three largest rows (ties in the net's order)
+    with their parts of a tenth of the row or more, the parameters, the data shapes."""
+    t = total(rows)
+    out = [f"Total: {size(t)} ({t:,} bytes) on the device", f"  with cuDNN instead: {size(cudnn_total)}"]
+    out += verdict(rows, True) + ["Most memory:"]
+    largest = sorted(rows, key=lambda r: -total([r]))[:3]
+    cols = col_buffers(rows)
+    cells = []
+    for r in largest:
+        parts = {"column buffer (im2col)": cols.get(r.name, 0)}
+        for a in r.allocs:
+            if a.kind != "layer buffer":
+                parts[a.kind] = parts.get(a.kind, 0) + 4 * a.elements
+        parts = sorted(((k, v) for k, v in parts.items() if v * 10 >= total([r])), key=lambda kv: -kv[1])
+        cells.append([f"  {r.name}", size(total([r])), f"{100 * total([r]) / t:.0f}%",
+                      f"{r.type}: " + ", ".join(f"{k} {size(v)}" for k, v in parts)])
+    widths = [max(len(c[i]) for c in cells) for i in range(3)]
+    out += [f"{c[0]:<{widths[0]}}  {c[1]:>{widths[1]}}  {c[2]:>{widths[2]}}  {c[3]}" for c in cells]
+    params = sum(param_count(r) for r in rows)
+    out.append(f"Params: {params:,} (trainable {params:,}, non-trainable 0)")
+    out += [f"Data shape: the net, layer '{top}' top '{top}' {shapes([shape])}: the layer's dummy_data_param"
+            .replace(f"layer '{top}' top", "layer 'data', top") for top, shape in data_tops(rows)]
+    return out
+
+
+def audit_short(rows, cudnn_total):
+    """The default text report: what ran, the short answer, and the flag for the rest."""
+    return "\n".join([f"protoaudit: {NEW}", describe("segnet_seed001_new", 1), ""] + answer(rows, cudnn_total)
+                     + ["", "The per-layer table, the parameter counts, the categories and the hand recipe: --table"])
 
 
 def data_tops(rows):
@@ -455,6 +526,7 @@ def expected():
     cudnn_old, cudnn_new = total(seed001(False, 4, "cudnn")), total(seed001(True, 1, "cudnn"))
     return {
         "seed001_new.txt": audit_text(new, cudnn_new),
+        "seed001_short.txt": audit_short(new, cudnn_new),
         "seed001_new.md": audit_markdown(new, cudnn_new),
         "seed001_new.csv": audit_csv(new),
         "seed001_diff.txt": diff_text(old, new, cudnn_old, cudnn_new),
@@ -464,7 +536,8 @@ def expected():
 
 
 COMMANDS = {
-    "seed001_new": [NEW, "--gpu-mem", "8G"],
+    "seed001_new": [NEW, "--gpu-mem", "8G", "--table"],
+    "seed001_short": [NEW, "--gpu-mem", "8G"],
     "seed001_diff": ["diff", OLD, NEW, "--gpu-mem", "8G"],
 }
 FORMATS = {"txt": "text", "md": "markdown", "csv": "csv"}

@@ -194,33 +194,44 @@ def test_diff_page_marks_changed_rows_and_sorts_by_change(browser, tmp_path):
     assert problems(browser) == []
     rows = csv_rows("diff", OLD, NEW)
     names = [r["layer"] for r in rows]
-    assert column(browser, "layers", 2) == names and len(names) == ROWS
-    status = dict(zip(names, column(browser, "layers", 3)))
+    # the change and the status first, then the row's number and the layer (one net: no net column)
+    heads = browser.js('Array.from(document.querySelector("#layers thead tr:last-child").cells).map(c => c.textContent)')
+    assert heads[:4] == ["change", "status", "#", "layer"]
+    assert column(browser, "layers", 3) == names and len(names) == ROWS
+    status = dict(zip(names, column(browser, "layers", 1)))
     assert [n for n in names if status[n] == "added"] == ADDED
     # batch 4 against 1: every other row changes but accuracy's (host memory) and the context's
     assert [n for n in names if status[n] == "same"] == ["accuracy", "CUDA context"]
     colours = browser.js("""Array.from(document.querySelectorAll("#layers tbody tr"))
-        .map(r => [r.cells[2].textContent, getComputedStyle(r.cells[2]).backgroundColor])""")
+        .map(r => [r.cells[3].textContent, getComputedStyle(r.cells[3]).backgroundColor])""")
     for name, colour in colours:
         marked = {"added": GREEN, "changed": YELLOW}.get(status[name])
         assert colour == marked if marked else colour not in (GREEN, YELLOW), (name, colour)
     # A's and B's figures side by side: conv0 has none in A
-    heads = browser.js('Array.from(document.querySelector("#layers thead tr:last-child").cells).map(c => c.textContent)')
     assert heads.count("total") == 2 and heads.count("cumulative") == 2
     a_total, b_total = [i for i, h in enumerate(heads) if h == "total"]
     conv0 = browser.js("""Array.from(Array.from(document.querySelectorAll("#layers tbody tr"))
-        .find(r => r.cells[2].textContent === "conv0").cells).map(c => c.textContent)""")
+        .find(r => r.cells[3].textContent === "conv0").cells).map(c => c.textContent)""")
     assert conv0[b_total] == "797 MiB" and conv0[a_total] == ""
     # sort by the change: the largest growth first
     change = {r["layer"]: int(r["change_bytes"]) for r in rows}
     click_head(browser, "layers", "change")
-    shown = column(browser, "layers", 2)
+    shown = column(browser, "layers", 3)
     assert shown == sorted(names, key=lambda n: -change[n]) and shown[0] == "conv1"
+    # the page fits a 1,400 px window: the table's right edge is on screen, nothing scrolls sideways
+    right, scrolled = browser.js("""[document.querySelector("#layers").getBoundingClientRect().right,
+        document.querySelector("#layers").parentElement.scrollWidth - document.querySelector("#layers")
+        .parentElement.clientWidth]""")
+    assert right <= 1400 and scrolled == 0, (right, scrolled)
     browser.type("[data-tools-for=layers] input", "pool")
-    assert column(browser, "layers", 2) == sorted(["pool0", "pool1", "pool2", "pool3", "pool4"],
+    assert column(browser, "layers", 3) == sorted(["pool0", "pool1", "pool2", "pool3", "pool4"],
                                                   key=lambda n: -change[n])
     image = not_blank(browser.screenshot())
     assert has_colour(image, (0xda, 0xfb, 0xe1)) and has_colour(image, (0xff, 0xf8, 0xc5))  # the marked rows
+    # the filter reads the status too: "added" shows the added rows, whatever their names
+    browser.js('(() => { document.querySelector("[data-tools-for=layers] input").value = ""; return 0; })()')
+    browser.type("[data-tools-for=layers] input", "added")
+    assert sorted(column(browser, "layers", 3)) == sorted(ADDED)
     assert problems(browser) == []
 
 
@@ -234,14 +245,15 @@ def test_names_stay_text_and_nothing_runs_but_the_page_script(browser, tmp_path)
         browser.load(page)
         assert problems(browser) == []  # no dialog opened, nothing blocked or thrown
         assert browser.js("document.scripts.length") == 1
-        layers = column(browser, "layers", 2)
+        at = 2 if name == "audit.html" else 3  # the diff's table starts with the change and the status
+        layers = column(browser, "layers", at)
         assert SCRIPT_NAME in layers and QUOTED_NAME in layers
         titles = browser.js('Array.from(document.querySelectorAll("svg.chart title")).map(t => t.textContent)')
-        assert any(t.startswith(f"net {SCRIPT_NAME}:") for t in titles)
+        assert any(t.startswith(f"{SCRIPT_NAME}:") for t in titles)  # one net: the layer's name alone
         assert "the TRAIN net 'x<b>y</b>'" in browser.js("document.body.textContent")
         assert not browser.js('Array.from(document.querySelectorAll("b")).some(b => b.textContent === "y")')
         browser.type("[data-tools-for=layers] input", "<script>")
-        assert column(browser, "layers", 2) == [SCRIPT_NAME]
+        assert column(browser, "layers", at) == [SCRIPT_NAME]
 
 
 def test_readable_without_javascript(browser, tmp_path):
@@ -293,7 +305,7 @@ def test_the_explanation_holds_the_recipe_gaps_shapes_and_assumptions():
     page = run_in_process(net, "--format", "html").stdout
     section = page[page.index('<section id="explanation">'):]
     items = [html.unescape(x) for x in re.findall(r"<li>(.*?)</li>", section[:section.index("</section>")])]
-    text = run_in_process(net).stdout.splitlines()
+    text = run_in_process(net, "--table").stdout.splitlines()  # the full report: the recipe too
     wanted = [line.strip() for line in text
               if line.startswith(("Hand recipe", "  It leaves out", "Not counted", "Data shape", "Assumed"))]
     assert sorted(items) == sorted(wanted)

@@ -348,7 +348,7 @@ def test_json_csv_and_text_agree_on_every_total(net, options):
     path = write(net[0])
     as_json = json.loads(run_cli(path, "--format", "json", *options))
     rows = list(csv.DictReader(io.StringIO(run_cli(path, "--format", "csv", *options))))
-    total, by_kind, by_touch = text_figures(run_cli(path, *options))
+    total, by_kind, by_touch = text_figures(run_cli(path, "--table", *options))
     assert as_json["total_bytes"] == total == int(rows[-1]["cumulative_bytes"])
     assert sum(int(r["total_bytes"]) for r in rows) == total
     assert as_json["by_kind"] == by_kind

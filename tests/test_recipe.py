@@ -91,7 +91,7 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "fc" bottom: "label" top: "
 
 
 def test_text_and_json_show_it():
-    text = run_in_process(TWO_STAGE, "--context", "0")
+    text = run_in_process(TWO_STAGE, "--context", "0", "--table")  # the recipe is part of the full report
     assert text.returncode == 0, text.stderr
     lines = text.stdout.splitlines()
     at = next(i for i, x in enumerate(lines) if x.startswith("Hand recipe"))

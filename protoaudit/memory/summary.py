@@ -37,6 +37,7 @@ class LayerRow:
     total: int
     cumulative: int
     held: object  # its buffers: a list, or its net's LayerBuffers
+    param_count: int = 0  # elements of the parameter blobs the layer owns (a shared one counts at its owner)
 
     @property
     def columns(self):
@@ -69,6 +70,20 @@ class LayerBuffers:
             return [b for layer in self.rest for b in self.lists[layer]]
         return self.lists.get(name, [])
 
+    def of_few(self, names):
+        """{name: its buffers} for a few rows, read in one pass and not kept (`of` keeps every layer's)."""
+        if self.lists is not None:
+            return {name: self.of(name) for name in names}
+        rest = set(self.rest) if self.rest and self.rest[0] in names else ()
+        out = {name: [] for name in names}
+        for b in self.buffers:
+            layer = b.layer
+            if layer in rest:
+                layer = self.rest[0]
+            if layer in out and b.device in self.devices:
+                out[layer].append(b)
+        return out
+
 
 @dataclass
 class Summary:
@@ -86,6 +101,28 @@ class Summary:
     data_shapes: list = field(default_factory=list)  # (net, ShapeOrigin): where each data top's shape came from
     recipe: object = None  # Recipe, for a net that trains
     frozen: object = None  # protoaudit.net.freeze.FrozenCost, with --freeze
+    params: object = None  # ParamCount of the net that trains (else the first), as torchinfo counts a model's
+    biggest: list = field(default_factory=list)  # Consumer: the rows that hold the most, with why
+
+
+@dataclass
+class ParamCount:
+    """Parameter elements, each owned blob once: those the solver trains (lr_mult not 0) and the rest."""
+
+    total: int
+    trainable: int
+
+    @property
+    def frozen(self):
+        return self.total - self.trainable
+
+
+@dataclass
+class Consumer:
+    """One of the rows that hold the most bytes, and what in it holds them: (what, bytes), largest first."""
+
+    row: LayerRow
+    parts: list
 
 
 @dataclass
@@ -145,7 +182,46 @@ def summarize(audit):
         frozen=frozen_cost(audit, counted),
         assumptions=_per_net(audit, "assumptions"),
         data_shapes=_per_net(audit, "origins"),
+        params=param_count(audit),
+        biggest=biggest(audit, rows),
     )
+
+
+def param_count(audit):
+    """The ParamCount of the net that trains, else of the first net (None without nets)."""
+    net_audit = audit.train or (audit.nets[0] if audit.nets else None)
+    if net_audit is None:
+        return None
+    owned = [p for node in net_audit.net.layers for p in node.params if p.owner is None]
+    return ParamCount(sum(p.count for p in owned), sum(p.count for p in owned if p.lr_mult != 0))
+
+
+BIGGEST = 3  # rows the short report names
+# what a part of a row is called, by buffer kind, or by a layer buffer's member
+PART_NAMES = {"col_buffer_": "column buffer (im2col)", "workspace": "cuDNN workspace", "history": "solver history",
+              "context": "the CUDA runtime and library handles (--context)", "prefetch": "data prefetch"}
+
+
+def biggest(audit, rows, n=BIGGEST):
+    """The `n` rows that hold the most, each with its parts (buffer kinds; a layer buffer by its
+    member) largest first. The buffers of those rows only are read, in one pass per net."""
+    top = sorted(rows, key=lambda r: -r.total)[:n]
+    found = {}
+    for r in top:
+        if isinstance(r.held, LayerBuffers) and id(r.held) not in found:
+            found[id(r.held)] = r.held.of_few({x.name for x in top if x.held is r.held})
+    out = []
+    for r in top:
+        parts = {}
+        for b in (found[id(r.held)][r.name] if id(r.held) in found else r.held):
+            if b.kind == "layer buffer":
+                member = b.owner.rsplit(".", 1)[-1]
+                what = PART_NAMES.get(member, f"buffer {member}")
+            else:
+                what = PART_NAMES.get(b.kind, b.kind)
+            parts[what] = parts.get(what, 0) + b.elements * b.itemsize
+        out.append(Consumer(r, sorted(((k, v) for k, v in parts.items() if v), key=lambda kv: -kv[1])))
+    return [c for c in out if c.row.total]
 
 
 def _tally(buffers, groups, devices=None):
@@ -186,7 +262,8 @@ def _layer_rows(rows, running, label, net_audit, by_layer, devices):
                 kept = shared[key] = (key[:UNSHOWN], sum(key))
             figures, total = kept
         running += total
-        rows.append(LayerRow(label, node.name, node.type, node.top_shapes, figures, total, running, held))
+        count = sum(p.count for p in node.params if p.owner is None) if node.params else 0
+        rows.append(LayerRow(label, node.name, node.type, node.top_shapes, figures, total, running, held, count))
     if rest:
         rest_total = sum(sum(by_layer[name]) for name in rest)
         running += rest_total

@@ -22,7 +22,7 @@ BESIDE = {"history": "solver state", "param diff": "diffs", "context": "CUDA con
 COLOURS = {"data": "#4e79a7", "diffs": "#f28e2b", "buffers": "#59a14f", "workspace": "#b07aa1", "params": "#9c755f",
            "solver state": "#bab0ac", "CUDA context": "#555555", "host objects": "#edc948"}
 MAX_LABELS = 40  # tick labels on the layer axis, whatever the number of layers
-LABEL_CHARS = 24
+LABEL_CHARS = 64  # a longer name is shown by its ends
 
 
 def check(path):
@@ -192,15 +192,28 @@ def _layer_ticks(ax, rows, places):
 
 
 def _short(name):
-    return name if len(name) <= LABEL_CHARS else name[:LABEL_CHARS - 1] + "\u2026"
+    if len(name) <= LABEL_CHARS:
+        return name
+    head = (LABEL_CHARS - 1) // 2
+    return name[:head] + "\u2026" + name[len(name) - (LABEL_CHARS - 1 - head):]
+
+
+def _row_name(rows, i):
+    """A row's name, after its net's where the chart holds more than one net."""
+    return f"{rows[i].net} {rows[i].name}" if _many_nets(rows) and rows[i].type else rows[i].name
+
+
+def _many_nets(rows):
+    return len({r.net for r in rows if r.type}) > 1
 
 
 def _nets(ax, rows, places):
-    """A dotted line where one net's layers end and the next begin, with the net's label."""
-    start = 0
+    """A dotted line where one net's layers end and the next begin, with the net's label (none for
+    a file's only net)."""
+    start, many = 0, _many_nets(rows)
     for i in range(1, len(rows) + 1):
         if i == len(rows) or rows[i].net != rows[start].net or bool(rows[i].type) != bool(rows[start].type):
-            if rows[start].type:
+            if rows[start].type and many:
                 ax.text((places[start][0] + places[i - 1][1]) / 2, 0.98, rows[start].net, ha="center", va="top",
                         transform=ax.get_xaxis_transform(), fontsize=8, color="#333333")
             if i < len(rows):
@@ -219,13 +232,20 @@ def _running_total(ax, rows, places, fit):
     if fit is not None:
         ax.axhline(fit.budget / scale, color="#000000", linestyle="--", linewidth=1.2,
                    label=f"card: {size(fit.budget)}", gid="card")
+        # its label at the right, beside the running total's scale, which the card is drawn on
+        ax.annotate(f"card: {size(fit.budget)}", (1, fit.budget / scale), xycoords=("axes fraction", "data"),
+                    xytext=(-4, 3), textcoords="offset points", ha="right", va="bottom", fontsize=8,
+                    gid="card-label", bbox={"boxstyle": "round,pad=0.1", "facecolor": "white", "linewidth": 0})
         crossing = next((i for i, r in enumerate(rows) if r.cumulative > fit.budget), None)
         if crossing is not None:
             x = _centre(places[crossing])
             ax.axvline(x, color="#c00000", linestyle=":", linewidth=1, gid="crossing")
             right = x > places[-1][1] / 2  # the label on the side with room
-            ax.annotate(f"passes the card at {rows[crossing].net} {rows[crossing].name}", (x, fit.budget / scale),
-                        xytext=(-4 if right else 4, 4), textcoords="offset points", ha="right" if right else "left",
-                        fontsize=8, color="#c00000", gid="crossing-label")
+            # in the band above the tallest layer (the left scale's top is 1.15 times it), under the nets' labels
+            ax.annotate(f"passes the card at {_row_name(rows, crossing)}", (x, 0.93),
+                        xycoords=("data", "axes fraction"), xytext=(-4 if right else 4, 0),
+                        textcoords="offset points", ha="right" if right else "left", va="top", fontsize=8,
+                        color="#c00000", gid="crossing-label",
+                        bbox={"boxstyle": "round,pad=0.1", "facecolor": "white", "linewidth": 0})
     ax.set_ylim(0, top / scale * 1.08)
     ax.set_ylabel(f"running total ({name})")

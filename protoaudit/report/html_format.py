@@ -45,9 +45,10 @@ tbody tr:nth-child(even){background:#fafbfc}
 tr.beside td{background:#f0f3f6;font-style:italic}
 tr.changed td{background:#fff8c5}tr.added td{background:#dafbe1}tr.removed td{background:#ffebe9}
 td.status{font-weight:600}
+td.name,td.tops{white-space:normal;overflow-wrap:anywhere;min-width:8em;max-width:22em}
 th.sortable{cursor:pointer;user-select:none}th.sortable:focus{outline:2px solid #0969da}
 th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
-.tools{margin:8px 0}.tools input{font:inherit;padding:4px 8px;width:320px;max-width:100%}
+.tools{margin:8px 0}.tools input{font:inherit;padding:4px 8px;width:400px;max-width:100%}
 .count{color:#57606a;margin-left:8px}
 svg.chart{width:100%;height:auto;max-width:1400px;border:1px solid #eaeef2;background:#fff}
 .legend{display:flex;flex-wrap:wrap;gap:14px;font-size:12px;margin:4px 0 10px}
@@ -139,7 +140,7 @@ def page(title, body):
             f'<meta name="generator" content="protoaudit {escape(__version__)}">\n'
             f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}\n"
             f'<footer>Made by protoaudit {escape(__version__)}: what Caffe allocates, from its source, without a GPU. '
-            f"Click a column's head to sort; the box above a table filters it by layer name or type.</footer>\n"
+            f"Click a column's head to sort; the box above a table filters it by what its placeholder names.</footer>\n"
             f"<script>{SCRIPT}</script>\n</body>\n</html>")
 
 
@@ -162,10 +163,10 @@ def _th(text, numeric=False, filtered=False, span=None):
     return f"<th{attrs}>{escape(text)}</th>"
 
 
-def _tools(table_id, what):
+def _tools(table_id, what, by="layer name or type"):
     """The filter box: hidden until the script runs (without it, it would do nothing)."""
     return (f'<div class="tools" data-tools-for="{table_id}" hidden><label>Filter {escape(what)}: '
-            f'<input type="search" placeholder="layer name or type" aria-controls="{table_id}"></label>'
+            f'<input type="search" placeholder="{escape(by)}" aria-controls="{table_id}"></label>'
             f'<span class="count" aria-live="polite"></span></div>')
 
 
@@ -280,32 +281,36 @@ def render(audit, summary, fit=None):
 
 
 # --- the diff --------------------------------------------------------------------------------------
-SIDE_HEAD = [*CATEGORIES, "total", "cumulative"]
+SIDE_HEAD = ["total", "cumulative"]  # per side: the categories' changes are the summary's table
 
 
 def _diff_table(c):
+    """The change and the status first, then the layer, then A's and B's totals: 1,400 px wide
+    for a corpus net (a column per category and side made it 2,100)."""
     by_a = {(r.net, r.name): r for r in c.summary_a.rows}
     by_b = {(r.net, r.name): r for r in c.summary_b.rows}
-    fixed = ["#", "net", "layer", "status", "type", "tops in A", "tops in B"]
-    group = ('<tr class="group">' + f'<th colspan="{len(fixed)}"></th>'
-             + f'<th colspan="{len(SIDE_HEAD)}">A</th><th colspan="{len(SIDE_HEAD)}">B</th><th></th></tr>')
-    heads = ("".join(_th(h, numeric=h == "#", filtered=h in ("layer", "type")) for h in fixed)
-             + "".join(_th(h, numeric=True) for h in SIDE_HEAD) * 2 + _th("change", numeric=True))
+    nets = len({d.net for d in c.layers} - {"process"}) > 1
+    fixed = ["#", *(["net"] if nets else []), "layer", "type", "tops in A", "tops in B"]
+    group = ('<tr class="group"><th colspan="2"></th>' + f'<th colspan="{len(fixed)}"></th>'
+             + f'<th colspan="{len(SIDE_HEAD)}">A</th><th colspan="{len(SIDE_HEAD)}">B</th></tr>')
+    heads = (_th("change", numeric=True) + _th("status", filtered=True)
+             + "".join(_th(h, numeric=h == "#", filtered=h in ("layer", "type")) for h in fixed)
+             + "".join(_th(h, numeric=True) for h in SIDE_HEAD) * 2)
     body = []
     for i, d in enumerate(c.layers, start=1):
-        cells = [f'<td class="n" data-v="{i}">{i}</td><td>{escape(d.net)}</td><td>{escape(d.name)}</td>',
-                 f'<td class="status">{escape(d.status)}</td><td>{escape(_type(d))}</td>',
-                 f"<td>{escape(shapes(d.tops_a)) if d.status != 'added' else ''}</td>",
-                 f"<td>{escape(shapes(d.tops_b)) if d.status != 'removed' else ''}</td>"]
+        cells = [_num(d.delta, signed(d.delta)), f'<td class="status">{escape(d.status)}</td>',
+                 f'<td class="n" data-v="{i}">{i}</td>', f"<td>{escape(d.net)}</td>" if nets else "",
+                 f'<td class="name">{escape(d.name)}</td><td>{escape(_type(d))}</td>',
+                 f"<td class=tops>{escape(shapes(d.tops_a)) if d.status != 'added' else ''}</td>",
+                 f"<td class=tops>{escape(shapes(d.tops_b)) if d.status != 'removed' else ''}</td>"]
         for row in (by_a.get((d.net, d.name)), by_b.get((d.net, d.name))):
             if row is None:
                 cells.append('<td class="n"></td>' * len(SIDE_HEAD))
             else:
-                cells += [_num(n) for n in row.figures] + [_num(row.total, size(row.total)),
-                                                                       _num(row.cumulative)]
-        cells.append(_num(d.delta, signed(d.delta)))
+                cells += [_num(row.total, size(row.total)), _num(row.cumulative)]
         body.append(f'<tr class="{d.status}">{"".join(cells)}</tr>')
-    return (_tools("layers", "the layers") + '<div class="wrap"><table id="layers" class="sortable"><thead>'
+    return (_tools("layers", "the layers", "layer, type or status (added, removed, changed)")
+            + '<div class="wrap"><table id="layers" class="sortable"><thead>'
             f'{group}<tr>{heads}</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
 
 

@@ -1,5 +1,11 @@
 """`--format json`: the audit's facts, machine-readable. The schema is documented in docs/reports.md and
-kept stable: fields may be added, never renamed or removed."""
+kept stable: fields may be added, never renamed or removed.
+
+The command writes the report as it is made (`render_parts`): the per-layer lists are made a
+layer at a time and let go once written, so a 100,000-layer net's report, some 200,000 buffers,
+is never held whole, as dicts or as text. `to_dict` (the library's) holds it whole.
+"""
+import itertools
 import json
 
 from .. import __version__
@@ -51,8 +57,37 @@ def sweep_dict(sweep):
     return rows, basis
 
 
-def to_dict(audit, summary, fit=None):
-    """The JSON report as plain data (dicts and lists): also the library's `Audit.to_dict()`."""
+class Lazy:
+    """A list written as it is made: `make()` gives its items afresh."""
+
+    def __init__(self, make):
+        self.make = make
+
+
+def layer_dict(r, many=None):
+    """A row of the per-layer table; `many`: how a row's long list of buffers is made (the solver
+    state's row holds one per parameter blob), as to_dict's."""
+    buffers = r.buffers
+    return {"name": r.name, "type": r.type, "tops": [list(t) for t in r.tops], "bytes": r.total,
+            "param_elements": r.param_count,
+            "buffers": many(buffer_dict, buffers) if many and len(buffers) > MANY else list(map(buffer_dict, buffers))}
+
+
+MANY = 1000  # buffers a row's list holds before it is made as it is written
+
+
+def extra_dict(b):
+    return buffer_dict(b) | {"net": b.net}
+
+
+def listed(make, items):
+    return list(map(make, items))
+
+
+def to_dict(audit, summary, fit=None, many=listed):
+    """The JSON report as plain data (dicts and lists): also the library's `Audit.to_dict()`.
+    `many(make, items)`: a list of one item per layer or buffer, made by `make` (a list, or a
+    Lazy where the report is written as it is made)."""
     nets = []
     for net_audit in audit.nets:
         label = net_audit.buffers[0].net if net_audit.buffers else net_audit.role
@@ -68,8 +103,7 @@ def to_dict(audit, summary, fit=None):
             "forward_only": net_audit.forward_only,
             "total_bytes": summary.by_net.get(label, 0),
             "memory_required_for_data": net_audit.net.memory_required_for_data,
-            "layers": [{"name": r.name, "type": r.type, "tops": [list(t) for t in r.tops], "bytes": r.total,
-                        "buffers": [buffer_dict(b) for b in r.buffers]} for r in rows],
+            "layers": many(lambda r: layer_dict(r, many), rows),
         })
     sweep, sweep_basis = sweep_dict(audit.sweep)
     return {
@@ -85,8 +119,13 @@ def to_dict(audit, summary, fit=None):
         "uncounted_host_bytes": summary.host,
         "by_kind": summary.by_kind,
         "by_touch": summary.by_touch,
+        "params": None if summary.params is None else {
+            "total": summary.params.total, "trainable": summary.params.trainable,
+            "non_trainable": summary.params.frozen},
+        "biggest": [{"net": c.row.net, "layer": c.row.name, "type": c.row.type, "bytes": c.row.total,
+                     "parts": [{"what": what, "bytes": n} for what, n in c.parts]} for c in summary.biggest],
         "nets": nets,
-        "extra": [buffer_dict(b) | {"net": b.net} for b in audit.extra],
+        "extra": many(extra_dict, audit.extra),  # the solver's state: a buffer per parameter blob
         "fit": fit_dict(fit),
         "recipe": recipe_dict(summary.recipe),
         "frozen": frozen_dict(summary.frozen),
@@ -105,22 +144,109 @@ def to_dict(audit, summary, fit=None):
     }
 
 
+def _lazy(make, items):
+    return Lazy(lambda: map(make, items))
+
+
 def render(audit, summary, fit=None):
-    return json.dumps(to_dict(audit, summary, fit), indent=1)
+    return "".join(render_parts(audit, summary, fit))
+
+
+def render_parts(audit, summary, fit=None):
+    """The report's text in pieces, as json.dumps(to_dict(...), indent=1) writes it whole."""
+    return parts(to_dict(audit, summary, fit, _lazy))
 
 
 def render_diff(c, fit_a=None, fit_b=None):
-    return json.dumps(diff_dict(c, fit_a, fit_b), indent=1)
+    return "".join(render_diff_parts(c, fit_a, fit_b))
 
 
-def diff_dict(c, fit_a=None, fit_b=None):
+def render_diff_parts(c, fit_a=None, fit_b=None):
+    return parts(diff_dict(c, fit_a, fit_b, _lazy))
+
+
+def parts(value, level=0):
+    """json.dumps(value, indent=1)'s text in pieces: the dicts and lists that hold a Lazy are
+    written item by item, a Lazy's items as they are made; the rest by json.dumps."""
+    if isinstance(value, Lazy):
+        yield from _items("[]", iter(value.make()), level)
+    elif isinstance(value, dict) and _holds_lazy(value):
+        yield from _items("{}", iter(value.items()), level)
+    elif isinstance(value, list) and _holds_lazy(value):
+        yield from _items("[]", iter(value), level)
+    else:
+        yield text(value, level)
+
+
+def text(value, level=0):
+    """json.dumps(value, indent=1) at `level`, made without json's indenting encoder, which is
+    pure Python and builds closures that refer to each other on every call: garbage only the
+    cycle collector frees, and the command pauses it (protoaudit.collector)."""
+    if isinstance(value, str):
+        return _string(value)
+    if value is None or isinstance(value, (bool, int, float)):
+        return json.dumps(value)
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        pad = "\n" + " " * (level + 1)
+        return ("{" + ",".join(pad + _string(_key(k)) + ": " + text(v, level + 1)
+                               for k, v in value.items()) + "\n" + " " * level + "}")
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "[]"
+        pad = "\n" + " " * (level + 1)
+        return "[" + ",".join(pad + text(v, level + 1) for v in value) + "\n" + " " * level + "]"
+    return json.dumps(value)  # refused as json.dumps refuses it
+
+
+_string = json.encoder.encode_basestring_ascii
+
+
+def _key(k):
+    """A dict key as json.dumps writes one that is not a str."""
+    if isinstance(k, str):
+        return k
+    if k is None or isinstance(k, (bool, float)):
+        return json.dumps(k)
+    if isinstance(k, int):
+        return int.__repr__(k)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(k).__name__}")
+
+
+def _items(brackets, items, level):
+    """A list's items or a dict's (key, value) pairs between `brackets`, one a line."""
+    first = next(items, _END)
+    if first is _END:
+        yield brackets
+        return
+    pad = "\n" + " " * (level + 1)
+    yield brackets[0]
+    for i, item in enumerate(itertools.chain([first], items)):
+        yield ("," if i else "") + pad
+        if brackets == "{}":
+            yield _string(item[0]) + ": "
+            item = item[1]
+        yield from parts(item, level + 1)
+    yield "\n" + " " * level + brackets[1]
+
+
+_END = object()
+
+
+def _holds_lazy(value):
+    found = value.values() if isinstance(value, dict) else value
+    return any(isinstance(v, Lazy) or (isinstance(v, (dict, list)) and _holds_lazy(v)) for v in found)
+
+
+def diff_dict(c, fit_a=None, fit_b=None, many=listed):
     """`protoaudit diff --format json` as plain data: both audits in full, the aligned layers, the
     explanation (also the library's `Comparison.to_dict()`)."""
     return {
         "protoaudit": __version__,
         "schema": SCHEMA_VERSION,
-        "a": to_dict(c.a, c.summary_a, fit_a),
-        "b": to_dict(c.b, c.summary_b, fit_b),
+        "a": to_dict(c.a, c.summary_a, fit_a, many),
+        "b": to_dict(c.b, c.summary_b, fit_b, many),
         "change_bytes": c.delta,
         "by_kind": {k: {"a": x, "b": y, "change": y - x} for k, (x, y) in c.by_kind.items()},
         "batch_invariant": {"a": c.invariant[0], "b": c.invariant[1]},

@@ -10,9 +10,11 @@ from .chart import COLOURS, MAX_LABELS, STACK, categories, slots, unit
 from .units import size
 
 WIDTH, HEIGHT = 960, 400
-LEFT, RIGHT, TOP, BOTTOM = 64, 72, 16, 132  # margins: the axes' labels, the layer names below
+LEFT, RIGHT, TOP, BOTTOM = 64, 72, 16, 132  # margins: the axes' labels, the layer names below (at least)
 SWEEP_HEIGHT, SWEEP_BOTTOM = 300, 44
-LABEL_CHARS = 22
+LABEL_CHARS = 64  # a longer name is shown by its ends; the margin below grows to the longest shown
+CHAR_WIDTH = 5  # px, a generous average at font-size 10
+HALO = ' paint-order="stroke" stroke="#fff" stroke-width="3" stroke-linejoin="round"'  # text readable over lines
 ENGINE_COLOURS = ("#c00000", "#4e79a7")  # the audit's engine, the other one
 
 
@@ -53,6 +55,9 @@ def layer_chart(rows, fit, label, shared=None):
     """The SVG of memory by layer for summary `rows` (and the card of `fit`); `label` names it for
     screen readers; `shared` is scales() of every chart drawn beside it."""
     layers_top, running_top = shared or scales(rows, fit)
+    labels, many = _labelled(rows), _many_nets(rows)
+    bottom = max(BOTTOM, 16 + CHAR_WIDTH * max((len(_short(rows[i].name)) for i in labels), default=0))
+    height = HEIGHT - BOTTOM + bottom
     name, scale = unit(layers_top)
     ceiling = layers_top / scale * 1.15 or 1
     rname, rscale = unit(running_top)
@@ -63,7 +68,7 @@ def layer_chart(rows, fit, label, shared=None):
     x = lambda v: LEFT + v / span * plot_w  # noqa: E731
     y = lambda v: TOP + plot_h - min(v / ceiling, 1) * plot_h  # noqa: E731
     ry = lambda v: TOP + plot_h - v / rceiling * plot_h  # noqa: E731
-    out = [f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(label)}" '
+    out = [f'<svg class="chart" viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{escape(label)}" '
            f'xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="10">']
     out += _axes(ticks(ceiling), ceiling, name, "memory of each layer", LEFT, TOP, plot_h, left=True)
     out += _axes(ticks(rceiling), rceiling, rname, "running total", WIDTH - RIGHT, TOP, plot_h, left=False)
@@ -101,22 +106,25 @@ def layer_chart(rows, fit, label, shared=None):
         cy = ry(fit.budget / rscale)
         out.append(f'<line class="card" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{_n(cy)}" y2="{_n(cy)}" stroke="#000" '
                    f'stroke-dasharray="6 4" stroke-width="1.2"/>')
-        out.append(f'<text x="{LEFT + 4}" y="{_n(cy - 4)}">card: {escape(size(fit.budget))}</text>')
+        # on the right, beside the running total's scale, which the card is drawn on
+        out.append(f'<text class="card-label" x="{WIDTH - RIGHT - 4}" y="{_n(cy - 4)}" text-anchor="end"{HALO}>'
+                   f'card: {escape(size(fit.budget))}</text>')
         crossing = next((i for i, r in enumerate(rows) if r.cumulative > fit.budget), None)
         if crossing is not None:
             cx = x((places[crossing][0] + places[crossing][1]) / 2)
             right = cx > LEFT + plot_w / 2
             out.append(f'<line class="crossing" x1="{_n(cx)}" x2="{_n(cx)}" y1="{TOP}" y2="{TOP + plot_h}" '
                        f'stroke="#c00000" stroke-dasharray="2 3"/>')
-            out.append(f'<text x="{_n(cx + (-4 if right else 4))}" y="{_n(cy + 12)}" fill="#c00000" '
-                       f'text-anchor="{"end" if right else "start"}">passes the card at '
-                       f'{escape(rows[crossing].net)} {escape(rows[crossing].name)}</text>')
-    out += _names(rows, places, x, TOP + plot_h)
+            # in the band above the tallest layer (the scale's top is 1.15 times it), under the nets' labels
+            out.append(f'<text class="crossing-label" x="{_n(cx + (-4 if right else 4))}" y="{TOP + 24}" '
+                       f'fill="#c00000" text-anchor="{"end" if right else "start"}"{HALO}>passes the card at '
+                       f'{escape(_row_name(rows[crossing], many))}</text>')
+    out += _names(rows, places, x, TOP + plot_h, labels)
     for i, r in enumerate(rows):  # each bar's name and figures on hover
         x0, x1 = x(places[i][0]), x(places[i][1])
         detail = ", ".join(f"{c} {size(v)}" for c, v in per_row[i].items() if v)
         out.append(f'<rect class="hit" x="{_n(x0)}" y="{TOP}" width="{_n(max(x1 - x0, 0.1))}" height="{plot_h}" '
-                   f'fill-opacity="0"><title>{escape(r.net)} {escape(r.name)}: {escape(size(r.total))}'
+                   f'fill-opacity="0"><title>{escape(_row_name(r, many))}: {escape(size(r.total))}'
                    f'{" (" + escape(detail) + ")" if detail else ""}; running total '
                    f'{escape(size(r.cumulative))}</title></rect>')
     out.append("</svg>")
@@ -139,12 +147,22 @@ def _axes(values, ceiling, unit_name, what, at, top, plot_h, left):
     return out
 
 
+def _row_name(row, many):
+    """A row's name, after its net's where the chart holds more than one net (`many`)."""
+    return f"{row.net} {row.name}" if many and row.type else row.name
+
+
+def _many_nets(rows):
+    return len({r.net for r in rows if r.type}) > 1
+
+
 def _nets(rows, places, x, top, plot_h):
-    """A dotted line where one net's layers end and the next begin, with the net's label."""
-    out, start = [], 0
+    """A dotted line where one net's layers end and the next begin, with the net's label (none for
+    a file's only net)."""
+    out, start, many = [], 0, _many_nets(rows)
     for i in range(1, len(rows) + 1):
         if i == len(rows) or rows[i].net != rows[start].net or bool(rows[i].type) != bool(rows[start].type):
-            if rows[start].type:
+            if rows[start].type and many:
                 mid = x((places[start][0] + places[i - 1][1]) / 2)
                 out.append(f'<text x="{_n(mid)}" y="{top + 10}" text-anchor="middle" fill="#333">'
                            f'{escape(rows[start].net)}</text>')
@@ -156,16 +174,28 @@ def _nets(rows, places, x, top, plot_h):
     return out
 
 
-def _names(rows, places, x, base):
-    """Each bar's name while they can be read; past MAX_LABELS, evenly spaced ones, and always the
-    rows held beside the nets."""
+def _labelled(rows):
+    """The rows whose names are shown: each while they can be read; past MAX_LABELS, evenly spaced
+    ones, and always the rows held beside the nets."""
     step = max(1, -(-sum(1 for r in rows if r.type) // MAX_LABELS))
+    return [i for i, r in enumerate(rows) if not r.type or i % step == 0]
+
+
+def _short(name):
+    """A name whole up to LABEL_CHARS characters, else its ends around an ellipsis."""
+    if len(name) <= LABEL_CHARS:
+        return name
+    head = (LABEL_CHARS - 1) // 2
+    return name[:head] + "\u2026" + name[len(name) - (LABEL_CHARS - 1 - head):]
+
+
+def _names(rows, places, x, base, labels):
+    """Each labelled bar's name, below it."""
     out = []
-    for i, r in enumerate(rows):
-        if r.type and i % step:
-            continue
+    for i in labels:
+        r = rows[i]
         cx = x((places[i][0] + places[i][1]) / 2)
-        name = r.name if len(r.name) <= LABEL_CHARS else r.name[:LABEL_CHARS - 1] + "\u2026"
+        name = _short(r.name)
         out.append(f'<text class="name" x="{_n(cx)}" y="{base + 6}" transform="rotate(-90 {_n(cx)} {base + 6})" '
                    f'text-anchor="end" dominant-baseline="middle">{escape(name)}</text>')
     return out

@@ -76,13 +76,21 @@ def simple_table(rows, headers):
     return "\n".join(simple_table_lines(rows, headers))
 
 
-def simple_table_lines(rows, headers):
+def simple_table_lines(rows, headers, fit=None):
     """simple_table's lines, one at a time (tabulate's table, when it lays the table out, comes as
-    one). `rows` is read twice: a list, Rows or ColumnRows."""
+    one). `rows` is read twice: a list, Rows or ColumnRows. `fit`: (width, {column: (narrowest,
+    shorten(cell, width))}): the table is made at most `width` characters wide where those
+    columns, made narrower down to their narrowest, can do it, each cell shortened by its column's
+    `shorten`."""
     widths = _widths(rows, headers)
     if widths is not None and max(widths) > MAX_CELL:
         rows = Rows(rows, _shortened_row)
         widths = _widths(rows, headers)
+    if widths is not None and fit is not None:
+        narrower = _narrowed(widths, *fit)
+        if narrower != widths:
+            shorten = {i: (w, fit[1][i][1]) for i, w in enumerate(narrower) if w < widths[i]}
+            rows, widths = Rows(rows, lambda row: _fitted(row, shorten)), narrower
     if widths is None:
         from tabulate import tabulate
 
@@ -92,6 +100,37 @@ def simple_table_lines(rows, headers):
     yield (line % tuple(headers)).rstrip()
     yield GAP.join("-" * w for w in widths)
     yield from map(str.rstrip, map(line.__mod__, map(tuple, rows)))  # tabulate ends each row at its last character
+
+
+def _narrowed(widths, width, shrinkable):
+    """`widths` with the widest of the `shrinkable` columns made narrower, one character at a time,
+    until the table is `width` wide or each is at its narrowest."""
+    widths = list(widths)
+    excess = sum(widths) + len(GAP) * (len(widths) - 1) - width
+    while excess > 0:
+        room = [(widths[i], i) for i, (least, _) in shrinkable.items() if widths[i] > max(least, len(GAP))]
+        if not room:
+            break
+        _, i = max(room)
+        widths[i] -= 1
+        excess -= 1
+    return widths
+
+
+def _fitted(row, shorten):
+    row = list(row)
+    for i, (width, how) in shorten.items():
+        if len(row[i]) > width:
+            row[i] = how(row[i], width)
+    return row
+
+
+def middle(cell, width):
+    """The cell's ends around "...", `width` characters in all (the full text is in JSON and HTML)."""
+    if len(cell) <= width:
+        return cell
+    head = (width - 3 + 1) // 2
+    return cell[:head] + "..." + cell[len(cell) - (width - 3 - head):] if width > 3 else cell[:width]
 
 
 def _shortened_row(row):

@@ -4,7 +4,7 @@ import itertools
 
 from ..net.freeze import frozen_lines
 from ..read.schema import USER_PREFIX, described, load_schema
-from .table import ColumnRows, simple_table, simple_table_lines
+from .table import ColumnRows, middle, simple_table, simple_table_lines
 from .units import shapes, size
 
 ENGINE_NAMES = {"caffe": "Caffe engine (im2col)", "cudnn": "cuDNN"}
@@ -32,19 +32,49 @@ def describe(audit):
             + ", ".join(parts) + f", with {solver}, held at once." + read)
 
 
-LAYER_HEAD = ["net", "layer", "type", "top shapes", "params", "data", "diffs", "buffers", "workspace", "total",
-              "cumulative"]
+WIDTH = 120  # the per-layer table's width, where shortened names and shapes can make it fit
+# the columns a row's figures fill, by the summary's column order (a column all empty is left out)
+FIGURE_HEAD = ["params", "data", "diffs", "buffers", "workspace"]
+# text columns that may be shortened to fit WIDTH: (narrowest, how)
+NARROWEST = {"layer": 14, "type": 10, "top shapes": 14}
 
 
-# the columns whose cells cost the most to make and are each row's own: top shapes, running total
-OWN_COLUMNS = (3, 10)
+def short_shapes(cell, width):
+    """Top shapes in `width` characters: the first and how many more, then its ends."""
+    parts = cell.split(", ")
+    if len(parts) > 1:
+        more = f" (+{len(parts) - 1})"
+        return middle(parts[0], width - len(more)) + more if width > len(more) + 3 else middle(cell, width)
+    return middle(cell, width)
 
 
-def layer_columns(rows, own=None):
-    """The per-layer table's cells for `rows`, column by column; `own`: their OWN_COLUMNS, made before."""
-    tops, cumulative = own or ([shapes(r.tops) for r in rows], [size(r.cumulative) for r in rows])
-    return [[r.net for r in rows], [r.name for r in rows], [r.type for r in rows], tops,
-            *zip(*[figure_cells(r.figures) for r in rows]), [size(r.total) for r in rows], cumulative]
+SHORTEN = {"layer": middle, "type": middle, "top shapes": short_shapes}
+
+
+def layer_table_lines(audit, summary):
+    """The per-layer table: torchinfo's columns (the layer, its type, its output shapes, its own
+    parameter count) and the bytes it first touches, by category; a net column only where the
+    file has more than one net, and no column that is empty on every row."""
+    distinct = {r.figures for r in summary.rows}  # rows share their figures: a few dozen
+    shown = [i for i in range(len(FIGURE_HEAD)) if any(f[i] for f in distinct)]
+    nets = len(audit.nets) > 1
+    head = (["net"] if nets else []) + ["layer", "type", "top shapes", "param #"] + [FIGURE_HEAD[i] for i in shown]
+    head.append("total")
+
+    def columns(rows, own=None):
+        tops = own[0] if own else [shapes(r.tops) for r in rows]
+        figures = list(zip(*[figure_cells(r.figures) for r in rows]))
+        out = [[r.net for r in rows]] if nets else []
+        return out + [[r.name for r in rows], [r.type for r in rows], tops, [count_cell(r.param_count) for r in rows],
+                      *[figures[i] for i in shown], [size(r.total) for r in rows]]
+
+    fit = (WIDTH, {head.index(h): (max(n, len(h)), SHORTEN[h]) for h, n in NARROWEST.items()})
+    return simple_table_lines(ColumnRows(summary.rows, columns, (head.index("top shapes"),)), head, fit)
+
+
+@functools.lru_cache(maxsize=4096)
+def count_cell(n):
+    return f"{n:,}" if n else ""
 
 
 @functools.lru_cache(maxsize=4096)  # rows with the same figures share them: the cells too
@@ -53,8 +83,12 @@ def figure_cells(figures):
     return tuple(size(n) if n else "" for n in figures)
 
 
-def layer_table_lines(summary):
-    return simple_table_lines(ColumnRows(summary.rows, layer_columns, OWN_COLUMNS), LAYER_HEAD)
+def param_lines(params):
+    """torchinfo's three lines under its table."""
+    if params is None:
+        return []
+    return [f"Total params: {params.total:,}", f"Trainable params: {params.trainable:,}",
+            f"Non-trainable params: {params.frozen:,}"]
 
 
 def totals(summary):
@@ -130,39 +164,75 @@ def death_lines(death):
     return lines
 
 
-def render(audit, summary, fit=None):
-    return "\n".join(report_lines(audit, summary, fit))
+def render(audit, summary, fit=None, table=False):
+    return "\n".join(report_lines(audit, summary, fit, table))
 
 
-def report_lines(audit, summary, fit=None):
-    """The report's lines, those of the per-layer table made as they are read (the command writes
-    them as they come: the table of a 100,000-layer net is 33 MB of text); the others are worked
-    out at once, before any is read."""
+def report_lines(audit, summary, fit=None, table=False):
+    """The report's lines: what ran, then the short answer (the total, the verdict, what holds the
+    most, the notes that change the answer), as accelerate's estimate-memory answers in a few
+    lines. With `table`, the per-layer table, the parameter counts, the categories and Caffe's own
+    figure come first, and the short answer ends the report. The table's lines are made as they
+    are read (the command writes them as they come: the table of a 100,000-layer net is 33 MB of
+    text); the others are worked out at once, before any is read."""
     head = [f"protoaudit: {audit.path}", describe(audit), ""]
-    tail = [""]
+    if not table:
+        return head + answer_lines(audit, summary, fit) + ["", "The per-layer table, the parameter counts, the "
+                                                            "categories and the hand recipe: --table"]
+    tail = [""] + param_lines(summary.params) + [""]
     tail += totals(summary)
-    tail.append("")
-    tail.append(f"Total: {size(summary.total)} ({summary.total:,} bytes)"
-                + (" on the device" if audit.mode == "gpu" else " of host memory"))
-    if audit.other_engine_total is not None:
-        tail.append(f"  with {other_engine(audit)} instead: {size(audit.other_engine_total)}")
     tail += recipe_lines(summary.recipe)
-    tail += frozen_lines(summary.frozen, audit.solver_type)
     for net_audit in audit.nets:
         figure = net_audit.net.memory_required_for_data
         tail.append(f"Caffe's own 'Memory required for data' for the {net_audit.phase} net: {figure:,} bytes "
                     f"({size(figure)})")
-    tail += gap_lines(summary)
-    tail += shape_lines(summary)
-    tail += verdict_lines(fit, audit)
-    tail += death_lines(audit.death)
-    tail += sweep_lines(audit.sweep)
-    return itertools.chain(head, layer_table_lines(summary), tail)
+    tail.append("")
+    tail += answer_lines(audit, summary, fit)
+    return itertools.chain(head, layer_table_lines(audit, summary), tail)
+
+
+def answer_lines(audit, summary, fit=None):
+    """The short answer: the total beside the other engine's, the verdict with the largest batch
+    and iter_size, the rows that hold the most and why, the parameters, then the notes."""
+    lines = [f"Total: {size(summary.total)} ({summary.total:,} bytes)"
+             + (" on the device" if audit.mode == "gpu" else " of host memory")]
+    if audit.other_engine_total is not None:
+        lines.append(f"  with {other_engine(audit)} instead: {size(audit.other_engine_total)}")
+    lines += verdict_lines(fit, audit) or ["Give --gpu-mem with your card's memory (11G, 8G...) for a verdict "
+                                           "and the largest batch that fits."]
+    lines += biggest_lines(audit, summary)
+    if summary.params is not None:
+        p = summary.params
+        lines.append(f"Params: {p.total:,} (trainable {p.trainable:,}, non-trainable {p.frozen:,})")
+    lines += frozen_lines(summary.frozen, audit.solver_type)
+    lines += gap_lines(summary)
+    lines += shape_lines(summary)
+    lines += death_lines(audit.death)
+    lines += sweep_lines(audit.sweep)
+    return lines
+
+
+def biggest_lines(audit, summary):
+    """The rows that hold the most, each with its largest parts."""
+    if not summary.biggest:
+        return []
+    nets = len(audit.nets) > 1
+    rows = []
+    for c in summary.biggest:
+        r = c.row
+        where = f" ({net_name(r.net)})" if nets and r.net != "process" else ""
+        what = f"{r.type}: " if r.type else ""
+        parts = ", ".join(f"{k} {size(v)}" for k, v in c.parts[:3] if v * 10 >= r.total)
+        rows.append([f"  {r.name}{where}", size(r.total), f"{100 * r.total / summary.total:.0f}%" if summary.total
+                     else "", what + parts])
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return ["Most memory:"] + [f"{row[0]:<{widths[0]}}  {row[1]:>{widths[1]}}  {row[2]:>{widths[2]}}  {row[3]}"
+                               for row in rows]
 
 
 def gap_lines(summary):
     """The layers whose own allocations protoaudit cannot see."""
-    return [f"Not counted: layer '{layer}' ({kind}) of the {net} net: {what}; "
+    return [f"Not counted: layer '{layer}' ({kind}) of {net_name(net)}: {what}; "
             "its tops are counted at the shapes shown." for net, layer, kind, what in summary.gaps]
 
 
