@@ -56,6 +56,7 @@ FORK_MODULES = {
     "segnet": ("segnet",),
     "sphereface": ("sphereface", "priv"),
     "ssd": ("ssd",),
+    "caffe_face": ("caffe_face",),
 }
 _IMPORTED_FORKS = set()
 

@@ -28,6 +28,13 @@ FORKS = {
     "deeplab_v2": "DeepLab v2 (deeplab-public-ver2)",
     "pspnet": "PSPNet's Caffe (hszhao/PSPNet)",
     "deeplab_v1": "DeepLab v1 (DeepLab-Context)",
+    "rfcn": "R-FCN's Caffe (daijifeng001/caffe-rfcn, as py-R-FCN uses it)",
+    "caffe_face": "caffe-face (ydwen/caffe-face), which has CenterLoss",
+    "hed": "HED's Caffe (s9xie/hed)",
+    "tsn": "TSN's Caffe (yjxiong/caffe, branch action_recog)",
+    "cysu": "Cysu's Caffe (Cysu/caffe, branch domain-guided-dropout)",
+    "lim0606": "lim0606's Caffe (lim0606/caffe, GoogLeNet-BN's)",
+    "intel": "Intel Caffe (intel/caffe)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
