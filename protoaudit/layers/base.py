@@ -57,6 +57,7 @@ FORK_MODULES = {
     "sphereface": ("sphereface", "priv"),
     "ssd": ("ssd",),
     "caffe_face": ("caffe_face",),
+    "rfcn": ("rfcn",),
 }
 _IMPORTED_FORKS = set()
 

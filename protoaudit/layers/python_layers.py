@@ -242,8 +242,10 @@ class ProposalTargetLayer(Known):
 
     def defaults(self, bottoms):
         classes = self.param(self.yaml_params(), "num_classes", "proposal_target_layer.py:26")
-        return [(ROI_BATCH, 5), (ROI_BATCH,)] + [(ROI_BATCH, 4 * classes)] * 3, (
-            f"{ROI_BATCH} RoIs (cfg.TRAIN.BATCH_SIZE), {classes} classes")
+        shapes = [(ROI_BATCH, 5), (ROI_BATCH,)] + [(ROI_BATCH, 4 * classes)] * 3
+        if self.ctx.schema == "rfcn":  # py-R-FCN's copy makes every top 4-axis (its :80-105)
+            shapes = [s + (1,) * (4 - len(s)) for s in shapes]
+        return shapes, f"{ROI_BATCH} RoIs (cfg.TRAIN.BATCH_SIZE), {classes} classes"
 
 
 # --- FCN (fcn.berkeleyvision.org) -----------------------------------------------------------------

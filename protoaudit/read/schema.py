@@ -28,7 +28,7 @@ FORKS = {
     "deeplab_v2": "DeepLab v2 (deeplab-public-ver2)",
     "pspnet": "PSPNet's Caffe (hszhao/PSPNet)",
     "deeplab_v1": "DeepLab v1 (DeepLab-Context)",
-    "rfcn": "R-FCN's Caffe (daijifeng001/caffe-rfcn, as py-R-FCN uses it)",
+    "rfcn": "py-R-FCN's Caffe (Microsoft/caffe at 1a2be8e)",
     "caffe_face": "caffe-face (ydwen/caffe-face), which has CenterLoss",
     "hed": "HED's Caffe (s9xie/hed)",
     "tsn": "TSN's Caffe (yjxiong/caffe, branch action_recog)",
@@ -42,7 +42,8 @@ SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 # DenseImageData ported to a 2017 BVLC Caffe, PSPNet's Caffe is deeplab-public-ver2 plus its BN
 # layer (their sources are the same files elsewhere). A file both read is the ancestor's: the
 # descendant is needed only for the fields and layer types it adds.
-DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2"}
+DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2",
+                 "rfcn": "fastrcnn"}
 
 
 def described(name):
