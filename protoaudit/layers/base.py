@@ -58,6 +58,7 @@ FORK_MODULES = {
     "ssd": ("ssd",),
     "caffe_face": ("caffe_face",),
     "rfcn": ("rfcn",),
+    "hed": ("hed",),
 }
 _IMPORTED_FORKS = set()
 
