@@ -31,9 +31,9 @@ FORKS = {
     "rfcn": "py-R-FCN's Caffe (Microsoft/caffe at 1a2be8e)",
     "caffe_face": "caffe-face (ydwen/caffe-face), which has CenterLoss",
     "hed": "HED's Caffe (s9xie/hed)",
-    "tsn": "TSN's Caffe (yjxiong/caffe, branch action_recog)",
-    "cysu": "Cysu's Caffe (Cysu/caffe, branch domain-guided-dropout)",
     "lim0606": "lim0606's Caffe (lim0606/caffe, GoogLeNet-BN's)",
+    "cysu": "Cysu's Caffe (Cysu/caffe, branch domain-guided-dropout)",
+    "tsn": "TSN's Caffe (yjxiong/caffe, branch action_recog)",
     "intel": "Intel Caffe (intel/caffe)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
