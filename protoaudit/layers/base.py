@@ -59,6 +59,7 @@ FORK_MODULES = {
     "caffe_face": ("caffe_face",),
     "rfcn": ("rfcn",),
     "hed": ("hed",),
+    "tsn": ("tsn",),
 }
 _IMPORTED_FORKS = set()
 
