@@ -60,6 +60,7 @@ FORK_MODULES = {
     "rfcn": ("rfcn",),
     "hed": ("hed",),
     "tsn": ("tsn",),
+    "deconvnet": ("deconvnet",),
 }
 _IMPORTED_FORKS = set()
 

@@ -35,6 +35,7 @@ FORKS = {
     "cysu": "Cysu's Caffe (Cysu/caffe, branch domain-guided-dropout)",
     "tsn": "TSN's Caffe (yjxiong/caffe, branch action_recog)",
     "intel": "Intel Caffe (intel/caffe)",
+    "deconvnet": "DeconvNet's Caffe (HyeonwooNoh/caffe)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
