@@ -144,3 +144,16 @@ def test_the_ohem_net_audits_with_py_rfcns_4_axis_targets():
     net = build_nets(os.path.join(FORKS, "rfcn_resnet50_train_agnostic_ohem.prototxt"))[0]
     assert tops(net, "per_roi_loss") == [(128, 1, 1, 1)]
     assert tops(net, "roi-data")[1] == (128, 1, 1, 1)
+
+
+def test_a_roi_pooling_net_with_an_input_layer_is_py_rfcns(tmp_path):
+    """caffe-fast-rcnn's caffe.proto has no Input layer; py-R-FCN's (a 2016 Caffe) has, and its
+    ROIPooling is caffe-fast-rcnn's: such a net is read with it, and its one-bottom ROIPooling is
+    refused as that Caffe refuses it (two bottoms: the map and the rois)."""
+    path = tmp_path / "net.prototxt"
+    path.write_text('layer { name: "in" type: "Input" top: "x" input_param { shape { dim: 1 dim: 3 dim: 8 dim: 8 } } }\n'
+                    'layer { name: "roi" type: "ROIPooling" bottom: "x" top: "r" '
+                    'roi_pooling_param { pooled_h: 2 pooled_w: 2 } }\n')
+    assert load(str(path)).schema.name == "rfcn"
+    with pytest.raises(InputError, match="2 bottom"):
+        build(tmp_path, path.read_text())
