@@ -73,9 +73,6 @@ class BoxAnnotatorOHEM(Layer):
     exact_bottoms = 4  # box_annotator_ohem_layer.hpp:32-33
     exact_tops = 2
 
-    def allow_force_backward(self, bottom_index):
-        return False  # no backward: nothing would be written
-
     def reshape(self, bottoms):
         p = self.fork_param("box_annotator_ohem_param")
         self.check(p.roi_per_img > 0, "roi_per_img must be > 0", fix="set box_annotator_ohem_param { roi_per_img: 128 }")
@@ -90,7 +87,7 @@ class BoxAnnotatorOHEM(Layer):
 
     def touches(self, run):
         if run.mode == "cpu":
-            return no_cpu(self, "box_annotator_ohem_layer.cpp:69", ("forward",))
+            return no_cpu(self, "box_annotator_ohem_layer.cpp:69 and :76")
         return ([touch.bottom(j, "data", "forward", device="host") for j in range(4)]
                 + [touch.top(j, "data", "forward", device="host") for j in range(2)])
 
@@ -107,6 +104,7 @@ class SmoothL1LossOHEM(Layer):
     max_bottoms = 3
     min_tops = 1
     max_tops = 2
+    auto_top_blobs = True  # a LossLayer
 
     def allow_force_backward(self, bottom_index):
         return True  # hpp:44-46
