@@ -157,3 +157,10 @@ def test_a_roi_pooling_net_with_an_input_layer_is_py_rfcns(tmp_path):
     assert load(str(path)).schema.name == "rfcn"
     with pytest.raises(InputError, match="2 bottom"):
         build(tmp_path, path.read_text())
+
+
+def test_py_rfcns_roi_data_layer_makes_4_axis_tops_but_im_info():
+    """py-R-FCN's lib/roi_data_layer/layer.py:146-156 reshapes a 1- or 2-axis blob to 4 axes, im_info
+    excepted: gt_boxes (64 boxes of 5) is (64, 5, 1, 1) where py-faster-rcnn's is (64, 5)."""
+    net = build_nets(os.path.join(FORKS, "rfcn_resnet50_train_agnostic.prototxt"))[0]
+    assert tops(net, "input-data") == [(1, 3, 600, 1000), (1, 3), (64, 5, 1, 1)]

@@ -170,6 +170,12 @@ class RoIDataLayer(Known):
     padded to the largest (utils/blob.py:18-20)."""
 
     def defaults(self, bottoms):
+        shapes, why = self.tops_and_why()
+        if self.ctx.schema == "rfcn":  # py-R-FCN's copy makes every top but im_info 4-axis (its layer.py:146-156)
+            shapes = [s if len(shapes) == 3 and i == 1 else s + (1,) * (4 - len(s)) for i, s in enumerate(shapes)]
+        return shapes, why
+
+    def tops_and_why(self):
         params = self.yaml_params()
         classes = self.param(params, "num_classes", "layer.py:89")
         n = len(self.lp.top)
