@@ -148,15 +148,15 @@ def test_the_ohem_net_audits_with_py_rfcns_4_axis_targets():
 
 def test_a_roi_pooling_net_with_an_input_layer_is_py_rfcns(tmp_path):
     """caffe-fast-rcnn's caffe.proto has no Input layer; py-R-FCN's (a 2016 Caffe) has, and its
-    ROIPooling is caffe-fast-rcnn's: such a net is read with it, and its one-bottom ROIPooling is
-    refused as that Caffe refuses it (two bottoms: the map and the rois)."""
-    path = tmp_path / "net.prototxt"
-    path.write_text('layer { name: "in" type: "Input" top: "x" input_param { shape { dim: 1 dim: 3 dim: 8 dim: 8 } } }\n'
-                    'layer { name: "roi" type: "ROIPooling" bottom: "x" top: "r" '
-                    'roi_pooling_param { pooled_h: 2 pooled_w: 2 } }\n')
-    assert load(str(path)).schema.name == "rfcn"
-    with pytest.raises(InputError, match="2 bottom"):
-        build(tmp_path, path.read_text())
+    ROIPooling is caffe-fast-rcnn's: such a net is read with it. The top is (rois, C, pooled_h,
+    pooled_w) (roi_pooling_layer.cpp:34-37)."""
+    text = ('layer { name: "in" type: "Input" top: "x" top: "rois" '
+            'input_param { shape { dim: 1 dim: 3 dim: 8 dim: 8 } shape { dim: 4 dim: 5 } } }\n'
+            'layer { name: "roi" type: "ROIPooling" bottom: "x" bottom: "rois" top: "r" '
+            'roi_pooling_param { pooled_h: 2 pooled_w: 2 } }\n')
+    net = build(tmp_path, text)
+    assert load(str(tmp_path / "net.prototxt")).schema.name == "rfcn"
+    assert tops(net, "roi") == [(4, 3, 2, 2)]
 
 
 def test_py_rfcns_roi_data_layer_makes_4_axis_tops_but_im_info():
