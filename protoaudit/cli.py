@@ -6,7 +6,6 @@ import signal
 import sys
 
 from . import __version__, library
-from .audit import build_nets
 from .collector import paused
 from .errors import InputError
 from .options import checked, parse_defines, parse_inputs
@@ -189,6 +188,8 @@ def _audit(args):
         return run(args)
     inputs = parse_inputs(args.input)
     if args.caffe_log:
+        from .audit import build_nets
+
         for net in build_nets(args.path, phase=args.phase, stages=args.stage, level=args.level,
                               inputs=inputs, batch=args.batch, root=args.root, schema=_schema(args),
                               defines=parse_defines(args.define), log=args.log, shapes=args.shapes):

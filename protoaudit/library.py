@@ -7,8 +7,6 @@ Comparison (protoaudit.memory.explain.Comparison: `delta`, `layers`, `sentences`
 """
 import functools
 
-from .audit import audit as _run, reaudit, split_at
-from .memory.fit import check_fit
 from .options import parse_batches, parse_size
 
 
@@ -24,6 +22,9 @@ def audit(path, *, gpu_mem=None, sweep=None, **options):
 
     if is_keras_file(path):
         return _keras(path, gpu_mem, sweep, **options)
+    from .audit import audit as _run, reaudit, split_at
+    from .memory.fit import check_fit
+
     result = _run(path, **options)
     last = []  # the last batch audited again: a sweep asks for it under each engine in turn
 
