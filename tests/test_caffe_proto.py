@@ -63,7 +63,9 @@ def test_a_bad_proto_is_one_line(tmp_path):
     run = run_in_process(SEED, "--caffe-proto", tmp_path / "other.proto")
     assert run.returncode == 2 and "has no caffe.NetParameter or caffe.LayerParameter" in run.stderr
     run = run_in_process(SEED, "--caffe-proto", tmp_path / "missing.proto")
-    assert run.returncode == 2 and run.stderr.startswith(f"protoaudit: {tmp_path / 'missing.proto'}: no such file")
+    # a missing file is refused with the other option values, before any file is read, naming its flag
+    assert run.returncode == 2
+    assert run.stderr.startswith(f"protoaudit: --caffe-proto {tmp_path / 'missing.proto'}: no such file")
 
 
 def test_fork_and_caffe_proto_together_are_refused(tmp_path):
