@@ -155,11 +155,12 @@ def test_truncated_file_is_named_as_such(cli, tmp_path, cut, line, layer, opened
 
 
 def test_unknown_layer_type_of_another_fork(cli, tmp_path):
-    write(tmp_path, "net.prototxt", NET.replace('"Convolution"', '"ROIPooling"').replace(
+    """DeepLab's Interp, in a net whose Input layer DeepLab's caffe.proto cannot read."""
+    write(tmp_path, "net.prototxt", NET.replace('"Convolution"', '"Interp"').replace(
         "convolution_param { num_output: 4 kernel_size: 3 }", ""))
     msg = refused(cli("net.prototxt"))
     assert msg.startswith("protoaudit: net.prototxt:8: layer 'conv1': ")
-    assert "unknown layer type 'ROIPooling'" in msg
+    assert "unknown layer type 'Interp'" in msg
     says_what_to_do(msg)
 
 

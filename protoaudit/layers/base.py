@@ -58,6 +58,11 @@ FORK_MODULES = {
     "ssd": ("ssd",),
     "mobilenet_yolo": ("mobilenet_yolo",),
     "shufflenet": ("shufflenet",),
+    "caffe_face": ("caffe_face",),
+    "rfcn": ("rfcn",),
+    "hed": ("hed",),
+    "tsn": ("tsn",),
+    "deconvnet": ("deconvnet",),
 }
 _IMPORTED_FORKS = set()
 

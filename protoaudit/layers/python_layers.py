@@ -170,6 +170,12 @@ class RoIDataLayer(Known):
     padded to the largest (utils/blob.py:18-20)."""
 
     def defaults(self, bottoms):
+        shapes, why = self.tops_and_why()
+        if self.ctx.schema == "rfcn":  # py-R-FCN's copy makes every top but im_info 4-axis (its layer.py:146-156)
+            shapes = [s if len(shapes) == 3 and i == 1 else s + (1,) * (4 - len(s)) for i, s in enumerate(shapes)]
+        return shapes, why
+
+    def tops_and_why(self):
         params = self.yaml_params()
         classes = self.param(params, "num_classes", "layer.py:89")
         n = len(self.lp.top)
@@ -242,8 +248,10 @@ class ProposalTargetLayer(Known):
 
     def defaults(self, bottoms):
         classes = self.param(self.yaml_params(), "num_classes", "proposal_target_layer.py:26")
-        return [(ROI_BATCH, 5), (ROI_BATCH,)] + [(ROI_BATCH, 4 * classes)] * 3, (
-            f"{ROI_BATCH} RoIs (cfg.TRAIN.BATCH_SIZE), {classes} classes")
+        shapes = [(ROI_BATCH, 5), (ROI_BATCH,)] + [(ROI_BATCH, 4 * classes)] * 3
+        if self.ctx.schema == "rfcn":  # py-R-FCN's copy makes every top 4-axis (its :80-105)
+            shapes = [s + (1,) * (4 - len(s)) for s in shapes]
+        return shapes, f"{ROI_BATCH} RoIs (cfg.TRAIN.BATCH_SIZE), {classes} classes"
 
 
 # --- FCN (fcn.berkeleyvision.org) -----------------------------------------------------------------

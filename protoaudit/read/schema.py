@@ -32,6 +32,14 @@ FORKS = {
                       "DepthwiseConvolution, ReLU6 and SENet's Axpy)",
     "shufflenet": "BVLC Caffe with farmingyard's ShuffleChannel and ConvolutionDepthwise "
                   "(ShuffleNet, caffe-mobilenet)",
+    "rfcn": "py-R-FCN's Caffe (Microsoft/caffe at 1a2be8e)",
+    "caffe_face": "caffe-face (ydwen/caffe-face), which has CenterLoss",
+    "hed": "HED's Caffe (s9xie/hed)",
+    "lim0606": "lim0606's Caffe (lim0606/caffe, GoogLeNet-BN's)",
+    "cysu": "Cysu's Caffe (Cysu/caffe, branch domain-guided-dropout)",
+    "tsn": "TSN's Caffe (yjxiong/caffe, branch action_recog)",
+    "intel": "Intel Caffe (intel/caffe)",
+    "deconvnet": "DeconvNet's Caffe (HyeonwooNoh/caffe)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
@@ -39,9 +47,11 @@ SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 # DenseImageData ported to a 2017 BVLC Caffe, PSPNet's Caffe is deeplab-public-ver2 plus its BN
 # layer (their sources are the same files elsewhere). A file both read is the ancestor's: the
 # descendant is needed only for the fields and layer types it adds.
-# MobileNet-YOLO's Caffe is the SSD fork with YOLO's and MobileNet's layers added.
+# MobileNet-YOLO's Caffe is the SSD fork with YOLO's and MobileNet's layers added; py-R-FCN's
+# (Microsoft/caffe) keeps caffe-fast-rcnn's ROIPooling and SmoothL1Loss.
 DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2",
-                 "mobilenet_yolo": "ssd"}
+                 "mobilenet_yolo": "ssd",
+                 "rfcn": "fastrcnn"}
 
 
 def described(name):

@@ -39,6 +39,9 @@ FORK_V1_TYPES = {
         "ONEHOT": "OneHot", "PADDING": "Padding", "RELATIVE_ERROR": "RelativeError", "SEG_ACCURACY": "SegAccuracy",
         "UNIQUE_LABEL": "UniqueLabel",
     },
+    # HyeonwooNoh/caffe (DeconvNet): REGISTER_LAYER_CLASS(BN, BNLayer), bn_layer.cpp:419; UNPOOLING's
+    # creator makes UnpoolingLayer (layer_factory.cpp:65-78)
+    "deconvnet": {"BN": "BN", "UNPOOLING": "Unpooling"},
 }
 
 
