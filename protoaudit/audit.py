@@ -503,7 +503,9 @@ def _nets_to_audit(path, inference, options):
         # the file's TEST net, beside its TRAIN net: --input shapes take the file's test batch
         # (a file whose own state sets the phase, as Caffe prints a net it built, is that net alone)
         try:
-            test = build_nets(path, phase="TEST", **common, keep_test_batch=True, as_test=True, specs=tests)[0]
+            # (a solver's TEST nets are its own test nets, built above: none here)
+            test = next(iter(build_nets(path, phase="TEST", **common, keep_test_batch=True, as_test=True,
+                                        specs=tests)), None)
         except ShapesNeeded as e:  # one message for every net's missing shapes
             needed = e if needed is None else needed.merged(e)
         except InputError:
