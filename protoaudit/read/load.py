@@ -48,6 +48,7 @@ class Source(NamedTuple):
     schema: object
     text: str
     layer_lines: dict  # see layer_lines
+    skipped: tuple = ()  # protoaudit.read.lenient.Skipped: fields no shipped schema has, read past
 
 
 def read_text(path):
@@ -227,23 +228,24 @@ def _embedded_nets(solver):
     yield from solver.test_net_param
 
 
-def load(path, schema_name=None, defines=None):
+def load(path, schema_name=None, defines=None, strict=False):
     """Read `path` as a net or a solver, choosing the schema (BVLC, else the fork it needs), with
-    `${NAME}` templates replaced by `defines` (--define NAME=VALUE)."""
+    `${NAME}` templates replaced by `defines` (--define NAME=VALUE). Unless `strict`, a file no
+    schema reads is read past fields none has, where they cannot change a figure (lenient)."""
     if schema_name is not None and schema_name not in SCHEMA_NAMES and not schema_name.startswith(USER_PREFIX):
         raise InputError(f"--fork {schema_name}: protoaudit knows {', '.join(SCHEMA_NAMES)}",
                          fix="or give your fork's caffe.proto with --caffe-proto")
     text = substitute(read_text(path), defines or {}, path)
-    kind, data, schema, lines = _read(path, text, schema_name)
-    return Source(path, kind, _message(schema, kind, data), schema, text, lines)
+    kind, data, schema, lines, skipped = _read(path, text, schema_name, strict)
+    return Source(path, kind, _message(schema, kind, data), schema, text, lines, skipped)
 
 
 def load_text(text, path, first_line=1, schema_name=None, defines=None):
     """A net or solver printed inside another file (a Caffe log), read as `load` reads a file;
     its lines keep their numbers in that file, for error messages."""
     padded = "\n" * (first_line - 1) + substitute(text, defines or {}, path)
-    kind, data, schema, lines = _read(path, padded, schema_name)
-    return Source(path, kind, _message(schema, kind, data), schema, padded, lines)
+    kind, data, schema, lines, skipped = _read(path, padded, schema_name, True)
+    return Source(path, kind, _message(schema, kind, data), schema, padded, lines, skipped)
 
 
 def _message(schema, kind, data):
@@ -255,29 +257,29 @@ READINGS = {}  # (path, length and hash of the text, schema name) -> _read's rea
 MAX_READINGS = 8
 
 
-def _read(path, raw, schema_name):
+def _read(path, raw, schema_name, strict):
     """_reading, kept by the text's hash (an audit, its test net and a batch search all read the
     same file) with the message serialized (a tenth of the message's memory, and read back faster
     than a message is copied) and only the layers' lines of the outline: a 100,000-layer file's
     text and outline held for the whole audit would be 50 MB. The cache lives in one process, so
     Python's own string hash (64 bits, salted anew in every process) keys it: a digest from
     hashlib would cost every start its import (OpenSSL's library loaded, 5-10 ms)."""
-    key = (path, len(raw), hash(raw), schema_name)
+    key = (path, len(raw), hash(raw), schema_name, strict)
     reading = READINGS.pop(key, None)
     if reading is None:
-        kind, message, schema, lines = _reading(path, raw, schema_name)
-        reading = kind, message.SerializeToString(), schema, lines
+        kind, message, schema, lines, *skipped = _reading(path, raw, schema_name, strict)
+        reading = kind, message.SerializeToString(), schema, lines, tuple(skipped[0] if skipped else ())
     READINGS[key] = reading  # the newest last
     while len(READINGS) > MAX_READINGS:
         READINGS.pop(next(iter(READINGS)), None)
     return reading
 
 
-def _reading(path, raw, schema_name):
+def _reading(path, raw, schema_name, strict=True):
     """Read the text with the schema asked for, else choose: BVLC's when it reads the file and
     knows every layer type the file names; else the fork that does (several forks that would read
-    the file differently make it ambiguous); a file no schema reads gets the fault that came
-    furthest into it."""
+    the file differently make it ambiguous); a file no schema reads is read past fields none has
+    (unless `strict`: _past_unknown_fields), else gets the fault that came furthest into it."""
     text = Text(raw)  # its tokens, found once for every schema tried and the outline
     failures = []
     if schema_name:
@@ -297,12 +299,67 @@ def _reading(path, raw, schema_name):
     if not readings:
         if bvlc is not None:  # the layer registry will name the type no fork knows
             return bvlc + (_lines(text, bvlc[0], path),)
-        raise _parse_failure(path, text, failures)
+        unknown_field = any("has no field named" in str(e) for e, _, _ in failures)
+        skipping = _past_unknown_fields(path, text) if unknown_field and not strict else None
+        if skipping is None:
+            raise _parse_failure(path, text, failures)
+        reading, skipped = skipping
+        return reading + (_lines(text, reading[0], path), skipped)
     complete = [r for r in readings if _types_used(r[1], r[0], r[2].layers) <= _known_types(r[2].layers)]
     chosen = _without_descendants(complete or readings)
     if len(chosen) > 1:
         _refuse_ambiguous(path, chosen)
     return chosen[0] + (_lines(text, chosen[0][0], path),)
+
+
+def _past_unknown_fields(path, text):
+    """((kind, message, schema), Skipped...) of the closest schema that reads the file past fields
+    no schema has: one that knows its layer types, then the fewest fields read past, BVLC's first
+    (a type none knows is then named as the registry names it); None where none reads it. A field
+    read past where a layer with bottoms could read it is refused here (see build_nets for data layers)."""
+    from . import lenient
+
+    best, rank = None, None
+    for name in SCHEMA_NAMES:
+        schema = load_schema(name)
+        for kind in ("net", "solver"):
+            message = (schema.NetParameter if kind == "net" else schema.SolverParameter)()
+            skipped = lenient.parse_skipping(text.text, message)
+            if (skipped is None or _of_the_other_kind(skipped, schema, kind)
+                    or (schema.predates_v2 and any(net.layer for net in _nets_of(message, kind)))):
+                continue
+            ranked = (not _types_used(message, kind, schema.layers) <= _known_types(schema.layers), len(skipped))
+            if rank is None or ranked < rank:
+                best, rank = ((kind, message, schema), skipped), ranked
+    if best is None:
+        return None
+    (kind, message, schema), found = best
+    layers = {layer.name: (t, layer) for t, layer in _layers_used(message, kind, schema.layers)}
+    known = _known_types(schema.layers)
+    out = []
+    for field, holder, line in found:
+        block = layer_at(_outline(text, path, until=line), line)
+        name = block.label if block is not None else ""
+        layer_type, layer = layers.get(name, ("", None))
+        names = schema.message(holder).DESCRIPTOR.fields_by_name
+        skipped = lenient.judged(field, holder, line, name, layer_type, layer.top[:1] if layer else (), names)
+        if layer_type and layer_type not in known:  # the build names the type, or takes its tops from --input
+            out.append(skipped._replace(why=f"a {layer_type} layer, a type protoaudit has no rule for, is sized "
+                                            "from the tops --input gives it", tops=()))
+            continue
+        if skipped.near:
+            raise skipped._replace(tops=()).refusal(path)
+        if skipped.why is None and (layer is None or layer.bottom or not layer.top or holder == "LayerParameter"):
+            raise skipped._replace(tops=()).refusal(path)  # --input stands only for a data source's parameter
+        out.append(skipped)
+    return best[0], tuple(out)
+
+
+def _of_the_other_kind(skipped, schema, kind):
+    """Whether fields read past at the top are the other kind's (a net read as a solver)."""
+    other = schema.SolverParameter if kind == "net" else schema.NetParameter
+    top = "NetParameter" if kind == "net" else "SolverParameter"
+    return any(holder == top and field in other.DESCRIPTOR.fields_by_name for field, holder, _ in skipped)
 
 
 def _without_descendants(readings):
