@@ -193,7 +193,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
             # is the TEST net alone; Caffe never builds a TRAIN net from it
             spec.state.phase = _TEST
             net = build(spec.param, spec.state, **options, read=spec.read)
-        net.assumptions.extend(Assumption(*skipped.assumption(spec.path)) for skipped in spec.skipped)
+        net.assumptions.extend(Assumption(*skipped.assumption()) for skipped in spec.skipped)
         values = (spec.role, not is_test, spec.solver, frozen, spec.own_phase, spec.schema.name)
         for name, value in zip(_BUILT_AS, values):
             setattr(net, name, value)

@@ -97,3 +97,16 @@ def test_a_misspelt_solver_field_is_still_refused(tmp_path):
     (tmp_path / "s.prototxt").write_text('net: "n.prototxt"\nbase_lrr: 0.1\n')
     run = run_protoaudit("s.prototxt", *INPUT, cwd=tmp_path)
     assert run.returncode == 2 and "'base_lr'" in run.stderr and "s.prototxt:2" in run.stderr, run.stderr
+
+
+def test_tsns_solver_with_its_device_list_and_richness_audits():
+    """TSN's solver (yjxiong/caffe: "repeated int32 device_id = 18", "optional int32 richness = 37"):
+    the same totals as the plain solver's with the same schedule, both fields listed."""
+    tsn = json.loads(audit("tsn_solver.prototxt", *INPUT, "--format", "json"))
+    said = [a["assumption"] for a in tsn["assumptions"]]
+    assert any(a.startswith("SolverParameter.device_id (tsn_solver.prototxt:32)") and "yjxiong/caffe" in a
+               for a in said)
+    assert any(a.startswith("SolverParameter.richness (tsn_solver.prototxt:33)") for a in said)
+    refused_strict = refused("tsn_solver.prototxt", *INPUT, "--strict")
+    assert "tsn_solver.prototxt:32" in refused_strict
+

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from .. import layers as _layers  # noqa: F401  (registers every layer type)
 from ..errors import InputError
-from ..layers.base import REGISTRY, Context, MissingShape, count, fork_layers
+from ..layers.base import NET_INPUT, REGISTRY, Context, MissingShape, ShapeOrigin, count, fork_layers
 from ..layers.data import Declared
 from ..options import INT_MAX, MAX_AXES
 from ..records import RECORD
@@ -344,6 +344,14 @@ class _Builder:
                 first = in_file[0]
             if first is not None and shape:
                 shape = (first,) + shape[1:]
+            if shape:  # the report's "Data shape:" line, as a data layer's top has
+                if name in self.ctx.inputs:
+                    source = self.ctx.input_sources.get(name, "--input")
+                else:
+                    source = "the net's " + ("input_dim" if net.input_dim else "input_shape")
+                    if in_file and shape[0] != in_file[0]:
+                        source += f", batch {shape[0]} from --batch"
+                self.ctx.origins.append(ShapeOrigin(NET_INPUT, name, shape, source))
             blob = self.new_blob(name, shape, -1)
             self.by_name[name] = blob.index
             self.available.add(name)

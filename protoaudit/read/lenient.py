@@ -18,8 +18,8 @@ from ..errors import InputError
 # Where protoaudit has met each field, in the caffe.proto of the fork that defines it (the words
 # name the fork in messages). Fields not listed are said to belong to "a fork".
 FIELD_FORKS = {
-    ("NetParameter", "richness"): "Cysu's Caffe (Cysu/caffe, dgd_person_reid), where it caps cuDNN's workspace",
-    ("SolverParameter", "richness"): "yjxiong/caffe (TSN's Caffe), where it caps cuDNN's workspace",
+    ("NetParameter", "richness"): "Cysu's Caffe (Cysu/caffe, dgd_person_reid)",
+    ("SolverParameter", "richness"): "yjxiong/caffe (TSN's Caffe)",
     ("SolverParameter", "min_lr"): "Cysu's Caffe (Cysu/caffe, dgd_person_reid)",
     ("SolverParameter", "stagelr"): "Intel Caffe (intel/caffe)",
     ("SolverParameter", "stageiter"): "Intel Caffe (intel/caffe)",
@@ -32,6 +32,7 @@ FIELD_FORKS = {
     ("VideoDataParameter", "modality"): "yjxiong/caffe (TSN's Caffe)",
     ("VideoDataParameter", "num_segments"): "yjxiong/caffe (TSN's Caffe)",
     ("LayerParameter", "center_loss_param"): "caffe-face (ydwen/caffe-face)",
+    ("SolverParameter", "device_id"): "yjxiong/caffe (TSN's Caffe), where it is a list",
 }
 
 # Layer types whose memory protoaudit sizes differently by engine (cuDNN or Caffe's own): an
@@ -54,20 +55,21 @@ class Skipped(NamedTuple):
     tops: tuple  # the tops --input must give for it to be read past (a data layer's first)
     why: str
     near: str = ""  # a field of that message whose name is close: a misspelling, then
+    file: str = ""  # the file it is in
 
     @property
     def fork(self):
         known = FIELD_FORKS.get((self.message, self.field))
         if known:
-            return f"it is probably {known}'s"
+            return f"probably a field of {known}"
         return f"did you mean '{self.near}'? else it is a fork's field" if self.near else "a fork's field"
 
-    def assumption(self, path):
-        """(layer, what, override) as an audit's assumptions list them; `path` the file it is in."""
+    def assumption(self):
+        """(layer, what, override) as an audit's assumptions list them."""
         why = self.why or f"the {self.layer_type} layer's tops were given with --input instead"
         return (self.layer or "(file)",
-                f"{self.message}.{self.field} ({path}:{self.line}) was skipped: no caffe.proto protoaudit ships "
-                f"has it ({self.fork}); {why}",
+                f"{self.message}.{self.field} ({self.file}:{self.line}) was read past: no caffe.proto protoaudit "
+                f"ships reads it as written ({self.fork}); {why}",
                 "--caffe-proto FILE (that fork's caffe.proto) reads the field too; --strict refuses the file")
 
     def refusal(self, path):
@@ -115,6 +117,21 @@ def parse_skipping(text, message):
     except (text_format.ParseError, RecursionError):
         return None
     return parser.skipped
+
+
+_ID_LIST = re.compile(r"^(\s*device_id\s*:\s*)(\[[\d\s,]*\])", re.MULTILINE)
+
+
+def without_id_lists(text):
+    """(text, Skipped...) with a solver's list-valued `device_id: [0,1,2,3]` (yjxiong/caffe's, a
+    repeated field there; one int in every other caffe.proto) blanked out; None where none is."""
+    found = list(_ID_LIST.finditer(text))
+    if not found:
+        return None
+    why = "which GPUs run it: each GPU of a multi-GPU run holds what is counted here for one"
+    skipped = tuple(Skipped("device_id", "SolverParameter", text.count("\n", 0, m.start()) + 1, "", "", (), why)
+                    for m in found)
+    return _ID_LIST.sub(lambda m: m.group(1) + "0" + " " * (len(m.group(2)) - 1), text), skipped
 
 
 def judged(field, message, line, layer, layer_type, tops, names):

@@ -12,6 +12,7 @@ from google.protobuf import text_format
 
 from ..errors import InputError
 from . import special
+from . import lenient
 from .schema import FORKS, SCHEMA_NAMES, USER_PREFIX, ancestors, described, load_schema
 from .tokens import Text, has_tokens, parse
 
@@ -299,6 +300,11 @@ def _reading(path, raw, schema_name, strict=True):
     if not readings:
         if bvlc is not None:  # the layer registry will name the type no fork knows
             return bvlc + (_lines(text, bvlc[0], path),)
+        listed = None if strict else lenient.without_id_lists(raw)
+        if listed is not None:
+            reading = _reading(path, listed[0], schema_name, strict)
+            earlier = reading[4] if len(reading) > 4 else ()
+            return reading[:4] + (earlier + tuple(s._replace(file=path) for s in listed[1]),)
         unknown_field = any("has no field named" in str(e) for e, _, _ in failures)
         skipping = _past_unknown_fields(path, text) if unknown_field and not strict else None
         if skipping is None:
@@ -317,8 +323,6 @@ def _past_unknown_fields(path, text):
     no schema has: one that knows its layer types, then the fewest fields read past, BVLC's first
     (a type none knows is then named as the registry names it); None where none reads it. A field
     read past where a layer with bottoms could read it is refused here (see build_nets for data layers)."""
-    from . import lenient
-
     best, rank = None, None
     for name in SCHEMA_NAMES:
         schema = load_schema(name)
@@ -342,7 +346,8 @@ def _past_unknown_fields(path, text):
         name = block.label if block is not None else ""
         layer_type, layer = layers.get(name, ("", None))
         names = schema.message(holder).DESCRIPTOR.fields_by_name
-        skipped = lenient.judged(field, holder, line, name, layer_type, layer.top[:1] if layer else (), names)
+        skipped = lenient.judged(field, holder, line, name, layer_type, layer.top[:1] if layer else (),
+                                 names)._replace(file=path)
         if layer_type and layer_type not in known:  # the build names the type, or takes its tops from --input
             out.append(skipped._replace(why=f"a {layer_type} layer, a type protoaudit has no rule for, is sized "
                                             "from the tops --input gives it", tops=()))
@@ -462,6 +467,15 @@ def _parse_fix(detail, line_text):
     if "has no field named" in detail or "should not have multiple" in detail:
         return FORK_FIELD_FIX
     if "Enum type" in detail and "has no value named" in detail:
+        quoted = re.search(r"""\btype\s*:\s*["']([^"']*)["']""", line_text)
+        if "LayerType" in detail and quoted:  # a V2 type in a V1 block: Caffe's parser refuses it too
+            from .upgrade import V1_TYPES
+
+            enum = next((k for k, v in V1_TYPES.items() if v == quoted.group(1)), None)
+            return ("a `layers` block (V1) names its type with an enum, unquoted; a quoted type is a `layer` "
+                    "block's (V2), and Caffe refuses the file too: write " + (f"type: {enum}" if enum else
+                                                                            "the V1 enum name")
+                    + " in this block, or write the net with `layer` blocks")
         if "LayerType" in detail:  # a V1 net's `type: NAME`: a layer no schema protoaudit reads has
             return "a layer type of another Caffe fork, which protoaudit cannot size: " + WAY_OUT
         return "use one of the values caffe.proto lists for that field"
