@@ -158,7 +158,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
             builder.missing(lp, line, m)
         except InputError as e:
             if e.fix is None:  # a layer's own CHECK: say what stands behind it
-                e.fix = f"Caffe stops here too: fix this {lp.type} layer's parameters or the layers that feed it"
+                e.fix = _behind_check(builder.ctx, lp)
             raise e.located(file=path, line=line, layer=lp.name) from None
     if builder.needs:
         raise ShapesNeeded(builder.needs, path)
@@ -187,6 +187,19 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
 
 class Rebuild(Exception):
     """A net `rebatched` cannot make again from the built one: build it from its file."""
+
+
+def _behind_check(ctx, lp):
+    """What stands behind a layer's failed CHECK: a shape protoaudit assumed for a data source
+    (a Python data layer's defaults), which the user's real sizes replace; else the file itself."""
+    assumed = {o.layer for o in ctx.origins if o.source.startswith("assumed")}
+    guesses = [a for a in ctx.assumptions if a.layer in assumed]
+    if not guesses:
+        return f"Caffe stops here too: fix this {lp.type} layer's parameters or the layers that feed it"
+    said = "; ".join(f"layer '{a.layer}': {a.what}" for a in guesses)
+    flags = "; ".join(a.override for a in guesses)
+    return (f"the shapes here follow from a size protoaudit assumed, not from the file ({said}); give the size "
+            f"your data has: {flags}")
 
 
 def rebatched(net, batch):
