@@ -34,3 +34,17 @@ def test_a_quoted_type_in_a_v1_block_names_the_enum():
     assert run.stderr.startswith("protoaudit: v1_quoted_type.prototxt:12: layer 'prob': ")
     # V1LayerParameter.LayerType's SOFTMAX = 20 upgrades to "Softmax" (upgrade_proto.cpp UpgradeV1LayerType)
     assert "type: SOFTMAX" in run.stderr and "another Caffe fork" not in run.stderr
+
+
+def test_an_unknown_type_names_its_fork_and_the_input_line():
+    run = run_protoaudit("rfcn_psroi.prototxt", cwd=HERE)
+    assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
+    msg = run.stderr
+    assert msg.startswith("protoaudit: rfcn_psroi.prototxt:6: layer 'psroipooled_cls_rois': ")
+    assert "'PSROIPooling'" in msg and "R-FCN" in msg and "--input psroipooled_cls_rois=NxCxHxW" in msg
+    # that line given, the rest is audited: AVE pooling 7x7 stride 7 of 7x7 maps, (7 - 7) / 7 + 1 = 1
+    given = run_protoaudit("rfcn_psroi.prototxt", "--input", "psroipooled_cls_rois=300x21x7x7", "--format", "json",
+                           cwd=HERE)
+    assert given.returncode == 0, given.stderr
+    pool = next(layer for layer in json.loads(given.stdout)["nets"][0]["layers"] if layer["name"] == "ave_cls_score_rois")
+    assert pool["tops"] == [[300, 21, 1, 1]]

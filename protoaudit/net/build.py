@@ -157,8 +157,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
         except MissingShape as m:
             builder.missing(lp, line, m)
         except InputError as e:
-            if e.fix is None:  # a layer's own CHECK: say what stands behind it
-                e.fix = _behind_check(builder.ctx, lp)
+            e.fix = _behind_check(builder.ctx, lp, e.fix)  # a layer's own CHECK: say what stands behind it
             raise e.located(file=path, line=line, layer=lp.name) from None
     if builder.needs:
         raise ShapesNeeded(builder.needs, path)
@@ -189,17 +188,18 @@ class Rebuild(Exception):
     """A net `rebatched` cannot make again from the built one: build it from its file."""
 
 
-def _behind_check(ctx, lp):
-    """What stands behind a layer's failed CHECK: a shape protoaudit assumed for a data source
-    (a Python data layer's defaults), which the user's real sizes replace; else the file itself."""
+def _behind_check(ctx, lp, fix):
+    """What stands behind a layer's failed CHECK, after the layer's own `fix` (if any): a shape
+    protoaudit assumed for a data source (a Python data layer's defaults), which the user's real
+    sizes replace; else, with no fix of its own, the file itself."""
     assumed = {o.layer for o in ctx.origins if o.source.startswith("assumed")}
     guesses = [a for a in ctx.assumptions if a.layer in assumed]
     if not guesses:
-        return f"Caffe stops here too: fix this {lp.type} layer's parameters or the layers that feed it"
+        return fix or f"Caffe stops here too: fix this {lp.type} layer's parameters or the layers that feed it"
     said = "; ".join(f"layer '{a.layer}': {a.what}" for a in guesses)
     flags = "; ".join(a.override for a in guesses)
-    return (f"the shapes here follow from a size protoaudit assumed, not from the file ({said}); give the size "
-            f"your data has: {flags}")
+    return ((f"{fix}; but first: " if fix else "") + f"the shapes here follow from a size protoaudit assumed, not "
+            f"from the file ({said}); give the size your data has: {flags}")
 
 
 def rebatched(net, batch):
@@ -685,11 +685,15 @@ def _loss_weights(impl, given, num_tops):
 def _unknown_type(lp, schema):
     from ..layers import suggest
     from ..read.schema import USER_PREFIX, described
+    from ..read.whose import fork_of
 
-    hint = suggest(lp.type, schema)
+    fork = fork_of(lp)
+    hint = None if fork else suggest(lp.type, schema)
     message = f"unknown layer type '{lp.type}'"
     if hint:
         message += f" (did you mean '{hint}'?)"
+    elif fork:
+        message += f": most likely a layer of {fork}, which protoaudit has no rule for"
     else:
         # the schema's description ends the clause, whatever its length or parentheses
         message += f": protoaudit has no rule for it in {described(schema)}; "

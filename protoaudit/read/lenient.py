@@ -14,6 +14,7 @@ from typing import NamedTuple
 from google.protobuf import text_format
 
 from ..errors import InputError
+from . import whose
 
 # Where protoaudit has met each field, in the caffe.proto of the fork that defines it (the words
 # name the fork in messages). Fields not listed are said to belong to "a fork".
@@ -60,6 +61,8 @@ class Skipped(NamedTuple):
     @property
     def fork(self):
         known = FIELD_FORKS.get((self.message, self.field))
+        if known is None and self.message == "LayerParameter":  # a layer parameter of a fork's layer type
+            known = whose.FIELDS.get(self.field)
         if known:
             return f"probably a field of {known}"
         return f"did you mean '{self.near}'? else it is a fork's field" if self.near else "a fork's field"

@@ -345,10 +345,11 @@ def _past_unknown_fields(path, text):
         block = layer_at(_outline(text, path, until=line), line)
         name = block.label if block is not None else ""
         layer_type, layer = layers.get(name, ("", None))
-        names = schema.message(holder).DESCRIPTOR.fields_by_name
+        unknown = layer_type and layer_type not in known
+        names = () if unknown else schema.message(holder).DESCRIPTOR.fields_by_name  # (for a misspelling)
         skipped = lenient.judged(field, holder, line, name, layer_type, layer.top[:1] if layer else (),
                                  names)._replace(file=path)
-        if layer_type and layer_type not in known:  # the build names the type, or takes its tops from --input
+        if unknown:  # the build names the type, or takes its tops from --input
             out.append(skipped._replace(why=f"a {layer_type} layer, a type protoaudit has no rule for, is sized "
                                             "from the tops --input gives it", tops=()))
             continue
