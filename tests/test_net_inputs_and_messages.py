@@ -48,3 +48,11 @@ def test_an_unknown_type_names_its_fork_and_the_input_line():
     assert given.returncode == 0, given.stderr
     pool = next(layer for layer in json.loads(given.stdout)["nets"][0]["layers"] if layer["name"] == "ave_cls_score_rois")
     assert pool["tops"] == [[300, 21, 1, 1]]
+
+
+def test_a_v1_type_of_a_fork_names_the_fork():
+    """VIDEO_DATA = 33 in C3D v1.0's V1LayerParameter.LayerType (C3D-v1.0/src/caffe/proto/caffe.proto:168)."""
+    run = run_protoaudit("c3d_v1_video_data.prototxt", cwd=HERE)
+    assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
+    assert run.stderr.startswith("protoaudit: c3d_v1_video_data.prototxt:6: layer 'data': ")
+    assert "C3D v1.0" in run.stderr and "ssd" not in run.stderr

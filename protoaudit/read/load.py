@@ -12,7 +12,7 @@ from google.protobuf import text_format
 
 from ..errors import InputError
 from . import special
-from . import lenient
+from . import lenient, whose
 from .schema import FORKS, SCHEMA_NAMES, USER_PREFIX, ancestors, described, load_schema
 from .tokens import Text, has_tokens, parse
 
@@ -450,7 +450,8 @@ def _parse_failure(path, text, failures):
     detail = " ".join(detail.split())  # protobuf may quote the line it stopped in, newline included
     fix = _parse_fix(detail, _line_text(text.text, line))
     if schema != "bvlc" and ("has no field named" in detail or "should not have multiple" in detail):
-        detail = f"{detail.rstrip('.')} in the {schema} fork's caffe.proto, which read furthest of those protoaudit knows"
+        detail = (f"{detail.rstrip('.')}, nor has any caffe.proto protoaudit ships (the {schema} fork's read furthest "
+                  "into the file)")
     layer = layer_at(_outline(text, path, until=line), line) if line else None
     return InputError(detail, file=path, line=line, layer=layer.label if layer else None, fix=fix)
 
@@ -478,7 +479,10 @@ def _parse_fix(detail, line_text):
                                                                             "the V1 enum name")
                     + " in this block, or write the net with `layer` blocks")
         if "LayerType" in detail:  # a V1 net's `type: NAME`: a layer no schema protoaudit reads has
-            return "a layer type of another Caffe fork, which protoaudit cannot size: " + WAY_OUT
+            named = re.search(r"\btype\s*:\s*(\w+)", line_text)
+            fork = whose.TYPES.get(named.group(1)) if named else None
+            return (f"most likely a layer type of {fork}" if fork else "a layer type of another Caffe fork") + (
+                ", which protoaudit cannot size: " + WAY_OUT)
         return "use one of the values caffe.proto lists for that field"
     if "out of range" in detail:
         return "use a value the field's type in caffe.proto holds (pad, kernel_size, stride... are unsigned)"

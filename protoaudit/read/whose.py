@@ -20,6 +20,9 @@ TYPES = {
     "VideoData": "a video fork: yjxiong/caffe (TSN) or C3D (facebook/C3D)",
     "UNPOOLING": "DeconvNet's Caffe (HyeonwooNoh/caffe)",
 }
+# V1 enum names (a `layers` block's `type: NAME`) of forks' V1 schemas
+TYPES.update(dict.fromkeys(("CONVOLUTION3D", "POOLING3D", "VIDEO_DATA", "DECONVOLUTION3D", "VIDEO_SEGMENTATION_DATA",
+                            "VOXEL_SOFTMAX", "VOXEL_SOFTMAX_LOSS"), "C3D v1.0's Caffe (facebook/C3D, C3D-v1.0)"))
 # a layer's parameter field -> fork, for a type of another name
 FIELDS = {
     "psroi_pooling_param": TYPES["PSROIPooling"],
