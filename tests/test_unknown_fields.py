@@ -69,12 +69,13 @@ def test_engine_on_a_layer_that_allocates_alike_is_read_past():
 
 
 def test_engine_on_a_layer_whose_memory_depends_on_it_is_refused(tmp_path):
+    """The layer's name comes after the field: the field's layer is its block, read whole."""
     text = open(os.path.join(HERE, "engine.prototxt")).read().replace('"InnerProduct"', '"Convolution"').replace(
         "inner_product_param { num_output: 5 }", "convolution_param { num_output: 5 kernel_size: 3 }")
     (tmp_path / "conv.prototxt").write_text(text)
     run = run_protoaudit("conv.prototxt", cwd=tmp_path)
     assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
-    assert run.stderr.startswith("protoaudit: conv.prototxt:5: layer 'ip': ")
+    assert run.stderr.startswith("protoaudit: conv.prototxt:7: layer 'ip': ")
     assert 'field "engine" of LayerParameter' in run.stderr and "Intel Caffe" in run.stderr
     assert "--caffe-proto" in run.stderr
 

@@ -80,7 +80,7 @@ class Skipped(NamedTuple):
         give = " ".join(f"--input {t}=NxCxHxW" for t in self.tops)  # (what a data layer's first top takes)
         return InputError(
             f'field "{self.field}" of {self.message} is in no caffe.proto protoaudit ships ({self.fork}), and '
-            + (f"this {self.layer_type} layer's shape could depend on it" if self.why is None else
+            + (f"this {self.layer_type} layer's shape or memory could depend on it" if self.why is None else
                "it may be a misspelling"),
             file=path, line=self.line, layer=self.layer or None,
             fix="give that fork's caffe.proto with --caffe-proto FILE" + (f", or give the layer's tops: {give}"
@@ -145,7 +145,7 @@ def judged(field, message, line, layer, layer_type, tops, names):
         why = "a solver setting: the solver's memory is its history, which its type sizes"
     elif message == "NetParameter":
         why = "a net-wide setting: every shape and byte is worked out from the layers and the inputs"
-    elif message == "LayerParameter" and field == "engine" and layer_type not in ENGINE_SIZED:
+    elif message == "LayerParameter" and field == "engine" and layer_type and layer_type not in ENGINE_SIZED:
         why = f"a {layer_type} layer allocates the same under every engine"
     elif message.endswith("DataParameter") and _ORDER_FIELDS.match(field):
         why = "it orders the records a data layer reads, never what a record holds"

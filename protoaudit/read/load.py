@@ -341,8 +341,9 @@ def _past_unknown_fields(path, text):
     layers = {layer.name: (t, layer) for t, layer in _layers_used(message, kind, schema.layers)}
     known = _known_types(schema.layers)
     out = []
+    whole = _outline(text, path)  # (read whole: a layer's name may come after the field)
     for field, holder, line in found:
-        block = layer_at(_outline(text, path, until=line), line)
+        block = layer_at(whole, line)
         name = block.label if block is not None else ""
         layer_type, layer = layers.get(name, ("", None))
         unknown = layer_type and layer_type not in known
