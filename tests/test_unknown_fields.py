@@ -111,3 +111,17 @@ def test_tsns_solver_with_its_device_list_and_richness_audits():
     refused_strict = refused("tsn_solver.prototxt", *INPUT, "--strict")
     assert "tsn_solver.prototxt:32" in refused_strict
 
+
+
+def test_a_log_printed_by_a_fork_reads_past_its_fields_too(tmp_path):
+    """A Caffe log prints the net as its Caffe parsed it: lim0606's would print DataParameter.shuffle.
+    The log with that line added counts what the log without it counts."""
+    log = os.path.join(DATA, "logs", "cifar_resnet20.log")
+    lines = open(log).read().split("\n")
+    at = lines.index('    source: "cifar-10-batches-py/train"')
+    (tmp_path / "fork.log").write_text("\n".join(lines[:at + 1] + ["    shuffle: true"] + lines[at + 1:]))
+    fork = json.loads(audit(str(tmp_path / "fork.log"), "--format", "json"))
+    plain = json.loads(audit(log, "--format", "json"))
+    assert fork["total_bytes"] == plain["total_bytes"]
+    assert any(a["assumption"].startswith(f"DataParameter.shuffle ({tmp_path / 'fork.log'}:{at + 2})")
+               for a in fork["assumptions"])

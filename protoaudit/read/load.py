@@ -241,11 +241,11 @@ def load(path, schema_name=None, defines=None, strict=False):
     return Source(path, kind, _message(schema, kind, data), schema, text, lines, skipped)
 
 
-def load_text(text, path, first_line=1, schema_name=None, defines=None):
+def load_text(text, path, first_line=1, schema_name=None, defines=None, strict=False):
     """A net or solver printed inside another file (a Caffe log), read as `load` reads a file;
     its lines keep their numbers in that file, for error messages."""
     padded = "\n" * (first_line - 1) + substitute(text, defines or {}, path)
-    kind, data, schema, lines, skipped = _read(path, padded, schema_name, True)
+    kind, data, schema, lines, skipped = _read(path, padded, schema_name, strict)
     return Source(path, kind, _message(schema, kind, data), schema, padded, lines, skipped)
 
 

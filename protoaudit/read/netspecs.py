@@ -44,7 +44,7 @@ def net_specs(path, *, phase=None, stages=(), level=None, schema=None, root=None
     TRAIN); a Caffe log gives the nets it initialised. `schema` forces a schema (--fork),
     `defines` fill ${NAME} templates (--define); `strict` reads past no field (load.load)."""
     if is_log_file(path):
-        return _log_specs(path, phase, schema, defines)
+        return _log_specs(path, phase, schema, defines, strict)
     src = loader.load(path, schema, defines, strict)
     if src.kind == "net":
         lines = _upgraded(src.message, src.schema, path, src.layer_lines[("", 0)])
@@ -54,13 +54,13 @@ def net_specs(path, *, phase=None, stages=(), level=None, schema=None, root=None
     return _solver_specs(src, phase, stages, level, dict(root=root, schema=schema, defines=defines, strict=strict))
 
 
-def _log_specs(path, phase, schema, defines):
+def _log_specs(path, phase, schema, defines, strict=False):
     """The nets of a Caffe log's run, from the parameters Net::Init printed (already filtered for
     their NetState and upgraded), with the shapes Caffe logged for their data sources."""
     from . import caffe_log
 
     run = caffe_log.chosen_run(caffe_log.read(path), path)
-    solver = _logged_solver(run, path, schema, defines)
+    solver = _logged_solver(run, path, schema, defines, strict)
     nets = [n for n in run.nets if phase is None or n.phase == phase]
     if not nets:
         built = sorted({n.phase for n in run.nets})
@@ -75,7 +75,7 @@ def _log_specs(path, phase, schema, defines):
             fix=f"give the net file, with this log for its data shapes: protoaudit NET.prototxt --log {path}")
     specs = []
     for k, net in enumerate(nets):
-        src = loader.load_text(net.params.text, path, net.params.line, schema, defines)
+        src = loader.load_text(net.params.text, path, net.params.line, schema, defines, strict)
         if src.kind != "net":
             raise InputError("the text after 'Initializing net from parameters' is not a net", file=path,
                              line=net.params.line)
@@ -84,11 +84,11 @@ def _log_specs(path, phase, schema, defines):
         role = "net" if solver is None else "train" if net.phase == "TRAIN" and k == 0 else "test"
         where = f"Caffe's log, line {net.layers[0].line}" if net.layers else ""
         specs.append(NetSpec(role, src.message, state, src.schema, path, lines, solver, own_phase=True,
-                             shapes=net.data_shapes(), shapes_from=where))
+                             shapes=net.data_shapes(), shapes_from=where, skipped=src.skipped))
     return specs
 
 
-def _logged_solver(run, path, schema, defines):
+def _logged_solver(run, path, schema, defines, strict=False):
     """The SolverParameter the run printed (its nets are read from their own messages), or None
     for a run without a solver (pycaffe). A solver whose embedded net glog cut is read up to that
     net; what came after it keeps its defaults."""
@@ -96,7 +96,7 @@ def _logged_solver(run, path, schema, defines):
         return None
     text = run.solver.text
     try:
-        src = loader.load_text(text, path, run.solver.line, schema, defines)
+        src = loader.load_text(text, path, run.solver.line, schema, defines, strict)
     except InputError:
         if not run.solver.cut:
             raise
@@ -105,7 +105,7 @@ def _logged_solver(run, path, schema, defines):
             if line.startswith(("net_param {", "train_net_param {", "test_net_param {")):
                 break
             kept.append(line)
-        src = loader.load_text("\n".join(kept), path, run.solver.line, schema, defines)
+        src = loader.load_text("\n".join(kept), path, run.solver.line, schema, defines, strict)
     if src.kind != "solver":
         raise InputError("the text after 'Initializing solver from parameters' is not a solver", file=path,
                          line=run.solver.line)
