@@ -56,3 +56,10 @@ def test_a_v1_type_of_a_fork_names_the_fork():
     assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
     assert run.stderr.startswith("protoaudit: c3d_v1_video_data.prototxt:6: layer 'data': ")
     assert "C3D v1.0" in run.stderr and "ssd" not in run.stderr
+
+
+def test_deconvnets_v1_bn_names_deconvnet(tmp_path):
+    """BN = 43 in DeconvNet's V1LayerParameter.LayerType (HyeonwooNoh/caffe src/caffe/proto/caffe.proto:241)."""
+    (tmp_path / "d.prototxt").write_text('name: "d"\nlayers { name: "bn1" type: BN bottom: "a" top: "b" }\n')
+    run = run_protoaudit("d.prototxt", cwd=tmp_path)
+    assert run.returncode == 2 and "d.prototxt:2: layer 'bn1'" in run.stderr and "DeconvNet" in run.stderr

@@ -481,7 +481,7 @@ def _parse_fix(detail, line_text):
                     + " in this block, or write the net with `layer` blocks")
         if "LayerType" in detail:  # a V1 net's `type: NAME`: a layer no schema protoaudit reads has
             named = re.search(r"\btype\s*:\s*(\w+)", line_text)
-            fork = whose.TYPES.get(named.group(1)) if named else None
+            fork = whose.V1_TYPES.get(named.group(1)) if named else None
             return (f"most likely a layer type of {fork}" if fork else "a layer type of another Caffe fork") + (
                 ", which protoaudit cannot size: " + WAY_OUT)
         return "use one of the values caffe.proto lists for that field"

@@ -18,11 +18,13 @@ TYPES = {
     "Convolution3D": "C3D's Caffe (facebook/C3D)",
     "Pooling3D": "C3D's Caffe (facebook/C3D)",
     "VideoData": "a video fork: yjxiong/caffe (TSN) or C3D (facebook/C3D)",
-    "UNPOOLING": "DeconvNet's Caffe (HyeonwooNoh/caffe)",
 }
 # V1 enum names (a `layers` block's `type: NAME`) of forks' V1 schemas
-TYPES.update(dict.fromkeys(("CONVOLUTION3D", "POOLING3D", "VIDEO_DATA", "DECONVOLUTION3D", "VIDEO_SEGMENTATION_DATA",
-                            "VOXEL_SOFTMAX", "VOXEL_SOFTMAX_LOSS"), "C3D v1.0's Caffe (facebook/C3D, C3D-v1.0)"))
+V1_TYPES = {
+    **dict.fromkeys(("CONVOLUTION3D", "POOLING3D", "VIDEO_DATA", "DECONVOLUTION3D", "VIDEO_SEGMENTATION_DATA",
+                     "VOXEL_SOFTMAX", "VOXEL_SOFTMAX_LOSS"), "C3D v1.0's Caffe (facebook/C3D, C3D-v1.0)"),
+    **dict.fromkeys(("BN", "UNPOOLING"), "DeconvNet's Caffe (HyeonwooNoh/caffe: BN = 43, UNPOOLING = 42)"),
+}
 # a layer's parameter field -> fork, for a type of another name
 FIELDS = {
     "psroi_pooling_param": TYPES["PSROIPooling"],
@@ -33,7 +35,7 @@ FIELDS = {
     "convolution3d_param": TYPES["Convolution3D"],
     "pooling3d_param": TYPES["Pooling3D"],
     "video_data_param": TYPES["VideoData"],
-    "unpooling_param": TYPES["UNPOOLING"],
+    "unpooling_param": V1_TYPES["UNPOOLING"],
 }
 
 
