@@ -4,7 +4,10 @@
 library's surface (protoaudit.library); the README's "As a library" shows them."""
 __version__ = "0.1.0"  # the one place the version is written (pyproject.toml reads it)
 
+import importlib  # noqa: E402
+import importlib.util  # noqa: E402
 import sys  # noqa: E402
+import types  # noqa: E402
 
 
 def _without(e):
@@ -20,13 +23,38 @@ def _without(e):
     raise ModuleNotFoundError(message, name=e.name) from e
 
 
-try:
-    from .audit import Audit, build_nets  # noqa: E402
-    from .errors import InputError  # noqa: E402
-    from .library import audit, diff  # noqa: E402
-except ModuleNotFoundError as e:
-    if e.name is None or e.name.split(".")[0] == __name__:
-        raise
-    _without(e)
+# The dependencies, looked for without importing them: a Keras model's audit imports none of
+# Caffe's modules (protobuf, networkx), which take most of a run's start-up.
+for _name in ("google.protobuf", "networkx", "numpy", "tabulate", "yaml"):
+    try:
+        _found = importlib.util.find_spec(_name)
+    except ModuleNotFoundError as e:
+        _without(e)
+    if _found is None:
+        _without(ModuleNotFoundError(f"No module named '{_name}'", name=_name))
+
+from .errors import InputError  # noqa: E402
+from .library import audit, diff  # noqa: E402
+
+
+class _Package(types.ModuleType):
+    """The package, whose `audit` stays the library's function when Caffe's module protoaudit.audit
+    is first imported (an import binds a submodule's name on its package)."""
+
+    def __setattr__(self, name, value):
+        if name == "audit" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name):
+    """Audit and build_nets, imported with Caffe's modules when first asked for."""
+    if name in ("Audit", "build_nets"):
+        return getattr(importlib.import_module(".audit", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["audit", "diff", "build_nets", "Audit", "InputError", "__version__"]

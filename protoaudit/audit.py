@@ -155,7 +155,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     phase = phase.upper() if phase else None
     if phase not in (None, "TRAIN", "TEST"):
         raise InputError(f"--phase {phase.lower()}: the phase is train or test")
-    batch, test_batch = parse_batch(batch), parse_batch(test_batch)
+    batch, test_batch = parse_batch(batch), parse_batch(test_batch, "--test-batch")
     log, log_from = _log_shapes(log)
     nets, needed = [], None
     if specs is None:

@@ -10,7 +10,7 @@ import sys
 
 from . import cli
 from .errors import InputError
-from .options import parse_inputs
+from .options import checked, parse_inputs
 from .report.text import verdict_lines
 from .report.units import size
 
@@ -22,7 +22,7 @@ def parser():
     p.add_argument("paths", nargs="+", metavar="FILE", help="nets, solvers or Caffe logs")
     p.add_argument("--input", action="append", default=[], metavar="TOP=NxCxHxW",
                    help="the full shape of a data layer's (or net input's) top, batch included (repeatable)")
-    p.add_argument("--batch", type=int, help="the first dimension of every data source")
+    p.add_argument("--batch", help="the first dimension of every data source")
     cli._common(p, formats=False)
     return p
 
@@ -45,6 +45,11 @@ def check(path, args):
 
 def main(argv=None):
     args = parser().parse_args(sys.argv[1:] if argv is None else list(argv))
+    try:
+        checked(args)
+    except InputError as e:  # a flag's value: one line for the run, not one per file
+        print(f"protoaudit-check: {str(e).removeprefix('<input>: ')}", file=sys.stderr)
+        return cli.EXIT_BAD_INPUT
     worst = cli.EXIT_FITS
     for path in dict.fromkeys(args.paths):  # a file given twice is audited once
         status, line = check(path, argparse.Namespace(**vars(args), path=path))

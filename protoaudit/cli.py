@@ -6,11 +6,9 @@ import signal
 import sys
 
 from . import __version__, library
-from .audit import build_nets
 from .collector import paused
 from .errors import InputError
-from .memory.fit import parse_size
-from .options import parse_defines, parse_inputs
+from .options import checked, parse_defines, parse_inputs
 from .read.schema import SCHEMA_NAMES
 
 EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
@@ -29,18 +27,31 @@ class _OneLineParser(argparse.ArgumentParser):
     def error(self, message):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
+    def parse_known_args(self, args=None, namespace=None):
+        """A value that starts with a dash (`--gpu-mem -8G`, `--context -1`) is the option's value,
+        refused by its own check, not taken by argparse for an option of its own."""
+        args = list(sys.argv[1:] if args is None else args)
+        takes = {s for a in self._actions if a.nargs is None for s in a.option_strings}
+        for i in range(len(args) - 1, 0, -1):
+            value = args[i]
+            if (args[i - 1] in takes and value[:1] == "-" and value[:2] != "--"
+                    and value not in self._option_string_actions):
+                args[i - 1:i + 1] = [f"{args[i - 1]}={value}"]
+        return super().parse_known_args(args, namespace)
+
 
 def parser():
     p = _OneLineParser(
         prog="protoaudit",
-        description="Tell what a Caffe net will allocate, before it touches a GPU. "
+        description="Tell what a Caffe net or a Keras model will allocate in training, before it touches a GPU. "
         "`protoaudit diff A B` compares two nets.",
     )
-    p.add_argument("path", help="a net (train_val.prototxt, deploy.prototxt), a solver.prototxt, or a Caffe log "
-                   "(the nets it initialised, with the data shapes it logged)")
+    p.add_argument("path", help="a net (train_val.prototxt, deploy.prototxt), a solver.prototxt, a Caffe log "
+                   "(the nets it initialised, with the data shapes it logged), or a Keras model (model.to_json() "
+                   "output, .h5, .keras)")
     p.add_argument("--input", action="append", default=[], metavar="TOP=NxCxHxW",
                    help="the full shape of a data layer's (or net input's) top, batch included (repeatable)")
-    p.add_argument("--batch", type=int, help="the first dimension of every data source")
+    p.add_argument("--batch", help="the first dimension of every data source")
     p.add_argument("--shapes", metavar="FILE",
                    help="a file of --input shapes, one TOP=NxCxHxW a line (default: NET.prototxt.shapes beside "
                    "the net, if there is one); --input wins over it")
@@ -68,13 +79,13 @@ def diff_parser():
     for side in ("a", "b"):
         p.add_argument(f"--input-{side}", action="append", default=[], metavar="TOP=NxCxHxW",
                        help=f"a data top's shape for {side.upper()} only (repeatable)")
-        p.add_argument(f"--batch-{side}", type=int, help=f"the batch of {side.upper()} only")
+        p.add_argument(f"--batch-{side}", help=f"the batch of {side.upper()} only")
         p.add_argument(f"--freeze-{side}", action="append", default=[], metavar="LAYER",
                        help=f"freeze LAYER and what it depends on in {side.upper()} only (repeatable; "
                        "adds to --freeze)")
     p.add_argument("--input", action="append", default=[], metavar="TOP=NxCxHxW",
                    help="a data top's shape for both nets (repeatable)")
-    p.add_argument("--batch", type=int, help="the batch of both nets")
+    p.add_argument("--batch", help="the batch of both nets")
     _common(p)
     return p
 
@@ -85,8 +96,8 @@ def _common(p, formats=True):
     p.add_argument("--phase", choices=["train", "test"], type=str.lower,
                    help="build this phase's net only (default: train for a net file; all nets of a solver)")
     p.add_argument("--stage", action="append", default=[], help="a NetState stage (repeatable)")
-    p.add_argument("--level", type=int, help="the NetState level")
-    p.add_argument("--test-batch", type=int, help="the batch of the test nets (default: as the file says)")
+    p.add_argument("--level", help="the NetState level")
+    p.add_argument("--test-batch", help="the batch of the test nets (default: as the file says)")
     p.add_argument("--gpu-mem", metavar="SIZE",
                    help="the card's memory (8G, 8GiB, 11.5G, 8000M; G is GiB unless GB is written): "
                    "a verdict, the largest batch that fits, and the iter_size that keeps the effective batch; "
@@ -99,8 +110,8 @@ def _common(p, formats=True):
                    help="SGD, Nesterov, AdaGrad, RMSProp, AdaDelta, Adam, or none for a bare net run once "
                    "forward and backward (default: the solver file's type, else SGD)")
     p.add_argument("--inference", action="store_true", help="a forward-only deployment (TEST phase by default)")
-    p.add_argument("--context", metavar="BYTES", type=_bytes,
-                   help="the CUDA context and library handles (default 300 MiB; 0 leaves it out)")
+    p.add_argument("--context", metavar="SIZE",
+                   help="the CUDA context and library handles, a size as --gpu-mem takes (default 300M; 0 leaves it out)")
     p.add_argument("--freeze", action="append", default=[], metavar="LAYER",
                    help="train as if LAYER and every layer it depends on (its ancestors in the blob graph, "
                    "not every earlier layer) were frozen: param { lr_mult: 0 } on their params and "
@@ -122,15 +133,16 @@ def _common(p, formats=True):
                    "figure (by default such fields are read past and listed as assumptions)")
     p.add_argument("--log", metavar="LOG",
                    help="a Caffe log of a run of this net: its data layers' shapes are taken from it")
+    p.add_argument("--optimizer", metavar="NAME",
+                   help="Keras models: the optimizer (sgd, adam, rmsprop, adagrad, ...) when the file holds none, or "
+                   "instead of the file's")
+    p.add_argument("--loss", metavar="NAME",
+                   help="Keras models: the loss (e.g. sparse_categorical_crossentropy, mse) when the file holds none")
     p.add_argument("--root", metavar="DIR",
                    help="the folder Caffe ran in: dataset and net paths in the file are relative to it "
                    "(default: the working directory)")
     if formats:
         p.add_argument("--format", choices=["text", *FORMATS], default="text", type=str.lower)
-
-
-def _bytes(value):
-    return parse_size(value) if not value.isdigit() else int(value)
 
 
 @paused
@@ -170,8 +182,17 @@ def _audit_and_fit(path, args, inputs, batch, freeze=None, sweep=None):
 
 
 def _audit(args):
+    checked(args)
+    from .keras.cli import is_keras_file
+
+    if is_keras_file(args.path):
+        from .keras.cli import run
+
+        return run(args)
     inputs = parse_inputs(args.input)
     if args.caffe_log:
+        from .audit import build_nets
+
         for net in build_nets(args.path, phase=args.phase, stages=args.stage, level=args.level,
                               inputs=inputs, batch=args.batch, root=args.root, schema=_schema(args),
                               defines=parse_defines(args.define), log=args.log, shapes=args.shapes,
@@ -204,10 +225,17 @@ def _write(lines):
 
 
 def _diff(args):
+    checked(args)
+    from .keras.cli import is_keras_file
+
+    if is_keras_file(args.path_a) or is_keras_file(args.path_b):
+        from .keras.cli import run_diff
+
+        return run_diff(args)
     shared = parse_inputs(args.input)
-    a, fit_a = _audit_and_fit(args.path_a, args, {**shared, **parse_inputs(args.input_a)},
+    a, fit_a = _audit_and_fit(args.path_a, args, {**shared, **parse_inputs(args.input_a, "--input-a")},
                               args.batch_a if args.batch_a is not None else args.batch, args.freeze + args.freeze_a)
-    b, fit_b = _audit_and_fit(args.path_b, args, {**shared, **parse_inputs(args.input_b)},
+    b, fit_b = _audit_and_fit(args.path_b, args, {**shared, **parse_inputs(args.input_b, "--input-b")},
                               args.batch_b if args.batch_b is not None else args.batch, args.freeze + args.freeze_b)
     from .memory.explain import compare
 

@@ -30,3 +30,16 @@ class InputError(Exception):
         if self.fix:
             text += f" ({self.fix})"
         return text
+
+
+def closest(word, known, cutoff=0.75):
+    """The known name nearest a misspelt one (the same but for case first), or None: what a
+    message's "did you mean" offers."""
+    known = list(known)
+    by_lower = {name.lower(): name for name in known}
+    if str(word).lower() in by_lower:
+        return by_lower[str(word).lower()]
+    import difflib
+
+    near = difflib.get_close_matches(str(word), known, n=1, cutoff=cutoff)
+    return near[0] if near else None

@@ -7,9 +7,7 @@ Comparison (protoaudit.memory.explain.Comparison: `delta`, `layers`, `sentences`
 """
 import functools
 
-from .audit import audit as _run, reaudit, split_at
-from .memory.fit import check_fit, parse_size
-from .options import parse_batches
+from .options import parse_batches, parse_size
 
 
 def audit(path, *, gpu_mem=None, sweep=None, **options):
@@ -17,7 +15,16 @@ def audit(path, *, gpu_mem=None, sweep=None, **options):
     keywords: batch, inputs, phase, engine, mode, freeze, ...). `gpu_mem` (bytes, or "8G" as --gpu-mem
     writes it) gives `.fit`: the verdict, the largest batch that fits and the iter_size that keeps the
     effective batch. `sweep` (batches, or "1,2,4,8" / "1..64" as --sweep writes it) gives `.sweep`:
-    the totals at each batch."""
+    the totals at each batch. A Keras model file (.keras, .h5, model.to_json()) gives a
+    protoaudit.keras.audit.KerasAudit instead, with the options batch, optimizer, loss, mode, inputs,
+    freeze and context."""
+    from .keras.cli import is_keras_file
+
+    if is_keras_file(path):
+        return _keras(path, gpu_mem, sweep, **options)
+    from .audit import audit as _run, reaudit, split_at
+    from .memory.fit import check_fit
+
     result = _run(path, **options)
     last = []  # the last batch audited again: a sweep asks for it under each engine in turn
 
@@ -53,3 +60,17 @@ def diff(path_a, path_b, *, gpu_mem=None, a=None, b=None, **options):
     from .memory.explain import compare
 
     return compare(audit_a, audit_b)
+
+
+def _keras(path, gpu_mem, sweep, **options):
+    from .keras.audit import audit_keras, check_fit, sweep as sweep_batches
+
+    result = audit_keras(path, **options)
+    budget = None
+    if gpu_mem is not None:
+        budget = gpu_mem if isinstance(gpu_mem, int) else parse_size(gpu_mem)
+        result.fit = check_fit(result, budget)
+    if sweep is not None:
+        batches = parse_batches(sweep) if isinstance(sweep, str) else sorted(set(sweep))
+        result.sweep = sweep_batches(result, batches, budget)
+    return result

@@ -80,7 +80,7 @@ def test_syntax_error(cli, tmp_path):
 def test_unclosed_brace_names_the_last_line(cli, tmp_path):
     write(tmp_path, "net.prototxt", NET.rstrip("}\n") + "\n")
     msg = refused(cli("net.prototxt"))
-    assert "net.prototxt:" in msg and "layer 'conv1'" in msg
+    assert "net.prototxt:13: the file ends inside layer 'conv1', opened on line 8 (truncated?)" in msg
     says_what_to_do(msg)
 
 
@@ -96,7 +96,61 @@ def test_unknown_layer_type_suggests_the_near_one(cli, tmp_path):
     write(tmp_path, "net.prototxt", NET.replace('"Convolution"', '"Convolutoin"'))
     msg = refused(cli("net.prototxt"))
     assert msg.startswith("protoaudit: net.prototxt:8: layer 'conv1': ")
-    assert "unknown layer type 'Convolutoin'" in msg and "'Convolution'" in msg
+    assert "unknown layer type 'Convolutoin'" in msg and "did you mean 'Convolution'?" in msg
+    assert "--input" not in msg  # declaring a typo's tops would only hide it
+    says_what_to_do(msg)
+
+
+def test_misspelt_field_suggests_the_near_one(cli, tmp_path):
+    write(tmp_path, "net.prototxt", NET.replace("num_output: 4", "num_ouptut: 4"))
+    msg = refused(cli("net.prototxt"))
+    assert msg.startswith("protoaudit: net.prototxt:13: layer 'conv1': ")
+    assert '"num_ouptut"' in msg and "did you mean 'num_output'?" in msg
+    says_what_to_do(msg)
+
+
+POOLED = NET + """layer {
+  name: "pool1"
+  type: "Pooling"
+  bottom: "conv1"
+  top: "pool1"
+  pooling_param { pool: MAX kernel_size: 2 stride: 2 }
+}
+"""
+# "pool1" starts on line 15, its pooling_param is on line 20. caffe.proto's PoolMethod: MAX, AVE, STOCHASTIC.
+
+
+@pytest.mark.parametrize("value, near", [("MAXX", "did you mean MAX? "), ("max", "did you mean MAX? "),
+                                         ("STOCHASTC", "did you mean STOCHASTIC? "), ("QQQ", "")])
+def test_enum_value_lists_the_valid_ones(cli, tmp_path, value, near):
+    write(tmp_path, "net.prototxt", POOLED.replace("pool: MAX", f"pool: {value}"))
+    msg = refused(cli("net.prototxt"))
+    assert msg.startswith("protoaudit: net.prototxt:20: layer 'pool1': ") and value in msg
+    assert msg.endswith(f"({near}PoolMethod is one of MAX, AVE, STOCHASTIC)")
+
+
+def test_misspelt_bottom_suggests_the_near_one(cli, tmp_path):
+    write(tmp_path, "net.prototxt", POOLED.replace('bottom: "conv1"', 'bottom: "conv_1"'))
+    msg = refused(cli("net.prototxt"))
+    assert msg.startswith("protoaudit: net.prototxt:15: layer 'pool1': ") and "'conv_1'" in msg
+    assert "did you mean 'conv1'?" in msg
+    says_what_to_do(msg)
+
+
+@pytest.mark.parametrize("cut, line, layer, opened", [
+    ('  name: "pool1"\n  type: "Pooling"\n  bottom: "conv1"\n  top: "pool1"\n  pooling_param { pool:', 20, "pool1", 15),
+    ('  name: "pool1"\n  type: "Pool', 17, "pool1", 15),
+    ('  name: "pool1"\n  type: "Pooling"\n  bottom:', 18, "pool1", 15),
+    ('  name: "pool1"\n  type: "Pooling"\n  bottom: "conv1"\n  top: "pool1"\n  pooling_param { pool: MAX kern', 20,
+     "pool1", 15),
+], ids=["in-a-param", "in-a-string", "after-a-field-name", "in-a-field-name"])
+def test_truncated_file_is_named_as_such(cli, tmp_path, cut, line, layer, opened):
+    """A net cut short inside a layer: the file ends inside that layer, not protobuf's
+    `Expected string but found: ''` or a field named by half its name."""
+    write(tmp_path, "net.prototxt", NET + "layer {\n" + cut)
+    msg = refused(cli("net.prototxt"))
+    assert msg.startswith(f"protoaudit: net.prototxt:{line}: the file ends inside layer '{layer}', "
+                          f"opened on line {opened} (truncated?)")
     says_what_to_do(msg)
 
 
@@ -258,6 +312,119 @@ def test_usage_errors_are_one_line(cli, tmp_path, args):
     write(tmp_path, "net.prototxt", NET)
     msg = refused(cli(*(["net.prototxt"] if args else []), *args))
     says_what_to_do(msg)
+
+
+# --- every flag's bad value ---------------------------------------------------------------------------
+# Each is one line naming the flag, with what to write instead, and exit status 2, checked before any
+# file is read. These run the commands' own main() in this process (what `python -m protoaudit` and the
+# protoaudit-check script call), for speed: a traceback would fail the test as an exception here.
+
+FLAGS = [
+    (["--context", "abc"], "--context abc: not a size"),
+    (["--context", "-1"], "--context -1: a size cannot be negative"),
+    (["--context", "300"], "--context 300: a size needs a unit (did you mean 300G?)"),
+    (["--gpu-mem", "-8G"], "--gpu-mem -8G: a size cannot be negative"),
+    (["--gpu-mem", "8"], "--gpu-mem 8: a size needs a unit (did you mean 8G?)"),
+    (["--gpu-mem", "8000"], "--gpu-mem 8000: a size needs a unit (did you mean 8000M?)"),
+    (["--gpu-mem", "1K"], "--gpu-mem 1K: no GPU has less than 1 MiB (did you mean 1G?)"),
+    (["--gpu-mem", "0G"], "--gpu-mem 0G: the card must have some memory"),
+    (["--gpu-mem", "8X"], "--gpu-mem 8X: not a size"),
+    (["--batch", "0"], "--batch 0: must be at least 1"),
+    (["--batch", "many"], "--batch many: not a whole number"),
+    (["--test-batch", "0"], "--test-batch 0: must be at least 1"),
+    (["--level", "x"], "--level x: not a whole number"),
+    (["--level", str(2**31)], "--level 2147483648: more than Caffe's int32 holds"),
+    (["--sweep", "foo"], "--sweep foo: 'foo' is not a batch"),
+    (["--sweep", "0"], "--sweep 0: batches are whole numbers from 1 up"),
+    (["--input", "foo"], "--input 'foo' is not TOP=SHAPE"),
+    (["--define", "x"], "--define 'x' is not NAME=VALUE"),
+    (["--format", "nope"], "--format: invalid choice: 'nope' (choose from 'text', 'json'"),
+    (["--phase", "val"], "--phase: invalid choice: 'val'"),
+    (["--engine", "x"], "--engine: invalid choice: 'x'"),
+    (["--mode", "x"], "--mode: invalid choice: 'x'"),
+    (["--solver-type", "sgd"], "--solver-type sgd: unknown solver type 'sgd' (did you mean 'SGD'?"),
+    (["--fork", "nope"], "--fork nope: protoaudit knows bvlc, "),
+    (["--root", "missing"], "--root missing: no such folder"),
+    (["--log", "missing.log"], "--log missing.log: no such file"),
+    (["--caffe-proto", "missing.proto"], "--caffe-proto missing.proto: no such file"),
+    (["--shapes", "missing"], "missing: no such shapes file (check the path given to --shapes)"),
+    (["--plot", "chart.txt"], "--plot chart.txt: the chart is drawn as .svg or .png"),
+    (["--freeze", "conv"], "--freeze conv: the TRAIN net has no layer of that name"),
+    (["--stage"], "--stage: expected one argument"),
+]
+
+
+def refused_in_process(main, argv, prog, capsys):
+    try:
+        status = main(argv)
+    except SystemExit as e:  # argparse's own refusals
+        status = e.code
+    err = capsys.readouterr().err
+    assert status == 2, (status, err)
+    assert len(err.splitlines()) == 1 and err.startswith(prog), err
+    says_what_to_do(err.strip())
+    return err.strip()
+
+
+@pytest.mark.parametrize("args, said", FLAGS, ids=[" ".join(a) for a, _ in FLAGS])
+def test_every_flags_bad_value(tmp_path, monkeypatch, capsys, args, said):
+    from protoaudit.cli import main
+
+    write(tmp_path, "net.prototxt", NET)
+    monkeypatch.chdir(tmp_path)
+    assert said in refused_in_process(main, ["net.prototxt", *args], "protoaudit: ", capsys)
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--batch-a", "0"], "--batch-a 0: must be at least 1"),
+    (["--batch-b", "x"], "--batch-b x: not a whole number"),
+    (["--input-b", "foo"], "--input-b 'foo' is not TOP=SHAPE"),
+    (["--context", "-1"], "--context -1: a size cannot be negative"),
+    (["--gpu-mem", "8"], "(did you mean 8G?)"),
+    (["--sweep", "1"], "unrecognized arguments: --sweep 1"),
+])
+def test_every_diff_flags_bad_value(tmp_path, monkeypatch, capsys, args, said):
+    from protoaudit.cli import main
+
+    write(tmp_path, "net.prototxt", NET)
+    monkeypatch.chdir(tmp_path)
+    assert said in refused_in_process(main, ["diff", "net.prototxt", "net.prototxt", *args],
+                                    "protoaudit", capsys)  # argparse's own start "protoaudit diff: "
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--context", "abc"], "--context abc: not a size"),
+    (["--gpu-mem", "-8G"], "--gpu-mem -8G: a size cannot be negative"),
+    (["--gpu-mem", "8"], "(did you mean 8G?)"),
+    (["--batch", "0"], "--batch 0: must be at least 1"),
+    (["--format", "json"], "unrecognized arguments: --format json"),
+])
+def test_every_check_flags_bad_value_is_one_line_for_the_run(tmp_path, monkeypatch, capsys, args, said):
+    """protoaudit-check with two files: the flag's line once, not once per file."""
+    from protoaudit.check import main
+
+    write(tmp_path, "a.prototxt", NET)
+    write(tmp_path, "b.prototxt", NET)
+    monkeypatch.chdir(tmp_path)
+    assert said in refused_in_process(main, ["a.prototxt", "b.prototxt", *args], "protoaudit-check: ", capsys)
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--gpu-mem", "8"], "--gpu-mem 8: a size needs a unit (did you mean 8G?)"),
+    (["--sweep", "0"], "--sweep 0: batches are whole numbers from 1 up"),
+    (["--context", "-1"], "--context -1: a size cannot be negative"),
+])
+def test_a_keras_models_flags_are_checked_alike(data_dir, capsys, args, said):
+    from protoaudit.cli import main
+
+    model = os.path.join(data_dir, "keras_oracle", "shared", "models", "vgg16_sgd.json")
+    assert said in refused_in_process(main, [model, *args], "protoaudit: ", capsys)
+
+
+def test_a_bad_flag_is_told_before_a_bad_file(cli, tmp_path):
+    """The flag is checked first: the run says what is wrong with it, not with the file."""
+    msg = refused(cli("no_such_net.prototxt", "--context", "-1"))
+    assert msg.startswith("protoaudit: --context -1: a size cannot be negative")
 
 
 @pytest.mark.parametrize("escape, shown", [("\\r", "\\r"), ("\\n", "\\n"), ("\\v", "\\x0b"), ("\\302\\205", "\\x85"),

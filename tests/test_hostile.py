@@ -132,8 +132,38 @@ def test_absurd_sizes_are_refused_with_the_figure(tmp_path, text, args, words):
 def test_an_absurd_size_that_caffe_accepts_is_written_in_its_unit(tmp_path):
     """--context 2**62 bytes: a figure of 19 digits, written in EiB rather than as 4294967296 GiB."""
     write(tmp_path / "net.prototxt", 'name: "n"\n' + CONV)
-    result = answered(run("net.prototxt", "--context", BIG, cwd=tmp_path))
+    result = answered(run("net.prototxt", "--context", f"{BIG}B", cwd=tmp_path))
     assert result.returncode == 0 and "Total: 4 EiB (4,611,686,018,427,3" in result.stdout
+
+
+def test_an_absurd_card_says_what_caps_the_largest_batch(tmp_path):
+    """--gpu-mem 99999999T. LeNet's largest top per sample is conv1's, 20 x 24 x 24 = 11,520 floats,
+    so Caffe refuses batch INT_MAX // 11,520 + 1 = 186,414 (2,147,489,280 elements) on any card: the
+    report names the limit and the layer rather than a bare 186413."""
+    result = answered(run(LENET, *LENET_INPUTS, "--gpu-mem", "99999999T", cwd=tmp_path))
+    assert result.returncode == 0 and "Largest batch that fits: 186413 (audited at batch 64)." in result.stdout
+    assert ("Capped by Caffe's blob-size limit (INT_MAX elements), not by the card: batch 186,414 is refused "
+            "(layer 'conv1': top 'conv1' would hold 2,147,489,280 elements") in result.stdout
+    as_json = json.loads(answered(run(LENET, *LENET_INPUTS, "--gpu-mem", "99999999T", "--format", "json",
+                                      cwd=tmp_path)).stdout)
+    assert as_json["fit"]["largest_batch_limit"].startswith("Capped by Caffe's blob-size limit")
+
+
+def test_an_absurd_card_for_a_tiny_net_says_where_the_search_stops(tmp_path):
+    """A 1x3x8x8 input and a 4x6x6 convolution: 336 floats a sample, far from INT_MAX at batch 2**20,
+    where protoaudit stops looking."""
+    write(tmp_path / "net.prototxt", 'name: "n"\n' + CONV)
+    result = answered(run("net.prototxt", "--gpu-mem", "99999999T", cwd=tmp_path))
+    assert "Largest batch that fits: 1048576" in result.stdout
+    assert "Capped by protoaudit, not by the card: it looks no further than batch 1,048,576." in result.stdout
+
+
+def test_a_card_that_caps_the_batch_says_nothing_more(tmp_path):
+    """On a 1 GiB card LeNet's batch is capped by the card (326 MiB at batch 64, 300 MiB of it the CUDA
+    context), thousands of batches below Caffe's blob limit of 186,413: no 'Capped' line."""
+    result = answered(run(LENET, *LENET_INPUTS, "--gpu-mem", "1G", cwd=tmp_path))
+    assert "Largest batch that fits:" in result.stdout and "Capped" not in result.stdout
+    assert 64 < int(result.stdout.split("Largest batch that fits: ")[1].split()[0]) < 186413
 
 
 # --- many layers, many tops, deep nesting ----------------------------------------------------------------

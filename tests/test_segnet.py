@@ -125,10 +125,11 @@ layer { name: "up" type: "Upsample" bottom: "pool2" bottom: "pool_mask" top: "up
 
 
 def test_upsample_takes_two_bottoms(tmp_path):
+    """(Without --fork, a one-bottom Upsample is MobileNet-YOLO's: tests/test_fork_mobile.py.)"""
     text = HEAD + 'layer { name: "up" type: "Upsample" bottom: "pool" top: "up" }\n' \
                   'layer { name: "s" type: "Silence" bottom: "pool_mask" }'
     with pytest.raises(InputError, match="exactly 2 bottom"):
-        build(tmp_path, text)
+        build(tmp_path, text, schema="segnet")
 
 
 # --- DenseImageData -----------------------------------------------------------------------------

@@ -5,6 +5,7 @@ forks is in play (fork_layers)."""
 import importlib
 import os
 
+from ..errors import closest
 from .base import FORK_MODULES, FORK_REGISTRY, REGISTRY, fork_layers, fork_types, layer_class
 
 __all__ = ["REGISTRY", "FORK_REGISTRY", "fork_layers", "fork_types", "layer_class", "suggest"]
@@ -18,11 +19,4 @@ for _file in sorted(os.listdir(os.path.dirname(__file__))):  # as pkgutil.iter_m
 
 def suggest(type_name, schema="bvlc"):
     """The registered type closest to a misspelt one (BVLC's and the net's fork's), or None."""
-    known = list(REGISTRY) + list(fork_layers(schema))
-    by_lower = {name.lower(): name for name in known}
-    if type_name.lower() in by_lower:
-        return by_lower[type_name.lower()]
-    import difflib
-
-    close = difflib.get_close_matches(type_name, known, n=1, cutoff=0.75)
-    return close[0] if close else None
+    return closest(type_name, list(REGISTRY) + list(fork_layers(schema)))

@@ -56,6 +56,8 @@ FORK_MODULES = {
     "segnet": ("segnet",),
     "sphereface": ("sphereface", "priv"),
     "ssd": ("ssd",),
+    "mobilenet_yolo": ("mobilenet_yolo",),
+    "shufflenet": ("shufflenet",),
 }
 _IMPORTED_FORKS = set()
 

@@ -9,27 +9,12 @@ tell. Where Caffe's shapes are not linear in the batch (a dimension hard-coded, 
 the batches are audited one by one around the answer instead, never read off a scaled total.
 """
 import math
-import re
 from dataclasses import dataclass
 
 from ..errors import InputError
 from . import scaling
 
-UNITS = {"": 1, "B": 1, "K": 2**10, "KIB": 2**10, "KB": 10**3, "M": 2**20, "MIB": 2**20, "MB": 10**6,
-         "G": 2**30, "GIB": 2**30, "GB": 10**9, "T": 2**40, "TIB": 2**40, "TB": 10**12}
 MAX_BATCH = 1 << 20
-
-
-def parse_size(text):
-    """`8G`, `8GiB`, `11.5G`, `8000M`, `8GB`: G means GiB unless GB is written."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", str(text))
-    unit = m.group(2).upper() if m else None
-    if not m or unit not in UNITS:
-        raise InputError(f"--gpu-mem {text}: not a size", fix="write it like 8G, 8GiB, 11.5G, 8000M or 8GB")
-    size = int(float(m.group(1)) * UNITS[unit])
-    if size <= 0:
-        raise InputError(f"--gpu-mem {text}: the size must be positive")
-    return size
 
 
 @dataclass
@@ -42,6 +27,7 @@ class Fit:
     effective_batch: int  # batch x iter_size as the prototxt/solver states
     suggested_batch: int  # a batch that fits and divides the effective batch
     suggested_iter_size: int
+    limit: str = None  # why no larger batch fits where the card is not the reason (Caffe refuses the next)
 
     @property
     def headroom(self):
@@ -59,23 +45,44 @@ def check_fit(audit, budget, audit_at, split_at=None):
         return fit
     totals = {batch: total}
     audits = {}
+    refusals = {}  # batch -> the InputError Caffe's rules raised there
 
     def total_at(b):
         if b not in totals:
             try:
                 audits[b] = audit_at(b)
                 totals[b] = audits[b].total_bytes
-            except InputError:  # Caffe refuses the net at this batch (a blob over INT_MAX elements)
+            except InputError as e:  # Caffe refuses the net at this batch (a blob over INT_MAX elements)
+                refusals[b] = e
                 totals[b] = math.inf
         return totals[b]
 
     fit.largest_batch = _by_the_rule(audit, budget, total_at, audits, split_at)
     if fit.largest_batch is None:
         fit.largest_batch = largest_batch(total_at, budget, batch)
+    fit.limit = _limit(fit.largest_batch, totals, refusals, budget)
     fit.effective_batch = batch * audit.iter_size
     if fit.largest_batch:
         fit.suggested_batch, fit.suggested_iter_size = keep_effective_batch(fit.effective_batch, fit.largest_batch)
     return fit
+
+
+def _limit(largest, totals, refusals, budget):
+    """Why the largest batch is not larger where the card is not what stops it: the search ends at
+    MAX_BATCH, or Caffe refuses the next batch (a blob over INT_MAX elements) that the card, by the
+    line through two audits, would hold."""
+    if largest == MAX_BATCH:
+        return f"Capped by protoaudit, not by the card: it looks no further than batch {MAX_BATCH:,}"
+    e = refusals.get(largest + 1) if largest else None
+    known = {b: t for b, t in totals.items() if t != math.inf}
+    other = next((b for b in known if b != largest), None)
+    if e is None or largest not in known or other is None:
+        return None
+    if known[largest] + (known[largest] - known[other]) / (largest - other) > budget:
+        return None  # the card would not hold it either
+    where = f"layer '{e.layer}': " if e.layer else ""
+    return (f"Capped by Caffe's blob-size limit (INT_MAX elements), not by the card: batch {largest + 1:,} "
+            f"is refused ({where}{e.message})")
 
 
 def _by_the_rule(audit, budget, total_at, audits, split_at=None):

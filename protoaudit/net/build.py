@@ -8,7 +8,7 @@ from math import prod
 from dataclasses import dataclass, field, replace
 
 from .. import layers as _layers  # noqa: F401  (registers every layer type)
-from ..errors import InputError
+from ..errors import InputError, closest
 from ..layers.base import NET_INPUT, REGISTRY, Context, MissingShape, ShapeOrigin, count, fork_layers
 from ..layers.data import Declared
 from ..options import INT_MAX, MAX_AXES
@@ -377,6 +377,8 @@ class _Builder:
             return False
         cls = self.classes.get(lp.type)
         undeclared = [t for t in lp.top if t not in self.ctx.inputs]
+        if cls is None and undeclared and (typo := _typo(lp, self.ctx.schema)) is not None:
+            raise typo
         if cls is None or (issubclass(cls, Declared) and undeclared and cls.asks(lp)):
             reason = _unknown_type(lp, self.ctx.schema).message if cls is None else cls.why(lp)
             self.missing(lp, line, MissingShape(reason, [(t, ()) for t in undeclared]))
@@ -395,6 +397,9 @@ class _Builder:
         if cls is None:
             ctx = self.ctx
             if not tops or any(t not in ctx.inputs for t in tops):
+                typo = _typo(lp, ctx.schema)
+                if typo is not None:
+                    raise typo
                 e = _unknown_type(lp, ctx.schema)
                 if not tops:
                     raise e
@@ -598,10 +603,12 @@ class _Builder:
                 fix="Caffe builds layers in file order and a net cannot have a cycle: move the producing "
                 "layer before this one, or break the cycle",
             )
+        near = closest(name, [n for n in self.available if "_split_" not in n])  # not a split Caffe named
         return InputError(
             f"unknown bottom blob '{name}' (bottom {j}): no earlier layer produces it",
-            fix="Caffe builds layers in file order: check the name, make sure the producing layer comes "
-            "first and is included in this phase and stage, and that the net has no cycle",
+            fix=(f"did you mean '{near}'? " if near else "") + "Caffe builds layers in file order: check the name, "
+            "make sure the producing layer comes first and is included in this phase and stage, and that the net "
+            "has no cycle",
         )
 
     def backward_pass(self, force_backward):
@@ -682,21 +689,26 @@ def _loss_weights(impl, given, num_tops):
     return given or (0.0,) * num_tops
 
 
-def _unknown_type(lp, schema):
+def _typo(lp, schema):
+    """An unknown layer type that is a known one misspelt: the error says which, and no more (its
+    tops declared with --input would only hide the typo). None where no type is near."""
     from ..layers import suggest
+    from ..read.whose import fork_of
+
+    hint = None if fork_of(lp) else suggest(lp.type, schema)  # (a fork's type is no misspelling)
+    return InputError(f"unknown layer type '{lp.type}'", layer=lp.name, fix=f"did you mean '{hint}'?") if hint else None
+
+
+def _unknown_type(lp, schema):
     from ..read.schema import USER_PREFIX, described
     from ..read.whose import fork_of
 
     fork = fork_of(lp)
-    hint = None if fork else suggest(lp.type, schema)
-    message = f"unknown layer type '{lp.type}'"
-    if hint:
-        message += f" (did you mean '{hint}'?)"
-    elif fork:
-        message += f": most likely a layer of {fork}, which protoaudit has no rule for"
+    if fork:
+        message = f"unknown layer type '{lp.type}': most likely a layer of {fork}, which protoaudit has no rule for"
     else:
         # the schema's description ends the clause, whatever its length or parentheses
-        message += f": protoaudit has no rule for it in {described(schema)}; "
+        message = f"unknown layer type '{lp.type}': protoaudit has no rule for it in {described(schema)}; "
         if not schema.startswith(USER_PREFIX):
             message += "a fork's own caffe.proto (--caffe-proto) reads its fields, and "
         message += "declaring its tops audits the rest of the net around it"

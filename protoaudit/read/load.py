@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from google.protobuf import text_format
 
-from ..errors import InputError
+from ..errors import InputError, closest
 from . import special
 from . import lenient, whose
 from .schema import FORKS, SCHEMA_NAMES, USER_PREFIX, ancestors, described, load_schema
@@ -311,11 +311,25 @@ def _reading(path, raw, schema_name, strict=True):
             raise _parse_failure(path, text, failures)
         reading, skipped = skipping
         return reading + (_lines(text, reading[0], path), skipped)
-    complete = [r for r in readings if _types_used(r[1], r[0], r[2].layers) <= _known_types(r[2].layers)]
+    complete = [r for r in readings if _types_used(r[1], r[0], r[2].layers) <= _known_types(r[2].layers)
+                and _takes_its_bottoms(r)]
     chosen = _without_descendants(complete or readings)
     if len(chosen) > 1:
         _refuse_ambiguous(path, chosen)
     return chosen[0] + (_lines(text, chosen[0][0], path),)
+
+
+def _takes_its_bottoms(reading):
+    """Whether every layer has as many bottoms as the reading's class for it takes, where the class
+    says exactly: caffe-enet's Upsample takes the pooling mask, MobileNet-YOLO's one bottom only."""
+    from ..layers import layer_class
+
+    kind, message, schema = reading
+    for t, layer in _layers_used(message, kind, schema.layers):
+        cls = layer_class(t, schema.layers)
+        if cls is not None and cls.exact_bottoms is not None and len(layer.bottom) != cls.exact_bottoms:
+            return False
+    return True
 
 
 def _past_unknown_fields(path, text):
@@ -449,18 +463,67 @@ def _parse_failure(path, text, failures):
     if detail.startswith(f"{line}:"):
         detail = detail.split(" : ", 1)[-1]
     detail = " ".join(detail.split())  # protobuf may quote the line it stopped in, newline included
-    fix = _parse_fix(detail, _line_text(text.text, line))
+    fix = _near(detail, load_schema(schema).pool) or _parse_fix(detail, _line_text(text.text, line))
     if schema != "bvlc" and ("has no field named" in detail or "should not have multiple" in detail):
         detail = (f"{detail.rstrip('.')}, nor has any caffe.proto protoaudit ships (the {schema} fork's read furthest "
                   "into the file)")
-    layer = layer_at(_outline(text, path, until=line), line) if line else None
+    root = _outline(text, path, until=line) if line else None
+    tokens, line_of = text.outline_tokens
+    if root is not None and tokens and line >= line_of[-1] + 1:  # the fault is on the last line: the end
+        truncated = _ends_inside(root, path, line)
+        if truncated is not None:
+            return truncated
+    layer = layer_at(root, line) if line else None
     return InputError(detail, file=path, line=line, layer=layer.label if layer else None, fix=fix)
+
+
+def _ends_inside(root, path, line):
+    """A file that ends with blocks still open (a download or copy cut short): the error names the
+    innermost layer open (else the innermost block) instead of protobuf's view of the last token
+    (`Expected string but found: ''`). None where every block is closed."""
+    opened = []
+    block = root
+    while block.children and block.children[-1].end == 0:
+        block = block.children[-1]
+        opened.append(block)
+    if not opened:
+        return None
+    layers = [b for b in opened if b.name in ("layer", "layers")]
+    inner = layers[-1] if layers else opened[-1]
+    what = (f"layer '{inner.label}'" if inner.label else "a layer") if layers else f"'{inner.name or '{'} {{'"
+    return InputError(f"the file ends inside {what}, opened on line {inner.line} (truncated?)", file=path, line=line,
+                      fix="copy the whole file again, or close its braces")
 
 
 WAY_OUT = "replace that layer with BVLC layers, or cut the net before it and let an Input layer stand for what came before"
 FORK_FIELD_FIX = ("check the spelling against caffe.proto; protoaudit reads BVLC Caffe and "
                   + ", ".join(FORKS) + " (see --fork); for another fork give its caffe.proto with --caffe-proto, "
                   "or " + WAY_OUT)
+
+
+_NO_FIELD = re.compile(r'Message type "([\w.]+)" has no field named "(\w+)"')
+_NO_VALUE = re.compile(r'Enum type "([\w.]+)" has no value named (\w+)')
+
+
+def _near(detail, pool):
+    """"did you mean" for a misspelt field (kernel_sise) or enum value (MAXX, max), from the
+    schema that read furthest, an enum's values listed whether or not one is near; None where
+    neither applies or nothing is near."""
+    field, value = _NO_FIELD.search(detail), _NO_VALUE.search(detail)
+    try:
+        if field:
+            near = closest(field.group(2), [f.name for f in pool.FindMessageTypeByName(field.group(1)).fields])
+            return f"did you mean '{near}'? the field names are caffe.proto's" if near else None
+        known = [v.name for v in pool.FindEnumTypeByName(value.group(1)).values] if value else None
+    except KeyError:  # protobuf named a type its pool does not hold: say nothing more
+        return None
+    if known is None:
+        return None
+    near = closest(value.group(2), known)
+    if value.group(1).endswith(".LayerType"):  # a V1 net's `type: NAME`: dozens of them, not listed
+        return f"did you mean {near}?" if near else None
+    hint = f"did you mean {near}? " if near else ""
+    return f"{hint}{value.group(1).rsplit('.', 1)[-1]} is one of {', '.join(known)}"
 
 
 def _parse_fix(detail, line_text):

@@ -28,6 +28,10 @@ FORKS = {
     "deeplab_v2": "DeepLab v2 (deeplab-public-ver2)",
     "pspnet": "PSPNet's Caffe (hszhao/PSPNet)",
     "deeplab_v1": "DeepLab v1 (DeepLab-Context)",
+    "mobilenet_yolo": "MobileNet-YOLO's Caffe (eric612/MobileNet-YOLO, the SSD fork with YOLO, "
+                      "DepthwiseConvolution, ReLU6 and SENet's Axpy)",
+    "shufflenet": "BVLC Caffe with farmingyard's ShuffleChannel and ConvolutionDepthwise "
+                  "(ShuffleNet, caffe-mobilenet)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
@@ -35,7 +39,9 @@ SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 # DenseImageData ported to a 2017 BVLC Caffe, PSPNet's Caffe is deeplab-public-ver2 plus its BN
 # layer (their sources are the same files elsewhere). A file both read is the ancestor's: the
 # descendant is needed only for the fields and layer types it adds.
-DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2"}
+# MobileNet-YOLO's Caffe is the SSD fork with YOLO's and MobileNet's layers added.
+DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2",
+                 "mobilenet_yolo": "ssd"}
 
 
 def described(name):

@@ -17,7 +17,8 @@ def fit_dict(fit):
         return None
     return {"budget_bytes": fit.budget, "total_bytes": fit.total, "fits": fit.fits, "headroom_bytes": fit.headroom,
             "batch": fit.batch, "largest_batch": fit.largest_batch, "effective_batch": fit.effective_batch,
-            "suggested_batch": fit.suggested_batch, "suggested_iter_size": fit.suggested_iter_size}
+            "suggested_batch": fit.suggested_batch, "suggested_iter_size": fit.suggested_iter_size,
+            "largest_batch_limit": fit.limit}
 
 
 def recipe_dict(r):

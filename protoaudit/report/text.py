@@ -78,6 +78,8 @@ def verdict_lines(fit, audit):
             lines.append("Even batch 1 does not fit.")
         else:
             lines.append(f"Largest batch that fits: {fit.largest_batch} (audited at batch {fit.batch}).")
+            if fit.limit:  # the card would hold more: say what stops it
+                lines.append(f"{fit.limit}.")
             if fit.suggested_iter_size and fit.suggested_iter_size > 1:
                 lines.append(f"To keep the effective batch of {fit.effective_batch}: batch {fit.suggested_batch} "
                              f"with iter_size {fit.suggested_iter_size}.")

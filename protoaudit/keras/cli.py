@@ -1,0 +1,97 @@
+"""The command for Keras model files: `protoaudit MODEL.keras|.h5|.json` and `protoaudit diff A B`.
+
+Which files are Keras's is decided by their content (a zip holding config.json, an HDF5 file, JSON
+of a Keras model), so a renamed file is still read as what it is.
+"""
+import json
+import os
+
+from ..errors import InputError
+
+KERAS_EXTENSIONS = (".keras", ".h5", ".hdf5")
+
+
+def is_keras_file(path):
+    """Whether `path` is a Keras model file rather than a Caffe file."""
+    path = os.fspath(path)
+    if path.lower().endswith(KERAS_EXTENSIONS):
+        return True
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    if head.startswith(b"\x89HDF\r\n\x1a\n"):
+        return True
+    if head.startswith(b"PK"):
+        import zipfile
+
+        try:
+            with zipfile.ZipFile(path) as z:
+                return "config.json" in z.namelist()
+        except (zipfile.BadZipFile, OSError):
+            return False
+    text = head.lstrip()
+    if text.startswith(b"{") and b'"class_name"' in head:
+        try:
+            first = json.loads(head.decode("utf-8", "replace")) if len(head) < 4096 else None
+        except ValueError:
+            first = None
+        return first is None or isinstance(first, dict)
+    return False
+
+
+def _inputs(values):
+    out = {}
+    for v in values or ():
+        name, _, shape = v.partition("=")
+        try:
+            dims = tuple(int(d) for d in shape.lower().split("x"))
+        except ValueError:
+            dims = ()
+        if not name or not dims or min(dims) < 1:
+            raise InputError(f"--input {v}: write NAME=DIMxDIM... with the batch first, e.g. --input input_1=32x28x28x1")
+        out[name.strip()] = dims
+    return out
+
+
+# options of Caffe's audit that a Keras model has no use for: refused by name, never ignored
+CAFFE_ONLY = {"phase": None, "stage": [], "level": None, "test_batch": None, "engine": "caffe", "solver_type": None,
+              "inference": False, "define": [], "fork": None, "caffe_proto": None, "log": None, "root": None,
+              "caffe_log": False, "plot": None, "shapes": None}
+
+
+def _refuse_caffe_options(args):
+    for name, default in CAFFE_ONLY.items():
+        if getattr(args, name, default) not in (default, None, [], False):
+            raise InputError(f"--{name.replace('_', '-')} is for Caffe nets; a Keras model has no use for it",
+                             fix="leave it out")
+
+
+def _audit(path, args, batch, freeze):
+    _refuse_caffe_options(args)
+    from .audit import audit_keras, check_fit, sweep
+
+    result = audit_keras(path, batch=batch, optimizer=args.optimizer, loss=args.loss, mode=args.mode, inputs=_inputs(args.input), freeze=freeze, context=args.context)
+    if args.gpu_mem:  # bytes, and the batches below, as protoaudit.options.checked made them
+        result.fit = check_fit(result, args.gpu_mem)
+    if getattr(args, "sweep", None):
+        result.sweep = sweep(result, args.sweep, result.fit.budget if result.fit else None)
+    return result
+
+
+def run(args):
+    from ..report.keras_format import render
+
+    result = _audit(args.path, args, args.batch, args.freeze)
+    print(render(result, args.format))
+    return 1 if result.fit is not None and not result.fit.fits else 0
+
+
+def run_diff(args):
+    from ..report.keras_format import render_diff
+
+    a = _audit(args.path_a, args, args.batch_a if args.batch_a is not None else args.batch, args.freeze + args.freeze_a)
+    b = _audit(args.path_b, args, args.batch_b if args.batch_b is not None else args.batch, args.freeze + args.freeze_b)
+    print(render_diff(a, b, "json" if args.format == "json" else "text"))
+    return 1 if b.fit is not None and not b.fit.fits else 0

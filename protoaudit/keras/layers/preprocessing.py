@@ -1,0 +1,70 @@
+"""Preprocessing layers that sit inside models: most keep the shape; Resizing and the crops set the
+image size; Normalization keeps its adapted mean and variance (and a count) as variables."""
+from .base import KerasLayer, register
+
+
+@register("Rescaling", "RandomFlip", "RandomRotation", "RandomZoom", "RandomContrast", "RandomTranslation",
+          "RandomBrightness", "RandomGrayscale", "RandomSaturation", "RandomHue", "RandomSharpness",
+          "RandomColorJitter", "RandomPosterization", "RandomInvert", "RandomErasing", "RandomGaussianBlur",
+          "AutoContrast", "Solarization", "Equalization", "MaxNumBoundingBoxes")
+class SameShape(KerasLayer):
+    pass
+
+
+@register("Resizing", "CenterCrop", "RandomCrop")
+class ImageSize(KerasLayer):
+    """(batch, height, width, channels) or channels first, at the configured height and width."""
+
+    def output_specs(self, inputs):
+        x = self.one(inputs)
+        size = (self.get("height"), self.get("width"))
+        if len(x.shape) == 3:  # one image
+            return [self.spec(size + x.shape[-1:] if self.channels_last() else x.shape[:1] + size, inputs)]
+        if len(x.shape) != 4:
+            raise self.error(f"expects images (batch, height, width, channels), got {x.shape}")
+        shape = x.shape[:1] + size + x.shape[-1:] if self.channels_last() else x.shape[:2] + size
+        return [self.spec(shape, inputs)]
+
+
+@register("Normalization")
+class Normalization(KerasLayer):
+    """Adapted mean and variance over the kept axes, and an int64 count; none when mean and variance
+    are given in the config (they are constants then)."""
+
+    def weights(self, inputs):
+        if self.config.get("mean") is not None:
+            return []
+        shape = self.one(inputs).shape
+        axis = self.config.get("axis", -1)
+        axes = [] if axis is None else list(axis) if isinstance(axis, (list, tuple)) else [axis]
+        kept = tuple(shape[self.axis_of(a, len(shape))] for a in sorted(a % len(shape) for a in axes))
+        dtype = self.compute_dtype if self.flavour == "tf_keras" else self.variable_dtype
+        return [self.weight("mean", kept, trainable=False, dtype=dtype),
+                self.weight("variance", kept, trainable=False, dtype=dtype),
+                self.weight("count", (), trainable=False, dtype="int64")]
+
+
+@register("CategoryEncoding")
+class CategoryEncoding(KerasLayer):
+    """Integers to num_tokens-wide vectors: one_hot adds an axis unless the last is 1; multi_hot
+    and count replace the last axis."""
+
+    def output_specs(self, inputs):
+        shape = self.one(inputs).shape
+        tokens = self.get("num_tokens")
+        if self.get("output_mode", "multi_hot") == "one_hot" and (shape[-1] != 1 or len(shape) == 1):
+            return [self.spec(shape + (tokens,))]
+        return [self.spec(shape[:-1] + (tokens,))]
+
+
+@register("Hashing", "IntegerLookup", "StringLookup", "Discretization")
+class ToIndices(KerasLayer):
+    """Values to int64 indices, one per value (output_mode "int"); the other modes' widths depend on
+    a vocabulary the config may only name, so they are declared instead."""
+
+    def output_specs(self, inputs):
+        mode = self.get("output_mode", "int")
+        if mode != "int":
+            raise self.error(f"output_mode {mode!r}: its width depends on the vocabulary",
+                             fix=f"declare its output shape, e.g. --input {self.name}=32x100")
+        return [self.spec(self.one(inputs).shape)._replace(dtype="int64")]

@@ -1,0 +1,60 @@
+"""The loss of a training step: its ops, what its gradient keeps, and the gradient it hands back.
+
+Keras computes a cross-entropy on a softmax (or sigmoid) output from the logits under it (tf_keras's
+backend reads the Softmax op's input; Keras 3 keeps `_keras_logits`), so TensorFlow's fused
+SoftmaxCrossEntropyWithLogits runs, keeps its `backprop` output (batch x classes) for the gradient,
+and the gradient goes to the logits, not through the softmax.
+"""
+from math import prod
+
+from ..layers.base import nbytes
+
+SPARSE_CE = {"sparse_categorical_crossentropy", "SparseCategoricalCrossentropy"}
+CE = {"categorical_crossentropy", "CategoricalCrossentropy"}
+BINARY_CE = {"binary_crossentropy", "BinaryCrossentropy"}
+
+
+def loss_name(loss):
+    """The loss's name as a file stores it: a string, or a {"class_name": ...} dict."""
+    if isinstance(loss, dict):
+        return loss.get("class_name") or loss.get("config", {}).get("name")
+    if isinstance(loss, (list, tuple)) and loss:
+        return loss_name(loss[0])
+    return loss if isinstance(loss, str) else None
+
+
+def labels_bytes(tensor, loss):
+    """The bytes of the labels the batch carries for this output: class ids (int32, one per sample)
+    for a sparse cross-entropy, else the output's own shape."""
+    name = loss_name(loss)
+    shape = tensor.spec.shape
+    if name in SPARSE_CE:
+        return prod(shape[:-1]) * 4
+    return prod(shape) * 4
+
+
+def loss_ops(s, tensor, y, loss):
+    """The loss on output `tensor` (buffer `y`): its forward ops, then the gradient of `tensor` (or
+    of the logits under it, see above) as a buffer id."""
+    name = loss_name(loss)
+    size = nbytes(tensor.spec)
+    rows = prod(tensor.spec.shape[:-1]) if tensor.spec.shape else 1
+    labels = s.one(f"labels for {tensor.name}", size=labels_bytes(tensor, loss), kind="input")
+    s.prog.hold(labels)
+    if name in SPARSE_CE or name in CE:
+        s.logits.add(id(tensor))
+        loss_vec, backprop = s.op("SoftmaxCrossEntropyWithLogits", [y, labels], [rows * 4, size])
+        s.one("loss mean", [loss_vec], 4)
+        return s.one("loss gradient", [backprop], size, forward=True, kind="gradient")
+    if name in BINARY_CE:
+        s.logits.add(id(tensor))
+        # sigmoid_cross_entropy_with_logits: relu(x) - x*z + log1p(exp(-|x|)), element by element
+        t = s.one("logistic loss", [y, labels], size)
+        s.one("loss mean", [t], 4)
+        grad = s.one("logistic loss gradient", [y, labels], size, kind="gradient")
+        return grad
+    # mean squared error and the other element-wise losses: (y - t)^2's mean, gradient 2(y - t)/n
+    d = s.one("loss difference", [y, labels], size)
+    sq = s.one("loss square", [d], size, forward=False)
+    s.one("loss mean", [sq], 4)
+    return s.one("loss gradient", [d], size, forward=True, kind="gradient")

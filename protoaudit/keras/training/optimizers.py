@@ -1,0 +1,183 @@
+"""Optimizers: the slots they keep across steps and the temporaries of their updates in a step.
+
+Slots, per trainable variable (tf_keras 2.x's optimizers and Keras 3's, TensorFlow backend): tf_keras's
+SGD makes a momentum slot for every variable even at momentum 0 (its `build` does not look at the
+momentum); Keras 3's SGD makes one only when momentum is set. Measured: ../shared/oracle/keras.
+
+Updates are written as the ops of each optimizer's `update_step`: an element-wise op makes a new
+buffer unless it reads its input for the last time (then TensorFlow writes into it).
+
+When: every update runs as soon as its gradient is made. An update's ops that do not read the
+gradient run at the very start of the step, as soon as TensorFlow's executor can (tf_keras's SGD
+`m * momentum`, made even at momentum 0, and RMSprop's `rho * velocity`; Keras 3's SGD with momentum):
+their results, one per trainable variable, are alive through the whole forward and backward pass.
+Measured on the oracle: tf_keras SGD and RMSprop hold about the trainable weights more than Adam at
+the same batch (ResNet50 b4: 463 MB against 363 MB), Keras 3 plain SGD about that less than tf_keras SGD.
+"""
+from collections import OrderedDict
+
+from ...errors import InputError
+
+# slots per trainable variable: flavour -> class -> (slots, extra slots by config flag)
+_NAMES = {
+    "sgd": "SGD", "adam": "Adam", "rmsprop": "RMSprop", "adagrad": "Adagrad", "adadelta": "Adadelta",
+    "adamax": "Adamax", "nadam": "Nadam", "adamw": "AdamW", "ftrl": "Ftrl", "lion": "Lion",
+    "adafactor": "Adafactor", "lamb": "Lamb",
+}
+_TWO = {"Adam", "Adadelta", "Adamax", "Nadam", "AdamW", "Ftrl", "Lamb"}
+_ONE = {"Adagrad", "Lion"}
+
+
+def canonical(optimizer):
+    """(class name, config) of an optimizer given as a name, a {"class_name", "config"} dict, or None."""
+    if optimizer is None:
+        return None
+    if isinstance(optimizer, str):
+        name = _NAMES.get(optimizer.lower())
+        if name is None:
+            raise InputError(f"--optimizer {optimizer}: not a Keras optimizer",
+                             fix="one of " + ", ".join(sorted(_NAMES)))
+        return name, {}
+    if isinstance(optimizer, dict):
+        name = optimizer.get("class_name")
+        config = optimizer.get("config") or {}
+        if isinstance(name, str):
+            name = _NAMES.get(name.lower(), name)
+            return name, config if isinstance(config, dict) else {}
+    raise InputError("the file's optimizer is neither a name nor a {class_name, config} entry")
+
+
+def slots_per_variable(flavour, optimizer):
+    """How many variable-sized slots the optimizer keeps per trainable variable."""
+    name, config = optimizer
+    momentum = float(config.get("momentum") or 0)
+    if name == "SGD":
+        return 1 if flavour == "tf_keras" or momentum else 0
+    if name == "RMSprop":
+        return 1 + bool(momentum) + bool(config.get("centered"))
+    if name in ("Adam", "AdamW"):
+        return 2 + bool(config.get("amsgrad"))
+    if name in _TWO:
+        return 2
+    if name in _ONE:
+        return 1
+    if name == "Adafactor":
+        return 0  # factored: a row and a column vector per matrix (counted as none here)
+    return 2
+
+
+def streamed(s, optimizer):
+    """Whether each update runs as soon as its gradient is made (see the module's docstring)."""
+    return True
+
+
+def early(s, weights, optimizer):
+    """The updates' ops that read no gradient, run at the step's start: {(id(layer), weight name): buffer}."""
+    if optimizer is None:
+        return {}
+    name, config = optimizer
+    momentum = float(config.get("momentum") or 0)
+    what = None
+    if name == "SGD" and (s.flavour == "tf_keras" or momentum):
+        what = "m*momentum"
+    elif name == "RMSprop":
+        what = "rho*v"
+    if what is None:
+        return {}
+    from ..layers.base import nbytes
+
+    out = {}
+    for layer, ws in weights.items():
+        if layer.class_name == "Embedding":
+            # a sparse (IndexedSlices) gradient: tf_keras's SGD assigns m * momentum to m before its
+            # scatter_add, and the variable adopts the buffer: nothing is left alive
+            continue
+        for w in ws:
+            if w.trainable:
+                out[(id(layer), w.name)] = s.one(f"{layer.name}/{w.name} {what}", [], nbytes(w),
+                                                 kind="optimizer temporary")
+    return out
+
+
+def after_gradient(s, layer, weight, grad, optimizer, read_later=False):
+    """An update run as soon as the gradient is made. `read_later`: the layer's input gradient still
+    reads the variable's old value (MatMul's and Conv2D's input gradients read the weights). Keras 3
+    updates the variable before that gradient runs, so its AssignAdd/AssignSub copies the variable
+    first and the old buffer is freed once the input gradient is made (traced on ResNet50: 8,981,504
+    bytes of such copies at the peak); tf_keras's order leaves that copy to chance (524,288 bytes in
+    a traced MLP, none on VGG16's 411 MB fc1 kernel), and it is not counted."""
+    if optimizer is not None and streamed(s, optimizer) and not getattr(s, "shared_layers", {}).get(id(layer)):
+        copy = None
+        if read_later and s.flavour == "keras3" and weight.name in ("kernel", "depthwise_kernel", "recurrent_kernel"):
+            from ..layers.base import nbytes
+
+            copy = s.one(f"{layer.name}/{weight.name} copy of the variable", [], nbytes(weight),
+                         kind="optimizer temporary")
+        _update(s, layer, weight, [grad], optimizer)
+        if copy is not None:
+            s.one(f"{layer.name}/{weight.name} old value released", [copy], 0)
+        s.applied.add(grad)
+
+
+def apply(s, weight_grads, optimizer):
+    """The updates not yet run: every variable's, in variable order, after the backward pass."""
+    if optimizer is None:
+        return
+    groups = OrderedDict()
+    for layer, weight, grad in weight_grads:
+        if grad in s.applied:
+            continue
+        groups.setdefault((id(layer), weight.name), (layer, weight, []))[2].append(grad)
+    for layer, weight, grads in reversed(list(groups.values())):
+        _update(s, layer, weight, grads, optimizer)
+
+
+def _update(s, layer, weight, grads, optimizer):
+    from ..layers.base import nbytes
+
+    size = nbytes(weight)
+    label = f"{layer.name}/{weight.name}"
+    if len(grads) > 1:  # a layer called more than once: its gradients added up first
+        g = s.one(f"AddN {label} gradient", grads, size, forward=True, kind="gradient")
+    else:
+        g = grads[0]
+    name = optimizer[0]
+    config = optimizer[1]
+    if g in s.sparse and name == "SGD":  # IndexedSlices: -values * lr, scatter_add into m, m into the variable
+        t = s.one(f"{label} -values*lr", [g], s.prog.bufs[g].bytes, forward=True, kind="optimizer temporary")
+        s.one(f"{label} scatter_add", [t], 0)
+        return
+    if name == "SGD":
+        momentum = float(config.get("momentum") or 0)
+        if s.flavour == "tf_keras" or momentum:
+            t = s.one(f"{label} -g*lr", [g], size, forward=True, kind="optimizer temporary")
+            u = s.early.get((id(layer), weight.name))
+            if u is None:
+                u = s.one(f"{label} m*momentum", [], size, kind="optimizer temporary")
+            t = s.one(f"{label} -g*lr + m*momentum", [t, u], size, forward=True, kind="optimizer temporary")
+            s.one(f"{label} assign m", [t], 0)
+        else:
+            t = s.one(f"{label} g*lr", [g], size, forward=True, kind="optimizer temporary")
+            s.one(f"{label} assign_sub", [t], 0)
+        return
+    if name == "RMSprop":
+        a = s.early.get((id(layer), weight.name))
+        if a is None:
+            a = s.one(f"{label} rho*v", [], size, kind="optimizer temporary")
+        b = s.one(f"{label} square(g)", [g], size, kind="optimizer temporary")
+        c = s.one(f"{label} v update", [a, b], size, forward=True, kind="optimizer temporary")
+        s.one(f"{label} assign v", [c], 0)
+        d = s.one(f"{label} v+eps", [], size, kind="optimizer temporary")
+        e = s.one(f"{label} lr*g", [g], size, forward=True, kind="optimizer temporary")
+        f = s.one(f"{label} increment", [e, d], size, forward=True, kind="optimizer temporary")
+        s.one(f"{label} assign_sub", [f], 0)
+        return
+    # Adam and the two-moment family: (g - m) * c, square(g), then (m * alpha) / (sqrt(v) + eps)
+    a = s.one(f"{label} g-m", [g], size, kind="optimizer temporary")
+    s.one(f"{label} assign_add m", [a], 0)
+    b = s.one(f"{label} square(g)", [g], size, forward=True, kind="optimizer temporary")
+    s.one(f"{label} assign_add v", [b], 0)
+    c = s.one(f"{label} m*alpha", [], size, kind="optimizer temporary")
+    d = s.one(f"{label} sqrt(v)", [], size, kind="optimizer temporary")
+    e = s.one(f"{label} step", [c, d], size, forward=True, kind="optimizer temporary")
+    s.one(f"{label} assign_sub", [e], 0)

@@ -1,0 +1,144 @@
+"""One training step of a Keras model as TensorFlow runs it, written as a timeline program.
+
+The step is `train_on_batch`'s traced function: the forward pass in the model's order, the loss,
+the backward pass in reverse (a layer's gradient ops only where a trainable weight lies at or
+upstream of it: a frozen base runs no backward and keeps none of its activations), then the
+optimizer's updates. Each layer's ops and what their gradients keep are its rule's (rules.py); the
+optimizer's are optimizers.py's. A tensor lives until its last reader, as TensorFlow's executor
+frees it; an op may write into an input it reads last (buffer forwarding).
+"""
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from ...memory.timeline import Program
+from ..layers.base import nbytes
+from . import losses, optimizers
+from .rules import rule_for
+
+
+@dataclass
+class Step:
+    """A built step: the program, the weight gradients by variable, and what was not modelled."""
+
+    program: Program
+    early: bool = False  # some update ops read no gradient and run at the step's start
+    executor_slack: int = 0  # how much lower the peak is in the other order TensorFlow's executor can take
+    unmodelled: list = field(default_factory=list)  # class names without a rule (taken as pass-through)
+
+
+class StepBuilder:
+    """What the rules call: make ops, know sizes, the flavour of Keras."""
+
+    def __init__(self, graph, flavour, threads=1, device="cpu"):
+        self.graph = graph
+        self.device = device
+        self.flavour = flavour
+        self.threads = threads
+        self.prog = Program()
+        self.batch = graph.batch
+        self.logits = set()  # id(output tensor) whose loss took the logits under its softmax/sigmoid
+        self.sparse = {}  # IndexedSlices gradient buffer -> its variable's bytes
+        self.applied = set()  # weight gradient buffers already applied (streamed updates)
+        self.shared_layers = {}  # id(layer) -> True for a layer called more than once
+        self._weights = {}
+
+    def weights_of(self, node):
+        """The layer's variables (Weight), as build() made them."""
+        return self._weights.get(id(node.layer), ())
+
+    def op(self, label, reads=(), makes=(), scratch=0, forward=(), kind="activation"):
+        """An op that reads buffer ids and makes buffers of the given byte sizes (or (bytes, kind)
+        pairs); `forward`: indexes of `makes` that may take the memory of the op's first read
+        buffer read here for the last time (TensorFlow's forward_input_or_allocate_output)."""
+        made = []
+        for m in makes:
+            size, what = (m if isinstance(m, tuple) else (m, kind))
+            made.append((size, label, what))
+        pairs = []
+        reads = [r for r in reads if r is not None]
+        for k in forward:
+            for r in reads:
+                pairs.append((k, r))
+        return self.prog.step(label, reads, made, scratch, pairs)
+
+    def one(self, label, reads=(), size=0, scratch=0, forward=False, kind="activation"):
+        return self.op(label, reads, [size], scratch, (0,) if forward else (), kind)[0]
+
+
+def build_step(graph, *, flavour, optimizer, loss, weights, device="cpu"):
+    """The Step of one training step of `graph`, with the executor's range: the update ops that read
+    no gradient run at the step's start (what the measurements show; the high end) or just before
+    their update (the low end). `optimizer`: (name, config); `loss`: as the file or --loss gives it;
+    `weights`: {layer: [Weight]} of the graph; `device`: cpu (TensorFlow's CPU kernels' scratch) or gpu."""
+    high = _build(graph, flavour, optimizer, loss, weights, device, early=True)
+    if high.early:  # the other order exists only where some update op reads no gradient
+        low = _build(graph, flavour, optimizer, loss, weights, device, early=False)
+        high.executor_slack = max(0, high.program.peak().bytes - low.program.peak().bytes)
+    return high
+
+
+def _build(graph, flavour, optimizer, loss, weights, device, early):
+    s = StepBuilder(graph, flavour, device=device)
+    s._weights = {id(layer): list(ws) for layer, ws in weights.items()}
+    calls = defaultdict(int)
+    for node in graph.nodes:
+        calls[id(node.layer)] += 1
+    s.shared_layers = {k: True for k, n in calls.items() if n > 1}
+    prog = s.prog
+    step = Step(prog)
+    ids = {}
+    s.early = optimizers.early(s, weights, optimizer) if early else {}
+    step.early = bool(s.early)
+    # the batch: train_on_batch's data adapter holds it (as tensors) for the whole step
+    for t in graph.inputs:
+        ids[id(t)] = s.one(f"input {t.name}", size=nbytes(t.spec), kind="input")
+        prog.hold(ids[id(t)])
+    trainable_up = {}  # id(tensor): a trainable weight lies at or upstream of it
+    for t in graph.inputs:
+        trainable_up[id(t)] = False
+    saved = {}
+    for node in graph.nodes:
+        rule = rule_for(node.layer.class_name)
+        if rule is None:
+            step.unmodelled.append(node.layer.class_name)
+            rule = rule_for("Identity")
+        own = any(w.trainable for w in s.weights_of(node))
+        up = own or any(trainable_up.get(id(t), False) for t in node.inputs)
+        xs = [ids[id(t)] for t in node.inputs]
+        outs, keep = rule.forward(s, node, xs)
+        for t, o in zip(node.outputs, outs):
+            ids[id(t)] = o
+            trainable_up[id(t)] = up
+        saved[id(node)] = (rule, keep, own, up)
+    grads = defaultdict(list)
+    for t in graph.outputs:
+        if trainable_up.get(id(t)):
+            grads[id(t)].append(losses.loss_ops(s, t, ids[id(t)], loss))
+    weight_grads = []  # (layer, Weight, buffer id) in the order they are made
+    for node in reversed(graph.nodes):
+        rule, keep, own, up = saved[id(node)]
+        if not up:
+            continue
+        dys = [_summed(s, grads.pop(id(t), []), t) for t in node.outputs]
+        if all(d is None for d in dys):
+            continue
+        need = [trainable_up.get(id(t), False) for t in node.inputs]
+        dxs, dws = rule.backward(s, node, keep, dys, need)
+        for t, dx in zip(node.inputs, dxs):
+            if dx is not None and trainable_up.get(id(t), False):
+                grads[id(t)].append(dx)
+        for w, g in dws:
+            weight_grads.append((node.layer, w, g))
+            optimizers.after_gradient(s, node.layer, w, g, optimizer, read_later=any(need))
+    optimizers.apply(s, weight_grads, optimizer)
+    return step
+
+
+def _summed(s, parts, tensor):
+    """The gradient of a tensor read by several layers: their contributions added up (AddN) once all
+    are made."""
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    return s.one(f"AddN gradient of {tensor.name}", parts, nbytes(tensor.spec), forward=True, kind="gradient")

@@ -1,0 +1,574 @@
+"""What TensorFlow runs for one call of each Keras layer in a training step (CPU kernels, graph mode).
+
+One rule per layer family, registered under the Keras class names it serves (fvcore's plain table of
+op handlers): `forward` makes the layer's output buffers from its inputs' and returns what the
+gradients will read; `backward` makes the input gradients (where needed) and the weight gradients.
+What a gradient reads is what TensorFlow's registered gradient (python/ops/*_grad.py) reads: MatMul's
+both inputs, Conv2D's input (filter gradient) and filter, Relu its output, Relu6 and LeakyRelu their
+input, Softmax/Sigmoid/Tanh their output, MaxPool its input and output, FusedBatchNorm its input,
+Dropout's select its mask, BiasAdd and Add nothing. A tensor no gradient reads is freed after its
+last forward reader. Classes without a rule are listed in the report (rule_for returns None).
+"""
+from math import prod
+
+from ..layers.base import DTYPE_BYTES, nbytes
+from . import kernels
+
+RULES = {}
+
+
+def rule(*names):
+    def deco(cls):
+        for name in names:
+            RULES[name] = cls()
+        return cls
+    return deco
+
+
+def rule_for(class_name):
+    return RULES.get(class_name)
+
+
+def _size(spec):
+    return nbytes(spec)
+
+
+def _item(spec):
+    return DTYPE_BYTES.get(spec.dtype, 4)
+
+
+# activations: the op, whether it can write into its input, and what its gradient reads
+# ("out": the activation's output, "in": its input, "both", None)
+ACTIVATIONS = {
+    "linear": None, None: None, "relu": ("out", True), "sigmoid": ("out", True), "tanh": ("out", True),
+    "softmax": ("out", False), "elu": ("out", True), "selu": ("both", True), "softplus": ("in", True),
+    "softsign": ("in", True), "relu6": ("out", True), "leaky_relu": ("in", True), "swish": ("in", False),
+    "silu": ("in", False), "gelu": ("both", False), "exponential": ("out", True), "hard_sigmoid": ("in", False),
+    "log_softmax": ("out", False), "mish": ("in", False),
+}
+
+
+def act_name(value):
+    if isinstance(value, dict):
+        value = value.get("config", {}).get("name") or value.get("class_name")
+    return value.lower() if isinstance(value, str) else value
+
+
+def act_forward(s, label, z, spec, activation):
+    """The activation's op on buffer z: (output buffer, what its gradient keeps)."""
+    how = ACTIVATIONS.get(act_name(activation), ("both", False))
+    if how is None:
+        return z, None
+    keeps, inplace = how
+    y = s.one(f"{label} {act_name(activation)}", [z], _size(spec), forward=inplace)
+    keep = {"out": (y,), "in": (z,), "both": (z, y)}[keeps]
+    return y, keep
+
+
+def act_backward(s, label, dy, spec, keep, out_id=None):
+    """The activation's gradient: one op reading dy and what was kept. Where the loss took the logits
+    (losses.py), the gradient already is the logits'."""
+    if keep is None or (out_id is not None and out_id in s.logits):
+        return dy
+    return s.one(f"{label} activation gradient", [dy, *keep], _size(spec), forward=True, kind="gradient")
+
+
+class Rule:
+    """Pass-through: no op, no gradient op (InputLayer, Flatten, Reshape: a reshape shares memory)."""
+
+    def forward(self, s, node, xs):
+        return list(xs[:len(node.outputs)]) + [None] * (len(node.outputs) - len(xs)), None
+
+    def backward(self, s, node, keep, dys, need):
+        return [dys[0] if n else None for n in need], []
+
+    @staticmethod
+    def trainable(node, weights):
+        return [w for w in weights if w.trainable]
+
+
+rule("Identity", "InputLayer", "Flatten", "Reshape", "Masking", "ActivityRegularization", "GaussianNoise",
+     "GaussianDropout", "AlphaDropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D",
+     "RandomFlip", "RandomRotation", "RandomZoom", "RandomTranslation", "RandomContrast", "RandomCrop")(Rule)
+
+
+class _Weighted(Rule):
+    """A layer with variables: weight gradients for the trainable ones, in the layer's order."""
+
+    def grads(self, s, node, label, reads, scratch=0, only=None):
+        out = []
+        for w in s.weights_of(node):
+            if not w.trainable or (only is not None and w.name not in only):
+                continue
+            g = s.one(f"{label} {w.name} gradient", reads, nbytes(w), scratch=scratch if not out else 0,
+                      kind="weight gradient")
+            out.append((w, g))
+        return out
+
+
+@rule("Dense", "EinsumDense")
+class Dense(_Weighted):
+    """MatMul (a Tensordot's reshapes share memory), BiasAdd into it, the activation."""
+
+    def forward(self, s, node, xs):
+        out = node.outputs[0].spec
+        z = s.one(f"{node.layer.name} MatMul", [xs[0]], _size(out))
+        if node.layer.config.get("use_bias", True) and node.layer.class_name == "Dense":
+            z = s.one(f"{node.layer.name} BiasAdd", [z], _size(out), forward=True)
+        y, act = act_forward(s, node.layer.name, z, out, node.layer.config.get("activation"))
+        return [y], (xs[0], act, y)
+
+    def backward(self, s, node, keep, dys, need):
+        x, act, y = keep
+        name = node.layer.name
+        dz = act_backward(s, name, dys[0], node.outputs[0].spec, act, id(node.outputs[0]))
+        ws = [w for w in s.weights_of(node) if w.trainable]
+        grads = []
+        for w in ws:
+            reads = [dz] if w.name == "bias" else [x, dz]
+            grads.append((w, s.one(f"{name} {w.name} gradient", reads, nbytes(w), kind="weight gradient")))
+        dx = s.one(f"{name} input gradient", [dz], _size(node.inputs[0].spec), kind="gradient") if need[0] else None
+        s.one(f"{name} gradient done", [dz, x], 0)
+        return [dx], grads
+
+
+@rule("Conv1D", "Conv2D", "Conv3D", "Convolution1D", "Convolution2D", "Convolution3D")
+class Conv(_Weighted):
+    """Conv2D (Conv1D through ExpandDims, which shares memory), BiasAdd into it, the activation; the
+    gradients are Conv2DBackpropFilter (reads the input) and Conv2DBackpropInput (reads the filter),
+    each with its im2col scratch (kernels.py)."""
+
+    def forward(self, s, node, xs):
+        out = node.outputs[0].spec
+        z = s.one(f"{node.layer.name} Conv", [xs[0]], _size(out))
+        if node.layer.config.get("use_bias", True):
+            z = s.one(f"{node.layer.name} BiasAdd", [z], _size(out), forward=True)
+        y, act = act_forward(s, node.layer.name, z, out, node.layer.config.get("activation"))
+        return [y], (xs[0], act)
+
+    def dims(self, node):
+        x, y = node.inputs[0].spec, node.outputs[0].spec
+        last = node.layer.config.get("data_format", "channels_last") != "channels_first"
+        cin, cout = (x.shape[-1], y.shape[-1]) if last else (x.shape[1], y.shape[1])
+        spatial = y.shape[1:-1] if last else y.shape[2:]
+        kernel = node.layer.config.get("kernel_size") or [1]
+        kernel = kernel if isinstance(kernel, (list, tuple)) else [kernel] * len(spatial)
+        return x.shape[0], prod(spatial), prod(kernel) * cin, cout
+
+    def backward(self, s, node, keep, dys, need):
+        x, act = keep
+        name = node.layer.name
+        dz = act_backward(s, name, dys[0], node.outputs[0].spec, act, id(node.outputs[0]))
+        batch, out_image, filter_total, out_depth = self.dims(node)
+        item = _item(node.outputs[0].spec)
+        grads = []
+        for w in s.weights_of(node):
+            if not w.trainable:
+                continue
+            if w.name == "bias":
+                grads.append((w, s.one(f"{name} bias gradient", [dz], nbytes(w), kind="weight gradient")))
+            else:
+                scratch = (kernels.conv_backprop_filter(out_image, filter_total, out_depth, item)
+                           + kernels.contraction_temporary(nbytes(w)) if s.device == "cpu" else 0)
+                grads.append((w, s.one(f"{name} Conv2DBackpropFilter", [x, dz], nbytes(w), scratch=scratch,
+                                       kind="weight gradient")))
+        dx = None
+        if need[0]:
+            scratch = (kernels.conv_backprop_input(batch, out_image, filter_total, out_depth, item, s.threads)
+                       if s.device == "cpu" else 0)
+            dx = s.one(f"{name} Conv2DBackpropInput", [dz], _size(node.inputs[0].spec), scratch=scratch,
+                       kind="gradient")
+        s.one(f"{name} gradient done", [dz, x], 0)
+        return [dx], grads
+
+
+@rule("DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D", "SeparableConvolution2D",
+      "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose", "Convolution2DTranspose", "Deconvolution2D")
+class OtherConv(_Weighted):
+    """Depthwise (DepthwiseConv2dNative: small per-row scratch), separable (a depthwise then a
+    pointwise Conv2D: the intermediate is kept for the pointwise filter gradient) and transposed
+    convolutions (Conv2DBackpropInput forward)."""
+
+    def forward(self, s, node, xs):
+        out = node.outputs[0].spec
+        name = node.layer.name
+        mid = None
+        if node.layer.class_name.startswith("Separable"):
+            x = node.inputs[0].spec
+            mult = int(node.layer.config.get("depth_multiplier", 1) or 1)
+            mid_bytes = _size(out) // max(out.shape[-1], 1) * x.shape[-1] * mult
+            mid = s.one(f"{name} depthwise", [xs[0]], mid_bytes)
+            z = s.one(f"{name} pointwise", [mid], _size(out))
+        else:
+            z = s.one(f"{name} conv", [xs[0]], _size(out))
+        if node.layer.config.get("use_bias", True):
+            z = s.one(f"{name} BiasAdd", [z], _size(out), forward=True)
+        y, act = act_forward(s, name, z, out, node.layer.config.get("activation"))
+        return [y], (xs[0], mid, act)
+
+    def backward(self, s, node, keep, dys, need):
+        x, mid, act = keep
+        name = node.layer.name
+        dz = act_backward(s, name, dys[0], node.outputs[0].spec, act, id(node.outputs[0]))
+        grads = []
+        dmid = None
+        if mid is not None:
+            dmid = s.one(f"{name} pointwise input gradient", [dz], 0 if mid is None else s.prog.bufs[mid].bytes,
+                         kind="gradient")
+        for w in s.weights_of(node):
+            if not w.trainable:
+                continue
+            reads = [dz] if w.name == "bias" else [mid, dz] if w.name == "pointwise_kernel" else [x, dmid or dz]
+            grads.append((w, s.one(f"{name} {w.name} gradient", reads, nbytes(w), kind="weight gradient")))
+        dx = None
+        if need[0]:
+            dx = s.one(f"{name} input gradient", [dmid or dz], _size(node.inputs[0].spec), kind="gradient")
+        s.one(f"{name} gradient done", [dz, x, dmid], 0)
+        return [dx], grads
+
+
+@rule("BatchNormalization", "SyncBatchNormalization", "LayerNormalization", "GroupNormalization",
+      "UnitNormalization")
+class Norm(_Weighted):
+    """FusedBatchNormV3 (tf_keras for 4-D inputs; LayerNormalization through it too): the output is new,
+    the gradient reads the input. Unfused (moments, then x * inv + shift): the same, plus the
+    squared differences and the gradient's element-wise temporaries."""
+
+    def forward(self, s, node, xs):
+        out = node.outputs[0].spec
+        fused = len(out.shape) == 4
+        name = node.layer.name
+        if not fused:
+            sq = s.one(f"{name} squared difference", [xs[0]], _size(out))
+            s.one(f"{name} variance", [sq], 0)
+        y = s.one(f"{name} normalize", [xs[0]], _size(out))
+        return [y], (xs[0], fused)
+
+    def backward(self, s, node, keep, dys, need):
+        x, fused = keep
+        name = node.layer.name
+        size = _size(node.inputs[0].spec)
+        scratch = 0 if fused else 2 * size
+        grads = self.grads(s, node, name, [x, dys[0]], scratch=scratch)
+        dx = s.one(f"{name} input gradient", [dys[0], x], size, kind="gradient") if need[0] else None
+        s.one(f"{name} gradient done", [x, dys[0]], 0)
+        return [dx], grads
+
+
+@rule("Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "ThresholdedReLU", "PReLU")
+class Act(_Weighted):
+    def kind(self, node):
+        c = node.layer.config
+        if node.layer.class_name == "Activation":
+            return c.get("activation")
+        if node.layer.class_name == "ReLU":
+            if c.get("max_value") is not None or c.get("negative_slope") or c.get("threshold"):
+                return "relu6"
+            return "relu"
+        return {"LeakyReLU": "leaky_relu", "ELU": "elu", "Softmax": "softmax", "ThresholdedReLU": "relu6",
+                "PReLU": "selu"}[node.layer.class_name]
+
+    def forward(self, s, node, xs):
+        y, keep = act_forward(s, node.layer.name, xs[0], node.outputs[0].spec, self.kind(node))
+        return [y], keep
+
+    def backward(self, s, node, keep, dys, need):
+        dx = act_backward(s, node.layer.name, dys[0], node.outputs[0].spec, keep,
+                          id(node.outputs[0]) if node.layer.class_name in ("Activation", "Softmax") else None)
+        grads = self.grads(s, node, node.layer.name, [dys[0], *(keep or ())])
+        return [dx if need[0] else None], grads
+
+
+@rule("Dropout")
+class Dropout(Rule):
+    """tf.nn.dropout in training: a uniform draw, its >= rate mask (bool), x * scale, select(mask, ., 0);
+    the gradient selects with the mask against zeros_like(dy)."""
+
+    def forward(self, s, node, xs):
+        spec = node.outputs[0].spec
+        size = _size(spec)
+        if not float(node.layer.config.get("rate") or 0):
+            return [xs[0]], None
+        name = node.layer.name
+        draw = s.one(f"{name} random uniform", [], size)
+        mask = s.one(f"{name} keep mask", [draw], prod(spec.shape))
+        scaled = s.one(f"{name} x*scale", [xs[0]], size, forward=True)
+        y = s.one(f"{name} select", [scaled, mask], size, forward=True)
+        return [y], mask
+
+    def backward(self, s, node, keep, dys, need):
+        if keep is None:
+            return [dys[0] if need[0] else None], []
+        size = _size(node.outputs[0].spec)
+        zeros = s.one(f"{node.layer.name} zeros_like", [dys[0]], size, kind="gradient")
+        dx = s.one(f"{node.layer.name} select gradient", [dys[0], zeros, keep], size, forward=True, kind="gradient")
+        dx = s.one(f"{node.layer.name} scale gradient", [dx], size, forward=True, kind="gradient")
+        return [dx if need[0] else None], []
+
+
+@rule("MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "MaxPool1D", "MaxPool2D", "MaxPool3D")
+class MaxPool(Rule):
+    def forward(self, s, node, xs):
+        y = s.one(f"{node.layer.name} MaxPool", [xs[0]], _size(node.outputs[0].spec))
+        return [y], (xs[0], y)
+
+    def backward(self, s, node, keep, dys, need):
+        if not need[0]:
+            return [None], []
+        out = node.outputs[0].spec
+        scratch = kernels.max_pool_grad(prod(out.shape), _item(out))
+        dx = s.one(f"{node.layer.name} MaxPoolGrad", [keep[0], keep[1], dys[0]], _size(node.inputs[0].spec),
+                   scratch=scratch, kind="gradient")
+        return [dx], []
+
+
+@rule("AveragePooling1D", "AveragePooling2D", "AveragePooling3D", "AvgPool1D", "AvgPool2D", "AvgPool3D",
+      "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAveragePooling3D", "GlobalAvgPool1D",
+      "GlobalAvgPool2D", "GlobalAvgPool3D", "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D",
+      "Cropping1D", "Cropping2D", "Cropping3D", "UpSampling1D", "UpSampling2D", "UpSampling3D",
+      "Permute", "RepeatVector", "Resizing", "CenterCrop", "Rescaling", "Normalization")
+class Reshaping(Rule):
+    """An op that makes a new output and whose gradient needs only shapes (AvgPoolGrad, a mean's
+    broadcast, Pad's Slice, Transpose back)."""
+
+    def forward(self, s, node, xs):
+        y = s.one(f"{node.layer.name} {node.layer.class_name}", [xs[0]], _size(node.outputs[0].spec))
+        return [y], None
+
+    def backward(self, s, node, keep, dys, need):
+        if not need[0]:
+            return [None], []
+        return [s.one(f"{node.layer.name} input gradient", [dys[0]], _size(node.inputs[0].spec),
+                      kind="gradient")], []
+
+
+@rule("GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPooling3D", "GlobalMaxPool1D", "GlobalMaxPool2D",
+      "GlobalMaxPool3D")
+class GlobalMax(Rule):
+    """Max over axes; its gradient (_MaxGrad) compares the input with the output: a bool and a float
+    indicator of the input's size, then divides and multiplies into the float one."""
+
+    def forward(self, s, node, xs):
+        y = s.one(f"{node.layer.name} Max", [xs[0]], _size(node.outputs[0].spec))
+        return [y], (xs[0], y)
+
+    def backward(self, s, node, keep, dys, need):
+        if not need[0]:
+            return [None], []
+        spec = node.inputs[0].spec
+        eq = s.one(f"{node.layer.name} equal", [keep[0], keep[1]], prod(spec.shape), kind="gradient")
+        ind = s.one(f"{node.layer.name} indicators", [eq], _size(spec), kind="gradient")
+        dx = s.one(f"{node.layer.name} input gradient", [ind, dys[0]], _size(spec), forward=True, kind="gradient")
+        return [dx], []
+
+
+@rule("Add", "Average", "Subtract", "Maximum", "Minimum", "Multiply", "Concatenate", "Dot")
+class Merge(Rule):
+    """Add (AddV2/AddN, into an input read last) hands its gradient to every input unchanged; Subtract
+    negates one; Multiply, Maximum, Minimum read both inputs; Concatenate's gradient slices."""
+
+    def forward(self, s, node, xs):
+        cls = node.layer.class_name
+        inplace = cls in ("Add", "Average", "Subtract")
+        y = s.one(f"{node.layer.name} {cls}", xs, _size(node.outputs[0].spec), forward=inplace)
+        return [y], list(xs) if cls in ("Multiply", "Maximum", "Minimum", "Dot") else None
+
+    def backward(self, s, node, keep, dys, need):
+        cls = node.layer.class_name
+        out = []
+        for k, (t, n) in enumerate(zip(node.inputs, need)):
+            if not n:
+                out.append(None)
+            elif cls == "Add" and t.spec.shape == node.outputs[0].spec.shape:
+                out.append(dys[0])
+            else:
+                reads = [dys[0]] + (list(keep) if keep else [])
+                out.append(s.one(f"{node.layer.name} input {k} gradient", reads, _size(t.spec), kind="gradient"))
+        return out, []
+
+
+@rule("Embedding")
+class Embedding(_Weighted):
+    """ResourceGather; its gradient is IndexedSlices of the output gradient and the ids (the ids are
+    kept), applied sparsely by the optimizer."""
+
+    def forward(self, s, node, xs):
+        y = s.one(f"{node.layer.name} Gather", [xs[0]], _size(node.outputs[0].spec))
+        return [y], xs[0]
+
+    def backward(self, s, node, keep, dys, need):
+        grads = []
+        for w in s.weights_of(node):
+            if w.trainable:
+                g = s.one(f"{node.layer.name} embeddings gradient (IndexedSlices)", [dys[0], keep],
+                          _size(node.outputs[0].spec) + _size(node.inputs[0].spec), kind="weight gradient")
+                s.sparse[g] = nbytes(w)
+                grads.append((w, g))
+        return [None], grads
+
+
+@rule("SimpleRNN", "GRU", "LSTM", "ConvLSTM2D", "Bidirectional")
+class Recurrent(_Weighted):
+    """A while loop over time steps (the CPU code path; cuDNN's kernel is a GPU choice): the gradient
+    keeps, in TensorLists, every step's tensors its ops read: the step's input, the previous state,
+    and the gates' outputs (LSTM: 4 gates, the cell, tanh of the cell; GRU: 3 gates and the candidate);
+    the backward loop makes the input's gradient and accumulates the weights'."""
+
+    # unit-sized tensors each step keeps for the gradient, besides the step's input. tf_keras's
+    # standard_lstm step: h_tm1, i, f, c_tm1, tanh(z2), o, tanh(c) (what Mul, MatMul, Sigmoid and Tanh's
+    # gradients read), plus the outputs TensorArray written every step and its gradient: 9. Its GRU
+    # (reset_after): h_tm1, z, r, the recurrent projection, hh, plus the two: 7. Keras 3 writes only the
+    # last output when return_sequences is off; its LSTM holds 5 per step (the measured slope of the
+    # oracle's lstm_text: 462 floats per step and sample, 128 of them the input).
+    KEPT = {("tf_keras", "SimpleRNN"): 3, ("tf_keras", "GRU"): 6, ("tf_keras", "LSTM"): 8,
+            ("tf_keras", "ConvLSTM2D"): 8, ("keras3", "SimpleRNN"): 2, ("keras3", "GRU"): 4,
+            ("keras3", "LSTM"): 5, ("keras3", "ConvLSTM2D"): 5}
+
+    def cell(self, node):
+        layer = node.layer
+        if layer.class_name == "Bidirectional":
+            inner = layer.config.get("layer", {})
+            return inner.get("class_name", "LSTM"), inner.get("config", {}), 2
+        return layer.class_name, layer.config, 1
+
+    def per_step(self, s, node):
+        cls, config, directions = self.cell(node)
+        x = node.inputs[0].spec
+        batch, steps = x.shape[0], x.shape[1]
+        units = int(config.get("units") or config.get("filters") or 1)
+        item = _item(x)
+        unit_bytes = batch * units * item
+        step_in = prod(x.shape[2:]) * batch * item
+        if cls == "ConvLSTM2D":
+            unit_bytes = _size(node.outputs[0].spec) // (steps if config.get("return_sequences") else 1)
+        kept = self.KEPT.get((s.flavour, cls), 9)
+        return steps, directions * (step_in + kept * unit_bytes), directions * unit_bytes
+
+    def forward(self, s, node, xs):
+        steps, per_step, unit = self.per_step(s, node)
+        name = node.layer.name
+        lists = s.one(f"{name} per-step tensors kept for the gradient", [xs[0]], steps * per_step)
+        y = s.one(f"{name} output", [lists], _size(node.outputs[0].spec))
+        return [y], (xs[0], lists)
+
+    def backward(self, s, node, keep, dys, need):
+        x, lists = keep
+        steps, per_step, unit = self.per_step(s, node)
+        name = node.layer.name
+        grads = self.grads(s, node, name, [dys[0]], scratch=8 * unit)
+        dx = s.one(f"{name} input gradient", [dys[0], lists, x], _size(node.inputs[0].spec),
+                   scratch=8 * unit, kind="gradient") if need[0] else None
+        s.one(f"{name} gradient done", [lists, x] + [g for _, g in grads[:0]], 0)
+        return [dx], grads
+
+
+@rule("TimeDistributed")
+class TimeDistributed(Rule):
+    """The wrapped layer on the batch and time axes merged (reshapes share memory)."""
+
+    def forward(self, s, node, xs):
+        y = s.one(f"{node.layer.name} output", [xs[0]], _size(node.outputs[0].spec))
+        return [y], xs[0]
+
+    def backward(self, s, node, keep, dys, need):
+        grads = [(w, s.one(f"{node.layer.name} {w.name} gradient", [keep, dys[0]], nbytes(w), kind="weight gradient"))
+                 for w in s.weights_of(node) if w.trainable]
+        dx = s.one(f"{node.layer.name} input gradient", [dys[0]], _size(node.inputs[0].spec),
+                   kind="gradient") if need[0] else None
+        return [dx], grads
+
+
+@rule("MultiHeadAttention", "Attention", "AdditiveAttention")
+class Attention(_Weighted):
+    """Query, key and value projections (einsum), the scores (batch x heads x Tq x Tk), their softmax
+    (kept), dropout, the weighted values and the output projection; the gradient reads the projections
+    and the softmax."""
+
+    def forward(self, s, node, xs):
+        name = node.layer.name
+        q = node.inputs[0].spec
+        kv = node.inputs[1].spec if len(node.inputs) > 1 else q
+        c = node.layer.config
+        heads = int(c.get("num_heads") or 1)
+        dim = int(c.get("key_dim") or q.shape[-1])
+        item = _item(q)
+        tq, tk = prod(q.shape[1:-1]), prod(kv.shape[1:-1])
+        proj = q.shape[0] * heads * dim * item
+        pq = s.one(f"{name} query", [xs[0]], proj * tq)
+        pk = s.one(f"{name} key", xs[1:2] or xs[:1], proj * tk)
+        pv = s.one(f"{name} value", xs[-1:], proj * tk)
+        scores = s.one(f"{name} scores", [pq, pk], q.shape[0] * heads * tq * tk * item)
+        probs = s.one(f"{name} softmax", [scores], q.shape[0] * heads * tq * tk * item)
+        ctx = s.one(f"{name} attention", [probs, pv], proj * tq)
+        y = s.one(f"{name} output", [ctx], _size(node.outputs[0].spec))
+        return [y], (list(xs), pq, pk, pv, probs, ctx)
+
+    def backward(self, s, node, keep, dys, need):
+        xs, pq, pk, pv, probs, ctx = keep
+        name = node.layer.name
+        grads = self.grads(s, node, name, [dys[0], ctx, *xs])
+        dctx = s.one(f"{name} attention gradient", [dys[0]], s.prog.bufs[ctx].bytes, kind="gradient")
+        dprobs = s.one(f"{name} softmax gradient", [dctx, pv, probs], s.prog.bufs[probs].bytes, kind="gradient")
+        dq = s.one(f"{name} query gradient", [dprobs, pk], s.prog.bufs[pq].bytes, kind="gradient")
+        dk = s.one(f"{name} key gradient", [dprobs, pq], s.prog.bufs[pk].bytes, kind="gradient")
+        dv = s.one(f"{name} value gradient", [dctx, probs], s.prog.bufs[pv].bytes, kind="gradient")
+        out = []
+        for k, (t, n) in enumerate(zip(node.inputs, need)):
+            out.append(s.one(f"{name} input {k} gradient", [dq, dk, dv], _size(t.spec), kind="gradient") if n else None)
+        s.one(f"{name} gradient done", [dq, dk, dv, *xs], 0)
+        return out, grads
+
+
+@rule("LocallyConnected1D", "LocallyConnected2D")
+class LocallyConnected(_Weighted):
+    """tf_keras's three implementations. 1: the input is sliced once per output position (a strided
+    slice each), the slices concatenated, a batched matmul with the kernel; the gradient of each slice
+    is a StridedSliceGrad as large as the whole input, and all of them are added in one AddN, so the
+    backward pass holds (output positions) x (input bytes) at once. 2: a masked dense kernel
+    (positions x kernel x positions x filters), read and masked each step. 3: a sparse matmul."""
+
+    def impl(self, node):
+        return int(node.layer.config.get("implementation") or 1)
+
+    def positions(self, node):
+        out = node.outputs[0].spec
+        last = node.layer.config.get("data_format", "channels_last") != "channels_first"
+        return prod(out.shape[1:-1] if last else out.shape[2:])
+
+    def forward(self, s, node, xs):
+        name = node.layer.name
+        x, out = node.inputs[0].spec, node.outputs[0].spec
+        impl = self.impl(node)
+        if impl == 1:
+            feature = sum(nbytes(w) for w in s.weights_of(node) if w.name == "kernel") // max(
+                self.positions(node), 1) // max(out.shape[-1], 1)
+            agg = s.one(f"{name} slices concatenated", [xs[0]], self.positions(node) * x.shape[0] * feature)
+            y = s.one(f"{name} batch matmul", [agg], _size(out))
+            return [y], (xs[0], agg)
+        if impl == 2:
+            kernel = sum(nbytes(w) for w in s.weights_of(node) if w.name == "kernel")
+            masked = s.one(f"{name} kernel * mask", [], kernel)
+            y = s.one(f"{name} matmul", [xs[0], masked], _size(out))
+            return [y], (xs[0], masked)
+        y = s.one(f"{name} sparse matmul", [xs[0]], _size(out))
+        return [y], (xs[0], None)
+
+    def backward(self, s, node, keep, dys, need):
+        x, extra = keep
+        name = node.layer.name
+        impl = self.impl(node)
+        size = _size(node.inputs[0].spec)
+        grads = self.grads(s, node, name, [dys[0], extra if extra is not None else x])
+        if impl == 2 and extra is not None:
+            s.one(f"{name} kernel gradient * mask", [extra], 0)
+        dx = None
+        if need[0]:
+            if impl == 1:
+                dagg = s.one(f"{name} slices gradient", [dys[0], extra], s.prog.bufs[extra].bytes, kind="gradient")
+                parts = [s.one(f"{name} StridedSliceGrad", [dagg], size, kind="gradient")
+                         for _ in range(self.positions(node))]
+                dx = s.one(f"{name} AddN of the slices' gradients", parts, size, kind="gradient")
+            else:
+                dx = s.one(f"{name} input gradient", [dys[0]], size, kind="gradient")
+        s.one(f"{name} gradient done", [x, extra], 0)
+        return [dx], grads
