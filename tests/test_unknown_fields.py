@@ -36,11 +36,10 @@ def test_a_solver_and_a_data_layer_read_past_count_the_same_bytes():
     plain = json.loads(audit("plain_solver.prototxt", *INPUT, "--format", "json"))
     assert skipping["total_bytes"] == plain["total_bytes"]
     said = [(a["layer"], a["assumption"].split(" (")[0]) for a in skipping["assumptions"]]
-    for field in ("SolverParameter.min_lr", "SolverParameter.stagelr", "SolverParameter.stageiter"):
-        assert ("(file)", field) in said
-    assert ("data", "DataParameter.shuffle") in said
+    # (stagelr and stageiter: MobileNet-YOLO's caffe.proto, shipped, has them too, and reads the solver)
+    assert ("(file)", "SolverParameter.min_lr") in said and ("data", "DataParameter.shuffle") in said
     text = {a["assumption"].split(" (")[0]: a["assumption"] for a in skipping["assumptions"]}
-    assert "Cysu's Caffe" in text["SolverParameter.min_lr"] and "Intel Caffe" in text["SolverParameter.stagelr"]
+    assert "Cysu's Caffe" in text["SolverParameter.min_lr"]
     assert "lim0606" in text["DataParameter.shuffle"]
     assert all("--caffe-proto" in a["override"] for a in skipping["assumptions"])
 

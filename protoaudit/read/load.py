@@ -521,6 +521,8 @@ def _near(detail, pool):
         return None
     near = closest(value.group(2), known)
     if value.group(1).endswith(".LayerType"):  # a V1 net's `type: NAME`: dozens of them, not listed
+        if value.group(2) in whose.V1_TYPES:  # a fork's own type, no misspelling (_parse_fix names the fork)
+            return None
         return f"did you mean {near}?" if near else None
     hint = f"did you mean {near}? " if near else ""
     return f"{hint}{value.group(1).rsplit('.', 1)[-1]} is one of {', '.join(known)}"
