@@ -19,7 +19,7 @@ from .options import INT_MAX, MAX_AXES, parse_batch
 ENGINES = ("caffe", "cudnn")
 MODES = ("gpu", "cpu")
 # The CUDA context and library handles: device memory Caffe holds before its first buffer. The
-# default is read off users' nvidia-smi figures (see README, "The CUDA context").
+# default is read off users' nvidia-smi figures (see docs/caffe.md, "The CUDA context").
 DEFAULT_CONTEXT_BYTES = 300 * 2**20
 
 
@@ -432,11 +432,11 @@ def _assess(path, nets, *, mode, engine, solver_type, inference, context, compar
         kind = "none"
     elif solver_type:
         kind = solver_type_of(None, solver_type)
-    elif solver is not None:
-        kind = solver_type_of(solver)
     else:
         kind = "SGD"
-    try:
+    try:  # the solver file's own type and settings: a refusal names the file
+        if solver is not None and not (inference or solver_type):
+            kind = solver_type_of(solver)
         settings = solver_options(solver) if solver is not None else {}
     except InputError as e:
         raise e.located(file=path) from None

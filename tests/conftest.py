@@ -1,8 +1,11 @@
 """Shared fixtures: the test data folder, a way to run the `protoaudit` command as users do, and
 small helpers the layer and fork tests share (a net written to a file and built, bytes by layer,
 the corpus nets and samples audited as a new user runs them)."""
+import contextlib
 import glob
+import io
 import os
+import signal
 import subprocess
 import sys
 
@@ -36,9 +39,54 @@ def run_protoaudit(*args, cwd=None, timeout=60):
                           text=True, timeout=timeout, cwd=cwd or ROOT, env=env)
 
 
+def run_in_process(*args, cwd=None, timeout=None):
+    """The same command, status, stdout and stderr as run_protoaudit, run in this process: for the
+    tests about what the command prints and returns rather than about the process (a fresh Python
+    per call is most of their time). A run past `timeout` seconds raises TimeoutExpired, as
+    run_protoaudit's does."""
+    from protoaudit.cli import main
+
+    out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
+    sigpipe = signal.getsignal(signal.SIGPIPE) if hasattr(signal, "SIGPIPE") else None
+    command = ["protoaudit", *map(str, args)]
+
+    def too_long(signum, frame):
+        raise subprocess.TimeoutExpired(command, timeout)
+
+    alarm = signal.signal(signal.SIGALRM, too_long) if timeout else None
+    os.chdir(cwd or ROOT)
+    try:
+        if timeout:
+            signal.setitimer(signal.ITIMER_REAL, timeout)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main(command[1:])
+            except SystemExit as e:  # argparse: --help, --version, a bad flag
+                status = e.code if isinstance(e.code, int) else int(e.code is not None)
+    finally:
+        if timeout:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, alarm)
+        os.chdir(here)
+        if sigpipe is not None:  # main() lets SIGPIPE end the command, as Unix tools do; not pytest
+            signal.signal(signal.SIGPIPE, sigpipe)
+    return subprocess.CompletedProcess(command, status, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture(autouse=True)
+def _sigpipe_ignored():
+    """protoaudit's main() lets SIGPIPE end the command, as Unix tools do; a test that calls it in
+    this process must not leave that on for pytest, where a pipe closed under a test's writer thread
+    would end the whole run without a word."""
+    yield
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+
+
 @pytest.fixture
 def protoaudit():
-    return run_protoaudit
+    """The command as run_in_process runs it (run_protoaudit is for the tests about the process)."""
+    return run_in_process
 
 
 @pytest.fixture

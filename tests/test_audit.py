@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from conftest import DATA, ROOT, run_protoaudit
+from conftest import DATA, ROOT, run_in_process
 
 GiB, MiB = 2**30, 2**20
 INT_MAX = 2**31 - 1
@@ -43,7 +43,7 @@ IMAGENET128 = ("--input", "data=64x3x128x128", "--input", "label=64", "--test-ba
 
 
 def run_json(*args, status=(0, 1)):
-    run = run_protoaudit(*args, "--format", "json", timeout=300)
+    run = run_in_process(*args, "--format", "json", timeout=300)
     assert run.returncode in status, run.stderr
     return run.returncode, json.loads(run.stdout)
 
@@ -131,7 +131,7 @@ def test_cli_cpu_run_matches_real_caffe(name):
 def test_train_val_holds_train_and_test_nets_at_once():
     """`caffe train` on lenet_train_test holds the TRAIN net (forward, backward, SGD's history) and the
     TEST net (forward only, on the train net's weights) together."""
-    run = run_protoaudit(LENET, *MNIST)
+    run = run_in_process(LENET, *MNIST)
     assert run.returncode == 0, run.stderr
     assert ("the TRAIN net 'LeNet' (batch 64, forward and backward), the TEST net 'LeNet' (batch 100, "
             "forward only), with the SGD solver's state, held at once") in run.stdout
@@ -238,7 +238,7 @@ def test_context_option():
 
 
 def test_json_has_the_documented_fields():
-    """README "JSON": the fields, their nesting, and that the totals add up."""
+    """docs/reports.md, "JSON": the fields, their nesting, and that the totals add up."""
     _, result = run_json(LENET, *MNIST, "--gpu-mem", "8G")
     assert result["schema"] == 1
     for key in ("path", "mode", "engine", "solver_type", "iter_size", "total_bytes", "other_engine_total_bytes",
@@ -279,7 +279,7 @@ def test_gpu_mem_sizes(size, budget):
 
 @pytest.mark.parametrize("size", ["8X", "eight", "-8G", "0G", "8 G B", ""])
 def test_bad_gpu_mem_is_bad_input(size):
-    run = run_protoaudit(LENET, *MNIST, "--gpu-mem", size)
+    run = run_in_process(LENET, *MNIST, "--gpu-mem", size)
     assert run.returncode == 2
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("protoaudit:") and "Traceback" not in run.stderr
@@ -326,7 +326,7 @@ def test_largest_batch_stops_where_caffe_refuses_a_blob():
     assert status == 0 and result["fit"]["largest_batch"] == INT_MAX // 11520 == 186413
     status, _ = run_json(LENET, *MNIST, "--gpu-mem", "80G", "--batch", 186413)
     assert status == 0
-    run = run_protoaudit(LENET, *MNIST, "--gpu-mem", "80G", "--batch", 186414)
+    run = run_in_process(LENET, *MNIST, "--gpu-mem", "80G", "--batch", 186414)
     assert run.returncode == 2 and "conv1" in run.stderr and "2,147,483,647" in run.stderr
 
 

@@ -12,7 +12,7 @@ import os
 import pytest
 
 import logparse
-from conftest import DATA, run_protoaudit
+from conftest import DATA, run_in_process
 
 LOGS = os.path.join(DATA, "logs")
 
@@ -57,7 +57,7 @@ def test_protoaudit_reproduces_the_log(log, phase, net):
         pytest.skip(f"{log} holds no {phase} net (the log was cut before Caffe built it)")
     expected = logged[0]
     inputs = [arg for value in expected.data_inputs() for arg in ("--input", value)]
-    run = run_protoaudit(net, "--phase", phase.lower(), "--caffe-log", *inputs)
+    run = run_in_process(net, "--phase", phase.lower(), "--caffe-log", *inputs)
     assert run.returncode == 0, run.stderr
     got = logparse.parse(run.stdout)
     assert len(got) == 1, f"protoaudit printed {len(got)} nets for one --phase"
@@ -70,12 +70,12 @@ def test_as_run_file_builds_in_its_own_phase(log, phase, net):
     protoaudit builds that net alone, in that phase, as Caffe's Net does for a NetParameter."""
     (expected,) = [n for n in _logged_nets(log) if n.phase == phase][:1]
     inputs = [arg for value in expected.data_inputs() for arg in ("--input", value)]
-    run = run_protoaudit(net, "--caffe-log", *inputs)
+    run = run_in_process(net, "--caffe-log", *inputs)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split("\n", 1)[0].split(": ")[0].endswith(f", phase {phase}")
     (got,) = logparse.parse(run.stdout)
     assert logparse.first_difference(expected, got) is None, logparse.first_difference(expected, got)
-    audit = run_protoaudit(net, "--format", "json", *inputs)
+    audit = run_in_process(net, "--format", "json", *inputs)
     assert audit.returncode == 0, audit.stderr
     nets = json.loads(audit.stdout)["nets"]
     assert [(n["phase"], n["forward_only"]) for n in nets] == [(phase, phase == "TEST")]
@@ -87,7 +87,7 @@ def test_older_caffe_log_differs_only_where_caffe_changed():
     where that Caffe made N x C x 1 x 1. Everything else must match."""
     log = "bvlc_nb_detection_rcnn_1.log"
     (expected,) = [n for n in _logged_nets(log) if n.phase == "TEST"]
-    run = run_protoaudit(os.path.join(LOGS, "bvlc_nb_detection_rcnn_1.test.as_run.prototxt"),
+    run = run_in_process(os.path.join(LOGS, "bvlc_nb_detection_rcnn_1.test.as_run.prototxt"),
                          "--phase", "test", "--caffe-log")
     assert run.returncode == 0, run.stderr
     (got,) = logparse.parse(run.stdout)

@@ -3,7 +3,7 @@ system protoc); the nets' layers are sized as the closest shipped schema's."""
 import json
 import os
 
-from conftest import ROOT, run_protoaudit
+from conftest import ROOT, run_in_process
 
 SEED = os.path.join(ROOT, "samples", "segnet_seed001_new.prototxt")
 
@@ -28,14 +28,14 @@ def users_fork(tmp_path):
 
 def test_a_users_fork_reads_its_own_fields(tmp_path):
     users_fork(tmp_path)
-    refused = run_protoaudit("net.prototxt", "--input", "odd=2x3x8x8", "--strict", cwd=tmp_path)
+    refused = run_in_process("net.prototxt", "--input", "odd=2x3x8x8", "--strict", cwd=tmp_path)
     assert refused.returncode == 2 and 'no field named "my_param"' in refused.stderr
     # without --strict the field is read past, as the tops of its layer (a type none knows) are given
-    read_past = run_protoaudit("net.prototxt", "--input", "odd=2x3x8x8", "--format", "json", cwd=tmp_path)
+    read_past = run_in_process("net.prototxt", "--input", "odd=2x3x8x8", "--format", "json", cwd=tmp_path)
     assert read_past.returncode == 0, read_past.stderr
     assert [(a["layer"], a["assumption"].split(" (")[0]) for a in json.loads(read_past.stdout)["assumptions"]] == [
         ("odd", "LayerParameter.my_param")]
-    run = run_protoaudit("net.prototxt", "--caffe-proto", "caffe.proto", "--input", "odd=2x3x8x8", "--format", "json",
+    run = run_in_process("net.prototxt", "--caffe-proto", "caffe.proto", "--input", "odd=2x3x8x8", "--format", "json",
                          cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
@@ -43,7 +43,7 @@ def test_a_users_fork_reads_its_own_fields(tmp_path):
     assert [(g["layer"], g["type"]) for g in report["gaps"]] == [("odd", "MyLayer")]
     ip = next(layer for layer in report["nets"][0]["layers"] if layer["name"] == "ip")
     assert ip["tops"] == [[2, 5]]
-    text = run_protoaudit("net.prototxt", "--caffe-proto", "caffe.proto", "--input", "odd=2x3x8x8", cwd=tmp_path)
+    text = run_in_process("net.prototxt", "--caffe-proto", "caffe.proto", "--input", "odd=2x3x8x8", cwd=tmp_path)
     assert "Read with your caffe.proto (caffe.proto), its layers sized as BVLC Caffe's." in text.stdout
 
 
@@ -52,26 +52,28 @@ def test_a_copy_of_a_shipped_fork_sizes_as_that_fork(tmp_path):
     the shipped schema, its BN and Upsample layers sized as the fork's."""
     with open(os.path.join(ROOT, "proto", "forks", "segnet.proto")) as f:
         (tmp_path / "caffe.proto").write_text(f.read())
-    shipped = json.loads(run_protoaudit(SEED, "--format", "json").stdout)
-    mine = run_protoaudit(SEED, "--caffe-proto", tmp_path / "caffe.proto", "--format", "json")
+    shipped = json.loads(run_in_process(SEED, "--format", "json").stdout)
+    mine = run_in_process(SEED, "--caffe-proto", tmp_path / "caffe.proto", "--format", "json")
     assert mine.returncode == 0, mine.stderr
     assert json.loads(mine.stdout)["total_bytes"] == shipped["total_bytes"]
 
 
 def test_a_bad_proto_is_one_line(tmp_path):
     (tmp_path / "caffe.proto").write_text("syntax = \"proto2\";\npackage caffe;\nmessage NetParameter {\n  oops\n}\n")
-    run = run_protoaudit(SEED, "--caffe-proto", tmp_path / "caffe.proto")
+    run = run_in_process(SEED, "--caffe-proto", tmp_path / "caffe.proto")
     assert run.returncode == 2
     (line,) = run.stderr.splitlines()
     assert line.startswith(f"protoaudit: {tmp_path / 'caffe.proto'}:4: protoc could not compile it: ")
     (tmp_path / "other.proto").write_text("syntax = \"proto2\";\npackage caffe;\nmessage X { optional int32 a = 1; }\n")
-    run = run_protoaudit(SEED, "--caffe-proto", tmp_path / "other.proto")
+    run = run_in_process(SEED, "--caffe-proto", tmp_path / "other.proto")
     assert run.returncode == 2 and "has no caffe.NetParameter or caffe.LayerParameter" in run.stderr
-    run = run_protoaudit(SEED, "--caffe-proto", tmp_path / "missing.proto")
-    assert run.returncode == 2 and run.stderr.startswith(f"protoaudit: {tmp_path / 'missing.proto'}: no such file")
+    run = run_in_process(SEED, "--caffe-proto", tmp_path / "missing.proto")
+    # a missing file is refused with the other option values, before any file is read, naming its flag
+    assert run.returncode == 2
+    assert run.stderr.startswith(f"protoaudit: --caffe-proto {tmp_path / 'missing.proto'}: no such file")
 
 
 def test_fork_and_caffe_proto_together_are_refused(tmp_path):
     users_fork(tmp_path)
-    run = run_protoaudit("net.prototxt", "--caffe-proto", "caffe.proto", "--fork", "bvlc", cwd=tmp_path)
+    run = run_in_process("net.prototxt", "--caffe-proto", "caffe.proto", "--fork", "bvlc", cwd=tmp_path)
     assert run.returncode == 2 and "give --fork or --caffe-proto, not both" in run.stderr

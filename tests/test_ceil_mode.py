@@ -9,7 +9,7 @@ pad_w_)`), a last window starting at or past size + pad is dropped, on each axis
 """
 import pytest
 
-from conftest import DATA, ROOT, run_protoaudit
+from conftest import DATA, ROOT, run_in_process
 from protoaudit import build_nets
 from protoaudit.layers.pooling import CeilModePooling, Pooling
 from protoaudit.read.load import load
@@ -101,7 +101,7 @@ def test_bvlc_refuses_the_field_and_the_loader_picks_the_fork():
     """BVLC's schema fails on ceil_mode; of the forks, only caffe-priv's reads the file."""
     source = load(f"{CORPUS}/densenet121_deploy.prototxt")
     assert source.schema.name == "priv"
-    run = run_protoaudit(f"{CORPUS}/densenet121_deploy.prototxt", "--fork", "bvlc")
+    run = run_in_process(f"{CORPUS}/densenet121_deploy.prototxt", "--fork", "bvlc")
     assert run.returncode == 2 and 'has no field named "ceil_mode"' in run.stderr
 
 

@@ -99,7 +99,9 @@ def test_gpu_mem_draws_the_card_and_where_the_total_passes_it(tmp_path):
 
 
 def test_missing_matplotlib_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib...` now raises ImportError
+    for name in ["matplotlib", *(m for m in sys.modules if m.startswith("matplotlib."))]:
+        monkeypatch.setitem(sys.modules, name, None)  # `import matplotlib...` now raises ImportError,
+        # even where a chart drawn earlier in this process has loaded it
     out = tmp_path / "lenet.svg"
     assert cli.main([LENET, *SHAPES, "--plot", str(out)]) == 2
     captured = capsys.readouterr()

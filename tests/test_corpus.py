@@ -13,7 +13,7 @@ import re
 import pytest
 
 import logparse
-from conftest import DATA, run_protoaudit
+from conftest import DATA, run_in_process
 from test_fork_cls import CORPUS_HELP
 from test_fork_seg import CORPUS_RUNS as SEG_FORK_RUNS
 from test_fork_ssd import CORPUS_HELP as SSD_CORPUS
@@ -85,7 +85,7 @@ def refusal(run):
 
 @pytest.mark.parametrize("run", BVLC_RUNS, ids=run_id)
 def test_bvlc_net_gets_caffes_shapes(run):
-    net = built(run_protoaudit(path_of(run["file"]), "--caffe-log", *oracle_args(run)))
+    net = built(run_in_process(path_of(run["file"]), "--caffe-log", *oracle_args(run)))
     assert blob_shapes(net) == [(name, tuple(shape)) for name, shape in run["blobs"]]
     assert net.memory == run["memory_required_for_data"]
 
@@ -123,13 +123,13 @@ def test_cropping_data_layer_is_sized_by_its_parameters(file):
     to be 3 (colour images), which is what real Caffe read from these ImageNet datasets (the
     oracle's shapes), and the report says so with the flag that changes it."""
     layer, tops = ASKING[file]
-    run = run_protoaudit(path_of(file), "--phase", "train", "--caffe-log")
+    run = run_in_process(path_of(file), "--phase", "train", "--caffe-log")
     net = built(run)
     oracle = next(r for r in BVLC_RUNS if r["file"] == file and r["phase"] == "TRAIN")
     want = dict(value.split("=") for value in oracle["input_shapes"])[tops[0]].split(",")
     got = dict(blob_shapes(net))[tops[0]]
     assert list(got[1:]) == [int(d) for d in want[1:]], (got, want)
-    text = run_protoaudit(path_of(file), "--phase", "train")
+    text = run_in_process(path_of(file), "--phase", "train")
     assert text.returncode == 0, text.stderr
     origin = re.search(rf"Data shape: .*layer '{re.escape(layer)}', top '{re.escape(tops[0])}' [0-9x]+: (.*)",
                        text.stdout).group(1)
@@ -144,7 +144,7 @@ def test_cropping_data_layer_is_sized_by_its_parameters(file):
 @pytest.mark.parametrize("file", ASKING_STILL)
 def test_dataset_shaped_data_layer_asks_for_input(file):
     layer, tops = ASKING[file]
-    msg = refusal(run_protoaudit(path_of(file), "--phase", "train"))
+    msg = refusal(run_in_process(path_of(file), "--phase", "train"))
     assert re.match(rf"protoaudit: {re.escape(path_of(file))}:\d+: layer '{re.escape(layer)}': ", msg), msg
     # a Data layer's label is (batch,) whatever the dataset holds: only its data top is asked for,
     # with the batch filled in; every top of a layer whose tops all come from the files (HDF5Data) is
@@ -158,7 +158,7 @@ def test_dataset_shaped_data_layer_asks_for_input(file):
 @pytest.mark.parametrize("run", STATED, ids=run_id)
 def test_data_layer_that_states_its_shape_needs_no_input(run):
     """ImageData and WindowData crop (or resize) to sizes the prototxt gives: --batch is enough."""
-    net = built(run_protoaudit(path_of(run["file"]), "--caffe-log", *oracle_args(run, inputs=False)))
+    net = built(run_in_process(path_of(run["file"]), "--caffe-log", *oracle_args(run, inputs=False)))
     assert blob_shapes(net) == [(name, tuple(shape)) for name, shape in run["blobs"]]
 
 
@@ -169,7 +169,7 @@ def test_fcn_python_data_layer_gets_its_published_size(run):
     VOC and PASCAL-Context at 500x500, NYUD at 425x560, SIFT Flow at 256x256; --batch gives the
     oracle's batch where it ran more than one image)."""
     args = ["--phase", "train"] + (["--batch", str(run["batch"])] if run["batch"] != 1 else [])
-    net = built(run_protoaudit(path_of(run["file"]), "--caffe-log", *args))
+    net = built(run_in_process(path_of(run["file"]), "--caffe-log", *args))
     assert blob_shapes(net) == [(name, tuple(shape)) for name, shape in run["blobs"]]
     assert net.memory == run["memory_required_for_data"]
 
@@ -193,7 +193,7 @@ def _legacy_4d(shape):
 @pytest.mark.parametrize("run", SEGNET_RUNS, ids=run_id)
 def test_segnet_net_gets_the_forks_shapes(run):
     batch = run["batch"]
-    net = built(run_protoaudit(path_of(run["file"]), "--phase", "train", "--caffe-log",
+    net = built(run_in_process(path_of(run["file"]), "--phase", "train", "--caffe-log",
                                "--input", f"data={batch}x3x360x480"))
     assert [(name, _legacy_4d(shape)) for name, shape in blob_shapes(net)] == \
         [(_as_data_layer_splits(name), tuple(shape)) for name, shape in run["blobs"]]
@@ -209,21 +209,21 @@ SEGNET_INFERENCE = ["nets/segnet_inference.prototxt", "nets/segnet_basic_inferen
 
 @pytest.mark.parametrize("file", SEGNET_INFERENCE + ["nets/segnet_train.prototxt"])
 def test_segnet_dense_image_data_asks_for_input(file):
-    msg = refusal(run_protoaudit(path_of(file)))
+    msg = refusal(run_in_process(path_of(file)))
     assert re.match(rf"protoaudit: {re.escape(path_of(file))}:2: layer 'data': ", msg), msg
     assert "--input data=" in msg  # the label's shape follows from the data's (N x 1 x H x W)
 
 
 @pytest.mark.parametrize("file", SEGNET_INFERENCE)
 def test_segnet_inference_net_gets_every_shape(file):
-    net = built(run_protoaudit(path_of(file), "--phase", "test", "--caffe-log", "--input", "data=1x3x360x480"))
+    net = built(run_in_process(path_of(file), "--phase", "test", "--caffe-log", "--input", "data=1x3x360x480"))
     assert net.layer("data").shapes == [(1, 3, 360, 480), (1, 1, 360, 480)]
     # SegNet decodes back to the input size: 360x480 scores for CamVid's 11 classes
     assert net.layers[-1].shapes[0][1:] == (11, 360, 480)
 
 
 def test_segnet_pascal_deploy_gets_every_shape():
-    net = built(run_protoaudit(path_of("nets/segnet_pascal_deploy.prototxt"), "--phase", "test", "--caffe-log"))
+    net = built(run_in_process(path_of("nets/segnet_pascal_deploy.prototxt"), "--phase", "test", "--caffe-log"))
     # input_dim 1x3x224x224; five 2x2 poolings take 224 to 7, five 2x upsamplings back to 224
     assert net.layers[-1].shapes[0][2:] == (224, 224)
 

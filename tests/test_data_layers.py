@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import datasets as ds
-from conftest import run_protoaudit
+from conftest import run_in_process
 from protoaudit import InputError
 from protoaudit.audit import audit, build_nets
 from protoaudit.net.build import ShapesNeeded
@@ -40,7 +40,7 @@ def shapes(path, **options):
 
 
 def refused(path, *args, cwd=None):
-    run = run_protoaudit(path, *args, cwd=cwd)
+    run = run_in_process(path, *args, cwd=cwd)
     assert run.returncode == 2, (run.returncode, run.stdout[-400:], run.stderr)
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
@@ -64,14 +64,14 @@ def test_crop_fixes_height_and_width_and_three_channels_are_assumed(here):
     assert got["data"] == (8, 3, 20, 20) and got["label"] == (8,)
     [a] = net.assumptions
     assert "3 channels" in a.what and a.override == "--input data=8xCx20x20"
-    text = run_protoaudit(path)
+    text = run_in_process(path)
     assert text.returncode == 0, text.stderr
     assert "Assumed: " in text.stdout and "--input data=8xCx20x20" in text.stdout
     assert "the layer's parameters; 3 channels assumed" in text.stdout
-    report = json.loads(run_protoaudit(path, "--format", "json").stdout)
+    report = json.loads(run_in_process(path, "--format", "json").stdout)
     assert report["assumptions"][0]["override"] == "--input data=8xCx20x20"
     assert {(d["top"], tuple(d["shape"])) for d in report["data_shapes"]} >= {("data", (8, 3, 20, 20))}
-    markdown = run_protoaudit(path, "--format", "markdown").stdout
+    markdown = run_in_process(path, "--format", "markdown").stdout
     assert "3 channels" in markdown and "--input data=8xCx20x20" in markdown
 
 

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from conftest import DATA, ROOT, run_protoaudit
+from conftest import DATA, ROOT, run_in_process
 from protoaudit import InputError, audit, build_nets
 from protoaudit.layers.densenet import CUDNN_DROPOUT_STATES_BYTES
 from protoaudit.read.schema import load_schema
@@ -76,7 +76,7 @@ def block_buffers(result, layer="block"):
 
 
 def report(path, *args):
-    run = run_protoaudit(path, "--format", "json", *args)
+    run = run_in_process(path, "--format", "json", *args)
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout)
 
@@ -240,11 +240,11 @@ def test_diff_against_plain_layers_tiny(tmp_path):
     """
     a, b = write(tmp_path, plain_net(), "a.prototxt"), write(tmp_path, block_net(), "b.prototxt")
     only_a, only_b = 4202 * 4, (531 + 1374) * 4 + 16 * MiB
-    run = run_protoaudit("diff", a, b, "--format", "json")
+    run = run_in_process("diff", a, b, "--format", "json")
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
     assert result["b"]["total_bytes"] - result["a"]["total_bytes"] == only_b - only_a == 16_768_028
-    text = run_protoaudit("diff", a, b).stdout
+    text = run_in_process("diff", a, b).stdout
     assert ("The 12 layers only A has (2 BatchNorm, 2 Concat, 2 Convolution, 2 ReLU, 2 Scale, 2 Split) hold "
             "16.9 KiB; the 1 only B has (1 DenseBlock) hold 16 MiB.") in text
 
@@ -296,12 +296,12 @@ def test_diff_against_plain_layers_densenet40():
     blocks = [(16, 32 * 32), (160, 16 * 16), (304, 8 * 8)]
     saving = sum(_plain_block(n, c0, 12, 12, s, 0.2, train) - _dense_block(n, c0, 12, 12, s, 0.2, train)
                  for c0, s in blocks for n, train in ((64, True), (50, False)))
-    run = run_protoaudit("diff", PLAIN, SAMPLE, "--format", "json", timeout=300)
+    run = run_in_process("diff", PLAIN, SAMPLE, "--format", "json", timeout=300)
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
     assert result["a"]["total_bytes"] - result["b"]["total_bytes"] == saving
     assert saving > 5 * 2**30  # 7.94 GiB against 2.54 GiB
-    text = run_protoaudit("diff", PLAIN, SAMPLE, timeout=300).stdout
+    text = run_in_process("diff", PLAIN, SAMPLE, timeout=300).stdout
     assert ("The 504 layers only A has (72 BatchNorm, 72 Concat, 72 Convolution, 72 Dropout, 72 ReLU, 72 Scale, "
             "72 Split) hold") in text
     assert ("DenseBlock1: layer buffer DenseBlock1.postConv_data_gpu, 40 MiB (64x160x32x32: the block's output "

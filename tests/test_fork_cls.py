@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from conftest import DATA, run_protoaudit
+from conftest import DATA, run_in_process
 from protoaudit import InputError
 from protoaudit.layers import fork_layers
 from protoaudit.layers.pooling import Pooling
@@ -37,7 +37,7 @@ CORPUS_HELP = {
 
 def run(file, *extra):
     _, inputs, _ = CORPUS_HELP[file]
-    return run_protoaudit(os.path.join(CORPUS, file), *[a for v in inputs for a in ("--input", v)], *extra,
+    return run_in_process(os.path.join(CORPUS, file), *[a for v in inputs for a in ("--input", v)], *extra,
                           timeout=300)
 
 
@@ -180,7 +180,7 @@ def test_air101_faster_rcnn_uses_caffe_privs_layers():
 def test_air101_in_cpu_mode_stops_at_caffe_privs_smoothl1_forward():
     """caffe-priv's SmoothL1Loss has no CPU code either: Forward_cpu is NOT_IMPLEMENTED
     (smooth_l1_loss_layer.cpp:49), met before any backward."""
-    r = run_protoaudit(AIR101, "--mode", "cpu")
+    r = run_in_process(AIR101, "--mode", "cpu")
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     assert "layer 'rpn_loss_bbox'" in r.stderr and "caffe-priv's SmoothL1Loss" in r.stderr
     assert "smooth_l1_loss_layer.cpp:49" in r.stderr

@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from conftest import DATA, by_layer, run_protoaudit
+from conftest import DATA, by_layer, run_in_process
 from protoaudit import build_nets
 from protoaudit.layers import fastrcnn
 from protoaudit.memory.buffers import host_objects, layer_touches, net_buffers, runs_backward
@@ -171,12 +171,12 @@ def test_smoothl1_buffers_by_hand():
 
 def test_cpu_mode_stops_where_caffe_does():
     train = os.path.join(CORPUS, "faster_rcnn_vgg16_end2end_train.prototxt")
-    r = run_protoaudit(train, "--mode", "cpu")
+    r = run_in_process(train, "--mode", "cpu")
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     assert "layer 'rpn_loss_bbox'" in r.stderr and "smooth_L1_loss_layer.cpp:54" in r.stderr
     test = os.path.join(CORPUS, "faster_rcnn_vgg16_end2end_test.prototxt")
-    assert run_protoaudit(test, "--mode", "cpu", "--inference").returncode == 0  # ROIPooling forward runs
-    r = run_protoaudit(test, "--mode", "cpu", "--phase", "test", "--solver-type", "none")
+    assert run_in_process(test, "--mode", "cpu", "--inference").returncode == 0  # ROIPooling forward runs
+    r = run_in_process(test, "--mode", "cpu", "--phase", "test", "--solver-type", "none")
     assert r.returncode == 0  # nothing needs backward in the test net: ROIPooling's backward never runs
 
 

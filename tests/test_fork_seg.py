@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from conftest import DATA, ROOT, build_text as build, run_protoaudit
+from conftest import DATA, ROOT, build_text as build, run_in_process
 from protoaudit import build_nets
 from protoaudit.errors import InputError
 from protoaudit.layers import layer_class
@@ -271,7 +271,7 @@ def test_image_seg_data_third_top_is_caffes_automatic_blob_in_every_format(tmp_p
     tests/fuzz_corpus.py)."""
     path = tmp_path / "net.prototxt"
     path.write_text(SEG_DATA % ("", "crop_height: 5 crop_width: 7", ""))
-    run = run_protoaudit(str(path), "--fork", "deeplab_v2", "--format", fmt)
+    run = run_in_process(str(path), "--fork", "deeplab_v2", "--format", fmt)
     assert run.returncode == 0, run.stderr
     if fmt == "json":
         origins = {o["top"]: o["shape"] for o in json.loads(run.stdout)["data_shapes"]}
@@ -281,7 +281,7 @@ def test_image_seg_data_third_top_is_caffes_automatic_blob_in_every_format(tmp_p
 def test_image_seg_data_without_a_crop_asks_for_the_image_size(tmp_path):
     path = tmp_path / "net.prototxt"
     path.write_text(SEG_DATA % ("", "mirror: true", "label_type: PIXEL"))
-    run = run_protoaudit(str(path))
+    run = run_in_process(str(path))
     assert run.returncode == 2 and "--input data=2x3x" in run.stderr
     net = build_nets(str(path), inputs={"data": (2, 3, 40, 50)})[0]
     assert list(net.layer("data").top_shapes) == [(2, 3, 40, 50), (2, 1, 40, 50), (2, 1, 1, 2)]
@@ -475,19 +475,19 @@ CORPUS_RUNS = {
 @pytest.mark.parametrize("name", sorted(CORPUS_RUNS))
 def test_corpus_net_audits_to_the_end_with_only_the_help_it_needs(name):
     help_, shapes = CORPUS_RUNS[name]
-    run = run_protoaudit(corpus(name), *help_, "--caffe-log", timeout=120)
+    run = run_in_process(corpus(name), *help_, "--caffe-log", timeout=120)
     assert run.returncode == 0, run.stderr
     (net,) = logparse.parse(run.stdout)
     for layer, expected in shapes.items():
         assert net.layer(layer).shapes == expected, layer
-    assert run_protoaudit(corpus(name), *help_, timeout=120).returncode == 0
+    assert run_in_process(corpus(name), *help_, timeout=120).returncode == 0
 
 
 def test_template_nets_ask_for_num_labels_alone():
     """Every other ${...} of DeepLab's files sits inside a string (names, paths), which Caffe reads
     as it is; ${NUM_LABELS} is a number (num_output): the one --define needed."""
     for name in ("deeplabv2_vgg16_largefov_train", "v1_deeplab_v1_vgg128_noup_train"):
-        run = run_protoaudit(corpus(name))
+        run = run_in_process(corpus(name))
         assert run.returncode == 2 and "--define NUM_LABELS=VALUE)" in run.stderr, run.stderr
 
 
@@ -512,12 +512,12 @@ def test_sample_audits_with_its_fork(name):
         head = f.read(600)
     assert "at commit" in head and "licen" in head.lower()  # its source and licence, in its first lines
     assert load(path, defines={"NUM_LABELS": "21"}).schema.name == schema
-    run = run_protoaudit(path, *help_, "--caffe-log", timeout=120)
+    run = run_in_process(path, *help_, "--caffe-log", timeout=120)
     assert run.returncode == 0, run.stderr
     (net,) = logparse.parse(run.stdout)
     for layer, expected in shapes.items():
         assert net.layer(layer).shapes == expected, layer
-    assert run_protoaudit(path, *help_, timeout=120).returncode == 0
+    assert run_in_process(path, *help_, timeout=120).returncode == 0
 
 
 # --- PSPNet's Caffe, measured (tests/data/fork_oracle/pspnet) ------------------------------------------

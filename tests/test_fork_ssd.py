@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from conftest import DATA, ROOT, build_text as build, by_layer, run_protoaudit, tops
+from conftest import DATA, ROOT, build_text as build, by_layer, run_in_process, tops
 from protoaudit import build_nets
 from protoaudit.errors import InputError
 from protoaudit.memory.buffers import host_objects, net_buffers, runs_backward
@@ -296,7 +296,7 @@ def test_caffe_log_lines_match_the_forks(run):
         (expected,) = logparse.parse(f.read())
     args = [a for top, shape in ANNOTATED_INPUTS.get(run["run"], {}).items()
             for a in ("--input", f"{top}={'x'.join(map(str, shape))}")]
-    got = run_protoaudit(os.path.join(ORACLE, run["net"]), "--phase", run["phase"].lower(), "--caffe-log", *args)
+    got = run_in_process(os.path.join(ORACLE, run["net"]), "--phase", run["phase"].lower(), "--caffe-log", *args)
     assert got.returncode == 0, got.stderr
     (net,) = logparse.parse(got.stdout)
     assert logparse.first_difference(expected, net) is None, logparse.first_difference(expected, net)
@@ -427,10 +427,10 @@ CORPUS_HELP = {
 @pytest.mark.parametrize("file", sorted(CORPUS_HELP))
 def test_corpus_ssd_file_audits_with_the_help_listed(file):
     path = os.path.join(DATA, "corpus", file)
-    run = run_protoaudit(path, *CORPUS_HELP[file])
+    run = run_in_process(path, *CORPUS_HELP[file])
     assert run.returncode == 0, run.stderr
     assert "Total:" in run.stdout
-    fits = run_protoaudit(path, *CORPUS_HELP[file], "--gpu-mem", "8G")
+    fits = run_in_process(path, *CORPUS_HELP[file], "--gpu-mem", "8G")
     assert fits.returncode in (0, 1) and "Traceback" not in fits.stderr, fits.stderr
 
 

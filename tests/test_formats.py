@@ -14,7 +14,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from conftest import run_protoaudit
+from conftest import run_in_process
 
 markdown = pytest.importorskip("markdown")
 
@@ -87,7 +87,7 @@ def check_intact(table, columns, rows):
 
 
 def protoaudit_md(*args):
-    r = run_protoaudit(*args, "--format", "markdown")
+    r = run_in_process(*args, "--format", "markdown")
     assert r.returncode in (0, 1), r.stderr
     return r.stdout
 
@@ -147,7 +147,7 @@ def test_names_with_markup_stay_text_in_a_diff(tmp_path):
 
 
 def protoaudit_csv(*args):
-    r = run_protoaudit(*args, "--format", "csv")
+    r = run_in_process(*args, "--format", "csv")
     assert r.returncode in (0, 1), r.stderr
     return list(csv.reader(io.StringIO(r.stdout)))
 
@@ -187,12 +187,12 @@ def test_csv_quotes_names_it_must(tmp_path):
 
 
 def test_text_stays_the_default():
-    plain = run_protoaudit(NEW)
-    text = run_protoaudit(NEW, "--format", "text")
+    plain = run_in_process(NEW)
+    text = run_in_process(NEW, "--format", "text")
     assert plain.returncode == text.returncode == 0 and plain.stdout == text.stdout
     assert plain.stdout.startswith("protoaudit: ")
 
 
 def test_an_unknown_format_is_a_usage_error():
-    r = run_protoaudit("diff", OLD, NEW, "--format", "pdf")
+    r = run_in_process("diff", OLD, NEW, "--format", "pdf")
     assert r.returncode == 2 and "invalid choice: 'pdf'" in r.stderr

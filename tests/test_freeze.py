@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from conftest import DATA, run_protoaudit
+from conftest import DATA, run_in_process
 from protoaudit.audit import audit
 from protoaudit.errors import InputError
 from protoaudit.memory.explain import compare
@@ -117,20 +117,20 @@ def test_diff_of_joint_and_frozen_training_explains_the_numbers(joint, frozen):
 
 
 def test_diff_command_freezes_one_side():
-    run = run_protoaudit("diff", TWO_STAGE, TWO_STAGE, "--freeze-b", "relu2", "--context", "0", "--format", "json")
+    run = run_in_process("diff", TWO_STAGE, TWO_STAGE, "--freeze-b", "relu2", "--context", "0", "--format", "json")
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout)
     assert out["change_bytes"] == -3584
     assert out["a"]["frozen"] is None
     assert out["b"]["frozen"]["layers"] == ["input", "conv1", "relu1", "conv2", "relu2"]
     assert out["b"]["frozen"]["history_bytes"] == 260 * 4
-    both = json.loads(run_protoaudit("diff", TWO_STAGE, TWO_STAGE, "--freeze", "relu2", "--context", "0",
+    both = json.loads(run_in_process("diff", TWO_STAGE, TWO_STAGE, "--freeze", "relu2", "--context", "0",
                                      "--format", "json").stdout)
     assert both["change_bytes"] == 0 and both["a"]["frozen"] == both["b"]["frozen"]
 
 
 def test_text_report_says_the_frozen_params_keep_diffs_and_history():
-    run = run_protoaudit(TWO_STAGE, "--freeze", "relu2", "--context", "0")
+    run = run_in_process(TWO_STAGE, "--freeze", "relu2", "--context", "0")
     assert run.returncode == 0, run.stderr
     line = next(x for x in run.stdout.splitlines() if x.startswith("Frozen"))
     assert "260 params" in line and "1.02 KiB of diffs and 1.02 KiB of SGD history" in line
@@ -138,7 +138,7 @@ def test_text_report_says_the_frozen_params_keep_diffs_and_history():
 
 
 def test_an_unknown_layer_is_bad_input_naming_the_layers():
-    run = run_protoaudit(TWO_STAGE, "--freeze", "relu9")
+    run = run_in_process(TWO_STAGE, "--freeze", "relu9")
     assert run.returncode == 2 and run.stdout == ""
     assert "--freeze relu9" in run.stderr and "input, conv1, relu1, conv2" in run.stderr
     assert "did you mean 'relu3'" in run.stderr and "Traceback" not in run.stderr
@@ -179,7 +179,7 @@ def test_a_layer_written_earlier_but_not_an_ancestor_keeps_training(tmp_path):
 def test_a_param_shared_with_a_trained_layer_is_refused(tmp_path):
     path = tmp_path / "shared.prototxt"
     path.write_text(TOWERS % ("w", "w"))
-    run = run_protoaudit(path, "--freeze", "convB")
+    run = run_in_process(path, "--freeze", "convB")
     assert run.returncode == 2
     assert "shares param 'w'" in run.stderr and "--freeze convA" in run.stderr
     both = audit(str(path), context=0, freeze=["convA", "convB"])

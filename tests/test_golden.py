@@ -39,8 +39,8 @@ it is touched, host or device, and never frees it; a float is 4 bytes):
 - cuDNN build (layer_factory.cpp): convolutions are cuDNN's (no col_buffer_, bias_multiplier_
   stays on the host, a bottom diff only where propagate_down); poolings with a mask top and the
   CAFFE-engine softmax stay Caffe's. protoaudit's stated estimate of a cuDNN workspace in this
-  fork is the algorithm limit kh*kw*C_in ints (README, "How exact it is").
-- The CUDA context: protoaudit's default, 300 MiB (README, "The CUDA context").
+  fork is the algorithm limit kh*kw*C_in ints (docs/maintainers.md, "How exact it is").
+- The CUDA context: protoaudit's default, 300 MiB (docs/caffe.md, "The CUDA context").
 """
 import csv
 import io
@@ -52,7 +52,7 @@ import pytest
 from tabulate import tabulate
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from conftest import DATA, run_protoaudit  # noqa: E402
+from conftest import DATA, run_in_process  # noqa: E402
 
 GOLDEN = os.path.join(DATA, "golden")
 OLD, NEW = "samples/segnet_seed001_old.prototxt", "samples/segnet_seed001_new.prototxt"
@@ -478,7 +478,7 @@ def golden(name):
 
 def tool_output(name):
     stem, ext = name.rsplit(".", 1)
-    r = run_protoaudit(*COMMANDS[stem], "--format", FORMATS[ext])
+    r = run_in_process(*COMMANDS[stem], "--format", FORMATS[ext])
     assert r.returncode == 1, r.stderr  # the new net does not fit 8 GiB
     return r.stdout
 

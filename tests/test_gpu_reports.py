@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from conftest import DATA, run_protoaudit
+from conftest import DATA, run_in_process
 
 NETS = os.path.join(DATA, "gpu_reports")
 ORACLE = os.path.join(DATA, "oracle", "measurements.tsv")
@@ -198,7 +198,7 @@ REPORTS = [str(n) for n in range(1, 38)] + ["3b"]
 
 
 def audit_json(replay, engine, *extra):
-    run = run_protoaudit(os.path.join(NETS, replay.net), *replay.args, "--engine", engine,
+    run = run_in_process(os.path.join(NETS, replay.net), *replay.args, "--engine", engine,
                          "--gpu-mem", replay.card, "--format", "json", *extra, timeout=300)
     assert run.returncode in (0, 1), run.stderr
     return run.returncode, json.loads(run.stdout)
@@ -237,7 +237,7 @@ def test_report_3b_with_and_without_cudnn():
     2015 convolution keeps no column buffer and a workspace of at most kh*kw*C_in ints."""
     net = os.path.join(NETS, "faster_rcnn_vgg16_end2end_train.prototxt")
     for engine, reading in (("caffe", 6.5), ("cudnn", 2.8)):
-        run = run_protoaudit(net, "--engine", engine, "--format", "json")
+        run = run_in_process(net, "--engine", engine, "--format", "json")
         assert run.returncode == 0, run.stderr
         result = json.loads(run.stdout)
         net_alone = result["total_bytes"] - context_bytes(result)

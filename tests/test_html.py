@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from conftest import DATA, run_protoaudit
+from conftest import DATA, run_in_process
 
 OLD, NEW = "samples/segnet_seed001_old.prototxt", "samples/segnet_seed001_new.prototxt"
 RESNET152 = os.path.join(DATA, "corpus", "nets", "resnet152_deploy.prototxt")
@@ -43,7 +43,7 @@ layer {{ name: "loss" type: "SoftmaxWithLoss" bottom: "fc" bottom: "label" top: 
 
 
 def html_report(tmp_path, name, *args):
-    r = run_protoaudit(*args, "--format", "html", timeout=120)
+    r = run_in_process(*args, "--format", "html", timeout=120)
     assert r.returncode in (0, 1), r.stderr
     path = tmp_path / name
     path.write_text(r.stdout, encoding="utf-8")
@@ -125,7 +125,7 @@ def chart_box(browser, selector="svg.chart"):
 
 
 def csv_rows(*args):
-    r = run_protoaudit(*args, "--format", "csv")
+    r = run_in_process(*args, "--format", "csv")
     return list(csv.DictReader(io.StringIO(r.stdout)))
 
 
@@ -280,7 +280,7 @@ def test_pages_are_small_and_fetch_nothing(tmp_path):
 
 def test_html_is_a_format_of_diff_and_audit_alike():
     for args in ([NEW], ["diff", OLD, NEW]):
-        r = run_protoaudit(*args, "--format", "html")
+        r = run_in_process(*args, "--format", "html")
         assert r.returncode == 0 and r.stdout.startswith("<!DOCTYPE html>") and r.stdout.rstrip().endswith("</html>")
 
 
@@ -290,10 +290,10 @@ def test_the_explanation_holds_the_recipe_gaps_shapes_and_assumptions():
     import html
 
     net = "samples/voc-fcn8s_train.prototxt"
-    page = run_protoaudit(net, "--format", "html").stdout
+    page = run_in_process(net, "--format", "html").stdout
     section = page[page.index('<section id="explanation">'):]
     items = [html.unescape(x) for x in re.findall(r"<li>(.*?)</li>", section[:section.index("</section>")])]
-    text = run_protoaudit(net).stdout.splitlines()
+    text = run_in_process(net).stdout.splitlines()
     wanted = [line.strip() for line in text
               if line.startswith(("Hand recipe", "  It leaves out", "Not counted", "Data shape", "Assumed"))]
     assert sorted(items) == sorted(wanted)

@@ -42,14 +42,17 @@ def _configurations(folder):
 CONFIGS = _configurations("shared") + _configurations("new") + _configurations("seeds")
 SLOTS = {"sgd": {"tf_keras": 1, "keras3": 0}, "sgdm": {"tf_keras": 1, "keras3": 1},
          "adam": {"tf_keras": 2, "keras3": 2}, "rmsprop": {"tf_keras": 1, "keras3": 1}}
-# Configurations whose measured step peak the model misses by more than 10% (see docs/keras.md):
-# tf_keras's SGD on a model with one huge variable (VGG16's fc1: the executor runs its m*momentum
-# late), a frozen base's forward pass, Keras 3's momentum SGD on a small MLP, LocallyConnected2D's
-# implementation 2 (SparseMatMul's transposes), a CNN whose 71 MB Dense kernel's update TensorFlow
-# runs during the convolutions' backward pass (seed002_cnn).
-KNOWN_MISSES = {"seed002_cnn_adam:b128", "vgg16_adam:b2", "vgg16_sgd:b2", "vgg16_sgd:b4", "stack_mlp_frozen_adam:b32",
-                "stack_mlp_frozen_adam:b64", "stack_mlp_frozen_adam:b128", "mlp_bn_dropout_sgdm_k3:b32",
-                "mlp_bn_dropout_sgdm_k3:b128", "lc2_F500_sgd:b8", "lc2_F500_sgd:b32"}
+# Configurations whose measured step peak the model misses by more than 10% (see docs/keras.md): a
+# frozen base's forward pass, Keras 3's momentum SGD on a small MLP, LocallyConnected2D's
+# implementation 2 (SparseMatMul's transposes), and conv1d_text with momentum SGD at batch 128, where
+# TensorFlow ran the filter gradients beside the input gradients (its Adam run, the same model, ran
+# them after the chain, as modelled: 143.3 MB against 130.5 MB).
+KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b64", "stack_mlp_frozen_adam:b128",
+                "mlp_bn_dropout_sgdm_k3:b32", "mlp_bn_dropout_sgdm_k3:b128", "lc2_F500_sgd:b8", "lc2_F500_sgd:b32",
+                "conv1d_text_sgdm:b128",
+                # measured after these (tests/data/keras_oracle/new): Keras 3's transformer block
+                "stack_mlp_frozen_adam_k3:b64",
+                "transformer_block_adam_k3:b32"}
 
 
 @pytest.mark.parametrize("path,row,low,high", CONFIGS)
@@ -121,6 +124,19 @@ def test_held_buffers_and_scratch_count_at_the_peak():
     x, = p.step("x", makes=[(10, "x", "a")], scratch=500)
     p.step("y", reads=[x])
     assert p.peak().bytes == 1510
+
+
+def test_weight_gradients_run_after_the_input_gradient_chain():
+    # Traced on TensorFlow 2.21 (tf_keras, the seed-002-like CNN, Adam, batch 128): the step peaks in
+    # max_pooling2d's MaxPoolGrad, with conv2d_1's ReluGrad output (128x90x25x64 floats) and
+    # max_pooling2d_1's output (128x45x12x64 floats) still alive, because conv2d_1's filter gradient
+    # and dense's kernel gradient, which read them, run only after the whole input-gradient chain
+    # (in the model's program order both were freed before it: 484 MB against TensorFlow's 580.7 MB).
+    path = os.path.join(ORACLE, "seeds", "models", "seed002_cnn_adam.keras")
+    a = audit_keras(path, batch=128, mode="cpu")
+    assert a.peak.step == "max_pooling2d MaxPoolGrad"
+    assert (128 * 90 * 25 * 64 * 4, 1, "conv2d_1 activation gradient", "gradient") in a.peak.groups
+    assert abs(a.step_peak_bytes - 580_668_363) < 0.02 * 580_668_363
 
 
 def test_seed_000_locally_connected_gradients_are_all_alive_at_once(tmp_path):

@@ -7,13 +7,13 @@ import pytest
 import protoaudit
 from protoaudit import InputError
 
-from conftest import run_protoaudit
+from conftest import run_in_process
 
 OLD, NEW = "samples/segnet_seed001_old.prototxt", "samples/segnet_seed001_new.prototxt"
 
 
 def cli_json(*args):
-    r = run_protoaudit(*args, "--format", "json", timeout=120)
+    r = run_in_process(*args, "--format", "json", timeout=120)
     assert r.returncode in (0, 1), r.stderr
     return json.loads(r.stdout)
 

@@ -9,7 +9,7 @@ import os
 import pytest
 
 import logparse
-from conftest import DATA, run_protoaudit
+from conftest import DATA, run_in_process
 from test_caffe_logs import OLDER_CAFFE, PAIRS, _logged_nets
 
 LOGS = os.path.join(DATA, "logs")
@@ -19,7 +19,7 @@ LOG_FILES = sorted({log for log, _, _ in PAIRS})
 
 @pytest.mark.parametrize("log", LOG_FILES)
 def test_a_log_reproduces_its_own_lines(log):
-    run = run_protoaudit(os.path.join(LOGS, log), "--caffe-log")
+    run = run_in_process(os.path.join(LOGS, log), "--caffe-log")
     if log in CUT:
         assert run.returncode == 2
         assert "glog cut the printed text" in run.stderr and "--log" in run.stderr
@@ -41,14 +41,14 @@ def test_a_log_reproduces_its_own_lines(log):
 def test_a_net_with_its_log_needs_no_input(log, phase, net):
     """The data shapes come from the log: no --input, cut net text or not."""
     (want,) = [n for n in _logged_nets(log) if n.phase == phase][:1]
-    run = run_protoaudit(net, "--log", os.path.join(LOGS, log), "--phase", phase.lower(), "--caffe-log")
+    run = run_in_process(net, "--log", os.path.join(LOGS, log), "--phase", phase.lower(), "--caffe-log")
     assert run.returncode == 0, run.stderr
     (got,) = logparse.parse(run.stdout)
     assert logparse.first_difference(want, got) is None, logparse.first_difference(want, got)
 
 
 def test_a_log_audit_holds_the_solver_and_nets_it_printed():
-    run = run_protoaudit(os.path.join(LOGS, "cifar_resnet20.log"), "--format", "json")
+    run = run_in_process(os.path.join(LOGS, "cifar_resnet20.log"), "--format", "json")
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     # the solver the log printed: type "Nesterov"; its train net at batch 128, its test net at 100
@@ -62,7 +62,7 @@ def test_a_log_audit_holds_the_solver_and_nets_it_printed():
 def test_a_run_that_died_out_of_memory_is_told_where():
     """ducha_squeezenet128.log: the first run died in iteration 0, in a Pooling layer's
     Backward_gpu (glog's stack), after a later run was cut off before it built a net."""
-    run = run_protoaudit(os.path.join(LOGS, "ducha_squeezenet128.log"), "--format", "json")
+    run = run_in_process(os.path.join(LOGS, "ducha_squeezenet128.log"), "--format", "json")
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     death = report["death"]
@@ -72,7 +72,7 @@ def test_a_run_that_died_out_of_memory_is_told_where():
     backward = sum(b["bytes"] for n in report["nets"] if n["role"] == "train" for layer in n["layers"]
                    for b in layer["buffers"] if b["touch"] == "backward" and b["device"] == "device")
     assert death["held_after_bytes"] - death["held_before_bytes"] == backward > 0
-    text = run_protoaudit(os.path.join(LOGS, "ducha_squeezenet128.log"), "--gpu-mem", "4G").stdout
+    text = run_in_process(os.path.join(LOGS, "ducha_squeezenet128.log"), "--gpu-mem", "4G").stdout
     assert "The run in the log died at line 3335" in text
     assert "the card (given with --gpu-mem) holds 4 GiB: more than the card." in text
 
@@ -123,7 +123,7 @@ def test_a_run_that_died_setting_up_a_net(tmp_path):
     the forward pass), and with conv1 its weights, 96x3x11x11 + 96 floats, and the bias multiplier
     Reshape fills with ones, H_out x W_out = 54 x 54 ((224 - 11) / 4 + 1 = 54)."""
     (tmp_path / "train.log").write_text(SETUP_DEATH)
-    run = run_protoaudit("train.log", "--format", "json", cwd=tmp_path)
+    run = run_in_process("train.log", "--format", "json", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     death = json.loads(run.stdout)["death"]
     assert death["where"] == "while setting up the TRAIN net, layer 'conv1'"
@@ -135,7 +135,7 @@ def test_a_run_that_died_setting_up_a_net(tmp_path):
 
 def test_a_log_with_no_net_is_refused_with_the_way_out(tmp_path):
     (tmp_path / "solver.log").write_text(SETUP_DEATH.split("I0101 00:00:00.000000  1 net.cpp:49]")[0])
-    run = run_protoaudit("solver.log", cwd=tmp_path)
+    run = run_in_process("solver.log", cwd=tmp_path)
     assert run.returncode == 2
     assert run.stderr.startswith("protoaudit: solver.log: the log holds no net Caffe set up")
     assert "--log" in run.stderr
@@ -155,12 +155,12 @@ def test_a_garbled_number_in_a_log_line_is_passed_over(tmp_path):
     path.write_text(garbled)
     net = caffe_log.read(str(path))[0].nets[0]
     assert net.memory is None and [layer.shapes for layer in net.layers] == [[(64, 3, 224, 224)]]
-    run = run_protoaudit("train.log", cwd=tmp_path)
+    run = run_in_process("train.log", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
 
 
 def test_a_phase_the_logged_run_never_built_is_refused():
-    run = run_protoaudit(os.path.join(LOGS, "bvlc_nb_detection_rcnn_1.log"), "--phase", "train")
+    run = run_in_process(os.path.join(LOGS, "bvlc_nb_detection_rcnn_1.log"), "--phase", "train")
     assert run.returncode == 2 and len(run.stderr.splitlines()) == 1
     assert "bvlc_nb_detection_rcnn_1.log: the run in the log built no TRAIN net (only TEST) (--phase test" in run.stderr
 
@@ -173,7 +173,7 @@ def test_a_logged_data_top_with_no_axes_is_refused(tmp_path):
     first = text.index("Top shape: ", text.index("Setting up data"))
     end = text.index("\n", first)
     (tmp_path / "run.log").write_text(text[:first] + "Top shape: (1)" + text[end:])
-    run = run_protoaudit(os.path.join(LOGS, "ducha_caffenet128_tanh_bs32.train.as_run.prototxt"), "--log",
+    run = run_in_process(os.path.join(LOGS, "ducha_caffenet128_tanh_bs32.train.as_run.prototxt"), "--log",
                          "run.log", cwd=tmp_path)
     assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
     assert "layer 'data': top 'data' is given no axes (Caffe's log run.log:" in run.stderr

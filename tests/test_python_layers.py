@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from conftest import DATA, run_protoaudit
+from conftest import DATA, run_in_process
 from protoaudit import audit, build_nets
 from protoaudit.errors import InputError
 from protoaudit.memory.buffers import net_buffers
@@ -44,13 +44,13 @@ def corpus(file):
 def test_corpus_net_audits_to_the_end_with_at_most_the_allowed_help(file):
     help_args = HELP[file]
     assert all(a.startswith(ALLOWED_HELP) for a in help_args[::2])
-    r = run_protoaudit(corpus(file), *help_args, "--format", "json")
+    r = run_in_process(corpus(file), *help_args, "--format", "json")
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
     python = [g for g in report["gaps"] if g["type"] == "Python"]
     # every Python layer is a reported gap (its own Python objects), and its shapes an assumption
     assert python and {g["layer"] for g in python} <= {a["layer"] for a in report["assumptions"]}
-    r = run_protoaudit(corpus(file), *help_args, "--gpu-mem", "12G")
+    r = run_in_process(corpus(file), *help_args, "--gpu-mem", "12G")
     assert r.returncode in (0, 1), r.stderr
 
 
@@ -198,7 +198,7 @@ def test_a_check_that_fails_on_an_assumed_size_says_so(tmp_path):
 def test_bad_param_str_is_one_clear_error(tmp_path):
     with pytest.raises(InputError, match="not YAML"):
         build_nets(net_file(tmp_path, RPN % "'feat_stride': [16"))
-    r = run_protoaudit(net_file(tmp_path, RPN % "16"))
+    r = run_in_process(net_file(tmp_path, RPN % "16"))
     assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "not a YAML mapping" in r.stderr
 
 
@@ -233,16 +233,16 @@ def test_input_replaces_a_default_and_the_rest_follows():
 
 def test_every_default_is_an_assumption_in_every_format():
     file = corpus("nets/faster_rcnn_vgg16_end2end_train.prototxt")
-    text = run_protoaudit(file).stdout
+    text = run_in_process(file).stdout
     assert "Assumed: the net, layer 'rpn-data'" in text and "--input rpn_labels=1x1x342x63" in text
-    md = run_protoaudit(file, "--format", "markdown").stdout
+    md = run_in_process(file, "--format", "markdown").stdout
     assert "layer `proposal`" in md and "`--input rpn_rois=2000x5" in md
-    report = json.loads(run_protoaudit(file, "--format", "json").stdout)
+    report = json.loads(run_in_process(file, "--format", "json").stdout)
     assert {a["layer"] for a in report["assumptions"]} == {"input-data", "rpn-data", "proposal", "roi-data"}
     import csv
     import io
 
-    rows = list(csv.DictReader(io.StringIO(run_protoaudit(file, "--format", "csv").stdout)))
+    rows = list(csv.DictReader(io.StringIO(run_in_process(file, "--format", "csv").stdout)))
     assumed = {r["layer"]: r["assumed"] for r in rows if r["assumed"]}
     assert set(assumed) == {"input-data", "rpn-data", "proposal", "roi-data"}
     assert "--input rois=128x5" in assumed["roi-data"]
@@ -252,9 +252,9 @@ def test_unknown_python_layer_still_asks_for_its_tops(tmp_path):
     text = """input: "data" input_shape { dim: 1 dim: 3 dim: 8 dim: 8 }
 layer { name: "mine" type: "Python" bottom: "data" top: "out"
   python_param { module: "my_layers" layer: "Mine" } }"""
-    r = run_protoaudit(net_file(tmp_path, text))
+    r = run_in_process(net_file(tmp_path, text))
     assert r.returncode == 2 and "my_layers.Mine" in r.stderr and "--input out=" in r.stderr
-    r = run_protoaudit(net_file(tmp_path, text), "--input", "out=1x5")
+    r = run_in_process(net_file(tmp_path, text), "--input", "out=1x5")
     assert r.returncode == 0, r.stderr
 
 
@@ -285,9 +285,9 @@ def test_nyud_tops_follow_param_str_without_running_it(tmp_path):
     (ast.literal_eval), so code in it never runs."""
     blobs, _ = shapes(net_file(tmp_path, NYUD % "{'tops': ['depth', 'hha'], 'split': 'train'}"))
     assert blobs["a"] == (1, 1, 425, 560) and blobs["b"] == (1, 3, 425, 560)
-    r = run_protoaudit(net_file(tmp_path, NYUD % "__import__('os').system('false')"))
+    r = run_in_process(net_file(tmp_path, NYUD % "__import__('os').system('false')"))
     assert r.returncode == 2 and "not a Python dict of plain values" in r.stderr
-    r = run_protoaudit(net_file(tmp_path, NYUD % "{'tops': ['color']}"))
+    r = run_in_process(net_file(tmp_path, NYUD % "{'tops': ['color']}"))
     assert r.returncode == 2 and "names 1 outputs; the layer has 2 tops" in r.stderr
 
 
@@ -319,7 +319,7 @@ def test_shapes_option_names_another_file(tmp_path):
     path = net_file(tmp_path, FCN_TEXT, "train.prototxt")
     other = tmp_path / "sizes.txt"
     other.write_text("data=1x3x200x200\nlabel=1x1x200x200\n")
-    r = run_protoaudit(path, "--shapes", str(other), "--caffe-log")
+    r = run_in_process(path, "--shapes", str(other), "--caffe-log")
     assert r.returncode == 0, r.stderr
     assert "Top shape: 1 3 200 200 (120000)" in r.stdout
     result = audit(path, shapes=str(other), phase="train")
@@ -335,14 +335,14 @@ def test_shapes_option_names_another_file(tmp_path):
 def test_bad_shapes_file_is_one_line_naming_the_file_and_line(tmp_path, content, line, says):
     path = net_file(tmp_path, FCN_TEXT, "train.prototxt")
     (tmp_path / "train.prototxt.shapes").write_text(content)
-    r = run_protoaudit(path)
+    r = run_in_process(path)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.splitlines() == [r.stderr.strip()]
     assert r.stderr.startswith(f"protoaudit: {path}.shapes:{line}: {says}"), r.stderr
 
 
 def test_missing_shapes_file_is_refused(tmp_path):
-    r = run_protoaudit(net_file(tmp_path, FCN_TEXT), "--shapes", str(tmp_path / "nope.shapes"))
+    r = run_in_process(net_file(tmp_path, FCN_TEXT), "--shapes", str(tmp_path / "nope.shapes"))
     assert r.returncode == 2 and "no such shapes file" in r.stderr
 
 
@@ -356,7 +356,7 @@ def test_sample_is_the_published_net_and_audits_with_no_flag(name):
     """samples/README.md names the source; the file is the corpus's copy of it, byte for byte."""
     sample = os.path.join(SAMPLES, name)
     assert open(sample, "rb").read() == open(corpus("nets/" + name), "rb").read()
-    r = run_protoaudit(sample, "--format", "json")
+    r = run_in_process(sample, "--format", "json")
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
     assert report["assumptions"] and report["nets"][0]["total_bytes"] > 0
@@ -366,7 +366,7 @@ def test_fcn_sample_at_a_typical_voc_size():
     """A 375x500 VOC image instead of the 500x500 default: the data blob shrinks by 375/500, the
     assumption goes, and the audit says where the shapes came from."""
     sample = os.path.join(SAMPLES, "voc-fcn8s_train.prototxt")
-    r = run_protoaudit(sample, "--input", "data=1x3x375x500", "--input", "label=1x1x375x500", "--format", "json")
+    r = run_in_process(sample, "--input", "data=1x3x375x500", "--input", "label=1x1x375x500", "--format", "json")
     report = json.loads(r.stdout)
     assert r.returncode == 0 and not report["assumptions"]
     data = next(layer for layer in report["nets"][0]["layers"] if layer["name"] == "data")

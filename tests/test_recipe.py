@@ -8,7 +8,7 @@ import json
 import os
 
 import logparse
-from conftest import DATA, run_protoaudit
+from conftest import DATA, run_in_process
 from protoaudit.audit import audit
 from protoaudit.memory.summary import summarize
 
@@ -91,14 +91,14 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "fc" bottom: "label" top: "
 
 
 def test_text_and_json_show_it():
-    text = run_protoaudit(TWO_STAGE, "--context", "0")
+    text = run_in_process(TWO_STAGE, "--context", "0")
     assert text.returncode == 0, text.stderr
     lines = text.stdout.splitlines()
     at = next(i for i, x in enumerate(lines) if x.startswith("Hand recipe"))
     assert "2 x 4,509 activations" in lines[at] and "3 x 601 params" in lines[at]
     assert f"{summarize(audit(TWO_STAGE, context=0)).total / 43_284:.2f}x" in lines[at]
     assert lines[at + 1].startswith("  It leaves out: column buffers 24.8 KiB")
-    out = json.loads(run_protoaudit(TWO_STAGE, "--context", "0", "--format", "json").stdout)
+    out = json.loads(run_in_process(TWO_STAGE, "--context", "0", "--format", "json").stdout)
     assert out["recipe"]["total_bytes"] == 43_284
     assert out["recipe"]["activation_elements"] == 4509 and out["recipe"]["param_elements"] == 601
     assert out["recipe"]["misses"]["column buffers"] == 25_344
@@ -107,5 +107,5 @@ def test_text_and_json_show_it():
 
 def test_no_recipe_for_a_forward_only_run():
     assert summarize(audit(TWO_STAGE, inference=True, phase="train")).recipe is None
-    out = json.loads(run_protoaudit(TWO_STAGE, "--inference", "--format", "json").stdout)
+    out = json.loads(run_in_process(TWO_STAGE, "--inference", "--format", "json").stdout)
     assert out["recipe"] is None

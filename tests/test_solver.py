@@ -305,6 +305,18 @@ def test_bad_types_are_input_errors():
     assert solver_type_of(solver('type: "Adam"'), "SGD") == "SGD"  # a given type wins
 
 
+def test_a_solver_files_unknown_type_names_the_file(tmp_path):
+    """The refusal is one line that names the solver file, as every bad input's does."""
+    from conftest import run_in_process
+
+    net = os.path.join(ORACLE, "nets", "lenet_train_test__TRAIN__b4.prototxt")
+    (tmp_path / "solver.prototxt").write_text(f'net: "{net}"\ntype: "HDF5Data"\n')
+    run = run_in_process("solver.prototxt", cwd=tmp_path)
+    assert run.returncode == 2
+    assert run.stderr.startswith("protoaudit: solver.prototxt: unknown solver type 'HDF5Data'"), run.stderr
+    assert len(run.stderr.splitlines()) == 1
+
+
 def test_solver_options_and_constructor_checks():
     assert solver_options(solver('regularization_type: "L1" weight_decay: 0.001 average_loss: 10')) == {
         "regularization": "L1", "weight_decay": pytest.approx(0.001), "average_loss": 10}

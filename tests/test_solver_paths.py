@@ -4,7 +4,7 @@ Caffe root, in every BVLC example: `net: "examples/mnist/lenet_train_test.protot
 import json
 import os
 
-from conftest import run_protoaudit
+from conftest import run_in_process
 
 NET = """name: "tiny"
 layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 2 dim: 3 dim: 8 dim: 8 } } }
@@ -30,7 +30,7 @@ def net_files(run):
 
 def test_from_the_caffe_root_as_caffe_train_runs(tmp_path):
     root = caffe_tree(tmp_path)
-    run = run_protoaudit("examples/tiny/solver.prototxt", "--format", "json", cwd=root)
+    run = run_in_process("examples/tiny/solver.prototxt", "--format", "json", cwd=root)
     assert net_files(run) == ["examples/tiny/tiny.prototxt"]
 
 
@@ -38,7 +38,7 @@ def test_from_elsewhere_the_folders_above_the_solver_are_tried(tmp_path):
     root = caffe_tree(tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    run = run_protoaudit(root / "examples" / "tiny" / "solver.prototxt", "--format", "json", cwd=elsewhere)
+    run = run_in_process(root / "examples" / "tiny" / "solver.prototxt", "--format", "json", cwd=elsewhere)
     assert net_files(run) == [str(root / "examples" / "tiny" / "tiny.prototxt")]
 
 
@@ -48,13 +48,13 @@ def test_root_names_the_caffe_root(tmp_path):
     elsewhere.mkdir()
     solver = elsewhere / "solver.prototxt"
     solver.write_text(SOLVER)
-    run = run_protoaudit(solver, "--root", root, "--format", "json", cwd=elsewhere)
+    run = run_in_process(solver, "--root", root, "--format", "json", cwd=elsewhere)
     assert net_files(run) == [str(root / "examples" / "tiny" / "tiny.prototxt")]
 
 
 def test_the_text_report_names_the_net_file(tmp_path):
     root = caffe_tree(tmp_path)
-    run = run_protoaudit("examples/tiny/solver.prototxt", cwd=root)
+    run = run_in_process("examples/tiny/solver.prototxt", cwd=root)
     assert run.returncode == 0, run.stderr
     assert "the TRAIN net 'tiny' (from examples/tiny/tiny.prototxt, batch 2, forward and backward)" in run.stdout
 
@@ -63,7 +63,7 @@ def test_a_net_found_nowhere_names_the_places_tried(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "solver.prototxt").write_text(SOLVER)
-    run = run_protoaudit("solver.prototxt", cwd=elsewhere)
+    run = run_in_process("solver.prototxt", cwd=elsewhere)
     assert run.returncode == 2
     (line,) = run.stderr.splitlines()
     assert line.startswith("protoaudit: solver.prototxt:1: the net file 'examples/tiny/tiny.prototxt' named in "

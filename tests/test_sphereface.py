@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from conftest import DATA, ROOT, run_protoaudit
+from conftest import DATA, ROOT, run_in_process
 from protoaudit import InputError, audit, build_nets
 from protoaudit.read.schema import load_schema
 
@@ -23,7 +23,7 @@ M, N, K = 256, 10572, 512  # rows (the batch), num_output, features (fc5)
 
 
 def caffe_log(*args):
-    run = run_protoaudit(NET, *INPUT, "--caffe-log", *args)
+    run = run_in_process(NET, *INPUT, "--caffe-log", *args)
     assert run.returncode == 0, run.stderr
     return run.stdout
 
@@ -86,7 +86,7 @@ def test_buffers_by_margin_type(tmp_path, kind, extra):
     text = open(NET).read().replace("type: QUADRUPLE", f"type: {kind}")
     path = tmp_path / "net.prototxt"
     path.write_text(text)
-    run = run_protoaudit(path, *INPUT, "--format", "json")
+    run = run_in_process(path, *INPUT, "--format", "json")
     assert run.returncode == 0, run.stderr
     buffers = layer_buffers(json.loads(run.stdout), "fc6")
     own = {name: b["bytes"] for name, b in buffers.items() if b["kind"] == "layer buffer"}
@@ -141,13 +141,13 @@ def test_solver_audits_with_its_net_where_caffe_finds_it(tmp_path):
     (tmp_path / "code").mkdir()
     shutil.copy(NET, tmp_path / "code" / "sphereface_model.prototxt")
     shutil.copy(SOLVER, tmp_path / "code" / "sphereface_solver.prototxt")
-    run = run_protoaudit("code/sphereface_solver.prototxt", *INPUT, cwd=tmp_path)
+    run = run_in_process("code/sphereface_solver.prototxt", *INPUT, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert "with the SGD solver's state" in run.stdout
 
 
 def test_sample_audits():
-    run = run_protoaudit(SAMPLE, *INPUT, "--caffe-log")
+    run = run_in_process(SAMPLE, *INPUT, "--caffe-log")
     assert run.returncode == 0, run.stderr
     # fc5's figure (as the log's chain gives it), plus fc6's two tops and the loss (1 float)
     assert memory_after(run.stdout, "softmax_loss") == memory_after(run.stdout, "fc5") + (M * N + 1 + 1) * 4

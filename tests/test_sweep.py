@@ -20,7 +20,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_golden  # noqa: E402  (the layer-by-layer hand model of seed 001)
-from conftest import run_protoaudit  # noqa: E402
+from conftest import run_in_process  # noqa: E402
 
 import protoaudit  # noqa: E402
 
@@ -88,7 +88,7 @@ def test_the_closed_form_is_the_layer_by_layer_hand_model(new):
 
 
 def sweep_json(*args):
-    r = run_protoaudit(*args, "--format", "json", timeout=120)
+    r = run_in_process(*args, "--format", "json", timeout=120)
     assert r.returncode in (0, 1), r.stderr
     return json.loads(r.stdout)
 
@@ -135,7 +135,7 @@ def test_sweep_agrees_with_the_diff_explanation():
 
 def test_sweep_text_markdown_and_csv_carry_the_same_rows():
     fixed, per_image = hand(False)
-    text = run_protoaudit(OLD, "--sweep", "1,2,4,8", "--gpu-mem", "8G")
+    text = run_in_process(OLD, "--sweep", "1,2,4,8", "--gpu-mem", "8G")
     lines = text.stdout.splitlines()
     start = lines.index("Batch sweep (on a 8 GiB card):")
     assert lines[start + 1].split() == ["batch", "total", "(caffe)", "with", "cudnn", "grows", "with", "the", "batch",
@@ -145,9 +145,9 @@ def test_sweep_text_markdown_and_csv_carry_the_same_rows():
     assert test_golden.size(fixed + 8 * per_image) in lines[start + 6]
     assert lines[start + 7] == ("Totals scaled from the audit at batch 4: every buffer that grows with the batch has it "
                                 "as its first axis and the rest stays the same, as audits at batch 1 and 8 confirm.")
-    md = run_protoaudit(OLD, "--sweep", "1,2,4,8", "--format", "markdown").stdout
+    md = run_in_process(OLD, "--sweep", "1,2,4,8", "--format", "markdown").stdout
     assert f"| 8 | {test_golden.size(fixed + 8 * per_image)} |" in md
-    csv_out = run_protoaudit(OLD, "--sweep", "1..3", "--format", "csv").stdout.splitlines()
+    csv_out = run_in_process(OLD, "--sweep", "1..3", "--format", "csv").stdout.splitlines()
     assert csv_out[0] == "batch,total_bytes,other_engine_total_bytes,per_sample_bytes,fixed_bytes,fits,how,refused"
     assert [line.split(",")[:2] for line in csv_out[1:]] == [[str(n), str(fixed + n * per_image)] for n in (1, 2, 3)]
 
@@ -164,7 +164,7 @@ def test_batches_caffe_refuses_are_said_and_the_rest_stay_exact():
             assert row["total_bytes"] is None and "a Caffe blob holds at most 2,147,483,647" in row["refused"]
     assert report["sweep_basis"]["how"] == "audited" and report["sweep_basis"]["refused_at"] == 64
     assert "Caffe refuses the net at batch 64" in report["sweep_basis"]["description"]
-    text = run_protoaudit(NEW, "--sweep", "1..64").stdout
+    text = run_in_process(NEW, "--sweep", "1..64").stdout
     assert text.count("Caffe refuses the net:") == 1  # one line for the batches 43 to 64
     assert "At batches 43 to 64, Caffe refuses the net: " in text
 
@@ -208,7 +208,7 @@ def test_the_library_sweep_is_the_commands():
 @pytest.mark.parametrize("value, says", [("0", "from 1 up"), ("8..1", "from 1 up"), ("x", "'x' is not a batch"),
                                          ("1..5000", "more than 1024 batches"), ("", "is not a batch")])
 def test_a_bad_sweep_is_one_line_and_exit_2(value, says):
-    r = run_protoaudit(OLD, "--sweep", value)
+    r = run_in_process(OLD, "--sweep", value)
     assert r.returncode == 2 and r.stdout == ""
     assert len(r.stderr.splitlines()) == 1 and says in r.stderr and r.stderr.startswith("protoaudit: --sweep")
 
@@ -218,7 +218,7 @@ def test_plot_with_a_sweep_draws_memory_against_the_batch(tmp_path):
     import xml.etree.ElementTree as ET
 
     out = tmp_path / "sweep.svg"
-    r = run_protoaudit(OLD, "--sweep", "1,2,4,8", "--gpu-mem", "8G", "--plot", out, timeout=120)
+    r = run_in_process(OLD, "--sweep", "1,2,4,8", "--gpu-mem", "8G", "--plot", out, timeout=120)
     assert r.returncode == 0, r.stderr
     ids = {g.get("id"): g for g in ET.parse(out).getroot().iter("{http://www.w3.org/2000/svg}g") if g.get("id")}
     assert {"sweep-total", "sweep-other", "sweep-fixed", "card"} <= set(ids)

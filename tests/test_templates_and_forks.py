@@ -2,7 +2,7 @@
 file that several forks would size differently)."""
 import pytest
 
-from conftest import run_protoaudit
+from conftest import run_in_process
 from protoaudit import InputError, build_nets
 from protoaudit.layers import FORK_REGISTRY, fork_layers
 from protoaudit.layers.segnet import BN
@@ -17,7 +17,7 @@ layer { name: "fc8_${EXP}" type: "InnerProduct" bottom: "data" top: "fc8"
 
 def test_every_unset_template_outside_a_string_is_asked_for_at_once(tmp_path):
     (tmp_path / "net.prototxt").write_text(TEMPLATE)
-    run = run_protoaudit("net.prototxt", cwd=tmp_path)
+    run = run_in_process("net.prototxt", cwd=tmp_path)
     assert run.returncode == 2
     assert run.stderr == ("protoaudit: net.prototxt:2: the file is a template: ${BATCH}, ${NUM_LABELS} must be "
                           "given a value (give --define BATCH=VALUE --define NUM_LABELS=VALUE)\n")
@@ -28,7 +28,7 @@ def test_define_fills_the_templates_and_strings_may_keep_theirs(tmp_path):
     (net,) = build_nets(str(tmp_path / "net.prototxt"), defines={"BATCH": "2", "NUM_LABELS": "21"})
     assert list(net.layer("fc8_${EXP}").top_shapes) == [(2, 21)]
     assert net.name == "${NET_ID}"  # a string: Caffe would read it as it is
-    run = run_protoaudit("net.prototxt", "--define", "BATCH=2", "--define", "NUM_LABELS=21", "--define", "EXP=voc",
+    run = run_in_process("net.prototxt", "--define", "BATCH=2", "--define", "NUM_LABELS=21", "--define", "EXP=voc",
                          "--caffe-log", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert "Creating Layer fc8_voc" in run.stdout and "Top shape: 2 21 (42)" in run.stdout
@@ -44,7 +44,7 @@ def test_a_template_in_a_comment_is_not_asked_for(tmp_path):
 @pytest.mark.parametrize("value", ["NUM_LABELS", "=21", "NUM LABELS=21"])
 def test_a_malformed_define_is_refused(tmp_path, value):
     (tmp_path / "net.prototxt").write_text(TEMPLATE)
-    run = run_protoaudit("net.prototxt", "--define", value, cwd=tmp_path)
+    run = run_in_process("net.prototxt", "--define", value, cwd=tmp_path)
     assert run.returncode == 2
     assert run.stderr.startswith(f"protoaudit: --define '{value}' is not NAME=VALUE")
 
@@ -62,7 +62,7 @@ def test_fork_names_the_schema(tmp_path):
     # that reads it and knows BN (caffe-enet reads it too, but descends from caffe-segnet)
     path.write_text(NET_WITH_BN.replace('top: "bn" }', 'top: "bn" bn_param { scale_filler { value: 1 } } }'))
     assert load.load(str(path)).schema.name == "segnet"
-    run = run_protoaudit("net.prototxt", "--fork", "nosuchfork", cwd=tmp_path)
+    run = run_in_process("net.prototxt", "--fork", "nosuchfork", cwd=tmp_path)
     assert run.returncode == 2
     assert run.stderr.startswith("protoaudit: --fork nosuchfork: protoaudit knows bvlc, segnet")
     path.write_text(NET_WITH_BN)

@@ -13,7 +13,7 @@ import pytest
 from google.protobuf import text_format
 
 import logparse
-from conftest import DATA, run_protoaudit
+from conftest import DATA, run_in_process
 from protoaudit.read import load
 from protoaudit.audit import build_nets
 from protoaudit.errors import InputError
@@ -357,7 +357,7 @@ def test_an_unfixable_legacy_net_exits_2_naming_file_line_and_layer(tmp_path):
     path = tmp_path / "bad.prototxt"
     path.write_text('name: "x"\ninput: "data"\nlayers {\n  layer { name: "odd" type: "sparkle" }\n'
                     '  bottom: "data"\n  top: "y"\n}\n')
-    run = run_protoaudit(path)
+    run = run_in_process(path)
     assert run.returncode == 2
     assert f"{path}:3: layer 'odd': unknown V0 layer type 'sparkle'" in run.stderr
     assert "Traceback" not in run.stderr
@@ -458,7 +458,7 @@ def test_legacy_lenet_gives_the_2014_logs_shapes(net_file):
     Caffe then logged 4-D blobs (a label was 64 1 1 1), so shapes are compared by element count."""
     with open(os.path.join(LEGACY, "bvlc_doc_solver_md_lenet_snippet.log")) as f:
         logged = _log_layers(f.read())
-    run = run_protoaudit(os.path.join(DATA, net_file), "--caffe-log", "--phase", "train",
+    run = run_in_process(os.path.join(DATA, net_file), "--caffe-log", "--phase", "train",
                          "--input", "data=64x1x28x28")
     assert run.returncode == 0, run.stderr
     got = _log_layers(run.stdout)

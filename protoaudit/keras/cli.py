@@ -7,6 +7,7 @@ import json
 import os
 
 from ..errors import InputError
+from ..read import special
 
 KERAS_EXTENSIONS = (".keras", ".h5", ".hdf5")
 
@@ -16,6 +17,8 @@ def is_keras_file(path):
     path = os.fspath(path)
     if path.lower().endswith(KERAS_EXTENSIONS):
         return True
+    if special.kind(path) is not None:  # a pipe would be waited on; the Caffe reader refuses it
+        return False
     try:
         with open(path, "rb") as f:
             head = f.read(4096)

@@ -1,4 +1,4 @@
-"""`--format json`: the audit's facts, machine-readable. The schema is documented in the README and
+"""`--format json`: the audit's facts, machine-readable. The schema is documented in docs/reports.md and
 kept stable: fields may be added, never renamed or removed."""
 import json
 

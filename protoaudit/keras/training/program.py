@@ -3,9 +3,12 @@
 The step is `train_on_batch`'s traced function: the forward pass in the model's order, the loss,
 the backward pass in reverse (a layer's gradient ops only where a trainable weight lies at or
 upstream of it: a frozen base runs no backward and keeps none of its activations), then the
-optimizer's updates. Each layer's ops and what their gradients keep are its rule's (rules.py); the
-optimizer's are optimizers.py's. A tensor lives until its last reader, as TensorFlow's executor
-frees it; an op may write into an input it reads last (buffer forwarding).
+optimizer's updates. TensorFlow's executor runs the chain of input gradients first and the
+weight gradients of Dense (and, in tf_keras, Conv) layers, with their updates, after it (rules.py's
+`weight_gradients_late`): their inputs and output gradients live until then. Each layer's ops and
+what their gradients keep are its rule's (rules.py); the optimizer's are optimizers.py's. A tensor
+lives until its last reader, as TensorFlow's executor frees it; an op may write into an input it
+reads last (buffer forwarding).
 """
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -41,6 +44,8 @@ class StepBuilder:
         self.applied = set()  # weight gradient buffers already applied (streamed updates)
         self.shared_layers = {}  # id(layer) -> True for a layer called more than once
         self._weights = {}
+        self.defer = None  # (group, every op?): weight-gradient ops (or every op) made now run after the chain
+        self.deferred = {}  # step index -> group: steps that run after the input-gradient chain
 
     def weights_of(self, node):
         """The layer's variables (Weight), as build() made them."""
@@ -59,7 +64,10 @@ class StepBuilder:
         for k in forward:
             for r in reads:
                 pairs.append((k, r))
-        return self.prog.step(label, reads, made, scratch, pairs)
+        made_ids = self.prog.step(label, reads, made, scratch, pairs)
+        if self.defer is not None and (kind == "weight gradient" or self.defer[1]):
+            self.deferred[len(self.prog.steps) - 1] = self.defer[0]
+        return made_ids
 
     def one(self, label, reads=(), size=0, scratch=0, forward=False, kind="activation"):
         return self.op(label, reads, [size], scratch, (0,) if forward else (), kind)[0]
@@ -115,7 +123,9 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
         if trainable_up.get(id(t)):
             grads[id(t)].append(losses.loss_ops(s, t, ids[id(t)], loss))
     weight_grads = []  # (layer, Weight, buffer id) in the order they are made
-    for node in reversed(graph.nodes):
+    start = len(prog.steps)
+    last = set()  # layers that hand no gradient on (the first trainable ones): their group runs last
+    for k, node in reversed(list(enumerate(graph.nodes))):
         rule, keep, own, up = saved[id(node)]
         if not up:
             continue
@@ -123,15 +133,34 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
         if all(d is None for d in dys):
             continue
         need = [trainable_up.get(id(t), False) for t in node.inputs]
+        later = rule.grads_late(flavour, node)
+        s.defer = (k, False) if later else None
+        if not any(need):
+            last.add(k)
         dxs, dws = rule.backward(s, node, keep, dys, need)
         for t, dx in zip(node.inputs, dxs):
             if dx is not None and trainable_up.get(id(t), False):
                 grads[id(t)].append(dx)
+        s.defer = (k, True) if later else None
         for w, g in dws:
             weight_grads.append((node.layer, w, g))
-            optimizers.after_gradient(s, node.layer, w, g, optimizer, read_later=any(need))
+            optimizers.after_gradient(s, node.layer, w, g, optimizer, read_later=any(need) and not later)
+        s.defer = None
+    _weight_gradients_after_chain(s, start, last)
     optimizers.apply(s, weight_grads, optimizer)
     return step
+
+
+def _weight_gradients_after_chain(s, start, last):
+    """Move the deferred layers' weight gradients and updates (steps from `start` on) after the
+    input-gradient chain, as TensorFlow's executor runs them (traced, tf_keras: small CNN, a CNN like
+    seed 002's, VGG16): layer by layer in forward order, the layers that hand no gradient on last."""
+    steps = s.prog.steps
+    chain, groups = [], defaultdict(list)
+    for i in range(start, len(steps)):
+        (groups[s.deferred[i]] if i in s.deferred else chain).append(i)
+    moved = [i for g in sorted(groups, key=lambda g: (g in last, g)) for i in groups[g]]
+    steps[start:] = [steps[i] for i in chain + moved]
 
 
 def _summed(s, parts, tensor):

