@@ -189,7 +189,7 @@ def test_a_check_that_fails_on_an_assumed_size_says_so(tmp_path):
             + 'layer { name: "p" type: "Pooling" bottom: "data" top: "p" '
               'pooling_param { pool: MAX kernel_size: 3 stride: 2 } }\n'
             + 'layer { name: "cat" type: "Concat" bottom: "c" bottom: "p" top: "cat" }\n')
-    r = run_protoaudit(net_file(tmp_path, text))
+    r = run_in_process(net_file(tmp_path, text))
     assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
     assert "layer 'cat'" in r.stderr and "Caffe stops here too" not in r.stderr
     assert "assumed" in r.stderr and "--input data=2x3x600x1000" in r.stderr
