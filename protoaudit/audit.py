@@ -8,7 +8,7 @@ from .collector import paused
 from .errors import InputError
 from .memory.buffers import Buffer, device_bytes, forget_touches, host_objects, net_buffers, runs_backward
 from .memory.host import draws_random
-from .layers.base import MissingShape
+from .layers.base import Assumption, MissingShape
 from .net.build import Rebuild, ShapesNeeded, build, rebatched
 from .read.glog import is_log_file
 from .net.netstate import make_state
@@ -134,7 +134,7 @@ def _counted(buffers, cpu):
 @paused
 def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, schema=None, freeze=(),
                test_batch=None, keep_test_batch=False, as_test=False, root=None, defines=None, log=None, shapes=None,
-               batched_only=False, specs=None):
+               batched_only=False, specs=None, strict=False):
     """Every net the file stands for (one for a net file, train then tests for a solver), built.
     `batch` is the train (or only) net's, `test_batch` a solver's test nets'; with
     `keep_test_batch`, a test net's --input shapes keep the batch its file gives (it runs beside its
@@ -148,7 +148,9 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     given as `path` brings its own). `shapes` names a shapes file (protoaudit.read.sidecar; None:
     the one beside `path`, if any; False: none); `inputs` win over it. Each net's `batched` says
     whether `batch` sets its batch (the train or only net); `batched_only` builds those alone.
-    `specs`: the file's NetSpecs as net_specs gives them for these options, when the caller has them."""
+    `specs`: the file's NetSpecs as net_specs gives them for these options, when the caller has them.
+    `strict` (--strict) refuses a field no shipped schema has, which is otherwise read past where it
+    cannot change a figure (protoaudit.read.lenient) and listed with the net's assumptions."""
     inputs = {**declared_shapes(path, shapes), **(inputs or {})}
     phase = phase.upper() if phase else None
     if phase not in (None, "TRAIN", "TEST"):
@@ -157,11 +159,15 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     log, log_from = _log_shapes(log)
     nets, needed = [], None
     if specs is None:
-        specs = net_specs(path, phase=phase, stages=stages, level=level, schema=schema, root=root, defines=defines)
+        specs = net_specs(path, phase=phase, stages=stages, level=level, schema=schema, root=root, defines=defines,
+                          strict=strict)
     for spec in specs:
         is_test = spec.role == "test" or as_test
         if batched_only and is_test:
             continue
+        for skipped in spec.skipped:  # a field a data layer's shape could read: its tops must be given
+            if skipped.why is None and not all(t in inputs for t in skipped.tops):
+                raise skipped.refusal(spec.path)
         logged = dict(spec.shapes)
         if log is not None:
             logged.update(log.get(spec.phase, {}))
@@ -187,6 +193,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
             # is the TEST net alone; Caffe never builds a TRAIN net from it
             spec.state.phase = _TEST
             net = build(spec.param, spec.state, **options, read=spec.read)
+        net.assumptions.extend(Assumption(*skipped.assumption()) for skipped in spec.skipped)
         values = (spec.role, not is_test, spec.solver, frozen, spec.own_phase, spec.schema.name)
         for name, value in zip(_BUILT_AS, values):
             setattr(net, name, value)
@@ -266,7 +273,7 @@ def _check_choice(name, value, choices):
 @paused
 def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, test_batch=None,
           mode="gpu", engine="caffe", solver_type=None, inference=False, context=None, schema=None,
-          compare_engines=True, freeze=(), root=None, defines=None, log=None, shapes=None):
+          compare_engines=True, freeze=(), root=None, defines=None, log=None, shapes=None, strict=False):
     """Audit `path` (a net or solver prototxt) as Caffe would run it.
 
     A net file stands for what `caffe train` holds at once: its TRAIN net (forward, backward, the
@@ -280,14 +287,14 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
     templates (--define NAME=VALUE). `path` may be a Caffe log (the nets it initialised, with the
     data shapes it logged); `log` is a log of a run of the file's nets, for its data shapes.
     `shapes` names a shapes file of --input shapes (None: the net's own `NET.prototxt.shapes`, if
-    there is one; False: none).
+    there is one; False: none). `strict` refuses fields no shipped schema has (see build_nets).
     """
     _check_choice("mode", mode, MODES)
     _check_choice("engine", engine, ENGINES)
     if mode == "cpu":
         engine = "caffe"  # Caffe's CPU code has no cuDNN
     options = dict(phase=phase, stages=stages, level=level, inputs=inputs, batch=batch, test_batch=test_batch,
-                   schema=schema, freeze=freeze, root=root, defines=defines, log=log, shapes=shapes)
+                   schema=schema, freeze=freeze, root=root, defines=defines, log=log, shapes=shapes, strict=strict)
     run = dict(mode=mode, engine=engine, solver_type=solver_type, inference=inference, context=context)
     result = _assess(path, _nets_to_audit(path, inference, options), compare_engines=compare_engines, **run)
     result.again = (options, run)
@@ -484,7 +491,7 @@ def _same_params(a, b):
 
 def _nets_to_audit(path, inference, options):
     """The nets an audit holds; `options` are build_nets' (phase, stages, level, inputs, batch,
-    test_batch, schema, freeze, root, defines, log, shapes)."""
+    test_batch, schema, freeze, root, defines, log, shapes, strict)."""
     phase = options["phase"]
     if inference:
         return build_nets(path, **{**options, "phase": phase or "TEST", "test_batch": None})[:1]
@@ -492,7 +499,7 @@ def _nets_to_audit(path, inference, options):
     needed = test = specs = tests = None
     if phase is None:  # a net file's TEST net is read from the same message (built again in the TEST state)
         specs = net_specs(path, stages=options["stages"], level=options["level"], schema=options["schema"],
-                          root=options["root"], defines=options["defines"])
+                          root=options["root"], defines=options["defines"], strict=options["strict"])
         if len(specs) == 1 and specs[0].role == "net" and not specs[0].own_phase:
             tests = [replace(specs[0], state=make_state(specs[0].param, "TEST", options["stages"], options["level"]))]
     try:
@@ -503,7 +510,9 @@ def _nets_to_audit(path, inference, options):
         # the file's TEST net, beside its TRAIN net: --input shapes take the file's test batch
         # (a file whose own state sets the phase, as Caffe prints a net it built, is that net alone)
         try:
-            test = build_nets(path, phase="TEST", **common, keep_test_batch=True, as_test=True, specs=tests)[0]
+            # (a solver's TEST nets are its own test nets, built above: none here)
+            test = next(iter(build_nets(path, phase="TEST", **common, keep_test_batch=True, as_test=True,
+                                        specs=tests)), None)
         except ShapesNeeded as e:  # one message for every net's missing shapes
             needed = e if needed is None else needed.merged(e)
         except InputError:
@@ -525,7 +534,7 @@ def _nets_to_audit(path, inference, options):
 def _feeds_phase(path, options, phase):
     """Whether a net file has a data source in `phase` (see feeds)."""
     spec = net_specs(path, phase=phase, stages=options["stages"], level=options["level"], schema=options["schema"],
-                     root=options["root"], defines=options["defines"])[0]
+                     root=options["root"], defines=options["defines"], strict=options["strict"])[0]
     return feeds(spec.param, spec.state)
 
 

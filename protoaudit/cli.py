@@ -131,6 +131,9 @@ def _common(p, formats=True):
     p.add_argument("--caffe-proto", metavar="FILE",
                    help="your Caffe's own caffe.proto (a fork protoaudit does not ship): the files are read with it "
                    "(needs pip install 'protoaudit[caffe-proto]')")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse a file with a field no shipped caffe.proto has, even where it cannot change a "
+                   "figure (by default such fields are read past and listed as assumptions)")
     p.add_argument("--log", metavar="LOG",
                    help="a Caffe log of a run of this net: its data layers' shapes are taken from it")
     p.add_argument("--optimizer", metavar="NAME",
@@ -161,7 +164,7 @@ def _options(args):
     return dict(phase=args.phase, stages=args.stage, level=args.level, test_batch=args.test_batch,
                 mode=args.mode, engine=args.engine, solver_type=args.solver_type, inference=args.inference,
                 context=args.context, root=args.root, schema=_schema(args), defines=parse_defines(args.define),
-                log=args.log, shapes=getattr(args, "shapes", None))
+                log=args.log, shapes=getattr(args, "shapes", None), strict=args.strict)
 
 
 def _schema(args):
@@ -195,7 +198,8 @@ def _audit(args):
 
         for net in build_nets(args.path, phase=args.phase, stages=args.stage, level=args.level,
                               inputs=inputs, batch=args.batch, root=args.root, schema=_schema(args),
-                              defines=parse_defines(args.define), log=args.log, shapes=args.shapes):
+                              defines=parse_defines(args.define), log=args.log, shapes=args.shapes,
+                              strict=args.strict):
             print("\n".join(_report("caffelog").caffe_log(net)))
         return EXIT_FITS
     if args.plot:  # matplotlib is imported only here; a missing one is refused before the audit

@@ -262,6 +262,18 @@ def test_solver_naming_a_missing_net(cli, tmp_path):
     says_what_to_do(msg)
 
 
+def test_solver_of_a_train_net_alone_whose_data_is_missing(cli, tmp_path):
+    """A solver with no test net whose train net needs a shape: the data layer's one message, not a crash."""
+    write(tmp_path, "n.prototxt", 'name: "n"\nlayer { name: "data" type: "Data" top: "data" top: "label"\n'
+          '  data_param { source: "missing_lmdb" batch_size: 4 backend: LMDB } }\n'
+          'layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 2 } }\n')
+    write(tmp_path, "solver.prototxt", 'net: "n.prototxt"\n')
+    msg = refused(cli("solver.prototxt"))
+    assert msg.startswith("protoaudit: n.prototxt:2: layer 'data': ")
+    assert "'missing_lmdb'" in msg and "--input data=4xCxHxW" in msg
+    says_what_to_do(msg)
+
+
 def test_absurd_input_size(cli, tmp_path):
     write(tmp_path, "net.prototxt", NET)
     msg = refused(cli("net.prototxt", "--input", "data=100000x3x100000x100000"))

@@ -28,8 +28,13 @@ def users_fork(tmp_path):
 
 def test_a_users_fork_reads_its_own_fields(tmp_path):
     users_fork(tmp_path)
-    refused = run_in_process("net.prototxt", "--input", "odd=2x3x8x8", cwd=tmp_path)
+    refused = run_in_process("net.prototxt", "--input", "odd=2x3x8x8", "--strict", cwd=tmp_path)
     assert refused.returncode == 2 and 'no field named "my_param"' in refused.stderr
+    # without --strict the field is read past, as the tops of its layer (a type none knows) are given
+    read_past = run_in_process("net.prototxt", "--input", "odd=2x3x8x8", "--format", "json", cwd=tmp_path)
+    assert read_past.returncode == 0, read_past.stderr
+    assert [(a["layer"], a["assumption"].split(" (")[0]) for a in json.loads(read_past.stdout)["assumptions"]] == [
+        ("odd", "LayerParameter.my_param")]
     run = run_in_process("net.prototxt", "--caffe-proto", "caffe.proto", "--input", "odd=2x3x8x8", "--format", "json",
                          cwd=tmp_path)
     assert run.returncode == 0, run.stderr

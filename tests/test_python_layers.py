@@ -149,6 +149,52 @@ def test_anchor_scales_from_param_str(tmp_path):
     assert blobs["labels"] == (1, 1, 90, 12)
 
 
+def test_anchor_ratios_from_param_str_as_pva_faster_rcnn_reads_them(tmp_path):
+    """pva-faster-rcnn's AnchorTargetLayer reads 'ratios' as well as 'scales' (sanghoon/pva-faster-rcnn
+    lib/rpn/anchor_target_layer.py:28-30); PVANet's train.prototxt:6453 gives 7 ratios and 6 scales:
+    7 x 6 = 42 anchors (generate_anchors.py: one per ratio and scale), labels 1x1x(42*10)x12, targets
+    1x(4*42)x10x12."""
+    pva = "{'feat_stride': 16, 'ratios': [0.333, 0.5, 0.667, 1, 1.5, 2, 3], 'scales': [2, 3, 5, 9, 16, 32]}"
+    blobs, _ = shapes(net_file(tmp_path, RPN % pva))
+    assert blobs["labels"] == (1, 1, 420, 12) and blobs["targets"] == (1, 168, 10, 12)
+
+
+ORIGINAL_FAST_RCNN = """
+layer { name: "data" type: "Python" top: "data" top: "rois" top: "labels" top: "bbox_targets"
+  top: "bbox_loss_weights"
+  python_param { module: "roi_data_layer.layer" layer: "RoIDataLayer" param_str: "'num_classes': 21" } }
+"""
+
+
+def test_original_fast_rcnn_data_layer_by_hand(tmp_path):
+    """The original Fast R-CNN's RoIDataLayer (rbgirshick/fast-rcnn lib/roi_data_layer/layer.py:76-104,
+    the data layer of its models/*/train.prototxt) makes 5 tops: with cfg.TRAIN.BBOX_REG,
+    bbox_targets and bbox_loss_weights, (R, 4 * num_classes) each (minibatch.py:34-35). Its config
+    (fast_rcnn/config.py:38-47) is py-faster-rcnn's: 2 images of at most 600x1000, 128 RoIs."""
+    blobs, net = shapes(net_file(tmp_path, ORIGINAL_FAST_RCNN))
+    assert blobs["data"] == (2, 3, 600, 1000)
+    assert blobs["rois"] == (128, 5) and blobs["labels"] == (128,)
+    assert blobs["bbox_targets"] == blobs["bbox_loss_weights"] == (128, 84)  # 4 * 21 classes
+    assert any("original Fast R-CNN" in a.what for a in net.assumptions)
+
+
+def test_a_check_that_fails_on_an_assumed_size_says_so(tmp_path):
+    """A Concat of a convolution and a pooling that disagree at the assumed 600x1000: both 3x3, stride
+    2, no padding, but a convolution rounds down, (600 - 3) // 2 + 1 = 299, and a pooling up,
+    ceil((600 - 3) / 2) + 1 = 300 (Caffe's conv_layer.cpp and pooling_layer.cpp): the refusal names
+    the size protoaudit assumed and the flag that gives the real one."""
+    text = (ORIGINAL_FAST_RCNN
+            + 'layer { name: "c" type: "Convolution" bottom: "data" top: "c" '
+              'convolution_param { num_output: 2 kernel_size: 3 stride: 2 } }\n'
+            + 'layer { name: "p" type: "Pooling" bottom: "data" top: "p" '
+              'pooling_param { pool: MAX kernel_size: 3 stride: 2 } }\n'
+            + 'layer { name: "cat" type: "Concat" bottom: "c" bottom: "p" top: "cat" }\n')
+    r = run_in_process(net_file(tmp_path, text))
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert "layer 'cat'" in r.stderr and "Caffe stops here too" not in r.stderr
+    assert "assumed" in r.stderr and "--input data=2x3x600x1000" in r.stderr
+
+
 def test_bad_param_str_is_one_clear_error(tmp_path):
     with pytest.raises(InputError, match="not YAML"):
         build_nets(net_file(tmp_path, RPN % "'feat_stride': [16"))

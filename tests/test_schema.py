@@ -63,7 +63,7 @@ def test_unknown_type_names_the_caffe_that_read_the_net_in_one_clause(schema):
 
     from protoaudit.net.build import _unknown_type
 
-    layer = SimpleNamespace(type="Qzxv", name="odd", top=["q"])
+    layer = SimpleNamespace(type="Qzxv", name="odd", top=["q"], ListFields=list)  # (a LayerParameter's)
     message = _unknown_type(layer, schema).message
     said = described(schema)
     assert message.startswith(f"unknown layer type 'Qzxv': protoaudit has no rule for it in {said}; ")

@@ -98,6 +98,9 @@ class Assumption(NamedTuple):
     override: str  # the flag that replaces the guess: "--input data=64x1x227x227"
 
 
+NET_INPUT = "(net input)"  # ShapeOrigin.layer of a net-level input (input: with input_dim or input_shape)
+
+
 class ShapeOrigin(NamedTuple):
     """Where a data source's top shape came from, for the report."""
 

@@ -151,7 +151,7 @@ TRAIN_MAX_SIZE = 1000  # config.py:41: the longest side at most
 IMS_PER_BATCH = 2  # config.py:44; faster_rcnn_end2end.yml:4 sets 1 (an RPN net: one image, minibatch.py:34-35)
 ROI_BATCH = 128  # config.py:47 __C.TRAIN.BATCH_SIZE: RoIs per minibatch
 POST_NMS_TOP_N = {"TRAIN": 2000, "TEST": 300}  # config.py:116 and :162
-ANCHOR_RATIOS = 3  # generate_anchors.py:37 ratios=[0.5, 1, 2]
+ANCHOR_RATIOS = (0.5, 1, 2)  # generate_anchors.py:37, pva-faster-rcnn's anchor_target_layer.py:29 default 'ratios'
 ANCHOR_SCALES = (8, 16, 32)  # anchor_target_layer.py:28, proposal_layer.py:29 default 'scales'
 GT_BOXES = 64  # ground-truth boxes of one image: the blob keeps room for the most any image has
 
@@ -165,7 +165,9 @@ class RoIDataLayer(Known):
     layer.py:100-107): data, im_info (1, 3) and gt_boxes (G, 5) (minibatch.py:38-44). Without
     (Fast R-CNN, 6 tops with BBOX_REG, layer.py:108-137): data, rois (R, 5), labels (R,) and
     bbox_targets/inside/outside weights (R, 4 * num_classes), R = TRAIN.BATCH_SIZE RoIs in all
-    (minibatch.py:25, 47-79). Forward reshapes every top to its minibatch (layer.py:146-151): the
+    (minibatch.py:25, 47-79). The original Fast R-CNN's (rbgirshick/fast-rcnn lib/roi_data_layer/
+    layer.py:83-104, minibatch.py:32-63) makes 5: bbox_targets and bbox_loss_weights (R, 4 * num_classes),
+    with the same configuration (config.py:38-47). Forward reshapes every top to its minibatch (layer.py:146-151): the
     blobs keep the largest, which these defaults are; the image blob holds IMS_PER_BATCH images
     padded to the largest (utils/blob.py:18-20)."""
 
@@ -183,28 +185,35 @@ class RoIDataLayer(Known):
             image = (1, 3, TRAIN_MAX_SCALE, TRAIN_MAX_SIZE)
             return [image, (1, 3), (GT_BOXES, 5)], (
                 f"3 tops: cfg.TRAIN.HAS_RPN, one image ({IMAGE}), room for {GT_BOXES} ground-truth boxes")
-        if n == 6:
+        if n in (5, 6):  # 5: the original Fast R-CNN's (rbgirshick/fast-rcnn), bbox_targets and bbox_loss_weights
             image = (IMS_PER_BATCH, 3, TRAIN_MAX_SCALE, TRAIN_MAX_SIZE)
             shapes = [image, (ROI_BATCH, 5), (ROI_BATCH,)] + [(ROI_BATCH, 4 * classes)] * (n - 3)
-            return shapes, (f"6 tops: Fast R-CNN with bounding-box regression, {IMS_PER_BATCH} images of "
+            whose = "Fast R-CNN" if n == 6 else "the original Fast R-CNN (rbgirshick/fast-rcnn)"
+            return shapes, (f"{n} tops: {whose} with bounding-box regression, {IMS_PER_BATCH} images of "
                             f"{IMAGE}, {ROI_BATCH} RoIs (cfg.TRAIN.BATCH_SIZE), {classes} classes")
-        self.fail(f"{self.source} makes 3 tops (data, im_info, gt_boxes with cfg.TRAIN.HAS_RPN) or 6 (data, rois, "
-                  f"labels and the three bbox blobs); {n} are named",
+        self.fail(f"{self.source} makes 3 tops (data, im_info, gt_boxes with cfg.TRAIN.HAS_RPN), 6 (data, rois, "
+                  f"labels and the three bbox blobs) or, in the original Fast R-CNN, 5 (two bbox blobs); {n} are named",
                   fix="declare its tops with --input if your configuration makes these")
 
 
 def anchors(layer, params):
-    scales = params.get("scales", ANCHOR_SCALES)
-    layer.check(isinstance(scales, (list, tuple)) and scales, "param_str 'scales' must be a list of anchor scales")
-    return ANCHOR_RATIOS * len(scales)
+    """Anchors per position: one per ratio and scale (generate_anchors.py:37-48). py-faster-rcnn
+    reads 'scales' from param_str (anchor_target_layer.py:28); pva-faster-rcnn's layers read
+    'ratios' too (sanghoon/pva-faster-rcnn lib/rpn/anchor_target_layer.py:28-30, proposal_layer.py:29-31)."""
+    counts = []
+    for key, default in (("ratios", ANCHOR_RATIOS), ("scales", ANCHOR_SCALES)):
+        value = params.get(key, default)
+        layer.check(isinstance(value, (list, tuple)) and value, f"param_str '{key}' must be a list of anchor {key}")
+        counts.append(len(value))
+    return counts[0] * counts[1]
 
 
 @known("rpn.anchor_target_layer", "AnchorTargetLayer")
 class AnchorTargetLayer(Known):
     """RPN training targets (lib/rpn/anchor_target_layer.py): for A anchors per position of the
     score map bottom 0 (H, W) (:51, :55), labels (1, 1, A*H, W) and bbox_targets, inside and outside
-    weights (1, 4A, H, W) each (:57-63, and forward :224-249). A is 3 ratios times the 'scales'
-    of param_str (generate_anchors.py:37, anchor_target_layer.py:28-30)."""
+    weights (1, 4A, H, W) each (:57-63, and forward :224-249). A is the ratios times the scales
+    of param_str (see anchors)."""
 
     tops = 4
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from .. import layers as _layers  # noqa: F401  (registers every layer type)
 from ..errors import InputError, closest
-from ..layers.base import REGISTRY, Context, MissingShape, count, fork_layers
+from ..layers.base import NET_INPUT, REGISTRY, Context, MissingShape, ShapeOrigin, count, fork_layers
 from ..layers.data import Declared
 from ..options import INT_MAX, MAX_AXES
 from ..records import RECORD
@@ -157,8 +157,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
         except MissingShape as m:
             builder.missing(lp, line, m)
         except InputError as e:
-            if e.fix is None:  # a layer's own CHECK: say what stands behind it
-                e.fix = f"Caffe stops here too: fix this {lp.type} layer's parameters or the layers that feed it"
+            e.fix = _behind_check(builder.ctx, lp, e.fix)  # a layer's own CHECK: say what stands behind it
             raise e.located(file=path, line=line, layer=lp.name) from None
     if builder.needs:
         raise ShapesNeeded(builder.needs, path)
@@ -187,6 +186,20 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
 
 class Rebuild(Exception):
     """A net `rebatched` cannot make again from the built one: build it from its file."""
+
+
+def _behind_check(ctx, lp, fix):
+    """What stands behind a layer's failed CHECK, after the layer's own `fix` (if any): a shape
+    protoaudit assumed for a data source (a Python data layer's defaults), which the user's real
+    sizes replace; else, with no fix of its own, the file itself."""
+    assumed = {o.layer for o in ctx.origins if o.source.startswith("assumed")}
+    guesses = [a for a in ctx.assumptions if a.layer in assumed]
+    if not guesses:
+        return fix or f"Caffe stops here too: fix this {lp.type} layer's parameters or the layers that feed it"
+    said = "; ".join(f"layer '{a.layer}': {a.what}" for a in guesses)
+    flags = "; ".join(a.override for a in guesses)
+    return ((f"{fix}; but first: " if fix else "") + f"the shapes here follow from a size protoaudit assumed, not "
+            f"from the file ({said}); give the size your data has: {flags}")
 
 
 def rebatched(net, batch):
@@ -344,6 +357,14 @@ class _Builder:
                 first = in_file[0]
             if first is not None and shape:
                 shape = (first,) + shape[1:]
+            if shape:  # the report's "Data shape:" line, as a data layer's top has
+                if name in self.ctx.inputs:
+                    source = self.ctx.input_sources.get(name, "--input")
+                else:
+                    source = "the net's " + ("input_dim" if net.input_dim else "input_shape")
+                    if in_file and shape[0] != in_file[0]:
+                        source += f", batch {shape[0]} from --batch"
+                self.ctx.origins.append(ShapeOrigin(NET_INPUT, name, shape, source))
             blob = self.new_blob(name, shape, -1)
             self.by_name[name] = blob.index
             self.available.add(name)
@@ -672,19 +693,25 @@ def _typo(lp, schema):
     """An unknown layer type that is a known one misspelt: the error says which, and no more (its
     tops declared with --input would only hide the typo). None where no type is near."""
     from ..layers import suggest
+    from ..read.whose import fork_of
 
-    hint = suggest(lp.type, schema)
+    hint = None if fork_of(lp) else suggest(lp.type, schema)  # (a fork's type is no misspelling)
     return InputError(f"unknown layer type '{lp.type}'", layer=lp.name, fix=f"did you mean '{hint}'?") if hint else None
 
 
 def _unknown_type(lp, schema):
     from ..read.schema import USER_PREFIX, described
+    from ..read.whose import fork_of
 
-    # the schema's description ends the clause, whatever its length or parentheses
-    message = f"unknown layer type '{lp.type}': protoaudit has no rule for it in {described(schema)}; "
-    if not schema.startswith(USER_PREFIX):
-        message += "a fork's own caffe.proto (--caffe-proto) reads its fields, and "
-    message += "declaring its tops audits the rest of the net around it"
+    fork = fork_of(lp)
+    if fork:
+        message = f"unknown layer type '{lp.type}': most likely a layer of {fork}, which protoaudit has no rule for"
+    else:
+        # the schema's description ends the clause, whatever its length or parentheses
+        message = f"unknown layer type '{lp.type}': protoaudit has no rule for it in {described(schema)}; "
+        if not schema.startswith(USER_PREFIX):
+            message += "a fork's own caffe.proto (--caffe-proto) reads its fields, and "
+        message += "declaring its tops audits the rest of the net around it"
     tops = ", ".join(f"--input {t}=NxCxHxW" for t in lp.top) or "--input TOP=NxCxHxW"
     return InputError(message, layer=lp.name, fix=f"declare its tops ({tops}) to audit the rest of the net around it")
 

@@ -12,6 +12,7 @@ from google.protobuf import text_format
 
 from ..errors import InputError, closest
 from . import special
+from . import lenient, whose
 from .schema import FORKS, SCHEMA_NAMES, USER_PREFIX, ancestors, described, load_schema
 from .tokens import Text, has_tokens, parse
 
@@ -48,6 +49,7 @@ class Source(NamedTuple):
     schema: object
     text: str
     layer_lines: dict  # see layer_lines
+    skipped: tuple = ()  # protoaudit.read.lenient.Skipped: fields no shipped schema has, read past
 
 
 def read_text(path):
@@ -227,23 +229,24 @@ def _embedded_nets(solver):
     yield from solver.test_net_param
 
 
-def load(path, schema_name=None, defines=None):
+def load(path, schema_name=None, defines=None, strict=False):
     """Read `path` as a net or a solver, choosing the schema (BVLC, else the fork it needs), with
-    `${NAME}` templates replaced by `defines` (--define NAME=VALUE)."""
+    `${NAME}` templates replaced by `defines` (--define NAME=VALUE). Unless `strict`, a file no
+    schema reads is read past fields none has, where they cannot change a figure (lenient)."""
     if schema_name is not None and schema_name not in SCHEMA_NAMES and not schema_name.startswith(USER_PREFIX):
         raise InputError(f"--fork {schema_name}: protoaudit knows {', '.join(SCHEMA_NAMES)}",
                          fix="or give your fork's caffe.proto with --caffe-proto")
     text = substitute(read_text(path), defines or {}, path)
-    kind, data, schema, lines = _read(path, text, schema_name)
-    return Source(path, kind, _message(schema, kind, data), schema, text, lines)
+    kind, data, schema, lines, skipped = _read(path, text, schema_name, strict)
+    return Source(path, kind, _message(schema, kind, data), schema, text, lines, skipped)
 
 
-def load_text(text, path, first_line=1, schema_name=None, defines=None):
+def load_text(text, path, first_line=1, schema_name=None, defines=None, strict=False):
     """A net or solver printed inside another file (a Caffe log), read as `load` reads a file;
     its lines keep their numbers in that file, for error messages."""
     padded = "\n" * (first_line - 1) + substitute(text, defines or {}, path)
-    kind, data, schema, lines = _read(path, padded, schema_name)
-    return Source(path, kind, _message(schema, kind, data), schema, padded, lines)
+    kind, data, schema, lines, skipped = _read(path, padded, schema_name, strict)
+    return Source(path, kind, _message(schema, kind, data), schema, padded, lines, skipped)
 
 
 def _message(schema, kind, data):
@@ -255,29 +258,29 @@ READINGS = {}  # (path, length and hash of the text, schema name) -> _read's rea
 MAX_READINGS = 8
 
 
-def _read(path, raw, schema_name):
+def _read(path, raw, schema_name, strict):
     """_reading, kept by the text's hash (an audit, its test net and a batch search all read the
     same file) with the message serialized (a tenth of the message's memory, and read back faster
     than a message is copied) and only the layers' lines of the outline: a 100,000-layer file's
     text and outline held for the whole audit would be 50 MB. The cache lives in one process, so
     Python's own string hash (64 bits, salted anew in every process) keys it: a digest from
     hashlib would cost every start its import (OpenSSL's library loaded, 5-10 ms)."""
-    key = (path, len(raw), hash(raw), schema_name)
+    key = (path, len(raw), hash(raw), schema_name, strict)
     reading = READINGS.pop(key, None)
     if reading is None:
-        kind, message, schema, lines = _reading(path, raw, schema_name)
-        reading = kind, message.SerializeToString(), schema, lines
+        kind, message, schema, lines, *skipped = _reading(path, raw, schema_name, strict)
+        reading = kind, message.SerializeToString(), schema, lines, tuple(skipped[0] if skipped else ())
     READINGS[key] = reading  # the newest last
     while len(READINGS) > MAX_READINGS:
         READINGS.pop(next(iter(READINGS)), None)
     return reading
 
 
-def _reading(path, raw, schema_name):
+def _reading(path, raw, schema_name, strict=True):
     """Read the text with the schema asked for, else choose: BVLC's when it reads the file and
     knows every layer type the file names; else the fork that does (several forks that would read
-    the file differently make it ambiguous); a file no schema reads gets the fault that came
-    furthest into it."""
+    the file differently make it ambiguous); a file no schema reads is read past fields none has
+    (unless `strict`: _past_unknown_fields), else gets the fault that came furthest into it."""
     text = Text(raw)  # its tokens, found once for every schema tried and the outline
     failures = []
     if schema_name:
@@ -297,7 +300,17 @@ def _reading(path, raw, schema_name):
     if not readings:
         if bvlc is not None:  # the layer registry will name the type no fork knows
             return bvlc + (_lines(text, bvlc[0], path),)
-        raise _parse_failure(path, text, failures)
+        listed = None if strict else lenient.without_id_lists(raw)
+        if listed is not None:
+            reading = _reading(path, listed[0], schema_name, strict)
+            earlier = reading[4] if len(reading) > 4 else ()
+            return reading[:4] + (earlier + tuple(s._replace(file=path) for s in listed[1]),)
+        unknown_field = any("has no field named" in str(e) for e, _, _ in failures)
+        skipping = _past_unknown_fields(path, text) if unknown_field and not strict else None
+        if skipping is None:
+            raise _parse_failure(path, text, failures)
+        reading, skipped = skipping
+        return reading + (_lines(text, reading[0], path), skipped)
     complete = [r for r in readings if _types_used(r[1], r[0], r[2].layers) <= _known_types(r[2].layers)
                 and _takes_its_bottoms(r)]
     chosen = _without_descendants(complete or readings)
@@ -317,6 +330,57 @@ def _takes_its_bottoms(reading):
         if cls is not None and cls.exact_bottoms is not None and len(layer.bottom) != cls.exact_bottoms:
             return False
     return True
+
+
+def _past_unknown_fields(path, text):
+    """((kind, message, schema), Skipped...) of the closest schema that reads the file past fields
+    no schema has: one that knows its layer types, then the fewest fields read past, BVLC's first
+    (a type none knows is then named as the registry names it); None where none reads it. A field
+    read past where a layer with bottoms could read it is refused here (see build_nets for data layers)."""
+    best, rank = None, None
+    for name in SCHEMA_NAMES:
+        schema = load_schema(name)
+        for kind in ("net", "solver"):
+            message = (schema.NetParameter if kind == "net" else schema.SolverParameter)()
+            skipped = lenient.parse_skipping(text.text, message)
+            if (skipped is None or _of_the_other_kind(skipped, schema, kind)
+                    or (schema.predates_v2 and any(net.layer for net in _nets_of(message, kind)))):
+                continue
+            ranked = (not _types_used(message, kind, schema.layers) <= _known_types(schema.layers), len(skipped))
+            if rank is None or ranked < rank:
+                best, rank = ((kind, message, schema), skipped), ranked
+    if best is None:
+        return None
+    (kind, message, schema), found = best
+    layers = {layer.name: (t, layer) for t, layer in _layers_used(message, kind, schema.layers)}
+    known = _known_types(schema.layers)
+    out = []
+    whole = _outline(text, path)  # (read whole: a layer's name may come after the field)
+    for field, holder, line in found:
+        block = layer_at(whole, line)
+        name = block.label if block is not None else ""
+        layer_type, layer = layers.get(name, ("", None))
+        unknown = layer_type and layer_type not in known
+        names = () if unknown else schema.message(holder).DESCRIPTOR.fields_by_name  # (for a misspelling)
+        skipped = lenient.judged(field, holder, line, name, layer_type, layer.top[:1] if layer else (),
+                                 names)._replace(file=path)
+        if unknown:  # the build names the type, or takes its tops from --input
+            out.append(skipped._replace(why=f"a {layer_type} layer, a type protoaudit has no rule for, is sized "
+                                            "from the tops --input gives it", tops=()))
+            continue
+        if skipped.near:
+            raise skipped._replace(tops=()).refusal(path)
+        if skipped.why is None and (layer is None or layer.bottom or not layer.top or holder == "LayerParameter"):
+            raise skipped._replace(tops=()).refusal(path)  # --input stands only for a data source's parameter
+        out.append(skipped)
+    return best[0], tuple(out)
+
+
+def _of_the_other_kind(skipped, schema, kind):
+    """Whether fields read past at the top are the other kind's (a net read as a solver)."""
+    other = schema.SolverParameter if kind == "net" else schema.NetParameter
+    top = "NetParameter" if kind == "net" else "SolverParameter"
+    return any(holder == top and field in other.DESCRIPTOR.fields_by_name for field, holder, _ in skipped)
 
 
 def _without_descendants(readings):
@@ -401,7 +465,8 @@ def _parse_failure(path, text, failures):
     detail = " ".join(detail.split())  # protobuf may quote the line it stopped in, newline included
     fix = _near(detail, load_schema(schema).pool) or _parse_fix(detail, _line_text(text.text, line))
     if schema != "bvlc" and ("has no field named" in detail or "should not have multiple" in detail):
-        detail = f"{detail.rstrip('.')} in the {schema} fork's caffe.proto, which read furthest of those protoaudit knows"
+        detail = (f"{detail.rstrip('.')}, nor has any caffe.proto protoaudit ships (the {schema} fork's read furthest "
+                  "into the file)")
     root = _outline(text, path, until=line) if line else None
     tokens, line_of = text.outline_tokens
     if root is not None and tokens and line >= line_of[-1] + 1:  # the fault is on the last line: the end
@@ -456,6 +521,8 @@ def _near(detail, pool):
         return None
     near = closest(value.group(2), known)
     if value.group(1).endswith(".LayerType"):  # a V1 net's `type: NAME`: dozens of them, not listed
+        if value.group(2) in whose.V1_TYPES:  # a fork's own type, no misspelling (_parse_fix names the fork)
+            return None
         return f"did you mean {near}?" if near else None
     hint = f"did you mean {near}? " if near else ""
     return f"{hint}{value.group(1).rsplit('.', 1)[-1]} is one of {', '.join(known)}"
@@ -468,8 +535,20 @@ def _parse_fix(detail, line_text):
     if "has no field named" in detail or "should not have multiple" in detail:
         return FORK_FIELD_FIX
     if "Enum type" in detail and "has no value named" in detail:
+        quoted = re.search(r"""\btype\s*:\s*["']([^"']*)["']""", line_text)
+        if "LayerType" in detail and quoted:  # a V2 type in a V1 block: Caffe's parser refuses it too
+            from .upgrade import V1_TYPES
+
+            enum = next((k for k, v in V1_TYPES.items() if v == quoted.group(1)), None)
+            return ("a `layers` block (V1) names its type with an enum, unquoted; a quoted type is a `layer` "
+                    "block's (V2), and Caffe refuses the file too: write " + (f"type: {enum}" if enum else
+                                                                            "the V1 enum name")
+                    + " in this block, or write the net with `layer` blocks")
         if "LayerType" in detail:  # a V1 net's `type: NAME`: a layer no schema protoaudit reads has
-            return "a layer type of another Caffe fork, which protoaudit cannot size: " + WAY_OUT
+            named = re.search(r"\btype\s*:\s*(\w+)", line_text)
+            fork = whose.V1_TYPES.get(named.group(1)) if named else None
+            return (f"most likely a layer type of {fork}" if fork else "a layer type of another Caffe fork") + (
+                ", which protoaudit cannot size: " + WAY_OUT)
         return "use one of the values caffe.proto lists for that field"
     if "out of range" in detail:
         return "use a value the field's type in caffe.proto holds (pad, kernel_size, stride... are unsigned)"

@@ -24,6 +24,7 @@ class NetSpec:
     shapes: dict = field(default_factory=dict)  # top -> shape Caffe logged (a log's data sources), under --input
     shapes_from: str = ""  # where those shapes were read
     read: dict = field(default_factory=dict, repr=False, compare=False)  # protoaudit.net.build's `read`, for param
+    skipped: tuple = ()  # protoaudit.read.lenient.Skipped: fields of its file (and its solver's) read past
 
     @property
     def phase(self):
@@ -38,28 +39,28 @@ def _upgraded(param, schema, path, lines):
         raise e.located(file=path) from None
 
 
-def net_specs(path, *, phase=None, stages=(), level=None, schema=None, root=None, defines=None):
+def net_specs(path, *, phase=None, stages=(), level=None, schema=None, root=None, defines=None, strict=False):
     """The nets a file stands for. A net file gives one net in `phase` (its own state's, else
     TRAIN); a Caffe log gives the nets it initialised. `schema` forces a schema (--fork),
-    `defines` fill ${NAME} templates (--define)."""
+    `defines` fill ${NAME} templates (--define); `strict` reads past no field (load.load)."""
     if is_log_file(path):
-        return _log_specs(path, phase, schema, defines)
-    src = loader.load(path, schema, defines)
+        return _log_specs(path, phase, schema, defines, strict)
+    src = loader.load(path, schema, defines, strict)
     if src.kind == "net":
         lines = _upgraded(src.message, src.schema, path, src.layer_lines[("", 0)])
         state = make_state(src.message, phase or file_phase(src.message), stages, level)
         return [NetSpec("net", src.message, state, src.schema, path, lines,
-                        own_phase=src.message.state.HasField("phase"))]
-    return _solver_specs(src, phase, stages, level, dict(root=root, schema=schema, defines=defines))
+                        own_phase=src.message.state.HasField("phase"), skipped=src.skipped)]
+    return _solver_specs(src, phase, stages, level, dict(root=root, schema=schema, defines=defines, strict=strict))
 
 
-def _log_specs(path, phase, schema, defines):
+def _log_specs(path, phase, schema, defines, strict=False):
     """The nets of a Caffe log's run, from the parameters Net::Init printed (already filtered for
     their NetState and upgraded), with the shapes Caffe logged for their data sources."""
     from . import caffe_log
 
     run = caffe_log.chosen_run(caffe_log.read(path), path)
-    solver = _logged_solver(run, path, schema, defines)
+    solver = _logged_solver(run, path, schema, defines, strict)
     nets = [n for n in run.nets if phase is None or n.phase == phase]
     if not nets:
         built = sorted({n.phase for n in run.nets})
@@ -74,7 +75,7 @@ def _log_specs(path, phase, schema, defines):
             fix=f"give the net file, with this log for its data shapes: protoaudit NET.prototxt --log {path}")
     specs = []
     for k, net in enumerate(nets):
-        src = loader.load_text(net.params.text, path, net.params.line, schema, defines)
+        src = loader.load_text(net.params.text, path, net.params.line, schema, defines, strict)
         if src.kind != "net":
             raise InputError("the text after 'Initializing net from parameters' is not a net", file=path,
                              line=net.params.line)
@@ -83,11 +84,11 @@ def _log_specs(path, phase, schema, defines):
         role = "net" if solver is None else "train" if net.phase == "TRAIN" and k == 0 else "test"
         where = f"Caffe's log, line {net.layers[0].line}" if net.layers else ""
         specs.append(NetSpec(role, src.message, state, src.schema, path, lines, solver, own_phase=True,
-                             shapes=net.data_shapes(), shapes_from=where))
+                             shapes=net.data_shapes(), shapes_from=where, skipped=src.skipped))
     return specs
 
 
-def _logged_solver(run, path, schema, defines):
+def _logged_solver(run, path, schema, defines, strict=False):
     """The SolverParameter the run printed (its nets are read from their own messages), or None
     for a run without a solver (pycaffe). A solver whose embedded net glog cut is read up to that
     net; what came after it keeps its defaults."""
@@ -95,7 +96,7 @@ def _logged_solver(run, path, schema, defines):
         return None
     text = run.solver.text
     try:
-        src = loader.load_text(text, path, run.solver.line, schema, defines)
+        src = loader.load_text(text, path, run.solver.line, schema, defines, strict)
     except InputError:
         if not run.solver.cut:
             raise
@@ -104,7 +105,7 @@ def _logged_solver(run, path, schema, defines):
             if line.startswith(("net_param {", "train_net_param {", "test_net_param {")):
                 break
             kept.append(line)
-        src = loader.load_text("\n".join(kept), path, run.solver.line, schema, defines)
+        src = loader.load_text("\n".join(kept), path, run.solver.line, schema, defines, strict)
     if src.kind != "solver":
         raise InputError("the text after 'Initializing solver from parameters' is not a solver", file=path,
                          line=run.solver.line)
@@ -131,23 +132,24 @@ def _solver_specs(src, phase, stages, level, files):
 
 
 def _net_from(src, field_name, file_value=None, index=None, files=None):
-    """A solver's net: embedded (`*_param`) or a file it names (found as load.resolve_path says)."""
+    """A solver's net: embedded (`*_param`) or a file it names (found as load.resolve_path says):
+    (param, schema, path, lines, the fields of a file it names that were read past)."""
     if file_value is None:
         param = getattr(src.message, field_name)
         if index is not None:
             param = param[index]
         clone = type(param)()
         clone.CopyFrom(param)
-        return clone, src.schema, src.path, src.layer_lines.get((field_name, index or 0), ())
+        return clone, src.schema, src.path, src.layer_lines.get((field_name, index or 0), ()), ()
     files = files or {}
     net_path = loader.resolve_path(file_value, src.path, files.get("root"))
-    net_src = loader.load(net_path, files.get("schema"), files.get("defines"))
+    net_src = loader.load(net_path, files.get("schema"), files.get("defines"), files.get("strict", False))
     if net_src.kind != "net":  # itself, or another solver (two solvers naming each other)
         line = next((i for i, text in enumerate(src.text.split("\n"), 1)
                      if f'"{file_value}"' in text or f"'{file_value}'" in text), None)
         raise InputError(f"the net it names, '{file_value}', is a solver, not a net", file=src.path, line=line,
                          fix="name the net's prototxt (train_val.prototxt) there")
-    return net_src.message, net_src.schema, net_path, net_src.layer_lines[("", 0)]
+    return net_src.message, net_src.schema, net_path, net_src.layer_lines[("", 0)], net_src.skipped
 
 
 def _merge_state(state, extra):
@@ -180,14 +182,15 @@ def _train_spec(src, stages, level, files):
             file=src.path, fix="use one of net, net_param, train_net, train_net_param",
         )
     field_name, file_value = given[0]
-    param, schema, path, lines = _net_from(src, field_name, file_value, files=files)
+    param, schema, path, lines, skipped = _net_from(src, field_name, file_value, files=files)
     lines = _upgraded(param, schema, path, lines)
     state = _solver_state(param, "TRAIN")
     _merge_state(state, s.train_state)
     state.stage.extend(stages)
     if level is not None:
         state.level = level
-    return NetSpec("train", param, state, schema, path, lines, s)
+    # the solver's file's fields read past are told with its train net
+    return NetSpec("train", param, state, schema, path, lines, s, skipped=src.skipped + skipped)
 
 
 def _test_specs(src, stages, level, files):
@@ -202,7 +205,7 @@ def _test_specs(src, stages, level, files):
     found += [generic] * max(n_generic, 0)
     specs = []
     for k, (field_name, file_value, index) in enumerate(found):
-        param, schema, path, lines = _net_from(src, field_name, file_value, index, files)
+        param, schema, path, lines, skipped = _net_from(src, field_name, file_value, index, files)
         lines = _upgraded(param, schema, path, lines)
         state = _solver_state(param, "TEST")
         if s.test_state:
@@ -210,5 +213,5 @@ def _test_specs(src, stages, level, files):
         state.stage.extend(stages)
         if level is not None:
             state.level = level
-        specs.append(NetSpec("test", param, state, schema, path, lines, s))
+        specs.append(NetSpec("test", param, state, schema, path, lines, s, skipped=skipped))
     return specs

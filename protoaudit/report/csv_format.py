@@ -32,8 +32,13 @@ def render(audit, summary, fit=None):
             [r.batch, r.total, r.other_engine_total, r.per_sample, r.fixed, "" if r.fits is None else str(r.fits).lower(),
              r.how, r.refused] for r in audit.sweep.rows])
     assumed = {}
+    named = {(r.net, r.name) for r in summary.rows}
+    first = {}  # each net's first row, which takes what was assumed of no layer of it (a solver's field)
+    for r in summary.rows:
+        first.setdefault(r.net, r.name)
     for net, a in summary.assumptions:
-        assumed.setdefault((net, a.layer), []).append(f"{a.what} (to change it: {a.override})")
+        layer = a.layer if (net, a.layer) in named else first.get(net)
+        assumed.setdefault((net, layer), []).append(f"{a.what} (to change it: {a.override})")
     return _write(AUDIT_HEAD, [
         [r.net, r.name, r.type, shapes(r.tops)]
         + list(r.figures) + [r.total, r.cumulative]

@@ -1,0 +1,156 @@
+"""Fields no shipped schema has: read past them where they cannot change what protoaudit counts.
+
+A fork's caffe.proto adds fields that a file of that fork uses. When no schema protoaudit ships
+reads a file, it is read again with protobuf's own parser told to skip unknown fields, and each
+skipped field is judged by where it sits: a solver's or a net's own settings, a data layer's
+shuffling, an `engine` on a layer that allocates the same under every engine cannot change a shape
+or a byte, and the audit goes on with them listed as assumptions. Anywhere else a layer's shape
+rule could read the field: one refusal names it and both ways out. --strict skips nothing.
+"""
+import difflib
+import re
+from typing import NamedTuple
+
+from google.protobuf import text_format
+
+from ..errors import InputError
+from . import whose
+
+# Where protoaudit has met each field, in the caffe.proto of the fork that defines it (the words
+# name the fork in messages). Fields not listed are said to belong to "a fork".
+FIELD_FORKS = {
+    ("NetParameter", "richness"): "Cysu's Caffe (Cysu/caffe, dgd_person_reid)",
+    ("SolverParameter", "richness"): "yjxiong/caffe (TSN's Caffe)",
+    ("SolverParameter", "min_lr"): "Cysu's Caffe (Cysu/caffe, dgd_person_reid)",
+    ("SolverParameter", "stagelr"): "Intel Caffe (intel/caffe)",
+    ("SolverParameter", "stageiter"): "Intel Caffe (intel/caffe)",
+    ("SolverParameter", "engine"): "Intel Caffe (intel/caffe)",
+    ("NetParameter", "engine"): "Intel Caffe (intel/caffe)",
+    ("NetParameter", "bn_stats_batch_size"): "Intel Caffe (intel/caffe)",
+    ("LayerParameter", "engine"): "Intel Caffe (intel/caffe)",
+    ("DataParameter", "shuffle"): "lim0606's Caffe (lim0606/caffe, caffe-googlenet-bn)",
+    ("VideoDataParameter", "new_length"): "a video fork: yjxiong/caffe (TSN) or C3D v1.1 (facebook/C3D)",
+    ("VideoDataParameter", "modality"): "yjxiong/caffe (TSN's Caffe)",
+    ("VideoDataParameter", "num_segments"): "yjxiong/caffe (TSN's Caffe)",
+    ("LayerParameter", "center_loss_param"): "caffe-face (ydwen/caffe-face)",
+    ("SolverParameter", "device_id"): "yjxiong/caffe (TSN's Caffe), where it is a list",
+}
+
+# Layer types whose memory protoaudit sizes differently by engine (cuDNN or Caffe's own): an
+# `engine` field Caffe's schema lacks is read past only on the others.
+ENGINE_SIZED = frozenset(("Convolution", "Deconvolution", "Pooling", "LRN", "Softmax", "SoftmaxWithLoss", "ReLU",
+                          "Sigmoid", "TanH"))
+# A data layer's field that says in what order records are read, never what a record holds.
+_ORDER_FIELDS = re.compile(r"^(shuffle\w*|seed)$")
+
+
+class Skipped(NamedTuple):
+    """A field no shipped schema has, read past: where it is, and why that cannot change a figure
+    (None where a layer's shape could depend on it: then only --input for its tops lets it be)."""
+
+    field: str
+    message: str  # the message type holding it, "DataParameter"
+    line: int
+    layer: str  # the layer's name, "" outside a layer
+    layer_type: str
+    tops: tuple  # the tops --input must give for it to be read past (a data layer's first)
+    why: str
+    near: str = ""  # a field of that message whose name is close: a misspelling, then
+    file: str = ""  # the file it is in
+
+    @property
+    def fork(self):
+        known = FIELD_FORKS.get((self.message, self.field))
+        if known is None and self.message == "LayerParameter":  # a layer parameter of a fork's layer type
+            known = whose.FIELDS.get(self.field)
+        if known:
+            return f"probably a field of {known}"
+        return f"did you mean '{self.near}'? else it is a fork's field" if self.near else "a fork's field"
+
+    def assumption(self):
+        """(layer, what, override) as an audit's assumptions list them."""
+        why = self.why or f"the {self.layer_type} layer's tops were given with --input instead"
+        return (self.layer or "(file)",
+                f"{self.message}.{self.field} ({self.file}:{self.line}) was read past: no caffe.proto protoaudit "
+                f"ships reads it as written ({self.fork}); {why}",
+                "--caffe-proto FILE (that fork's caffe.proto) reads the field too; --strict refuses the file")
+
+    def refusal(self, path):
+        """The one message for a field a layer's shape could depend on, with both ways out."""
+        give = " ".join(f"--input {t}=NxCxHxW" for t in self.tops)  # (what a data layer's first top takes)
+        return InputError(
+            f'field "{self.field}" of {self.message} is in no caffe.proto protoaudit ships ({self.fork}), and '
+            + (f"this {self.layer_type} layer's shape or memory could depend on it" if self.why is None else
+               "it may be a misspelling"),
+            file=path, line=self.line, layer=self.layer or None,
+            fix="give that fork's caffe.proto with --caffe-proto FILE" + (f", or give the layer's tops: {give}"
+                                                                          if give else ""))
+
+
+if hasattr(text_format, "_Parser") and hasattr(text_format._Parser, "_SkipFieldContents"):
+    class _Skipping(text_format._Parser):
+        """protobuf's parser told to skip unknown fields, noting each one it skips (not those
+        inside a field it skips)."""
+
+        def __init__(self):
+            super().__init__(allow_unknown_field=True)
+            self.skipped, self._inside = [], 0
+
+        def _SkipFieldContents(self, tokenizer, field_name, immediate_message_type):
+            if not self._inside:
+                self.skipped.append((field_name, immediate_message_type.split(".")[-1],
+                                     tokenizer._previous_line + 1))
+            self._inside += 1
+            try:
+                super()._SkipFieldContents(tokenizer, field_name, immediate_message_type)
+            finally:
+                self._inside -= 1
+else:  # a protobuf without the hook: every file is read strictly
+    _Skipping = None
+
+
+def parse_skipping(text, message):
+    """`message` read from `text` (a str) past unknown fields: [(field, message type, line)], or
+    None when the text does not read even so (or this protobuf cannot skip)."""
+    if _Skipping is None:
+        return None
+    parser = _Skipping()
+    try:
+        parser.ParseLines(text.split("\n"), message)
+    except (text_format.ParseError, RecursionError):
+        return None
+    return parser.skipped
+
+
+_ID_LIST = re.compile(r"^(\s*device_id\s*:\s*)(\[[\d\s,]*\])", re.MULTILINE)
+
+
+def without_id_lists(text):
+    """(text, Skipped...) with a solver's list-valued `device_id: [0,1,2,3]` (yjxiong/caffe's, a
+    repeated field there; one int in every other caffe.proto) blanked out; None where none is."""
+    found = list(_ID_LIST.finditer(text))
+    if not found:
+        return None
+    why = "which GPUs run it: each GPU of a multi-GPU run holds what is counted here for one"
+    skipped = tuple(Skipped("device_id", "SolverParameter", text.count("\n", 0, m.start()) + 1, "", "", (), why)
+                    for m in found)
+    return _ID_LIST.sub(lambda m: m.group(1) + "0" + " " * (len(m.group(2)) - 1), text), skipped
+
+
+def judged(field, message, line, layer, layer_type, tops, names):
+    """The Skipped for a field read past, with why it cannot change a shape or a byte (None: it
+    could); `names` are the fields its message has, for a misspelling (which is refused too)."""
+    near = "" if (message, field) in FIELD_FORKS else next(iter(difflib.get_close_matches(field, names, 1, 0.8)), "")
+    if message == "SolverParameter":
+        why = "a solver setting: the solver's memory is its history, which its type sizes"
+    elif message == "NetParameter":
+        why = "a net-wide setting: every shape and byte is worked out from the layers and the inputs"
+    elif message == "LayerParameter" and field == "engine" and layer_type and layer_type not in ENGINE_SIZED:
+        why = f"a {layer_type} layer allocates the same under every engine"
+    elif message.endswith("DataParameter") and _ORDER_FIELDS.match(field):
+        why = "it orders the records a data layer reads, never what a record holds"
+    else:
+        why = None
+    if why and field == "richness":
+        why += "; the cuDNN figure is BVLC Caffe's own workspace choice"
+    return Skipped(field, message, line, layer, layer_type, tuple(tops), why, near)

@@ -1,0 +1,65 @@
+"""Issue 17, item 4: net-level inputs get their "Data shape:" line and JSON data_shapes entry, and
+refusals name the real cause (a V1 block with a V2 type; a concat that fails on an assumed size)."""
+import json
+import os
+
+from conftest import DATA, run_protoaudit
+
+HERE = os.path.join(DATA, "net_inputs")
+
+
+def test_input_shape_inputs_are_told_in_json_and_text():
+    run = run_protoaudit("fast_rcnn_inputs.prototxt", "--format", "json", cwd=HERE)
+    assert run.returncode == 0, run.stderr
+    shapes = json.loads(run.stdout)["data_shapes"]
+    # the file's input_shape blocks: data 1x3x227x227, rois 1x5
+    assert [(s["top"], s["shape"], s["source"]) for s in shapes] == [
+        ("data", [1, 3, 227, 227], "the net's input_shape"), ("rois", [1, 5], "the net's input_shape")]
+    text = run_protoaudit("fast_rcnn_inputs.prototxt", "--batch", "3", cwd=HERE).stdout
+    assert "Data shape: the net, layer '(net input)', top 'data' 3x3x227x227: the net's input_shape, batch 3" in text
+
+
+def test_input_dim_inputs_and_input_overrides():
+    run = run_protoaudit("icnet_input_dim.prototxt", "--format", "json", cwd=HERE)
+    assert run.returncode == 0, run.stderr
+    # input_dim: 1 3 1025 2049, as ICNet's file gives it
+    assert [(s["top"], s["shape"]) for s in json.loads(run.stdout)["data_shapes"]] == [("data", [1, 3, 1025, 2049])]
+    given = run_protoaudit("icnet_input_dim.prototxt", "--input", "data=2x3x64x64", "--format", "json", cwd=HERE)
+    assert [(s["shape"], s["source"]) for s in json.loads(given.stdout)["data_shapes"]] == [([2, 3, 64, 64], "--input")]
+
+
+def test_a_quoted_type_in_a_v1_block_names_the_enum():
+    run = run_protoaudit("v1_quoted_type.prototxt", cwd=HERE)
+    assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
+    assert run.stderr.startswith("protoaudit: v1_quoted_type.prototxt:12: layer 'prob': ")
+    # V1LayerParameter.LayerType's SOFTMAX = 20 upgrades to "Softmax" (upgrade_proto.cpp UpgradeV1LayerType)
+    assert "type: SOFTMAX" in run.stderr and "another Caffe fork" not in run.stderr
+
+
+def test_an_unknown_type_names_its_fork_and_the_input_line():
+    run = run_protoaudit("rfcn_psroi.prototxt", cwd=HERE)
+    assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
+    msg = run.stderr
+    assert msg.startswith("protoaudit: rfcn_psroi.prototxt:6: layer 'psroipooled_cls_rois': ")
+    assert "'PSROIPooling'" in msg and "R-FCN" in msg and "--input psroipooled_cls_rois=NxCxHxW" in msg
+    # that line given, the rest is audited: AVE pooling 7x7 stride 7 of 7x7 maps, (7 - 7) / 7 + 1 = 1
+    given = run_protoaudit("rfcn_psroi.prototxt", "--input", "psroipooled_cls_rois=300x21x7x7", "--format", "json",
+                           cwd=HERE)
+    assert given.returncode == 0, given.stderr
+    pool = next(layer for layer in json.loads(given.stdout)["nets"][0]["layers"] if layer["name"] == "ave_cls_score_rois")
+    assert pool["tops"] == [[300, 21, 1, 1]]
+
+
+def test_a_v1_type_of_a_fork_names_the_fork():
+    """VIDEO_DATA = 33 in C3D v1.0's V1LayerParameter.LayerType (C3D-v1.0/src/caffe/proto/caffe.proto:168)."""
+    run = run_protoaudit("c3d_v1_video_data.prototxt", cwd=HERE)
+    assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
+    assert run.stderr.startswith("protoaudit: c3d_v1_video_data.prototxt:6: layer 'data': ")
+    assert "C3D v1.0" in run.stderr and "ssd" not in run.stderr
+
+
+def test_deconvnets_v1_bn_names_deconvnet(tmp_path):
+    """BN = 43 in DeconvNet's V1LayerParameter.LayerType (HyeonwooNoh/caffe src/caffe/proto/caffe.proto:241)."""
+    (tmp_path / "d.prototxt").write_text('name: "d"\nlayers { name: "bn1" type: BN bottom: "a" top: "b" }\n')
+    run = run_protoaudit("d.prototxt", cwd=tmp_path)
+    assert run.returncode == 2 and "d.prototxt:2: layer 'bn1'" in run.stderr and "DeconvNet" in run.stderr
