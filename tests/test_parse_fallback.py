@@ -71,8 +71,8 @@ def test_every_fault_is_refused_with_the_same_line_both_ways(name, tmp_path):
     path = tmp_path / name
     path.write_text(BAD[name])
     fallback = read(str(path), False)
-    if name == "fork_field.prototxt":  # read by caffe-segnet's schema, the one that knows upsample_param
-        assert fallback[:2] == ("net", "segnet")
+    if name == "fork_field.prototxt":  # a one-bottom Upsample with upsample_param: MobileNet-YOLO's Caffe
+        assert fallback[:2] == ("net", "mobilenet_yolo")
     else:
         assert isinstance(fallback, str) and f"{name}:" in fallback, fallback
     if tokens.replay_works():
