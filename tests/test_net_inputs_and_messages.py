@@ -37,17 +37,33 @@ def test_a_quoted_type_in_a_v1_block_names_the_enum():
 
 
 def test_an_unknown_type_names_its_fork_and_the_input_line():
-    run = run_protoaudit("rfcn_psroi.prototxt", cwd=HERE)
+    """C3D's Convolution3D: in no shipped caffe.proto, nor has protoaudit a rule for it."""
+    run = run_protoaudit("c3d_conv3d.prototxt", cwd=HERE)
     assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
     msg = run.stderr
-    assert msg.startswith("protoaudit: rfcn_psroi.prototxt:6: layer 'psroipooled_cls_rois': ")
-    assert "'PSROIPooling'" in msg and "R-FCN" in msg and "--input psroipooled_cls_rois=NxCxHxW" in msg
-    # that line given, the rest is audited: AVE pooling 7x7 stride 7 of 7x7 maps, (7 - 7) / 7 + 1 = 1
-    given = run_protoaudit("rfcn_psroi.prototxt", "--input", "psroipooled_cls_rois=300x21x7x7", "--format", "json",
-                           cwd=HERE)
+    assert msg.startswith("protoaudit: c3d_conv3d.prototxt:6: layer 'conv1a': ")
+    assert "'Convolution3D'" in msg and "C3D" in msg and "--input conv1a=NxCxHxW" in msg
+    # that line given, the rest is audited: InnerProduct, N x num_output; its parameter is read past
+    given = run_protoaudit("c3d_conv3d.prototxt", "--input", "conv1a=1x64x16x112x112", "--format", "json", cwd=HERE)
     assert given.returncode == 0, given.stderr
-    pool = next(layer for layer in json.loads(given.stdout)["nets"][0]["layers"] if layer["name"] == "ave_cls_score_rois")
-    assert pool["tops"] == [[300, 21, 1, 1]]
+    out = json.loads(given.stdout)
+    tops = {layer["name"]: layer["tops"] for layer in out["nets"][0]["layers"]}
+    # conv1a as given: 3x3x3 kernels, pads 1: (16 + 2 - 3) / 1 + 1 = 16 frames, (112 + 2 - 3) / 1 + 1 = 112
+    assert tops["conv1a"] == [[1, 64, 16, 112, 112]] and tops["fc"] == [[1, 5]]
+    assert [(a["layer"], a["assumption"].split(" (")[0]) for a in out["assumptions"]] == [
+        ("conv1a", "LayerParameter.convolution3d_param")]
+
+
+def test_r_fcns_psroipooling_is_read_and_sized_by_its_shipped_fork():
+    """py-R-FCN's PSROIPooling, unknown before its fork was shipped, is read exactly and sized."""
+    run = run_protoaudit("rfcn_psroi.prototxt", "--format", "json", cwd=HERE)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["assumptions"] == []
+    tops = {layer["name"]: layer["tops"] for layer in out["nets"][0]["layers"]}
+    # 300 RoIs x output_dim 21 x group_size 7 x 7; then AVE pooling 7x7 stride 7 of 7x7 maps, (7 - 7) / 7 + 1 = 1
+    assert tops["psroipooled_cls_rois"] == [[300, 21, 7, 7]] and tops["ave_cls_score_rois"] == [[300, 21, 1, 1]]
+    assert "py-R-FCN" in run_protoaudit("rfcn_psroi.prototxt", cwd=HERE).stdout
 
 
 def test_a_v1_type_of_a_fork_names_the_fork():
@@ -58,8 +74,14 @@ def test_a_v1_type_of_a_fork_names_the_fork():
     assert "C3D v1.0" in run.stderr and "ssd" not in run.stderr
 
 
-def test_deconvnets_v1_bn_names_deconvnet(tmp_path):
-    """BN = 43 in DeconvNet's V1LayerParameter.LayerType (HyeonwooNoh/caffe src/caffe/proto/caffe.proto:241)."""
-    (tmp_path / "d.prototxt").write_text('name: "d"\nlayers { name: "bn1" type: BN bottom: "a" top: "b" }\n')
-    run = run_protoaudit("d.prototxt", cwd=tmp_path)
-    assert run.returncode == 2 and "d.prototxt:2: layer 'bn1'" in run.stderr and "DeconvNet" in run.stderr
+def test_deconvnets_v1_bn_is_read_with_deconvnets_schema(tmp_path):
+    """BN = 43 in DeconvNet's V1LayerParameter.LayerType (HyeonwooNoh/caffe src/caffe/proto/caffe.proto:241):
+    DeconvNet's schema is shipped now, so the V1 BN reads and is sized (a V1 type of a fork still not
+    shipped is named by its fork: test_a_v1_type_of_a_fork_names_the_fork)."""
+    (tmp_path / "d.prototxt").write_text('name: "d"\ninput: "a"\ninput_dim: 2\ninput_dim: 3\ninput_dim: 8\n'
+                                         'input_dim: 8\nlayers { name: "bn1" type: BN bottom: "a" top: "b" }\n')
+    run = run_protoaudit("d.prototxt", "--format", "json", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["assumptions"] == [] and out["params"]["total"] == 6  # a scale and a shift per channel
+    assert "DeconvNet" in run_protoaudit("d.prototxt", cwd=tmp_path).stdout

@@ -1,7 +1,9 @@
 """Fields no shipped caffe.proto has (issue 17, item 2): read past with the closest schema where they
 cannot change a shape or a byte, each listed as an assumption naming its fork; refused with both
 ways out where a layer's shape could read one; refused as before under --strict. The files put real
-forks' fields (see each file's comment for the fork's caffe.proto line) into small nets."""
+forks' fields (see each file's comment for the fork's caffe.proto line) into small nets; where a fork's
+schema is now shipped its file is read exactly, and the reading past is tested with fields no shipped
+caffe.proto has (NVIDIA Caffe's max_epoch; one invented data-order field, shuffle_seed, so labelled)."""
 import csv
 import io
 import json
@@ -30,51 +32,81 @@ def refused(*args):
 
 
 def test_a_solver_and_a_data_layer_read_past_count_the_same_bytes():
-    """min_lr, stagelr and stageiter (a solver's schedule) and shuffle (the order records are read in)
-    change nothing counted: the totals are those of the same files without them."""
+    """max_epoch (NVIDIA Caffe's, a solver's schedule) and shuffle_seed (invented: the order records are
+    read in) change nothing counted: the totals are those of the same files without them."""
     skipping = json.loads(audit("solver.prototxt", *INPUT, "--format", "json"))
     plain = json.loads(audit("plain_solver.prototxt", *INPUT, "--format", "json"))
     assert skipping["total_bytes"] == plain["total_bytes"]
     said = [(a["layer"], a["assumption"].split(" (")[0]) for a in skipping["assumptions"]]
-    # (stagelr and stageiter: MobileNet-YOLO's caffe.proto, shipped, has them too, and reads the solver)
-    assert ("(file)", "SolverParameter.min_lr") in said and ("data", "DataParameter.shuffle") in said
+    # (stagelr and stageiter: the shipped intel and MobileNet-YOLO caffe.protos have them, and read the solver)
+    assert sorted(said) == [("(file)", "SolverParameter.max_epoch"), ("data", "DataParameter.shuffle_seed")]
     text = {a["assumption"].split(" (")[0]: a["assumption"] for a in skipping["assumptions"]}
-    assert "Cysu's Caffe" in text["SolverParameter.min_lr"]
-    assert "lim0606" in text["DataParameter.shuffle"]
+    # neither is in lenient.FIELD_FORKS: no fork is named
+    assert "(a fork's field)" in text["SolverParameter.max_epoch"]
+    assert "(a fork's field)" in text["DataParameter.shuffle_seed"]
     assert all("--caffe-proto" in a["override"] for a in skipping["assumptions"])
+
+
+def test_the_forks_fields_this_file_used_to_read_past_are_now_read_exactly():
+    """Cysu's min_lr and lim0606's DataParameter.shuffle: their forks' schemas are shipped now, so each
+    file is read exactly, nothing assumed, and counts what the file without the field counts."""
+    plain = json.loads(audit("plain_solver.prototxt", *INPUT, "--format", "json"))
+    cysu = json.loads(audit("cysu_solver.prototxt", *INPUT, "--format", "json"))
+    assert cysu["assumptions"] == [] and cysu["total_bytes"] == plain["total_bytes"]
+    audit("cysu_solver.prototxt", *INPUT, "--strict")
+    shuffled = audit("shuffle_train_val.prototxt", *INPUT, "--strict")
+    assert "Read with the caffe.proto of lim0606's Caffe" in shuffled and "Assumed" not in shuffled
+    assert (json.loads(audit("shuffle_train_val.prototxt", *INPUT, "--format", "json"))["total_bytes"]
+            == json.loads(audit("plain_train_val.prototxt", *INPUT, "--format", "json"))["total_bytes"])
 
 
 @pytest.mark.parametrize("fmt", ["text", "markdown", "csv"])
 def test_every_format_lists_the_fields_read_past(fmt):
     out = audit("solver.prototxt", *INPUT, "--format", fmt)
-    for field in ("SolverParameter.min_lr", "DataParameter.shuffle"):
+    for field in ("SolverParameter.max_epoch", "DataParameter.shuffle_seed"):
         assert field in out, fmt
     if fmt == "csv":
         rows = list(csv.DictReader(io.StringIO(out)))
-        assert "SolverParameter.min_lr" in rows[0]["assumed"]
+        assert "SolverParameter.max_epoch" in rows[0]["assumed"]
 
 
 def test_strict_refuses_as_before():
-    msg = refused("shuffle_train_val.prototxt", *INPUT, "--strict")
-    assert msg.startswith("protoaudit: shuffle_train_val.prototxt:13: layer 'data': ")
-    assert 'no field named "shuffle"' in msg
+    msg = refused("order_train_val.prototxt", *INPUT, "--strict")
+    assert msg.startswith("protoaudit: order_train_val.prototxt:14: layer 'data': ")
+    assert 'no field named "shuffle_seed"' in msg
+    msg = refused("solver.prototxt", *INPUT, "--strict")
+    assert msg.startswith("protoaudit: solver.prototxt:7: ") and 'no field named "max_epoch"' in msg
+
+
+def test_intels_engine_is_read_exactly_by_intels_schema():
+    out = audit("engine.prototxt", "--strict")
+    assert "Read with the caffe.proto of Intel Caffe" in out and "Assumed" not in out
 
 
 def test_engine_on_a_layer_that_allocates_alike_is_read_past():
-    """InnerProduct has one implementation on the GPU, whatever Intel's engine says: audited with no flags."""
-    out = json.loads(audit("engine.prototxt", "--format", "json"))
+    """InnerProduct has one implementation on the GPU, whatever Intel's engine says: audited with no
+    flags, the file read with ShuffleNet's schema (its ShuffleChannel), which has no engine."""
+    run = run_protoaudit("engine_shufflenet.prototxt", cwd=HERE)
+    assert run.returncode == 0, run.stderr
+    assert "Read with the caffe.proto of BVLC Caffe with farmingyard's ShuffleChannel" in run.stdout, run.stdout
+    out = json.loads(audit("engine_shufflenet.prototxt", "--format", "json"))
     assert [(a["layer"], a["assumption"].split(" (")[0]) for a in out["assumptions"]] == [
         ("ip", "LayerParameter.engine")]
+    assert "Intel Caffe" in out["assumptions"][0]["assumption"]
+    ip = next(layer for layer in out["nets"][0]["layers"] if layer["name"] == "ip")
+    assert ip["tops"] == [[2, 5]]  # InnerProduct: N x num_output
+    assert refused("engine_shufflenet.prototxt", "--strict").startswith("protoaudit: engine_shufflenet.prototxt:")
 
 
 def test_engine_on_a_layer_whose_memory_depends_on_it_is_refused(tmp_path):
     """The layer's name comes after the field: the field's layer is its block, read whole."""
-    text = open(os.path.join(HERE, "engine.prototxt")).read().replace('"InnerProduct"', '"Convolution"').replace(
+    text = open(os.path.join(HERE, "engine_shufflenet.prototxt")).read().replace(
+        '"InnerProduct"', '"Convolution"').replace(
         "inner_product_param { num_output: 5 }", "convolution_param { num_output: 5 kernel_size: 3 }")
     (tmp_path / "conv.prototxt").write_text(text)
     run = run_protoaudit("conv.prototxt", cwd=tmp_path)
     assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
-    assert run.stderr.startswith("protoaudit: conv.prototxt:7: layer 'ip': ")
+    assert run.stderr.startswith("protoaudit: conv.prototxt:9: layer 'ip': ")
     assert 'field "engine" of LayerParameter' in run.stderr and "Intel Caffe" in run.stderr
     assert "--caffe-proto" in run.stderr
 
@@ -101,26 +133,39 @@ def test_a_misspelt_solver_field_is_still_refused(tmp_path):
 
 def test_tsns_solver_with_its_device_list_and_richness_audits():
     """TSN's solver (yjxiong/caffe: "repeated int32 device_id = 18", "optional int32 richness = 37"):
-    the same totals as the plain solver's with the same schedule, both fields listed."""
+    read exactly by the shipped tsn schema, nothing assumed, even under --strict."""
     tsn = json.loads(audit("tsn_solver.prototxt", *INPUT, "--format", "json"))
-    said = [a["assumption"] for a in tsn["assumptions"]]
-    assert any(a.startswith("SolverParameter.device_id (tsn_solver.prototxt:32)") and "yjxiong/caffe" in a
+    assert tsn["assumptions"] == []
+    strict = json.loads(audit("tsn_solver.prototxt", *INPUT, "--strict", "--format", "json"))
+    assert strict["total_bytes"] == tsn["total_bytes"]
+
+
+def test_a_device_list_is_read_past_where_no_schema_reads_the_solver():
+    """The same TSN solver with NVIDIA Caffe's max_epoch added: no shipped schema reads it, so the
+    device list is read past as one id, and max_epoch too; the totals are the exact reading's."""
+    exact = json.loads(audit("tsn_solver.prototxt", *INPUT, "--format", "json"))
+    both = json.loads(audit("tsn_nv_solver.prototxt", *INPUT, "--format", "json"))
+    assert both["total_bytes"] == exact["total_bytes"]
+    said = [a["assumption"] for a in both["assumptions"]]
+    assert any(a.startswith("SolverParameter.device_id (tsn_nv_solver.prototxt:32)") and "yjxiong/caffe" in a
                for a in said)
-    assert any(a.startswith("SolverParameter.richness (tsn_solver.prototxt:33)") for a in said)
-    refused_strict = refused("tsn_solver.prototxt", *INPUT, "--strict")
-    assert "tsn_solver.prototxt:32" in refused_strict
+    assert any(a.startswith("SolverParameter.max_epoch (tsn_nv_solver.prototxt:35)") for a in said)
+    assert not any("richness" in a for a in said)  # (the tsn schema, the closest, reads it)
+    refused_strict = refused("tsn_nv_solver.prototxt", *INPUT, "--strict")
+    assert "tsn_nv_solver.prototxt:35" in refused_strict and 'no field named "max_epoch"' in refused_strict
 
 
 
 def test_a_log_printed_by_a_fork_reads_past_its_fields_too(tmp_path):
-    """A Caffe log prints the net as its Caffe parsed it: lim0606's would print DataParameter.shuffle.
+    """A Caffe log prints the net as its Caffe parsed it: a fork's would print its own data fields
+    (shuffle_seed: invented, in no fork protoaudit knows; lim0606's shuffle is read exactly now).
     The log with that line added counts what the log without it counts."""
     log = os.path.join(DATA, "logs", "cifar_resnet20.log")
     lines = open(log).read().split("\n")
     at = lines.index('    source: "cifar-10-batches-py/train"')
-    (tmp_path / "fork.log").write_text("\n".join(lines[:at + 1] + ["    shuffle: true"] + lines[at + 1:]))
+    (tmp_path / "fork.log").write_text("\n".join(lines[:at + 1] + ["    shuffle_seed: 7"] + lines[at + 1:]))
     fork = json.loads(audit(str(tmp_path / "fork.log"), "--format", "json"))
     plain = json.loads(audit(log, "--format", "json"))
     assert fork["total_bytes"] == plain["total_bytes"]
-    assert any(a["assumption"].startswith(f"DataParameter.shuffle ({tmp_path / 'fork.log'}:{at + 2})")
+    assert any(a["assumption"].startswith(f"DataParameter.shuffle_seed ({tmp_path / 'fork.log'}:{at + 2})")
                for a in fork["assumptions"])
