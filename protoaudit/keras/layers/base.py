@@ -150,6 +150,16 @@ class KerasLayer:
             return tuple(value)
         raise self.error(f"'{key}' is {value!r}, not an int or {n} ints")
 
+    def geometry(self, inputs):
+        """(batch, spatial sizes, channels) of a rank-(self.rank + 2) input, as its data_format lays it out
+        (a layer with spatial axes sets `rank`)."""
+        x = self.one(inputs)
+        if len(x.shape) != self.rank + 2:
+            raise self.error(f"expects a rank-{self.rank + 2} input, got {x.shape}")
+        if self.channels_last():
+            return x.shape[0], x.shape[1:-1], x.shape[-1]
+        return x.shape[0], x.shape[2:], x.shape[1]
+
     def channels_last(self):
         return self.get("data_format", "channels_last") != "channels_first"
 

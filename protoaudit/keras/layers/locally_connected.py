@@ -13,14 +13,6 @@ from .base import KerasLayer, conv_output_length, register
 class LocallyConnected(KerasLayer):
     rank = 2
 
-    def geometry(self, inputs):
-        x = self.one(inputs)
-        if len(x.shape) != self.rank + 2:
-            raise self.error(f"expects a rank-{self.rank + 2} input, got {x.shape}")
-        if self.channels_last():
-            return x.shape[0], x.shape[1:-1], x.shape[-1]
-        return x.shape[0], x.shape[2:], x.shape[1]
-
     def padding(self):
         padding = str(self.get("padding", "valid")).lower()
         if padding not in ("valid", "same"):
