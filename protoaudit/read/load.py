@@ -306,7 +306,8 @@ def _reading(path, raw, schema_name, strict=True):
             earlier = reading[4] if len(reading) > 4 else ()
             return reading[:4] + (earlier + tuple(s._replace(file=path) for s in listed[1]),)
         unknown_field = any("has no field named" in str(e) for e, _, _ in failures)
-        skipping = _past_unknown_fields(path, text) if unknown_field and not strict else None
+        skipping = (_past_unknown_fields(path, text) if unknown_field and not strict and not _misspelt(failures)
+                    else None)
         if skipping is None:
             raise _parse_failure(path, text, failures)
         reading, skipped = skipping
@@ -317,6 +318,18 @@ def _reading(path, raw, schema_name, strict=True):
     if len(chosen) > 1:
         _refuse_ambiguous(path, chosen)
     return chosen[0] + (_lines(text, chosen[0][0], path),)
+
+
+def _misspelt(failures):
+    """Whether every field the schemas did not know is near one its message has: a misspelling, which
+    reading past would refuse too, after a pass of every schema (seconds on a large net)."""
+    pool = load_schema("bvlc").pool
+    fields = [str(e) for e, _, _ in failures if "has no field named" in str(e)]
+    line = lambda text: int(text.split(":", 1)[0]) if text.split(":", 1)[0].isdigit() else 0  # noqa: E731
+    furthest = max(map(line, fields), default=0)  # (the other kind of file fails at its first line)
+    fields = [f for f in fields if line(f) == furthest]
+    # a layer's *_param near another (convolution3d_param) is a fork's own layer's, not a misspelling
+    return bool(fields) and all(_near(f, pool) and not f.rstrip('".').endswith("_param") for f in fields)
 
 
 def _takes_its_bottoms(reading):
