@@ -320,6 +320,18 @@ def _reading(path, raw, schema_name, strict=True):
     return chosen[0] + (_lines(text, chosen[0][0], path),)
 
 
+def _may_read_better(schema, skipped, types):
+    """Whether `schema` has one of the fields another reading skipped ((field, message type, line)) or
+    knows one of the layer types `types`."""
+    for field, holder, _ in skipped:
+        try:
+            if field in schema.message(holder).DESCRIPTOR.fields_by_name:
+                return True
+        except KeyError:
+            continue
+    return bool(types & _known_types(schema.layers))
+
+
 def _misspelt(failures):
     """Whether every field the schemas did not know is near one its message has: a misspelling, which
     reading past would refuse too, after a pass of every schema (seconds on a large net)."""
@@ -350,20 +362,29 @@ def _past_unknown_fields(path, text):
     no schema has: one that knows its layer types, then the fewest fields read past, BVLC's first
     (a type none knows is then named as the registry names it); None where none reads it. A field
     read past where a layer with bottoms could read it is refused here (see build_nets for data layers)."""
-    best, rank = None, None
-    for name in SCHEMA_NAMES:
+    def reading(name, kind):
         schema = load_schema(name)
-        for kind in ("net", "solver"):
-            message = (schema.NetParameter if kind == "net" else schema.SolverParameter)()
-            skipped = lenient.parse_skipping(text.text, message)
-            if (skipped is None or _of_the_other_kind(skipped, schema, kind)
-                    or (schema.predates_v2 and any(net.layer for net in _nets_of(message, kind)))):
-                continue
-            ranked = (not _types_used(message, kind, schema.layers) <= _known_types(schema.layers), len(skipped))
-            if rank is None or ranked < rank:
-                best, rank = ((kind, message, schema), skipped), ranked
-    if best is None:
+        message = (schema.NetParameter if kind == "net" else schema.SolverParameter)()
+        skipped = lenient.parse_skipping(text.text, message)
+        if (skipped is None or _of_the_other_kind(skipped, schema, kind)
+                or (schema.predates_v2 and any(net.layer for net in _nets_of(message, kind)))):
+            return None
+        ranked = (not _types_used(message, kind, schema.layers) <= _known_types(schema.layers), len(skipped))
+        return ranked, ((kind, message, schema), skipped)
+
+    found = [r for r in (reading(SCHEMA_NAMES[0], kind) for kind in ("net", "solver")) if r is not None]
+    kinds, forks = ("net", "solver"), SCHEMA_NAMES[1:]
+    if found:
+        # a fork reads the file past fewer fields, or knows more of its types, only where it has a field
+        # BVLC's reading skipped or a type BVLC does not know: only those are read (each reading is a
+        # pure-Python pass over the file)
+        (kind, message, schema), skipped = min(found, key=lambda r: r[0])[1]
+        types = _types_used(message, kind, schema.layers) - _known_types(schema.layers)
+        kinds, forks = (kind,), [name for name in forks if _may_read_better(load_schema(name), skipped, types)]
+    found += [r for r in (reading(name, kind) for name in forks for kind in kinds) if r is not None]
+    if not found:
         return None
+    best = min(found, key=lambda r: r[0])[1]  # (the first of the best: BVLC's before a fork's)
     (kind, message, schema), found = best
     layers = {layer.name: (t, layer) for t, layer in _layers_used(message, kind, schema.layers)}
     known = _known_types(schema.layers)
