@@ -7,6 +7,7 @@ import json
 import os
 
 from ..errors import InputError
+from ..options import parse_inputs
 from ..read import special
 
 KERAS_EXTENSIONS = (".keras", ".h5", ".hdf5")
@@ -44,20 +45,6 @@ def is_keras_file(path):
     return False
 
 
-def _inputs(values):
-    out = {}
-    for v in values or ():
-        name, _, shape = v.partition("=")
-        try:
-            dims = tuple(int(d) for d in shape.lower().split("x"))
-        except ValueError:
-            dims = ()
-        if not name or not dims or min(dims) < 1:
-            raise InputError(f"--input {v}: write NAME=DIMxDIM... with the batch first, e.g. --input input_1=32x28x28x1")
-        out[name.strip()] = dims
-    return out
-
-
 # options of Caffe's audit that a Keras model has no use for: refused by name, never ignored
 CAFFE_ONLY = {"phase": None, "stage": [], "level": None, "test_batch": None, "engine": "caffe", "solver_type": None,
               "inference": False, "define": [], "fork": None, "caffe_proto": None, "log": None, "root": None,
@@ -73,14 +60,12 @@ def _refuse_caffe_options(args):
 
 def _audit(path, args, batch, freeze):
     _refuse_caffe_options(args)
-    from .audit import audit_keras, check_fit, sweep
+    from ..library import audit
 
-    result = audit_keras(path, batch=batch, optimizer=args.optimizer, loss=args.loss, mode=args.mode, inputs=_inputs(args.input), freeze=freeze, context=args.context)
-    if args.gpu_mem:  # bytes, and the batches below, as protoaudit.options.checked made them
-        result.fit = check_fit(result, args.gpu_mem)
-    if getattr(args, "sweep", None):
-        result.sweep = sweep(result, args.sweep, result.fit.budget if result.fit else None)
-    return result
+    # --gpu-mem in bytes and --sweep's batches, as protoaudit.options.checked made them
+    return audit(path, gpu_mem=args.gpu_mem or None, sweep=getattr(args, "sweep", None) or None, batch=batch,
+                 optimizer=args.optimizer, loss=args.loss, mode=args.mode, inputs=parse_inputs(args.input),
+                 freeze=freeze, context=args.context)
 
 
 def run(args):
