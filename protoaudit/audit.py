@@ -14,13 +14,10 @@ from .read.glog import is_log_file
 from .net.netstate import make_state
 from .read.netspecs import net_specs
 from .read.sidecar import declared_shapes
-from .options import INT_MAX, MAX_AXES, parse_batch
+from .options import DEFAULT_CONTEXT_BYTES, INT_MAX, MAX_AXES, parse_batch
 
 ENGINES = ("caffe", "cudnn")
 MODES = ("gpu", "cpu")
-# The CUDA context and library handles: device memory Caffe holds before its first buffer. The
-# default is read off users' nvidia-smi figures (see docs/caffe.md, "The CUDA context").
-DEFAULT_CONTEXT_BYTES = 300 * 2**20
 
 
 @dataclass

@@ -44,6 +44,9 @@ def parse_batch(value, flag="--batch"):
     return value
 
 
+# The CUDA context and library handles: device memory a framework holds before its first buffer
+# (--context). The default is read off users' nvidia-smi figures (see docs/caffe.md, "The CUDA context").
+DEFAULT_CONTEXT_BYTES = 300 * 2**20
 UNITS = {"B": 1, "K": 2**10, "KIB": 2**10, "KB": 10**3, "M": 2**20, "MIB": 2**20, "MB": 10**6,
          "G": 2**30, "GIB": 2**30, "GB": 10**9, "T": 2**40, "TIB": 2**40, "TB": 10**12}
 SIZE_FIXES = {"--gpu-mem": "write it like 8G, 8GiB, 11.5G, 8000M or 8GB", "--context": "write it like 300M, 1G or 0"}

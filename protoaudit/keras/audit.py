@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from math import prod
 
 from ..errors import InputError
+from ..options import DEFAULT_CONTEXT_BYTES
 from .files import read_model
 from .graph import build_graph
 from .layers.base import nbytes
@@ -23,7 +24,6 @@ STEP_OVERHEAD = 330_000
 # On a GPU (estimates): TensorFlow's BFC allocator rounds every allocation up to 256 bytes; the CUDA
 # context and cuDNN/cuBLAS handles take a few hundred MiB before the first tensor.
 BFC_ROUNDING = 256
-DEFAULT_CONTEXT = 300 * 2**20
 MAX_BATCH = 1 << 20
 # what of the step's peak grows with the batch: tensors with a batch dimension (weight gradients,
 # optimizer temporaries and kernel scratch do not)
@@ -171,7 +171,7 @@ def audit_keras(path, *, batch=None, optimizer=None, loss=None, mode="cpu", inpu
     result.step_peak_low_bytes = result.step_peak_bytes - step.executor_slack
     result.grows = sum(peak.live.get(kind, 0) for kind in GROWING)
     if mode == "gpu":
-        result.context = DEFAULT_CONTEXT if context is None else int(context)
+        result.context = DEFAULT_CONTEXT_BYTES if context is None else int(context)
     result.rows = _rows(graph, weights, result.slots_per_variable)
     result.recipe_bytes = (result.activation_bytes + result.params * 4)
     return result
