@@ -39,7 +39,6 @@ class Peak:
     bytes: int
     step: str
     live: dict = field(default_factory=dict)  # kind -> bytes at the peak
-    top: list = field(default_factory=list)  # the largest live buffers at the peak: (bytes, label, kind)
     groups: list = field(default_factory=list)  # live buffers at the peak by what made them: (bytes, count, label, kind)
 
 
@@ -122,8 +121,4 @@ class Program:
             if s.scratch:
                 groups[(f"{s.label} scratch", "scratch")] = [s.scratch, 1]
             result.groups = sorted(((b, n, label, kind) for (label, kind), (b, n) in groups.items()), reverse=True)[:top]
-            biggest = sorted(ids, key=lambda i: -bufs[i].bytes)[:top]
-            result.top = [(bufs[i].bytes, bufs[i].label, bufs[i].kind) for i in biggest]
-            if s.scratch:
-                result.top = sorted(result.top + [(s.scratch, f"{s.label} scratch", "scratch")], reverse=True)[:top]
         return result
