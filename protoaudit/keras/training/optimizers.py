@@ -66,11 +66,6 @@ def slots_per_variable(flavour, optimizer):
     return 2
 
 
-def streamed(s, optimizer):
-    """Whether each update runs as soon as its gradient is made (see the module's docstring)."""
-    return True
-
-
 def early(s, weights, optimizer):
     """The updates' ops that read no gradient, run at the step's start: {(id(layer), weight name): buffer}."""
     if optimizer is None:
@@ -106,7 +101,7 @@ def after_gradient(s, layer, weight, grad, optimizer, read_later=False):
     first and the old buffer is freed once the input gradient is made (traced on ResNet50: 8,981,504
     bytes of such copies at the peak); tf_keras's order leaves that copy to chance (524,288 bytes in
     a traced MLP, none on VGG16's 411 MB fc1 kernel), and it is not counted."""
-    if optimizer is not None and streamed(s, optimizer) and not getattr(s, "shared_layers", {}).get(id(layer)):
+    if optimizer is not None and not s.shared_layers.get(id(layer)):  # a shared layer's: after all its calls
         copy = None
         if read_later and s.flavour == "keras3" and weight.name in ("kernel", "depthwise_kernel", "recurrent_kernel"):
             from ..layers.base import nbytes

@@ -90,10 +90,6 @@ class Rule:
     def backward(self, s, node, keep, dys, need):
         return [dys[0] if n else None for n in need], []
 
-    @staticmethod
-    def trainable(node, weights):
-        return [w for w in weights if w.trainable]
-
 
 rule("Identity", "InputLayer", "Flatten", "Reshape", "Masking", "ActivityRegularization", "GaussianNoise",
      "GaussianDropout", "AlphaDropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D",
