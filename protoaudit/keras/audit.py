@@ -164,11 +164,13 @@ def audit_keras(path, *, batch=None, optimizer=None, loss=None, mode="cpu", inpu
     result.slot_bytes = result.slots_per_variable * result.trainable_bytes
     step = build_step(graph, flavour=model.flavour, optimizer=opt, loss=the_loss, weights=weights,
                       device=mode)
-    peak = step.program.peak(rounding=BFC_ROUNDING if mode == "gpu" else 1)
+    rounding = BFC_ROUNDING if mode == "gpu" else 1
+    peak = step.program.peak(rounding=rounding)
+    low = step.other.peak(rounding=rounding).bytes if step.other is not None else peak.bytes
     result.peak = peak
     result.unmodelled = sorted(set(step.unmodelled))
     result.step_peak_bytes = peak.bytes + STEP_OVERHEAD
-    result.step_peak_low_bytes = result.step_peak_bytes - step.executor_slack
+    result.step_peak_low_bytes = result.step_peak_bytes - max(0, peak.bytes - low)
     result.grows = sum(peak.live.get(kind, 0) for kind in GROWING)
     if mode == "gpu":
         result.context = DEFAULT_CONTEXT_BYTES if context is None else int(context)

@@ -25,7 +25,7 @@ class Step:
 
     program: Program
     early: bool = False  # some update ops read no gradient and run at the step's start
-    executor_slack: int = 0  # how much lower the peak is in the other order TensorFlow's executor can take
+    other: Program = None  # the same step in the other order TensorFlow's executor can take, where there is one
     unmodelled: list = field(default_factory=list)  # class names without a rule (taken as pass-through)
 
 
@@ -80,8 +80,7 @@ def build_step(graph, *, flavour, optimizer, loss, weights, device="cpu"):
     `weights`: {layer: [Weight]} of the graph; `device`: cpu (TensorFlow's CPU kernels' scratch) or gpu."""
     high = _build(graph, flavour, optimizer, loss, weights, device, early=True)
     if high.early:  # the other order exists only where some update op reads no gradient
-        low = _build(graph, flavour, optimizer, loss, weights, device, early=False)
-        high.executor_slack = max(0, high.program.peak().bytes - low.program.peak().bytes)
+        high.other = _build(graph, flavour, optimizer, loss, weights, device, early=False).program
     return high
 
 
