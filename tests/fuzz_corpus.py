@@ -37,7 +37,7 @@ from protoaudit import cli  # noqa: E402
 # A case still running after TIMEOUT seconds (wall clock: a hang may wait rather than compute) is a
 # hang; one that computes for over SLOW seconds (CPU time: the machine may be shared) is too slow.
 TIMEOUT = 30.0
-SLOW = 5.0
+SLOW = 10.0  # a runaway case (quadratic work), an order of magnitude above the slowest seen (1.8 s)
 MEMORY_HEADROOM = 2 * 2**30  # bytes of address space a case may add to the process's
 MAX_SEED_BYTES = 160 * 1024  # larger files make slow cases and add nothing the smaller ones lack
 

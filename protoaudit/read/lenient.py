@@ -14,7 +14,7 @@ from typing import NamedTuple
 from google.protobuf import text_format
 
 from ..errors import InputError
-from . import whose
+from . import tokens, whose
 
 # Where protoaudit has met each field, in the caffe.proto of the fork that defines it (the words
 # name the fork in messages). Fields not listed are said to belong to "a fork".
@@ -87,39 +87,13 @@ class Skipped(NamedTuple):
                                                                           if give else ""))
 
 
-if hasattr(text_format, "_Parser") and hasattr(text_format._Parser, "_SkipFieldContents"):
-    class _Skipping(text_format._Parser):
-        """protobuf's parser told to skip unknown fields, noting each one it skips (not those
-        inside a field it skips)."""
-
-        def __init__(self):
-            super().__init__(allow_unknown_field=True)
-            self.skipped, self._inside = [], 0
-
-        def _SkipFieldContents(self, tokenizer, field_name, immediate_message_type):
-            if not self._inside:
-                self.skipped.append((field_name, immediate_message_type.split(".")[-1],
-                                     tokenizer._previous_line + 1))
-            self._inside += 1
-            try:
-                super()._SkipFieldContents(tokenizer, field_name, immediate_message_type)
-            finally:
-                self._inside -= 1
-else:  # a protobuf without the hook: every file is read strictly
-    _Skipping = None
-
-
 def parse_skipping(text, message):
-    """`message` read from `text` (a str) past unknown fields: [(field, message type, line)], or
-    None when the text does not read even so (or this protobuf cannot skip)."""
-    if _Skipping is None:
-        return None
-    parser = _Skipping()
+    """`message` read from `text` (a tokens.Text) past unknown fields: [(field, message type,
+    line)], or None when the text does not read even so (or this protobuf cannot skip)."""
     try:
-        parser.ParseLines(text.split("\n"), message)
+        return tokens.parse_skipping(text, message)
     except (text_format.ParseError, RecursionError):
         return None
-    return parser.skipped
 
 
 _ID_LIST = re.compile(r"^(\s*device_id\s*:\s*)(\[[\d\s,]*\])", re.MULTILINE)

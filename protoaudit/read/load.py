@@ -13,7 +13,7 @@ from google.protobuf import text_format
 from ..errors import InputError, closest
 from . import special
 from . import lenient, whose
-from .schema import FORKS, SCHEMA_NAMES, USER_PREFIX, ancestors, described, load_schema
+from .schema import FORKS, SCHEMA_NAMES, USER_PREFIX, ancestors, described, differing_names, load_schema
 from .tokens import Text, has_tokens, parse
 
 # Larger than any real net (the biggest public ones are well under 1 MiB): reading such a file
@@ -306,8 +306,8 @@ def _reading(path, raw, schema_name, strict=True):
             earlier = reading[4] if len(reading) > 4 else ()
             return reading[:4] + (earlier + tuple(s._replace(file=path) for s in listed[1]),)
         unknown_field = any("has no field named" in str(e) for e, _, _ in failures)
-        skipping = (_past_unknown_fields(path, text) if unknown_field and not strict and not _misspelt(failures)
-                    else None)
+        skipping = (_past_unknown_fields(path, text)
+                    if unknown_field and not strict and text.balanced and not _misspelt(failures) else None)
         if skipping is None:
             raise _parse_failure(path, text, failures)
         reading, skipped = skipping
@@ -330,6 +330,12 @@ def _may_read_better(schema, skipped, types):
         except KeyError:
             continue
     return bool(types & _known_types(schema.layers))
+
+
+def _reads_otherwise(text, name):
+    """Whether the text uses a field or enum value that schema `name` defines otherwise than BVLC's."""
+    names, numbers = differing_names(name)
+    return not names.isdisjoint(text.words) or not numbers.isdisjoint(text.numbered)
 
 
 def _misspelt(failures):
@@ -365,7 +371,7 @@ def _past_unknown_fields(path, text):
     def reading(name, kind):
         schema = load_schema(name)
         message = (schema.NetParameter if kind == "net" else schema.SolverParameter)()
-        skipped = lenient.parse_skipping(text.text, message)
+        skipped = lenient.parse_skipping(text, message)
         if (skipped is None or _of_the_other_kind(skipped, schema, kind)
                 or (schema.predates_v2 and any(net.layer for net in _nets_of(message, kind)))):
             return None
@@ -381,6 +387,8 @@ def _past_unknown_fields(path, text):
         (kind, message, schema), skipped = min(found, key=lambda r: r[0])[1]
         types = _types_used(message, kind, schema.layers) - _known_types(schema.layers)
         kinds, forks = (kind,), [name for name in forks if _may_read_better(load_schema(name), skipped, types)]
+    else:  # a fork reads what BVLC's schema does not only where the file uses a name it defines otherwise
+        forks = [name for name in forks if _reads_otherwise(text, name)]
     found += [r for r in (reading(name, kind) for name in forks for kind in kinds) if r is not None]
     if not found:
         return None

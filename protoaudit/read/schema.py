@@ -129,6 +129,51 @@ def _schema(name, descriptor_set, dialect=None):
     return Schema(name, pool, dialect, old)
 
 
+@functools.cache
+def differing_names(name):
+    """What a text would have to use for schema `name` to read it otherwise than BVLC's does: the
+    names of fields one has and the other lacks or types differently, and of enum values one has
+    and the other lacks, in each message and enum both have (a message or enum only one has is
+    reached through such a field); and (field, number) for such a value given as its number. A
+    file that uses none of them reads the same with both."""
+    def walk(pool):
+        found = {}
+        file = pool.FindFileContainingSymbol("caffe.NetParameter")
+        stack = list(file.message_types_by_name.values())
+        found.update((e.full_name, e) for e in file.enum_types_by_name.values())
+        while stack:
+            m = stack.pop()
+            found[m.full_name] = m
+            stack += m.nested_types
+            found.update((e.full_name, e) for e in m.enum_types)
+        return found
+
+    ours, theirs = walk(load_schema(name).pool), walk(load_schema("bvlc").pool)
+    names, numbers = set(), set()
+    enum_fields = {}  # enum name -> the fields of that type, in either schema
+    for found in (ours, theirs):
+        for m in found.values():
+            for f in getattr(m, "fields", ()):
+                if f.enum_type is not None:
+                    enum_fields.setdefault(f.enum_type.full_name, set()).add(f.name)
+    for full_name in ours.keys() & theirs.keys():
+        a, b = ours[full_name], theirs[full_name]
+        if hasattr(a, "fields_by_name"):
+            fa, fb = dict(a.fields_by_name), dict(b.fields_by_name)
+            names.update(fa.keys() ^ fb.keys())
+            names.update(f for f in fa.keys() & fb.keys() if _field_kind(fa[f]) != _field_kind(fb[f]))
+        else:
+            for value, number in {(v.name, v.number) for v in a.values} ^ {(v.name, v.number) for v in b.values}:
+                names.add(value)
+                numbers.update((f, str(number)) for f in enum_fields.get(full_name, ()))
+    return frozenset(names), frozenset(numbers)
+
+
+def _field_kind(field):
+    return (field.type, field.is_repeated, (field.message_type or field.enum_type).full_name
+            if field.message_type or field.enum_type else "")
+
+
 def ancestors(name):
     """The forks `name` descends from, nearest first."""
     found = []

@@ -94,6 +94,23 @@ class Text:
                            [i for i, t in enumerate(tokens) if t in _NAMING_FIELDS])
         return self._marks
 
+    @functools.cached_property
+    def words(self):
+        """Every distinct token."""
+        return frozenset(self.tokens)
+
+    @functools.cached_property
+    def balanced(self):
+        """Whether every bracket has its partner: else no schema reads the text, skipping or not."""
+        t = self.tokens
+        return t.count("{") == t.count("}") and t.count("<") == t.count(">") and t.count("[") == t.count("]")
+
+    @functools.cached_property
+    def numbered(self):
+        """(field, number) for each `field: number` the text holds: an enum value may be given so."""
+        t = self.tokens
+        return frozenset((t[i - 2], t[i]) for i in range(2, len(t)) if t[i - 1] == ":" and t[i][:1].isdigit())
+
     def line(self, i):
         """The line index of token i; past the last token, the last line, where the Tokenizer rests."""
         return self.line_of[i] if i < len(self.tokens) else len(self.lines) - 1
@@ -118,6 +135,22 @@ def parse(text, message):
     if replay_works():
         return _Parser().parse(_Replay(text), message)
     return text_format.Parse(text.text, message)
+
+
+def parse_skipping(text, message):
+    """`message` read from `text` (a Text) by protobuf's parser told to skip unknown fields:
+    [(field, message type, line)] for each one skipped (not those inside a field skipped). Through
+    the replay where it works: a file no schema reads is read past unknown fields once per schema
+    that might read it, and protobuf's own Tokenizer would take most of each pass. Raises
+    text_format.ParseError where the text does not read even so."""
+    if _SkippingParser is None:
+        raise text_format.ParseError("this protobuf cannot skip unknown fields")
+    parser = _SkippingParser()
+    if replay_works():
+        parser.parse(_Replay(text), message)
+    else:
+        parser.ParseLines(text.lines, message)
+    return parser.skipped
 
 
 if hasattr(text_format, "_Parser") and _PROTOBUF_TOKEN is not None:
@@ -174,13 +207,42 @@ if hasattr(text_format, "_Parser") and _PROTOBUF_TOKEN is not None:
                 if tokenizer.token in blocks.fields:
                     starts.append((tokenizer.token, tokenizer._at))
                 if not blocks.copied(tokenizer, message):
+                    skips = self._skips()
                     self._MergeField(tokenizer, message)
-                    blocks.learn(tokenizer, message)
+                    # a block with a field read past is not copied: each of its likes notes its own
+                    blocks.learn(tokenizer, message, alike=self._skips() == skips)
             if blocks.fields:
                 tokenizer._text.layer_starts = starts
             return message
+
+        def _skips(self):
+            return 0
 else:
     _Replay = _Parser = None
+
+
+if hasattr(text_format, "_Parser") and hasattr(text_format._Parser, "_SkipFieldContents"):
+    class _SkippingParser(_Parser or text_format._Parser):
+        """protobuf's parser told to skip unknown fields, noting each one it skips."""
+
+        def __init__(self):
+            super().__init__(allow_unknown_field=True)
+            self.skipped, self._inside = [], 0
+
+        def _skips(self):
+            return len(self.skipped)
+
+        def _SkipFieldContents(self, tokenizer, field_name, immediate_message_type):
+            if not self._inside:
+                self.skipped.append((field_name, immediate_message_type.split(".")[-1],
+                                     tokenizer._previous_line + 1))
+            self._inside += 1
+            try:
+                super()._SkipFieldContents(tokenizer, field_name, immediate_message_type)
+            finally:
+                self._inside -= 1
+else:  # a protobuf without the hook: every file is read strictly
+    _SkippingParser = None
 
 
 _LAYER_FIELDS = ("layer", "layers")  # a net's repeated layer blocks (V2, V1)
@@ -272,11 +334,15 @@ class _AlikeBlocks:
             tokenizer.TryConsume(";")
         return True
 
-    def learn(self, tokenizer, message):
-        """The block the parser just read, kept for those alike (when its naming values were all placeholders)."""
+    def learn(self, tokenizer, message, alike=True):
+        """The block the parser just read, kept for those alike (when its naming values were all
+        placeholders, and `alike`: nothing else makes it its own)."""
         if self.pending is None:
             return
         key, values = self.pending
+        if not alike:
+            self.known[key] = self.pending = None
+            return
         field = key[0]
         made = getattr(message, field)[-1]
         # a bottom or top given in a list ([...]) is no placeholder: such a block is not copied
