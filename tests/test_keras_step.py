@@ -30,7 +30,9 @@ def _configurations(folder):
             if r["mode"] != "train_on_batch":
                 continue
             name = f"{r['name']}_{r['optimizer']}" + ("_k3" if r["keras_flavour"] == "keras3" else "")
-            path = next((p for p in (os.path.join(meas, "models", sub, name + ".keras") for sub in ("", "config_only"))
+            # a model measured again at another batch is the shared oracle's file
+            path = next((p for p in (os.path.join(where, "models", sub, name + ".keras")
+                                     for where in (meas, os.path.join(ORACLE, "shared")) for sub in ("", "config_only"))
                          if os.path.exists(p)), None)
             if path is None:
                 continue
@@ -43,12 +45,11 @@ CONFIGS = _configurations("shared") + _configurations("new") + _configurations("
 SLOTS = {"sgd": {"tf_keras": 1, "keras3": 0}, "sgdm": {"tf_keras": 1, "keras3": 1},
          "adam": {"tf_keras": 2, "keras3": 2}, "rmsprop": {"tf_keras": 1, "keras3": 1}}
 # Configurations whose measured step peak the model misses by more than 10% (see docs/keras.md): a
-# frozen base's forward pass, Keras 3's momentum SGD on a small MLP, LocallyConnected2D's
-# implementation 2 (SparseMatMul's transposes), and conv1d_text with momentum SGD at batch 128, where
+# frozen base's forward pass, Keras 3's momentum SGD on a small MLP, and conv1d_text with momentum SGD at batch 128, where
 # TensorFlow ran the filter gradients beside the input gradients (its Adam run, the same model, ran
 # them after the chain, as modelled: 143.3 MB against 130.5 MB).
 KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b64", "stack_mlp_frozen_adam:b128",
-                "mlp_bn_dropout_sgdm_k3:b32", "mlp_bn_dropout_sgdm_k3:b128", "lc2_F500_sgd:b8", "lc2_F500_sgd:b32",
+                "mlp_bn_dropout_sgdm_k3:b32", "mlp_bn_dropout_sgdm_k3:b128",
                 "conv1d_text_sgdm:b128",
                 # measured after these (tests/data/keras_oracle/new): Keras 3's transformer block
                 "stack_mlp_frozen_adam_k3:b64", "transformer_block_sgdm_k3:b64",
@@ -74,18 +75,23 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
     assert 0.9 * low <= a.step_peak_bytes <= 1.1 * high, (a.step_peak_bytes, low, high, a.peak.step)
 
 
-def test_the_oracle_is_matched_overall():
-    """The issue's bar, as far as reached: the share within 10% and the median error outside TF's range."""
+@pytest.mark.parametrize("folders", [("shared",), ("shared", "new", "seeds")])
+def test_the_oracle_is_matched_overall(folders):
+    """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
+    outside that range under 3%; on the shared measurements, and with those measured since."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
+        if p.id.split(":")[0] not in folders:
+            continue
         peak = audit_keras(path, batch=int(row["batch"]), mode="cpu").step_peak_bytes
         err = 0.0 if low <= peak <= high else min(abs(peak - low) / low, abs(peak - high) / high)
         errors.append(err)
         inside += err <= 0.10
     errors.sort()
-    assert inside >= 0.8 * len(errors)
-    assert errors[len(errors) // 2] < 0.05
+    assert len(errors) >= 50
+    assert inside >= 0.9 * len(errors)
+    assert errors[len(errors) // 2] < 0.03
 
 
 def test_conv_backprop_filter_scratch_is_tensorflows_col_buffer():
@@ -94,6 +100,27 @@ def test_conv_backprop_filter_scratch_is_tensorflows_col_buffer():
     work = 200 * 2 + 200 * 4 + 2 * 4  # 1208
     shard = -(-(30 * 2**20 // 4) // work)  # 6511
     assert kernels.conv_backprop_filter(200, 2, 4, 4) == shard * 200 * 2 * 4 == 10_417_600
+
+
+def test_sparse_matmul_scratch_is_its_slices_and_buffer():
+    # sparse_matmul_op.cc, seed 000's LocallyConnected2D implementation 2 at F=500, batch 8, one thread:
+    # SparseMatMul(x 8x2000, kernel 2000x500, b_is_sparse) multiplies kernel' (500x2000, the sparse
+    # "left") by x' (2000x8). ComputeBlockSizes: mem = 128K floats; KR = min(2000, 131072/256) = 512;
+    # NR = 8 -> 256; KL = 512 (512 % 512 == 0 and max(1, 500/64) * (2000/512) = 21 > 1 core).
+    # Slices of M=64 rows x KL=512 columns: 8 x 4 of them, covering 500 x 2000 elements; each reserves
+    # data3 (4 bytes an element), index3 (4 bytes per 3 elements), index3_offset and index_offset
+    # (4 bytes per 64-column block), data and index (2 per row and block, 4 + 2 bytes).
+    total = 0
+    for rows in [64] * 7 + [500 - 7 * 64]:
+        for cols in [512] * 3 + [2000 - 3 * 512]:
+            blocks = -(-cols // 64)
+            total += rows * cols * 4 + rows * cols // 3 * 4 + blocks * 8 + blocks * rows * 2 * 6
+    buffer = 512 * 1 * 128 * 4  # min(KR, 2000) rows x ceil(min(NR, 8) / 128) pieces of N=128 floats
+    assert kernels.sparse_matmul(500, 2000, 2000, 8) == total + buffer
+    # (measured: 14,246,970 bytes at that step's peak, in the forward SparseMatMul, beside the 4 MB
+    # masked kernel and tf_keras SGD's 4 MB m * momentum: 8 MB + this + the 64,000-byte x', the rest
+    # being the batch and the layers' small outputs)
+    assert 14_246_970 * 0.95 < 8_000_000 + total + buffer + 64_000 < 14_246_970
 
 
 def test_conv_backprop_input_scratch_is_one_image_when_the_contraction_is_parallel():

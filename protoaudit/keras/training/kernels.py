@@ -43,3 +43,43 @@ def max_pool_grad(out_elements, itemsize):
     """MaxPoolingGradOp (tensorflow/core/kernels/maxpooling_op.cc) on the CPU: a copy of the pooled
     output (unless forwarded) and an int64 argmax of the output's size."""
     return out_elements * (itemsize + 8)
+
+
+# SparseMatMul (tensorflow/core/kernels/sparse_matmul_op.cc), the op of tf.compat.v1.sparse_matmul
+# (tf_keras's LocallyConnected implementation 2): the sparse operand is cut into slices of M rows by
+# KL columns, and each slice reserves room for every one of its elements whether zero or not (data3:
+# one float each; index3: 4 bytes per 3; data and index: 2 per row and 64-column block, 4 + 2
+# bytes); the dense operand is copied into a buffer of KR x NR in 128-column pieces.
+_M, _K, _N = 64, 64, 128
+
+
+def sparse_matmul(sparse_rows, sparse_cols, dense_rows, dense_cols, itemsize=4, threads=1):
+    """Bytes SparseMatMul holds while it runs, besides its output: the sparse operand's slices and
+    the dense operand's buffer, for a sparse operand of sparse_rows x sparse_cols (as multiplied,
+    after any transpose) and a dense one of dense_rows x dense_cols (the op's own transposed copy
+    of the dense operand is the caller's to count)."""
+    mem = max(1, (threads + 1) // 2) * 128 * 1024  # ComputeBlockSizes: 128K floats of "right" per core
+    kr = min(dense_rows, mem // 256)
+    nr = dense_cols
+    if kr * nr > mem:
+        kr = min(kr, 4096)
+    kr = max(1, kr // _K) * _K
+    nr = max(1, nr // 256) * 256
+    if kr * nr > mem:
+        nr = mem // kr
+    nr = max(1, nr // 256) * 256
+    kl = 1024
+    while kl > _K:
+        if kr % kl == 0 and max(1, sparse_rows // 64) * (sparse_cols // kl) > max(1, (threads + 1) // 2):
+            break
+        kl //= 2
+    total = 0
+    for r in range(0, sparse_rows, _M):
+        rows = min(_M, sparse_rows - r)
+        for c in range(0, sparse_cols, kl):
+            cols = min(kl, sparse_cols - c)
+            blocks = -(-cols // _K)
+            size = rows * cols
+            total += size * itemsize + size // 3 * 4 + blocks * 4 * 2 + blocks * rows * 2 * (itemsize + 2)
+    buffer = min(kr, dense_rows) * -(-min(nr, dense_cols) // _N) * _N * itemsize
+    return total + buffer

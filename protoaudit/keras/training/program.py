@@ -46,6 +46,13 @@ class StepBuilder:
         self._weights = {}
         self.defer = None  # (group, every op?): weight-gradient ops (or every op) made now run after the chain
         self.deferred = {}  # step index -> group: steps that run after the input-gradient chain
+        self.optimizer = None  # (name, config), or None: no updates
+
+    def update_now(self, node, grads):
+        """Run the updates of these (Weight, gradient buffer) pairs now, before the rest of the
+        layer's backward pass (where a trace shows TensorFlow's executor does so)."""
+        for w, g in grads:
+            optimizers.after_gradient(self, node.layer, w, g, self.optimizer)
 
     def weights_of(self, node):
         """The layer's variables (Weight), as build() made them."""
@@ -87,6 +94,7 @@ def build_step(graph, *, flavour, optimizer, loss, weights, device="cpu"):
 def _build(graph, flavour, optimizer, loss, weights, device, early):
     s = StepBuilder(graph, flavour, device=device)
     s._weights = {id(layer): list(ws) for layer, ws in weights.items()}
+    s.optimizer = optimizer
     calls = defaultdict(int)
     for node in graph.nodes:
         calls[id(node.layer)] += 1
@@ -143,7 +151,8 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
         s.defer = (k, True) if later else None
         for w, g in dws:
             weight_grads.append((node.layer, w, g))
-            optimizers.after_gradient(s, node.layer, w, g, optimizer, read_later=any(need) and not later)
+            if g not in s.applied:  # (unless the rule ran it: update_now)
+                optimizers.after_gradient(s, node.layer, w, g, optimizer, read_later=any(need) and not later)
         s.defer = None
     _weight_gradients_after_chain(s, start, last)
     optimizers.apply(s, weight_grads, optimizer)

@@ -581,7 +581,12 @@ class LocallyConnected(_Weighted):
         if impl == 2:
             kernel = sum(nbytes(w) for w in s.weights_of(node) if w.name == "kernel")
             masked = s.one(f"{name} kernel * mask", [], kernel)
-            y = s.one(f"{name} matmul", [xs[0], masked], _size(out))
+            # SparseMatMul(x, masked kernel, b_is_sparse): the kernel is multiplied transposed, as the
+            # sparse operand, with a transposed copy of x. The op has only a CPU kernel: beside a GPU
+            # it runs on the host, and its scratch is the host's memory.
+            scratch = kernels.sparse_matmul(prod(out.shape[1:]), prod(x.shape[1:]), prod(x.shape[1:]),
+                                            x.shape[0], _item(out)) + _size(x) if s.device == "cpu" else 0
+            y = s.one(f"{name} sparse matmul", [xs[0], masked], _size(out), scratch=scratch)
             return [y], (xs[0], masked)
         y = s.one(f"{name} sparse matmul", [xs[0]], _size(out))
         return [y], (xs[0], None)
@@ -594,6 +599,10 @@ class LocallyConnected(_Weighted):
         grads = self.grads(s, node, name, [dys[0], extra if extra is not None else x])
         if impl == 2 and extra is not None:
             s.one(f"{name} kernel gradient * mask", [extra], 0)
+            # the weights' gradients and updates run before the input gradient (traced: tf_keras,
+            # seed 000's model at F=500), which is a SparseMatMul of the output gradient and the
+            # masked kernel, that kernel the sparse operand again, beside a transposed copy of dy
+            s.update_now(node, grads)
         dx = None
         if need[0]:
             if impl == 1:
@@ -601,6 +610,12 @@ class LocallyConnected(_Weighted):
                 parts = [s.one(f"{name} StridedSliceGrad", [dagg], size, kind="gradient")
                          for _ in range(self.positions(node))]
                 dx = s.one(f"{name} AddN of the slices' gradients", parts, size, kind="gradient")
+            elif impl == 2:
+                x_spec, out = node.inputs[0].spec, node.outputs[0].spec
+                inner, outer = prod(x_spec.shape[1:]), prod(out.shape[1:])
+                scratch = (kernels.sparse_matmul(inner, outer, outer, x_spec.shape[0], _item(out)) + _size(out)
+                           if s.device == "cpu" else 0)
+                dx = s.one(f"{name} input gradient", [dys[0], extra], size, scratch=scratch, kind="gradient")
             else:
                 dx = s.one(f"{name} input gradient", [dys[0]], size, kind="gradient")
         s.one(f"{name} gradient done", [x, extra], 0)
