@@ -209,8 +209,8 @@ def _audit(args):
     summary = result.summary
     if args.format == "text":
         _write(_report("text").report_lines(result, summary, fit, table=args.table))
-    elif args.format == "json":
-        _write_parts(_report("json_format").render_parts(result, summary, fit))
+    elif args.format in ("json", "html"):
+        _write_parts(_report(FORMATS[args.format]).render_parts(result, summary, fit))
     else:
         print(_report(FORMATS[args.format]).render(result, summary, fit))
     if args.plot:
@@ -230,8 +230,8 @@ def _write(lines):
 
 
 def _write_parts(parts):
-    """Write text that comes in pieces (the JSON report), a thousand pieces (some 500 layers, 1 MB)
-    at a time, and a line break."""
+    """Write text that comes in pieces (the JSON report, the page), a thousand pieces (some 500
+    layers, 1 MB) at a time, and a line break."""
     parts = iter(parts)
     while True:
         chunk = "".join(itertools.islice(parts, 1024))

@@ -87,11 +87,12 @@ class Skipped(NamedTuple):
                                                                           if give else ""))
 
 
-def parse_skipping(text, message):
+def parse_skipping(text, message, refused=frozenset()):
     """`message` read from `text` (a tokens.Text) past unknown fields: [(field, message type,
-    line)], or None when the text does not read even so (or this protobuf cannot skip)."""
+    line)], or None when the text does not read even so, skips a top field named in `refused`, or
+    this protobuf cannot skip."""
     try:
-        return tokens.parse_skipping(text, message)
+        return tokens.parse_skipping(text, message, refused)
     except (text_format.ParseError, RecursionError):
         return None
 

@@ -294,8 +294,8 @@ def _reading(path, raw, schema_name, strict=True):
         if not unknown:
             return bvlc + (_lines(text, bvlc[0], path),)
         candidates = [f for f in FORKS if unknown & _known_types(f)]
-    else:
-        candidates = list(FORKS)
+    else:  # a fork that defines no name the file uses otherwise would fail where BVLC's did
+        candidates = [f for f in FORKS if _reads_otherwise(text, f)]
     readings = [r for r in (_try(text, f, failures) for f in candidates) if r is not None]
     if not readings:
         if bvlc is not None:  # the layer registry will name the type no fork knows
@@ -371,9 +371,10 @@ def _past_unknown_fields(path, text):
     def reading(name, kind):
         schema = load_schema(name)
         message = (schema.NetParameter if kind == "net" else schema.SolverParameter)()
-        skipped = lenient.parse_skipping(text, message)
-        if (skipped is None or _of_the_other_kind(skipped, schema, kind)
-                or (schema.predates_v2 and any(net.layer for net in _nets_of(message, kind)))):
+        # a top field only the other kind has (a net's layers read as a solver) ends the reading
+        other = schema.SolverParameter if kind == "net" else schema.NetParameter
+        skipped = lenient.parse_skipping(text, message, frozenset(other.DESCRIPTOR.fields_by_name))
+        if skipped is None or (schema.predates_v2 and any(net.layer for net in _nets_of(message, kind))):
             return None
         ranked = (not _types_used(message, kind, schema.layers) <= _known_types(schema.layers), len(skipped))
         return ranked, ((kind, message, schema), skipped)
@@ -416,13 +417,6 @@ def _past_unknown_fields(path, text):
             raise skipped._replace(tops=()).refusal(path)  # --input stands only for a data source's parameter
         out.append(skipped)
     return best[0], tuple(out)
-
-
-def _of_the_other_kind(skipped, schema, kind):
-    """Whether fields read past at the top are the other kind's (a net read as a solver)."""
-    other = schema.SolverParameter if kind == "net" else schema.NetParameter
-    top = "NetParameter" if kind == "net" else "SolverParameter"
-    return any(holder == top and field in other.DESCRIPTOR.fields_by_name for field, holder, _ in skipped)
 
 
 def _without_descendants(readings):

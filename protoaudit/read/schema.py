@@ -65,6 +65,9 @@ USER_PREFIX = "user:"  # a schema compiled from --caffe-proto FILE is named "use
 _USER_SCHEMAS = {}
 
 
+_CLASSES = {}  # (id of a schema's pool, message name) -> its message class; the pools live as long
+
+
 class Schema(NamedTuple):
     """One Caffe dialect: its message classes, by their names in caffe.proto. (An immutable
     record: a NamedTuple costs a start a fifth of what a frozen dataclass's generated methods do.)"""
@@ -80,8 +83,13 @@ class Schema(NamedTuple):
         return self.dialect or self.name
 
     def message(self, type_name):
-        """The message class `caffe.<type_name>` of this schema."""
-        return message_factory.GetMessageClass(self.pool.FindMessageTypeByName(f"caffe.{type_name}"))
+        """The message class `caffe.<type_name>` of this schema (made once: protobuf's
+        GetMessageClass makes a class anew at each call, nested messages and all)."""
+        key = (id(self.pool), type_name)
+        found = _CLASSES.get(key)
+        if found is None:
+            found = _CLASSES[key] = message_factory.GetMessageClass(self.pool.FindMessageTypeByName(f"caffe.{type_name}"))
+        return found
 
     def has_message(self, type_name):
         try:

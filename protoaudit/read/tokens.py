@@ -137,15 +137,17 @@ def parse(text, message):
     return text_format.Parse(text.text, message)
 
 
-def parse_skipping(text, message):
+def parse_skipping(text, message, refused=frozenset()):
     """`message` read from `text` (a Text) by protobuf's parser told to skip unknown fields:
     [(field, message type, line)] for each one skipped (not those inside a field skipped). Through
     the replay where it works: a file no schema reads is read past unknown fields once per schema
     that might read it, and protobuf's own Tokenizer would take most of each pass. Raises
-    text_format.ParseError where the text does not read even so."""
+    text_format.ParseError where the text does not read even so, or at once where a field named in
+    `refused` would be skipped at the top (a net's `layer` in a file read as a solver: such a
+    reading is of the wrong kind of file, and skipping the rest would read all of it for nothing)."""
     if _SkippingParser is None:
         raise text_format.ParseError("this protobuf cannot skip unknown fields")
-    parser = _SkippingParser()
+    parser = _SkippingParser(refused, message.DESCRIPTOR.full_name)
     if replay_works():
         parser.parse(_Replay(text), message)
     else:
@@ -225,15 +227,18 @@ if hasattr(text_format, "_Parser") and hasattr(text_format._Parser, "_SkipFieldC
     class _SkippingParser(_Parser or text_format._Parser):
         """protobuf's parser told to skip unknown fields, noting each one it skips."""
 
-        def __init__(self):
+        def __init__(self, refused, root):
             super().__init__(allow_unknown_field=True)
             self.skipped, self._inside = [], 0
+            self._refused, self._root = refused, root
 
         def _skips(self):
             return len(self.skipped)
 
         def _SkipFieldContents(self, tokenizer, field_name, immediate_message_type):
             if not self._inside:
+                if field_name in self._refused and immediate_message_type == self._root:
+                    raise tokenizer.ParseError(f'"{field_name}" belongs to another kind of file')
                 self.skipped.append((field_name, immediate_message_type.split(".")[-1],
                                      tokenizer._previous_line + 1))
             self._inside += 1

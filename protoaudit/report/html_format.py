@@ -18,7 +18,7 @@ from html import escape
 from .. import __version__
 from ..net.freeze import frozen_lines
 from .diff_text import signed
-from .svg import ENGINE_COLOURS, layer_chart, legend_items, scales, sweep_chart
+from .svg import ENGINE_COLOURS, layer_chart, layer_chart_parts, legend_items, scales, sweep_chart
 from .text import (death_lines, describe, gap_lines, other_engine, recipe_lines, refused_lines, shape_lines,
                    sweep_table, verdict_lines)
 from .units import shapes, size
@@ -134,12 +134,19 @@ CSP = f"default-src 'none'; style-src {_hash(STYLE)}; script-src {_hash(SCRIPT)}
 
 def page(title, body):
     """The whole file: `body` (already escaped HTML) with the style, the script and the policy."""
+    return _head(title) + body + _tail()
+
+
+def _head(title):
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f'<meta name="generator" content="protoaudit {escape(__version__)}">\n'
-            f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}\n"
-            f'<footer>Made by protoaudit {escape(__version__)}: what Caffe allocates, from its source, without a GPU. '
+            f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n")
+
+
+def _tail():
+    return (f'\n<footer>Made by protoaudit {escape(__version__)}: what Caffe allocates, from its source, without a GPU. '
             f"Click a column's head to sort; the box above a table filters it by what its placeholder names.</footer>\n"
             f"<script>{SCRIPT}</script>\n</body>\n</html>")
 
@@ -248,19 +255,25 @@ LAYER_HEAD = ["#", "net", "layer", "type", "top shapes", *CATEGORIES, "total", "
 
 
 def _layer_table(summary):
+    """The table in pieces, a row each: at 100,000 layers the rows are 60 MB of text, never held whole."""
     heads = "".join(_th(h, numeric=h in ("#", *CATEGORIES, "total", "cumulative"), filtered=h in ("layer", "type"))
                     for h in LAYER_HEAD)
-    body = []
+    yield (_tools("layers", "the layers") + f'<div class="wrap"><table id="layers" class="sortable"><thead><tr>{heads}'
+           f'</tr></thead><tbody>')
     for i, r in enumerate(summary.rows, start=1):
         cells = (f'<td class="n" data-v="{i}">{i}</td><td>{escape(r.net)}</td><td>{escape(r.name)}</td>'
                  f"<td>{escape(r.type)}</td><td>{escape(shapes(r.tops))}</td>"
                  + "".join(map(_num, r.figures)) + _num(r.total, size(r.total)) + _num(r.cumulative))
-        body.append(f"<tr{'' if r.type else ' class=beside'}>{cells}</tr>")
-    return (_tools("layers", "the layers") + f'<div class="wrap"><table id="layers" class="sortable"><thead><tr>{heads}'
-            f'</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
+        yield f"<tr{'' if r.type else ' class=beside'}>{cells}</tr>"
+    yield "</tbody></table></div>"
 
 
 def render(audit, summary, fit=None):
+    return "".join(render_parts(audit, summary, fit))
+
+
+def render_parts(audit, summary, fit=None):
+    """The page in pieces, as they are made (the command writes them so)."""
     figures = _figures(summary)
     facts = [f"Caffe's own \"Memory required for data\": {', '.join(figures)}.",
              f"Grows with the batch: {size(summary.per_sample)}; does not: {size(summary.invariant)}."]
@@ -272,12 +285,13 @@ def render(audit, summary, fit=None):
             _kinds(summary), "</section>"]
     if explanation:
         body += ['<section id="explanation"><h2>Explanation</h2>', _list(explanation), "</section>"]
-    body += ['<section id="chart"><h2>Memory by layer</h2>',
-             _chart(summary.rows, fit, f"memory by layer of {audit.path}"), "</section>"]
-    body.append(_sweep(audit.sweep))
-    body += [f'<section id="per-layer"><h2>Per layer ({len(summary.rows)} rows)</h2>', _layer_table(summary),
-             "</section>"]
-    return page(f"protoaudit: {audit.path}", "\n".join(b for b in body if b))
+    body += ['<section id="chart"><h2>Memory by layer</h2>', _legend(summary.rows)]
+    yield _head(f"protoaudit: {audit.path}") + "\n".join(b for b in body if b)
+    yield from layer_chart_parts(summary.rows, fit, f"memory by layer of {audit.path}")
+    after = ["</section>", _sweep(audit.sweep), f'<section id="per-layer"><h2>Per layer ({len(summary.rows)} rows)</h2>']
+    yield "\n" + "\n".join(b for b in after if b) + "\n"
+    yield from _layer_table(summary)
+    yield "\n</section>" + _tail()
 
 
 # --- the diff --------------------------------------------------------------------------------------

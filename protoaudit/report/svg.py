@@ -54,6 +54,11 @@ def scales(rows, fit):
 def layer_chart(rows, fit, label, shared=None):
     """The SVG of memory by layer for summary `rows` (and the card of `fit`); `label` names it for
     screen readers; `shared` is scales() of every chart drawn beside it."""
+    return "".join(layer_chart_parts(rows, fit, label, shared))
+
+
+def layer_chart_parts(rows, fit, label, shared=None):
+    """layer_chart's text in pieces, as they are made: at 100,000 layers it is 25 MB."""
     layers_top, running_top = shared or scales(rows, fit)
     labels, many = _labelled(rows), _many_nets(rows)
     bottom = max(BOTTOM, 16 + CHAR_WIDTH * max((len(_short(rows[i].name)) for i in labels), default=0))
@@ -68,10 +73,10 @@ def layer_chart(rows, fit, label, shared=None):
     x = lambda v: LEFT + v / span * plot_w  # noqa: E731
     y = lambda v: TOP + plot_h - min(v / ceiling, 1) * plot_h  # noqa: E731
     ry = lambda v: TOP + plot_h - v / rceiling * plot_h  # noqa: E731
-    out = [f'<svg class="chart" viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{escape(label)}" '
-           f'xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="10">']
-    out += _axes(ticks(ceiling), ceiling, name, "memory of each layer", LEFT, TOP, plot_h, left=True)
-    out += _axes(ticks(rceiling), rceiling, rname, "running total", WIDTH - RIGHT, TOP, plot_h, left=False)
+    yield (f'<svg class="chart" viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{escape(label)}" '
+           f'xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="10">')
+    yield from _axes(ticks(ceiling), ceiling, name, "memory of each layer", LEFT, TOP, plot_h, left=True)
+    yield from _axes(ticks(rceiling), rceiling, rname, "running total", WIDTH - RIGHT, TOP, plot_h, left=False)
     margin = 0.0 if len(rows) > 200 else 0.1
     bottoms = [0.0] * len(rows)
     per_row = [categories(r) for r in rows]
@@ -87,48 +92,46 @@ def layer_chart(rows, fit, label, shared=None):
                 if y0 - y1 >= 0.05:
                     d.append(f"M{_n(x0)} {_n(y0)}H{_n(x1)}V{_n(y1)}H{_n(x0)}z")
         if d:
-            out.append(f'<path class="bars" data-category="{escape(category)}" fill="{COLOURS[category]}" '
-                       f'd="{"".join(d)}"/>')
+            yield (f'<path class="bars" data-category="{escape(category)}" fill="{COLOURS[category]}" '
+                   f'd="{"".join(d)}"/>')
     for i, r in enumerate(rows):  # a row beside the nets taller than every layer is cut, and says its size
         if r.total / scale > ceiling:
             cx = x((places[i][0] + places[i][1]) / 2)
-            out.append(f'<text x="{_n(cx)}" y="{TOP + 4}" transform="rotate(90 {_n(cx)} {TOP + 4})" '
-                       f'dominant-baseline="middle">{escape(size(r.total))} \u2191</text>')
-    out += _nets(rows, places, x, TOP, plot_h)
+            yield (f'<text x="{_n(cx)}" y="{TOP + 4}" transform="rotate(90 {_n(cx)} {TOP + 4})" '
+                   f'dominant-baseline="middle">{escape(size(r.total))} \u2191</text>')
+    yield from _nets(rows, places, x, TOP, plot_h)
     if rows:  # the running total, as steps over the bars
-        points = []
+        yield '<polyline class="running" fill="none" stroke="#c00000" stroke-width="1.5" points="'
         for i, r in enumerate(rows):
-            level = ry(r.cumulative / rscale)
-            points += [(x(places[i][0]), level), (x(places[i][1]), level)]
-        out.append('<polyline class="running" fill="none" stroke="#c00000" stroke-width="1.5" points="'
-                   + " ".join(f"{_n(a)},{_n(b)}" for a, b in points) + '"/>')
+            level = _n(ry(r.cumulative / rscale))
+            yield f"{' ' if i else ''}{_n(x(places[i][0]))},{level} {_n(x(places[i][1]))},{level}"
+        yield '"/>'
     if fit is not None:
         cy = ry(fit.budget / rscale)
-        out.append(f'<line class="card" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{_n(cy)}" y2="{_n(cy)}" stroke="#000" '
-                   f'stroke-dasharray="6 4" stroke-width="1.2"/>')
+        yield (f'<line class="card" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{_n(cy)}" y2="{_n(cy)}" stroke="#000" '
+               f'stroke-dasharray="6 4" stroke-width="1.2"/>')
         # on the right, beside the running total's scale, which the card is drawn on
-        out.append(f'<text class="card-label" x="{WIDTH - RIGHT - 4}" y="{_n(cy - 4)}" text-anchor="end"{HALO}>'
-                   f'card: {escape(size(fit.budget))}</text>')
+        yield (f'<text class="card-label" x="{WIDTH - RIGHT - 4}" y="{_n(cy - 4)}" text-anchor="end"{HALO}>'
+               f'card: {escape(size(fit.budget))}</text>')
         crossing = next((i for i, r in enumerate(rows) if r.cumulative > fit.budget), None)
         if crossing is not None:
             cx = x((places[crossing][0] + places[crossing][1]) / 2)
             right = cx > LEFT + plot_w / 2
-            out.append(f'<line class="crossing" x1="{_n(cx)}" x2="{_n(cx)}" y1="{TOP}" y2="{TOP + plot_h}" '
-                       f'stroke="#c00000" stroke-dasharray="2 3"/>')
+            yield (f'<line class="crossing" x1="{_n(cx)}" x2="{_n(cx)}" y1="{TOP}" y2="{TOP + plot_h}" '
+                   f'stroke="#c00000" stroke-dasharray="2 3"/>')
             # in the band above the tallest layer (the scale's top is 1.15 times it), under the nets' labels
-            out.append(f'<text class="crossing-label" x="{_n(cx + (-4 if right else 4))}" y="{TOP + 24}" '
-                       f'fill="#c00000" text-anchor="{"end" if right else "start"}"{HALO}>passes the card at '
-                       f'{escape(_row_name(rows[crossing], many))}</text>')
-    out += _names(rows, places, x, TOP + plot_h, labels)
+            yield (f'<text class="crossing-label" x="{_n(cx + (-4 if right else 4))}" y="{TOP + 24}" '
+                   f'fill="#c00000" text-anchor="{"end" if right else "start"}"{HALO}>passes the card at '
+                   f'{escape(_row_name(rows[crossing], many))}</text>')
+    yield from _names(rows, places, x, TOP + plot_h, labels)
     for i, r in enumerate(rows):  # each bar's name and figures on hover
         x0, x1 = x(places[i][0]), x(places[i][1])
         detail = ", ".join(f"{c} {size(v)}" for c, v in per_row[i].items() if v)
-        out.append(f'<rect class="hit" x="{_n(x0)}" y="{TOP}" width="{_n(max(x1 - x0, 0.1))}" height="{plot_h}" '
-                   f'fill-opacity="0"><title>{escape(_row_name(r, many))}: {escape(size(r.total))}'
-                   f'{" (" + escape(detail) + ")" if detail else ""}; running total '
-                   f'{escape(size(r.cumulative))}</title></rect>')
-    out.append("</svg>")
-    return "".join(out)
+        yield (f'<rect class="hit" x="{_n(x0)}" y="{TOP}" width="{_n(max(x1 - x0, 0.1))}" height="{plot_h}" '
+               f'fill-opacity="0"><title>{escape(_row_name(r, many))}: {escape(size(r.total))}'
+               f'{" (" + escape(detail) + ")" if detail else ""}; running total '
+               f'{escape(size(r.cumulative))}</title></rect>')
+    yield "</svg>"
 
 
 def _axes(values, ceiling, unit_name, what, at, top, plot_h, left):
