@@ -58,7 +58,7 @@ class KerasAudit:
     loss_from: str
     mode: str
     context: int = 0
-    graph: object = None
+    graph: object = field(default=None, repr=False)  # (its nodes and tensors refer to each other)
     weights_bytes: int = 0
     trainable_bytes: int = 0
     params: int = 0
