@@ -10,6 +10,7 @@ what their gradients keep are its rule's (rules.py); the optimizer's are optimiz
 lives until its last reader, as TensorFlow's executor frees it; an op may write into an input it
 reads last (buffer forwarding).
 """
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -112,7 +113,17 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
     for t in graph.inputs:
         trainable_up[id(t)] = False
     saved = {}
+    same, merged = {}, {}  # id(a merged op's output) -> id(the first one's); the ops by _merge_key
+    canon = lambda t: same.get(id(t), id(t))  # noqa: E731
     for node in graph.nodes:
+        key = _merge_key(node, canon)
+        twin = merged.get(key) if key is not None else None
+        if twin is not None:  # one op with the first: its outputs are the first's buffers, its gradients theirs
+            for t, u in zip(node.outputs, twin.outputs):
+                ids[id(t)], trainable_up[id(t)], same[id(t)] = ids[id(u)], trainable_up[id(u)], id(u)
+            continue
+        if key is not None:
+            merged[key] = node
         rule = rule_for(node.layer.class_name)
         if rule is None:
             step.unmodelled.append(node.layer.class_name)
@@ -128,11 +139,13 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
     grads = defaultdict(list)
     for t in graph.outputs:
         if trainable_up.get(id(t)):
-            grads[id(t)].append(losses.loss_ops(s, t, ids[id(t)], loss))
+            grads[canon(t)].append(losses.loss_ops(s, t, ids[id(t)], loss))
     weight_grads = []  # (layer, Weight, buffer id) in the order they are made
     start = len(prog.steps)
     last = set()  # layers that hand no gradient on (the first trainable ones): their group runs last
     for k, node in reversed(list(enumerate(graph.nodes))):
+        if id(node) not in saved:  # merged into an earlier op, whose backward runs once for both
+            continue
         rule, keep, own, up = saved[id(node)]
         if not up:
             continue
@@ -147,7 +160,7 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
         dxs, dws = rule.backward(s, node, keep, dys, need)
         for t, dx in zip(node.inputs, dxs):
             if dx is not None and trainable_up.get(id(t), False):
-                grads[id(t)].append(dx)
+                grads[canon(t)].append(dx)
         s.defer = (k, True) if later else None
         for w, g in dws:
             weight_grads.append((node.layer, w, g))
@@ -157,6 +170,28 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
     _weight_gradients_after_chain(s, start, last)
     optimizers.apply(s, weight_grads, optimizer)
     return step
+
+
+# Layers with no variables and no randomness, each one TensorFlow op (or a few) of its input alone.
+# Grappler's arithmetic optimizer merges ops that are the same op with the same settings on the same
+# inputs (its dedup pass): NASNet applies Activation("relu") to one tensor in several branches, and
+# TensorFlow runs one Relu (traced: Keras 3 NASNetMobile, one Relu of the stem's 2x111x111x32 output
+# where the model has five), kept once for its gradient.
+MERGEABLE = frozenset({
+    "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "ThresholdedReLU",
+    "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D", "Cropping1D", "Cropping2D", "Cropping3D",
+    "MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "AveragePooling1D", "AveragePooling2D", "AveragePooling3D",
+    "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D",
+    "UpSampling1D", "UpSampling2D", "Flatten", "Reshape", "Permute"})
+
+
+def _merge_key(node, canon):
+    """What makes two calls one op after Grappler's dedup: a MERGEABLE layer's class, its settings
+    but its name, and its inputs (as merged already); None for every other layer."""
+    if node.layer.class_name not in MERGEABLE:
+        return None
+    settings = {k: v for k, v in node.layer.config.items() if k != "name"}
+    return node.layer.class_name, json.dumps(settings, sort_keys=True, default=str), tuple(canon(t) for t in node.inputs)
 
 
 def _weight_gradients_after_chain(s, start, last):
