@@ -178,3 +178,33 @@ def test_a_logged_data_top_with_no_axes_is_refused(tmp_path):
     assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
     assert "layer 'data': top 'data' is given no axes (Caffe's log run.log:" in run.stderr
     assert "--input data=NxCxHxW" in run.stderr
+
+
+def test_intel_caffe_prints_the_net_as_a_message_of_its_own(tmp_path):
+    """Intel Caffe (bobhuynh/Intel's caffe.log, 2017) logs `Initializing net from parameters:`,
+    then the text as a second message whose first line is empty (`net.cpp:157] `). The same real
+    log written that way reproduces the same lines."""
+    with open(os.path.join(LOGS, "bvlc_nb_brewing_logreg_1.log")) as f:
+        text = f.read()
+    intel = text.replace("net.cpp:49] Initializing net from parameters: \n",
+                         "net.cpp:49] Initializing net from parameters: \nI0224 00:32:03.392215   655 net.cpp:50] \n")
+    assert intel.count("net.cpp:50] \n") == 2
+    (tmp_path / "intel.log").write_text(intel)
+    (tmp_path / "bvlc.log").write_text(text)
+    want = run_in_process("bvlc.log", "--caffe-log", cwd=tmp_path)
+    have = run_in_process("intel.log", "--caffe-log", cwd=tmp_path)
+    assert want.returncode == have.returncode == 0, have.stderr
+    assert have.stdout == want.stdout.replace("bvlc.log", "intel.log")
+
+
+def test_a_net_printed_empty_is_refused_not_audited_as_nothing(tmp_path):
+    """A log whose printed net text is empty but whose layers Caffe set up: no audit of an empty
+    net (it would say the CUDA context alone), one refusal with the way out."""
+    with open(os.path.join(LOGS, "bvlc_nb_brewing_logreg_1.log")) as f:
+        lines = f.read().split("\n")
+    start = next(i for i, line in enumerate(lines) if "Initializing net from parameters" in line)
+    end = next(i for i in range(start + 1, len(lines)) if lines[i][:1] == "I")
+    (tmp_path / "empty.log").write_text("\n".join(lines[:start + 1] + lines[end:]))
+    run = run_in_process("empty.log", cwd=tmp_path)
+    assert run.returncode == 2
+    assert "printed empty" in run.stderr and "--log" in run.stderr

@@ -156,6 +156,10 @@ class _Reader:
                     self.text[1].append(line)
                     self.text[3] += len(raw)
                     continue
+                if not self.text[1] and not line[m.end():].strip():
+                    # Intel Caffe logs the text as a message of its own, whose first line is empty
+                    self.text[2], self.text[3] = number + 1, len(raw)
+                    continue
                 self._end_text()
             if self.run is not None and self.run.failure is not None and m is None:
                 frame = _FRAME.match(line)

@@ -75,6 +75,10 @@ def _log_specs(path, phase, schema, defines, strict=False):
             fix=f"give the net file, with this log for its data shapes: protoaudit NET.prototxt --log {path}")
     specs = []
     for k, net in enumerate(nets):
+        if net.layers and not net.params.text.strip():
+            raise InputError("the net after 'Initializing net from parameters' was printed empty, though Caffe "
+                             "set up its layers", file=path, line=net.params.line,
+                             fix=f"give the net file, with this log for its data shapes: protoaudit NET.prototxt --log {path}")
         src = loader.load_text(net.params.text, path, net.params.line, schema, defines, strict)
         if src.kind != "net":
             raise InputError("the text after 'Initializing net from parameters' is not a net", file=path,
