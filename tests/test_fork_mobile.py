@@ -336,3 +336,25 @@ def test_real_nets_shapes_by_hand():
     assert axpy.bottom_shapes == ((1, 256, 1, 1), (1, 256, 56, 56), (1, 256, 56, 56))
     assert axpy.top_shapes == ((1, 256, 56, 56),)
     assert node("mobilenet_1by2_deploy", "conv2_1/dw").top_shapes == ((1, 16, 112, 112),)
+
+
+MIXED = """name: "mixed"
+layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 1 dim: 8 dim: 16 dim: 16 } } }
+layer { name: "dw" type: "ConvolutionDepthwise" bottom: "data" top: "dw"
+  convolution_param { num_output: 8 group: 8 kernel_size: 3 pad: 1 } }
+layer { name: "relu" type: "ReLU6" bottom: "dw" top: "dw" }
+"""
+
+
+def test_a_net_whose_types_no_one_fork_knows_says_which_lacks_what(tmp_path):
+    """ConvolutionDepthwise is caffe-mobilenet's (the shufflenet fork here), ReLU6 MobileNet-YOLO's;
+    eric612's MnasNet-caffe uses both. Neither --fork would do, and the refusal says what each lacks."""
+    path = tmp_path / "mixed.prototxt"
+    path.write_text(MIXED)
+    r = run_protoaudit(str(path))
+    assert r.returncode == 2
+    assert "no Caffe fork protoaudit ships knows every layer type" in r.stderr
+    assert "mobilenet_yolo lacks ConvolutionDepthwise" in r.stderr and "shufflenet lacks ReLU6" in r.stderr
+    r = run_protoaudit(str(path), "--fork", "mobilenet_yolo")
+    assert r.returncode == 2
+    assert "unknown layer type 'ConvolutionDepthwise'" in r.stderr and "the shufflenet fork" in r.stderr

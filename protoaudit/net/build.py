@@ -703,8 +703,16 @@ def _unknown_type(lp, schema):
     from ..read.schema import USER_PREFIX, described
     from ..read.whose import fork_of
 
+    from ..layers import fork_layers
+    from ..read.schema import FORKS
+
     fork = fork_of(lp)
-    if fork:
+    sized = [f for f in FORKS if f != schema and lp.type in fork_layers(f)]
+    if sized:  # a shipped fork sizes it, but that fork did not read this file or lacks its other types
+        message = (f"unknown layer type '{lp.type}' in {described(schema)}: protoaudit sizes it in "
+                   f"{' and '.join(f'the {f} fork' for f in sized)}, which does not know every layer type of "
+                   "this file (no shipped fork does)")
+    elif fork:
         message = f"unknown layer type '{lp.type}': most likely a layer of {fork}, which protoaudit has no rule for"
     else:
         # the schema's description ends the clause, whatever its length or parentheses

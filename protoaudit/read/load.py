@@ -315,6 +315,13 @@ def _reading(path, raw, schema_name, strict=True):
     complete = [r for r in readings if _types_used(r[1], r[0], r[2].layers) <= _known_types(r[2].layers)
                 and _takes_its_bottoms(r)]
     chosen = _without_descendants(complete or readings)
+    missing = {r[2].name: _types_used(r[1], r[0], r[2].layers) - _known_types(r[2].layers) for r in chosen}
+    if not complete and len({frozenset(m) for m in missing.values()}) > 1:
+        # each fork knows a type another lacks, and none knows them all: --fork would not do
+        lacks = "; ".join(f"{name} lacks {', '.join(sorted(m))}" for name, m in missing.items())
+        raise InputError(f"no Caffe fork protoaudit ships knows every layer type of this file ({lacks})", file=path,
+                         fix="give your fork's own caffe.proto with --caffe-proto, or declare the tops of the layers "
+                             "of a type the fork you name with --fork lacks (--input TOP=NxCxHxW)")
     if len(chosen) > 1:
         _refuse_ambiguous(path, chosen)
     return chosen[0] + (_lines(text, chosen[0][0], path),)
