@@ -357,4 +357,4 @@ def test_a_net_whose_types_no_one_fork_knows_says_which_lacks_what(tmp_path):
     assert "mobilenet_yolo lacks ConvolutionDepthwise" in r.stderr and "shufflenet lacks ReLU6" in r.stderr
     r = run_protoaudit(str(path), "--fork", "mobilenet_yolo")
     assert r.returncode == 2
-    assert "unknown layer type 'ConvolutionDepthwise'" in r.stderr and "the shufflenet fork" in r.stderr
+    assert "unknown layer type 'ConvolutionDepthwise'" in r.stderr and "--fork shufflenet" in r.stderr

@@ -709,9 +709,9 @@ def _unknown_type(lp, schema):
     fork = fork_of(lp)
     sized = [f for f in FORKS if f != schema and lp.type in fork_layers(f)]
     if sized:  # a shipped fork sizes it, but that fork did not read this file or lacks its other types
-        message = (f"unknown layer type '{lp.type}' in {described(schema)}: protoaudit sizes it in "
-                   f"{' and '.join(f'the {f} fork' for f in sized)}, which does not know every layer type of "
-                   "this file (no shipped fork does)")
+        message = (f"unknown layer type '{lp.type}' in {described(schema)}: protoaudit sizes it with "
+                   f"{' or '.join(f'--fork {f}' for f in sized)}, which does not read this file or lacks "
+                   "another of its layer types")
     elif fork:
         message = f"unknown layer type '{lp.type}': most likely a layer of {fork}, which protoaudit has no rule for"
     else:

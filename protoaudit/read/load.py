@@ -315,8 +315,11 @@ def _reading(path, raw, schema_name, strict=True):
     complete = [r for r in readings if _types_used(r[1], r[0], r[2].layers) <= _known_types(r[2].layers)
                 and _takes_its_bottoms(r)]
     chosen = _without_descendants(complete or readings)
-    missing = {r[2].name: _types_used(r[1], r[0], r[2].layers) - _known_types(r[2].layers) for r in chosen}
-    if not complete and len({frozenset(m) for m in missing.values()}) > 1:
+    # the types each lacks that another knows (a type none knows is the registry's to name)
+    somewhere = set().union(*(_known_types(r[2].layers) for r in chosen))
+    missing = {r[2].name: (_types_used(r[1], r[0], r[2].layers) - _known_types(r[2].layers)) & somewhere
+               for r in chosen}
+    if not complete and all(missing.values()) and len({frozenset(m) for m in missing.values()}) > 1:
         # each fork knows a type another lacks, and none knows them all: --fork would not do
         lacks = "; ".join(f"{name} lacks {', '.join(sorted(m))}" for name, m in missing.items())
         raise InputError(f"no Caffe fork protoaudit ships knows every layer type of this file ({lacks})", file=path,
@@ -387,7 +390,7 @@ def _past_unknown_fields(path, text):
         return ranked, ((kind, message, schema), skipped)
 
     found = [r for r in (reading(SCHEMA_NAMES[0], kind) for kind in ("net", "solver")) if r is not None]
-    kinds, forks = ("net", "solver"), SCHEMA_NAMES[1:]
+    kinds, forks, alike = ("net", "solver"), SCHEMA_NAMES[1:], {}
     if found:
         # a fork reads the file past fewer fields, or knows more of its types, only where it has a field
         # BVLC's reading skipped or a type BVLC does not know: only those are read (each reading is a
@@ -395,12 +398,22 @@ def _past_unknown_fields(path, text):
         (kind, message, schema), skipped = min(found, key=lambda r: r[0])[1]
         types = _types_used(message, kind, schema.layers) - _known_types(schema.layers)
         kinds, forks = (kind,), [name for name in forks if _may_read_better(load_schema(name), skipped, types)]
+        # a fork that defines no name the file uses otherwise reads it as BVLC's schema did, and only
+        # knows other types: its rank needs no pass, and it is read only if it wins
+        alike = {name: (not _types_used(message, kind, name) <= _known_types(load_schema(name).layers), len(skipped))
+                 for name in forks if not _reads_otherwise(text, name) and not load_schema(name).predates_v2}
     else:  # a fork reads what BVLC's schema does not only where the file uses a name it defines otherwise
         forks = [name for name in forks if _reads_otherwise(text, name)]
-    found += [r for r in (reading(name, kind) for name in forks for kind in kinds) if r is not None]
+    for name in forks:
+        if name in alike:
+            found.append((alike[name], name))
+        else:
+            found += [r for r in (reading(name, kind) for kind in kinds) if r is not None]
     if not found:
         return None
     best = min(found, key=lambda r: r[0])[1]  # (the first of the best: BVLC's before a fork's)
+    if isinstance(best, str):
+        best = reading(best, kinds[0])[1]
     (kind, message, schema), found = best
     layers = {layer.name: (t, layer) for t, layer in _layers_used(message, kind, schema.layers)}
     known = _known_types(schema.layers)
