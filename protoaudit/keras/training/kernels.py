@@ -39,10 +39,11 @@ def conv_backprop_input(batch, out_image, filter_total, out_depth, itemsize, thr
     return shard * out_image * filter_total * itemsize
 
 
-def max_pool_grad(out_elements, itemsize):
-    """MaxPoolingGradOp (tensorflow/core/kernels/maxpooling_op.cc) on the CPU: a copy of the pooled
-    output (unless forwarded) and an int64 argmax of the output's size."""
-    return out_elements * (itemsize + 8)
+def max_pool_argmax(out_elements):
+    """MaxPoolingGradOp (tensorflow/core/kernels/maxpooling_op.cc) on the CPU: an int64 argmax of the
+    pooled output's size. (Its copy of the pooled output is a buffer of the step's own: it takes the
+    pooled output's memory where MaxPoolGrad reads that last, forward_input_or_allocate_temp({1}).)"""
+    return out_elements * 8
 
 
 # SparseMatMul (tensorflow/core/kernels/sparse_matmul_op.cc), the op of tf.compat.v1.sparse_matmul

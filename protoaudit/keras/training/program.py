@@ -61,17 +61,17 @@ class StepBuilder:
 
     def op(self, label, reads=(), makes=(), scratch=0, forward=(), kind="activation"):
         """An op that reads buffer ids and makes buffers of the given byte sizes (or (bytes, kind)
-        pairs); `forward`: indexes of `makes` that may take the memory of the op's first read
-        buffer read here for the last time (TensorFlow's forward_input_or_allocate_output)."""
+        pairs); `forward`: indexes of `makes` that may take the memory of a buffer the op reads for
+        the last time (TensorFlow's forward_input_or_allocate_output), or (index, buffer id) pairs
+        where only that buffer may be taken."""
         made = []
         for m in makes:
             size, what = (m if isinstance(m, tuple) else (m, kind))
             made.append((size, label, what))
         pairs = []
         reads = [r for r in reads if r is not None]
-        for k in forward:
-            for r in reads:
-                pairs.append((k, r))
+        for k in forward:  # an index (any read buffer), or (index, the one read buffer it may take)
+            pairs += [k] if isinstance(k, tuple) else [(k, r) for r in reads]
         made_ids = self.prog.step(label, reads, made, scratch, pairs)
         if self.defer is not None and (kind == "weight gradient" or self.defer[1]):
             self.deferred[len(self.prog.steps) - 1] = self.defer[0]

@@ -340,9 +340,10 @@ class MaxPool(Rule):
         if not need[0]:
             return [None], []
         out = node.outputs[0].spec
-        scratch = kernels.max_pool_grad(prod(out.shape), _item(out))
-        dx = s.one(f"{node.layer.name} MaxPoolGrad", [keep[0], keep[1], dys[0]], _size(node.inputs[0].spec),
-                   scratch=scratch, kind="gradient")
+        # its copy of the pooled output takes that output's memory where this is its last reader
+        dx, _ = s.op(f"{node.layer.name} MaxPoolGrad", [keep[0], keep[1], dys[0]],
+                     [(_size(node.inputs[0].spec), "gradient"), (_size(out), "scratch")],
+                     scratch=kernels.max_pool_argmax(prod(out.shape)), forward=[(1, keep[1])])
         return [dx], []
 
 
