@@ -3,7 +3,7 @@ refusals name the real cause (a V1 block with a V2 type; a concat that fails on 
 import json
 import os
 
-from conftest import DATA, run_protoaudit
+from conftest import DATA, run_in_process, run_protoaudit
 
 HERE = os.path.join(DATA, "net_inputs")
 
@@ -85,3 +85,24 @@ def test_deconvnets_v1_bn_is_read_with_deconvnets_schema(tmp_path):
     out = json.loads(run.stdout)
     assert out["assumptions"] == [] and out["params"]["total"] == 6  # a scale and a shift per channel
     assert "DeconvNet" in run_protoaudit("d.prototxt", cwd=tmp_path).stdout
+
+
+DIGITS_STAGES = """name: "digits"
+layer { name: "train-data" type: "Input" top: "data" include { phase: TRAIN stage: "train" }
+  input_param { shape { dim: 4 dim: 3 dim: 8 dim: 8 } } }
+layer { name: "val-data" type: "Input" top: "data" include { phase: TEST stage: "val" }
+  input_param { shape { dim: 2 dim: 3 dim: 8 dim: 8 } } }
+layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1" convolution_param { num_output: 4 kernel_size: 3 } }
+"""
+
+
+def test_a_bottom_made_only_in_another_stage_names_the_stage(tmp_path):
+    """DIGITS writes its data layers under `stage: "train"` and `stage: "val"` and trains with those
+    stages; read with none, as Caffe would read it, 'data' is made by no layer of the net: the
+    message says which layer makes it and the --stage that includes it (found tried as a new user would)."""
+    (tmp_path / "net.prototxt").write_text(DIGITS_STAGES)
+    r = run_in_process("net.prototxt", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "'train-data', is not in this net's phase (TRAIN) and stages (none)" in r.stderr
+    assert "--stage train" in r.stderr
+    assert run_in_process("net.prototxt", "--stage", "train", "--stage", "val", cwd=tmp_path).returncode == 0

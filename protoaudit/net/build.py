@@ -130,6 +130,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
     inputs = {**logged, **given}
     layers, wires, forms = _wiring_of(net_param, read)
     kept, kept_wires, kept_lines, kept_forms = [], [], [], []
+    left_out = {}  # top -> the first layer the NetState leaves out that makes it
     for i, lp in enumerate(layers):
         try:
             keep = included(lp, state)
@@ -140,12 +141,16 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
             kept_wires.append(wires[i])
             kept_lines.append(_line(lines, i))
             kept_forms.append(forms[i])
+        else:
+            for top in lp.top:
+                left_out.setdefault(top, lp)
     holder = type(net_param)()  # the splits, and the layers whose bottoms they rename
     planned = insert_splits(kept, kept_wires, list(net_param.input), holder)
     phase = phase_name(state)
     builder = _Builder(phase, inputs, batch, schema, path, keep_own_batch, root, defines)
     builder.ctx.input_sources = dict.fromkeys(logged, logged_from or "Caffe's log")
     builder.planned = planned
+    builder.left_out, builder.stages = left_out, tuple(state.stage)
     builder.add_legacy_inputs(net_param)
     for lp, wire, src in planned:
         line = kept_lines[src] if src is not None else None
@@ -320,6 +325,7 @@ class _Builder:
         self.memory = 0
         self.param_owner = {}  # param name -> (layer index, param index)
         self.planned = []  # every layer Net::Init will set up, for naming a later producer
+        self.left_out, self.stages = {}, ()  # top -> a layer the NetState leaves out that makes it; its stages
         self.before = []  # the layers of the net made again (rebatched)
         self.classes = {**REGISTRY, **fork_layers(schema)}  # layer_class's answers, as one table
         self.shapes = {}  # every shape made, and each layer's tuple of them: one object each (see _shared)
@@ -603,6 +609,14 @@ class _Builder:
                 fix="Caffe builds layers in file order and a net cannot have a cycle: move the producing "
                 "layer before this one, or break the cycle",
             )
+        maker = self.left_out.get(name)
+        if maker is not None:  # made only in another phase or stage: DIGITS' nets keep their data layers so
+            stages = sorted({st for rule in maker.include for st in rule.stage})
+            return InputError(
+                f"unknown bottom blob '{name}' (bottom {j}): the layer that makes it, '{maker.name}', is not in "
+                f"this net's phase ({self.ctx.phase}) and stages ({', '.join(self.stages) or 'none'})",
+                fix=(f"give its stage, as the solver or the tool that trains it does: {' or '.join(f'--stage {st}' for st in stages)}"
+                     if stages else "give the phase it is in (--phase), or include it in this one"))
         near = closest(name, [n for n in self.available if "_split_" not in n])  # not a split Caffe named
         return InputError(
             f"unknown bottom blob '{name}' (bottom {j}): no earlier layer produces it",
