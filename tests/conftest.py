@@ -121,7 +121,7 @@ def by_layer(buffers):
 # The files whose tests take minutes (the fuzzer, the 100,000-layer and million-entry cases, the
 # pre-commit hook's own environment): collected first, so that with `-n auto --dist loadfile` they
 # start at once beside the rest instead of ending the run alone.
-LONG_FILES = ("test_fuzz.py", "test_hostile.py", "test_pipelines.py")
+LONG_FILES = ("test_fuzz.py", "test_hostile.py", "test_scale.py", "test_pipelines.py")
 
 
 def pytest_collection_modifyitems(items):
