@@ -714,11 +714,9 @@ def _typo(lp, schema):
 
 
 def _unknown_type(lp, schema):
-    from ..read.schema import USER_PREFIX, described
-    from ..read.whose import fork_of
-
     from ..layers import fork_layers
-    from ..read.schema import FORKS
+    from ..read.schema import FORKS, USER_PREFIX, described
+    from ..read.whose import fork_of
 
     fork = fork_of(lp)
     sized = [f for f in FORKS if f != schema and lp.type in fork_layers(f)]

@@ -315,19 +315,24 @@ def _reading(path, raw, schema_name, strict=True):
     complete = [r for r in readings if _types_used(r[1], r[0], r[2].layers) <= _known_types(r[2].layers)
                 and _takes_its_bottoms(r)]
     chosen = _without_descendants(complete or readings)
-    # the types each lacks that another knows (a type none knows is the registry's to name)
-    somewhere = set().union(*(_known_types(r[2].layers) for r in chosen))
+    if not complete and len(chosen) > 1:
+        _refuse_forks_that_each_lack_a_type(path, chosen)
+    if len(chosen) > 1:
+        _refuse_ambiguous(path, chosen)
+    return chosen[0] + (_lines(text, chosen[0][0], path),)
+
+
+def _refuse_forks_that_each_lack_a_type(path, readings):
+    """Readings none of which knows every layer type: refused where each lacks a type another knows
+    (then --fork would not do); a type none knows is the registry's to name."""
+    somewhere = set().union(*(_known_types(r[2].layers) for r in readings))
     missing = {r[2].name: (_types_used(r[1], r[0], r[2].layers) - _known_types(r[2].layers)) & somewhere
-               for r in chosen}
-    if not complete and all(missing.values()) and len({frozenset(m) for m in missing.values()}) > 1:
-        # each fork knows a type another lacks, and none knows them all: --fork would not do
+               for r in readings}
+    if all(missing.values()) and len({frozenset(m) for m in missing.values()}) > 1:
         lacks = "; ".join(f"{name} lacks {', '.join(sorted(m))}" for name, m in missing.items())
         raise InputError(f"no Caffe fork protoaudit ships knows every layer type of this file ({lacks})", file=path,
                          fix="give your fork's own caffe.proto with --caffe-proto, or declare the tops of the layers "
                              "of a type the fork you name with --fork lacks (--input TOP=NxCxHxW)")
-    if len(chosen) > 1:
-        _refuse_ambiguous(path, chosen)
-    return chosen[0] + (_lines(text, chosen[0][0], path),)
 
 
 def _may_read_better(schema, skipped, types):
