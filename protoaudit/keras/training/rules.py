@@ -564,6 +564,16 @@ class LocallyConnected(_Weighted):
     def impl(self, node):
         return int(node.layer.config.get("implementation") or 1)
 
+    @staticmethod
+    def sparse_matmul(s, sparse_rows, sparse_cols, dense, out):
+        """SparseMatMul's scratch with the masked kernel as its sparse operand (sparse_rows x
+        sparse_cols as multiplied) and `dense` (a Spec, batch first) as the other, beside the op's
+        transposed copy of `dense`. The op has only a CPU kernel: beside a GPU it runs on the host,
+        and its scratch is the host's memory."""
+        if s.device != "cpu":
+            return 0
+        return kernels.sparse_matmul(sparse_rows, sparse_cols, sparse_cols, dense.shape[0], _item(out)) + _size(dense)
+
     def positions(self, node):
         out = node.outputs[0].spec
         last = node.layer.config.get("data_format", "channels_last") != "channels_first"
@@ -583,10 +593,8 @@ class LocallyConnected(_Weighted):
             kernel = sum(nbytes(w) for w in s.weights_of(node) if w.name == "kernel")
             masked = s.one(f"{name} kernel * mask", [], kernel)
             # SparseMatMul(x, masked kernel, b_is_sparse): the kernel is multiplied transposed, as the
-            # sparse operand, with a transposed copy of x. The op has only a CPU kernel: beside a GPU
-            # it runs on the host, and its scratch is the host's memory.
-            scratch = kernels.sparse_matmul(prod(out.shape[1:]), prod(x.shape[1:]), prod(x.shape[1:]),
-                                            x.shape[0], _item(out)) + _size(x) if s.device == "cpu" else 0
+            # sparse operand, with a transposed copy of x
+            scratch = self.sparse_matmul(s, prod(out.shape[1:]), prod(x.shape[1:]), x, out)
             y = s.one(f"{name} sparse matmul", [xs[0], masked], _size(out), scratch=scratch)
             return [y], (xs[0], masked)
         y = s.one(f"{name} sparse matmul", [xs[0]], _size(out))
@@ -613,9 +621,7 @@ class LocallyConnected(_Weighted):
                 dx = s.one(f"{name} AddN of the slices' gradients", parts, size, kind="gradient")
             elif impl == 2:
                 x_spec, out = node.inputs[0].spec, node.outputs[0].spec
-                inner, outer = prod(x_spec.shape[1:]), prod(out.shape[1:])
-                scratch = (kernels.sparse_matmul(inner, outer, outer, x_spec.shape[0], _item(out)) + _size(out)
-                           if s.device == "cpu" else 0)
+                scratch = self.sparse_matmul(s, prod(x_spec.shape[1:]), prod(out.shape[1:]), out, out)
                 dx = s.one(f"{name} input gradient", [dys[0], extra], size, scratch=scratch, kind="gradient")
             else:
                 dx = s.one(f"{name} input gradient", [dys[0]], size, kind="gradient")
