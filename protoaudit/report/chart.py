@@ -187,30 +187,31 @@ def _layer_ticks(ax, rows, places):
     the rows held beside the nets."""
     step = max(1, math.ceil(sum(1 for r in rows if r.type) / MAX_LABELS))
     ticks = [i for i, r in enumerate(rows) if not r.type or i % step == 0]
-    ax.set_xticks([_centre(places[i]) for i in ticks], [_short(rows[i].name) for i in ticks], rotation=90,
+    ax.set_xticks([_centre(places[i]) for i in ticks], [short_name(rows[i].name) for i in ticks], rotation=90,
                   fontsize=7 if len(ticks) > 20 else 8)
 
 
-def _short(name):
+def short_name(name):
+    """A name whole up to LABEL_CHARS characters, else its ends around an ellipsis (both charts)."""
     if len(name) <= LABEL_CHARS:
         return name
     head = (LABEL_CHARS - 1) // 2
     return name[:head] + "\u2026" + name[len(name) - (LABEL_CHARS - 1 - head):]
 
 
-def _row_name(rows, i):
-    """A row's name, after its net's where the chart holds more than one net."""
-    return f"{rows[i].net} {rows[i].name}" if _many_nets(rows) and rows[i].type else rows[i].name
+def row_name(row, many):
+    """A row's name, after its net's where the chart holds more than one net (`many`)."""
+    return f"{row.net} {row.name}" if many and row.type else row.name
 
 
-def _many_nets(rows):
+def many_nets(rows):
     return len({r.net for r in rows if r.type}) > 1
 
 
 def _nets(ax, rows, places):
     """A dotted line where one net's layers end and the next begin, with the net's label (none for
     a file's only net)."""
-    start, many = 0, _many_nets(rows)
+    start, many = 0, many_nets(rows)
     for i in range(1, len(rows) + 1):
         if i == len(rows) or rows[i].net != rows[start].net or bool(rows[i].type) != bool(rows[start].type):
             if rows[start].type and many:
@@ -242,7 +243,7 @@ def _running_total(ax, rows, places, fit):
             ax.axvline(x, color="#c00000", linestyle=":", linewidth=1, gid="crossing")
             right = x > places[-1][1] / 2  # the label on the side with room
             # in the band above the tallest layer (the left scale's top is 1.15 times it), under the nets' labels
-            ax.annotate(f"passes the card at {_row_name(rows, crossing)}", (x, 0.93),
+            ax.annotate(f"passes the card at {row_name(rows[crossing], many_nets(rows))}", (x, 0.93),
                         xycoords=("data", "axes fraction"), xytext=(-4 if right else 4, 0),
                         textcoords="offset points", ha="right" if right else "left", va="top", fontsize=8,
                         color="#c00000", gid="crossing-label",

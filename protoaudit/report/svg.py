@@ -6,13 +6,12 @@ net stays small; every name is escaped, and each bar's name and figures are its 
 """
 from html import escape
 
-from .chart import COLOURS, MAX_LABELS, STACK, categories, slots, unit
+from .chart import COLOURS, MAX_LABELS, STACK, categories, many_nets, row_name, short_name, slots, unit
 from .units import size
 
 WIDTH, HEIGHT = 960, 400
 LEFT, RIGHT, TOP, BOTTOM = 64, 72, 16, 132  # margins: the axes' labels, the layer names below (at least)
 SWEEP_HEIGHT, SWEEP_BOTTOM = 300, 44
-LABEL_CHARS = 64  # a longer name is shown by its ends; the margin below grows to the longest shown
 CHAR_WIDTH = 5  # px, a generous average at font-size 10
 HALO = ' paint-order="stroke" stroke="#fff" stroke-width="3" stroke-linejoin="round"'  # text readable over lines
 ENGINE_COLOURS = ("#c00000", "#4e79a7")  # the audit's engine, the other one
@@ -60,8 +59,8 @@ def layer_chart(rows, fit, label, shared=None):
 def layer_chart_parts(rows, fit, label, shared=None):
     """layer_chart's text in pieces, as they are made: at 100,000 layers it is 25 MB."""
     layers_top, running_top = shared or scales(rows, fit)
-    labels, many = _labelled(rows), _many_nets(rows)
-    bottom = max(BOTTOM, 16 + CHAR_WIDTH * max((len(_short(rows[i].name)) for i in labels), default=0))
+    labels, many = _labelled(rows), many_nets(rows)
+    bottom = max(BOTTOM, 16 + CHAR_WIDTH * max((len(short_name(rows[i].name)) for i in labels), default=0))
     height = HEIGHT - BOTTOM + bottom
     name, scale = unit(layers_top)
     ceiling = layers_top / scale * 1.15 or 1
@@ -122,13 +121,13 @@ def layer_chart_parts(rows, fit, label, shared=None):
             # in the band above the tallest layer (the scale's top is 1.15 times it), under the nets' labels
             yield (f'<text class="crossing-label" x="{_n(cx + (-4 if right else 4))}" y="{TOP + 24}" '
                    f'fill="#c00000" text-anchor="{"end" if right else "start"}"{HALO}>passes the card at '
-                   f'{escape(_row_name(rows[crossing], many))}</text>')
+                   f'{escape(row_name(rows[crossing], many))}</text>')
     yield from _names(rows, places, x, TOP + plot_h, labels)
     for i, r in enumerate(rows):  # each bar's name and figures on hover
         x0, x1 = x(places[i][0]), x(places[i][1])
         detail = ", ".join(f"{c} {size(v)}" for c, v in per_row[i].items() if v)
         yield (f'<rect class="hit" x="{_n(x0)}" y="{TOP}" width="{_n(max(x1 - x0, 0.1))}" height="{plot_h}" '
-               f'fill-opacity="0"><title>{escape(_row_name(r, many))}: {escape(size(r.total))}'
+               f'fill-opacity="0"><title>{escape(row_name(r, many))}: {escape(size(r.total))}'
                f'{" (" + escape(detail) + ")" if detail else ""}; running total '
                f'{escape(size(r.cumulative))}</title></rect>')
     yield "</svg>"
@@ -150,19 +149,10 @@ def _axes(values, ceiling, unit_name, what, at, top, plot_h, left):
     return out
 
 
-def _row_name(row, many):
-    """A row's name, after its net's where the chart holds more than one net (`many`)."""
-    return f"{row.net} {row.name}" if many and row.type else row.name
-
-
-def _many_nets(rows):
-    return len({r.net for r in rows if r.type}) > 1
-
-
 def _nets(rows, places, x, top, plot_h):
     """A dotted line where one net's layers end and the next begin, with the net's label (none for
     a file's only net)."""
-    out, start, many = [], 0, _many_nets(rows)
+    out, start, many = [], 0, many_nets(rows)
     for i in range(1, len(rows) + 1):
         if i == len(rows) or rows[i].net != rows[start].net or bool(rows[i].type) != bool(rows[start].type):
             if rows[start].type and many:
@@ -184,21 +174,13 @@ def _labelled(rows):
     return [i for i, r in enumerate(rows) if not r.type or i % step == 0]
 
 
-def _short(name):
-    """A name whole up to LABEL_CHARS characters, else its ends around an ellipsis."""
-    if len(name) <= LABEL_CHARS:
-        return name
-    head = (LABEL_CHARS - 1) // 2
-    return name[:head] + "\u2026" + name[len(name) - (LABEL_CHARS - 1 - head):]
-
-
 def _names(rows, places, x, base, labels):
     """Each labelled bar's name, below it."""
     out = []
     for i in labels:
         r = rows[i]
         cx = x((places[i][0] + places[i][1]) / 2)
-        name = _short(r.name)
+        name = short_name(r.name)
         out.append(f'<text class="name" x="{_n(cx)}" y="{base + 6}" transform="rotate(-90 {_n(cx)} {base + 6})" '
                    f'text-anchor="end" dominant-baseline="middle">{escape(name)}</text>')
     return out
