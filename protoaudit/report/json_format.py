@@ -225,7 +225,7 @@ def _items(brackets, items, level):
     for i, item in enumerate(itertools.chain([first], items)):
         yield ("," if i else "") + pad
         if brackets == "{}":
-            yield _string(item[0]) + ": "
+            yield _string(_key(item[0])) + ": "
             item = item[1]
         yield from parts(item, level + 1)
     yield "\n" + " " * level + brackets[1]
