@@ -286,3 +286,17 @@ def test_matmul_blocks_by_hand():
     assert kernels.matmul(2, 2, 2048, 4) == 12416
     assert kernels.matmul(64, 64, 1, 4) == 0 and kernels.matmul(300, 64, 1, 4) == 300 * 4 + 64
     assert kernels.matmul(32, 784, 1024, 2) == 0
+
+
+def test_conv2d_forward_scratch_is_the_packing_buffer_tensorflow_allocates():
+    """Conv2D's forward pass on the CPU packs MatMul's blocks for (batch x output pixels) by
+    (kernel x input channels) by (filters), against TensorFlow's heap on 8 traced convolutions."""
+    rows = list(csv.DictReader(open(os.path.join(ORACLE, "matmul", "conv_scratch.tsv")), delimiter="\t"))
+    assert len(rows) == 8
+    for r in rows:
+        n, h, stride = int(r["batch"]), int(r["height"]), int(r["stride"])
+        k = int(r["kernel_h"])
+        side = -(-h // stride) if r["padding"] == "SAME" else (h - k) // stride + 1
+        assert n * side * side * int(r["filters"]) * 4 == int(r["output_bytes"])
+        got = kernels.matmul(n * side * side, k * k * int(r["in_channels"]), int(r["filters"]), 4)
+        assert got == int(r["first_block_bytes"]), r

@@ -168,7 +168,13 @@ class Conv(_Weighted):
 
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
-        z = s.one(f"{node.layer.name} Conv", [xs[0]], _size(out))
+        scratch = 0
+        if s.device == "cpu" and node.layer.class_name not in ("Conv3D", "Convolution3D"):
+            # Eigen's spatial convolution is a contraction of the image patches with the filter:
+            # MatMul's packing buffer, for (batch x output pixels) by (filter) by (output channels)
+            batch, out_image, filter_total, out_depth = self.dims(node)
+            scratch = kernels.matmul(batch * out_image, filter_total, out_depth, _item(out))
+        z = s.one(f"{node.layer.name} Conv", [xs[0]], _size(out), scratch=scratch)
         if node.layer.config.get("use_bias", True):
             z = s.one(f"{node.layer.name} BiasAdd", [z], _size(out), forward=True)
         y, act = act_forward(s, node.layer.name, z, out, node.layer.config.get("activation"))
