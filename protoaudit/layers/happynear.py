@@ -1,5 +1,6 @@
 """happynear's Caffe (happynear/caffe-windows, branch ms), the Caffe NormFace and AM-Softmax train on:
-Flip, Normalize, LabelSpecificAdd, and its own InnerProduct, SoftmaxWithLoss and Accuracy.
+Flip, Normalize, LabelSpecificAdd, InnerDistance, GeneralContrastiveLoss, and its own InnerProduct,
+SoftmaxWithLoss, Accuracy and BatchNorm.
 
 Sources: happynear/caffe-windows at 967eedf (the head of ms; caffe.proto and these layers' files are
 those of 504d8a8, the commit happynear/AMSoftmax pins, but for a parenthesised macro in
@@ -13,10 +14,12 @@ from .dense import InnerProduct as BvlcInnerProduct
 from .losses import Accuracy as BvlcAccuracy
 from .losses import SoftmaxWithLoss as BvlcSoftmaxWithLoss
 from .losses import check_label_count
+from .normalization import BatchNorm as BvlcBatchNorm
 from .normalization import softmax_buffers
 
 FORK = "happynear"
 NORMS = ("L2", "L1")  # NormalizeParameter.normalize_type: anything else is NOT_IMPLEMENTED
+ENGINE_CUDNN = 2  # BatchNormParameter.Engine (caffe.proto)
 
 
 @register("Flip", fork=FORK)
@@ -86,15 +89,39 @@ class InnerProduct(BvlcInnerProduct):
     """The fork's InnerProductLayer: BVLC's, plus `normalize`, which rescales each weight row to unit
     length before every forward (inner_product_layer.cpp:111-118, cu:39-49) with weight_norm_, one
     float per output (num_output), set to zeros on the host in Reshape (cpp:98-102) and filled by the
-    GPU forward (cu:41). (The fork also takes the weight and bias as bottoms 1 and 2, which no
-    NormFace or AM-Softmax net does: protoaudit keeps BVLC's one bottom.)"""
+    GPU forward (cu:41); and the weight taken from bottom 1 (NormFace's nets feed it a Parameter
+    layer): N is then bottom 1's num() (cpp:17, 85), and the layer has no weight of its own
+    (cpp:25-28)."""
+
+    exact_bottoms = None
+    min_bottoms = 1
+    max_bottoms = 3
 
     @classmethod
     def sized_as(cls, lp):
-        """Without `normalize` the layer is BVLC's, line for line."""
-        return cls if lp.inner_product_param.normalize else BvlcInnerProduct
+        """With one bottom and without `normalize` the layer is BVLC's, line for line."""
+        return cls if lp.inner_product_param.normalize or len(lp.bottom) > 1 else BvlcInnerProduct
+
+    def _dims(self, bottoms):
+        if len(bottoms) == 1:
+            return super()._dims(bottoms)
+        p = self.lp.inner_product_param
+        # a bias beside a weight from bottom 1 lives in blobs_[0] but is read through
+        # param_propagate_down_[1], which only a one-bottom layer sizes (cpp:70, 168); from bottom 2,
+        # it needs bias_multiplier_, which Reshape sizes for at most two bottoms (cpp:93, 124)
+        self.check(len(bottoms) == 2 and not p.bias_term, f"protoaudit sizes the fork's InnerProduct with {len(bottoms)} "
+                   "bottoms only as NormFace uses it: the weight as bottom 1 and bias_term: false (with a bias the "
+                   "fork reads blobs it never sized: inner_product_layer.cpp:70, 93, 168)",
+                   fix="set bias_term: false, or give the layer one bottom")
+        axis = canonical_axis(self, p.axis, len(bottoms[0]))
+        return axis, count(bottoms[0], axis), legacy_shape(self, bottoms[1])[0]
+
+    def param_shapes(self, bottoms):
+        return super().param_shapes(bottoms) if len(bottoms) == 1 else []
 
     def touches(self, run):
+        if len(run.bottoms) > 1:
+            return Layer.touches(self, run)
         t = super().touches(run)
         if self.lp.inner_product_param.normalize:
             n = self.lp.inner_product_param.num_output
@@ -207,3 +234,119 @@ class Accuracy(BvlcAccuracy):
         if len(run.tops) > 1:
             t.append(touch.buffer("nums_buffer_", count(run.tops[1]), "forward", per_sample=False, device="host"))
         return t
+
+
+@register("InnerDistance", fork=FORK)
+class InnerDistance(Layer):
+    """InnerDistanceLayer: NormFace's squared L2 (or L1) distance from each row of bottom 0 (K values
+    from `axis` on, M rows) to N centres. With one bottom the centres are the layer's weight
+    (num_output, K), or (K, num_output) transposed (inner_distance_layer.cpp:26-48), normalised like
+    InnerProduct's with weight_norm_, N floats, set on the host in Reshape (cpp:71-77) and used by the
+    GPU forward (cu:71); with two or more they are bottom 1, N = its num() (cpp:27, 64), and there is
+    no weight (cpp:29-31; update_center_only reads the labels from the last bottom, cpp:136, so it
+    keeps the weight with two bottoms). The top is bottom 0's axes before `axis`, then N (cpp:67-70).
+    Only the top count is checked (the header's Min/MaxNumBottomBlobs are no Layer methods). Any
+    distance_type but L2 or L1 is NOT_IMPLEMENTED (cpp:116-118, cu:93-95)."""
+
+    min_bottoms = 1
+    max_bottoms = 3
+    exact_tops = 1
+
+    def _own_weight(self, bottoms):
+        p = self.fork_param("inner_distance_param")
+        return len(bottoms) == 1 or (p.update_center_only and len(bottoms) == 2)
+
+    def _dims(self, bottoms):
+        p = self.fork_param("inner_distance_param")
+        axis = canonical_axis(self, p.axis, len(bottoms[0]))
+        if len(bottoms) == 1:
+            self.check(p.num_output > 0, "num_output must be set and positive")
+            n = p.num_output
+        else:
+            n = legacy_shape(self, bottoms[1])[0]
+        return axis, count(bottoms[0], axis), n
+
+    def reshape(self, bottoms):
+        axis, _, n = self._dims(bottoms)
+        return [tuple(bottoms[0][:axis]) + (n,)]
+
+    def param_shapes(self, bottoms):
+        if not self._own_weight(bottoms):
+            return []
+        _, k, n = self._dims(bottoms)
+        return [(k, n) if self.fork_param("inner_distance_param").transpose else (n, k)]
+
+    def touches(self, run):
+        p = self.fork_param("inner_distance_param")
+        labels = len(run.bottoms) - 1 if p.update_center_only else None
+        t = [x for x in super().touches(run) if not (x.what == "bottom" and x.part == "diff" and x.index == labels)]
+        if p.distance_type not in NORMS:
+            t.append(touch.stop("forward", f"InnerDistance has no distance_type '{p.distance_type}' (only L2 and "
+                                           "L1: inner_distance_layer.cpp:116, NOT_IMPLEMENTED)"))
+        if p.normalize and len(run.bottoms) == 1:
+            n = self._dims(run.bottoms)[2]
+            t.append(touch.buffer("weight_norm_", n, "setup", per_sample=False, note=f"{n} (one norm per centre)"))
+        return t
+
+
+@register("GeneralContrastiveLoss", fork=FORK)
+class GeneralContrastiveLoss(Layer):
+    """GeneralContrastiveLossLayer: NormFace's contrastive loss over a distance matrix, bottom 0 (N
+    rows of distances to every class) with the labels as bottom 1 (and, if given, bottom 2 read in
+    place of bottom 0's values, cpp:54). A LossLayer (the first dimensions of bottoms 0 and 1 agree,
+    loss_layer.cpp:19-21) with a scalar top and an optional second top of 2 distances (3 with
+    add_intra_mae, cpp:36-45). CPU code only (no .cu): in GPU mode it reads and writes on the host,
+    and its forward already writes bottom 0's diff (cpp:55); max_negative_only keeps one int per
+    row, max_negative_index_ (cpp:46-48, 58)."""
+
+    min_bottoms = 2
+    min_tops = 1
+    max_tops = 2
+    loss_by_default = True
+
+    def reshape(self, bottoms):
+        p = self.fork_param("general_contrastive_loss_param")
+        self.check(len(bottoms[0]) and len(bottoms[1]) and bottoms[0][0] == bottoms[1][0],
+                   f"the distances {tuple(bottoms[0])} and labels {tuple(bottoms[1])} need the same first dimension")
+        legacy_shape(self, bottoms[0])
+        tops = [()]
+        return tops + [(3 if p.add_intra_mae else 2,)] if len(self.lp.top) == 2 else tops
+
+    def allow_force_backward(self, bottom_index):
+        return bottom_index != 1
+
+    def touches(self, run):
+        p = self.fork_param("general_contrastive_loss_param")
+        t = [touch.bottom(j, "data", "forward", device="host") for j in range(min(len(run.bottoms), 3))]
+        t.append(touch.bottom(0, "diff", "forward", device="host"))
+        if p.max_negative_only:
+            n = run.bottoms[0][0]
+            t.append(touch.buffer("max_negative_index_", n, "forward", per_sample=True, device="host",
+                                  note=f"{n} ints (one per row)"))
+        t += [touch.top(j, "data", "forward", device="host") for j in range(len(run.tops))]
+        if run.propagate_down[0]:
+            t.append(touch.top(0, "diff", "backward", device="host"))
+        return t
+
+
+@register("BatchNorm", fork=FORK)
+class BatchNorm(BvlcBatchNorm):
+    """The fork's BatchNormLayer is BVLC's (batch_norm_layer.cpp/.cu differ in layout only) but for
+    disable_mean and disable_variance, which skip parts of both passes (cpp:112-180, 202-260), and
+    engine: CUDNN, which keeps the statistics' learning rates (cpp:40-54) although no cuDNN
+    BatchNorm is built (cudnn_batch_norm_layer.hpp has no source file). protoaudit sizes the layer
+    as BVLC's, and refuses those three settings rather than guess."""
+
+    def reshape(self, bottoms):
+        p = self.lp.batch_norm_param
+        for name in ("disable_mean", "disable_variance"):
+            self.check(not getattr(p, name), f"protoaudit has no rule for the fork's BatchNorm with {name} (it "
+                       "skips parts of both passes: batch_norm_layer.cpp:112-260)",
+                       fix=f"audit without {name}, or declare the layer's top with --input")
+        self.check(p.engine != ENGINE_CUDNN, "protoaudit has no rule for the fork's BatchNorm with engine: CUDNN "
+                   "(it learns the statistics: batch_norm_layer.cpp:40)", fix="audit without the engine setting")
+        return super().reshape(bottoms)
+
+    @classmethod
+    def sized_as(cls, lp):
+        return BvlcBatchNorm
