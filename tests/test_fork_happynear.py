@@ -291,3 +291,87 @@ def test_accuracy_runs_on_the_host(tmp_path):
     assert got["nums_buffer_"] == (10 * F, "forward", "host")
     touched = {(t.what, t.device) for t in layer_touches(n.layer("a"), "gpu", "caffe")}
     assert touched == {("bottom", "host"), ("top", "host"), ("buffer", "host")}
+
+
+# ------------------------------------------------------------------ NormFace's InnerDistance and contrastive loss
+
+WEIGHT = 'layer { name: "w" type: "Parameter" top: "w" parameter_param { shape { dim: 7 dim: 72 } } }\n'
+
+
+def test_inner_distance_with_its_own_centres(tmp_path):
+    """One bottom 8x6x3x4: K = 72 (axis 1), num_output 5: centres (5, 72) (inner_distance_layer.cpp:
+    26-48), top (8, 5) (cpp:67-70); normalize adds weight_norm_, 5 floats (cpp:71-77, cu:71)."""
+    n = build(tmp_path, net('layer { name: "d" type: "InnerDistance" bottom: "x" top: "d" '
+                            'inner_distance_param { num_output: 5 normalize: true } }', label=False))
+    assert tops(n, "d") == [(8, 5)]
+    assert [p.shape for p in n.layer("d").params] == [(5, 72)]
+    assert owners(net_buffers(n, mode="gpu"), "d")["weight_norm_"] == (5 * F, "setup", "device")
+
+
+def test_inner_distance_with_centres_from_bottom_1(tmp_path):
+    """Two bottoms: N = bottom 1's num() = 7 (cpp:27, 64), no weight of its own (cpp:29-31); the
+    centres get a diff when their producer learns (cpp:128-130)."""
+    n = build(tmp_path, net(WEIGHT + 'layer { name: "d" type: "InnerDistance" bottom: "x" bottom: "w" top: "d" }',
+                            label=False))
+    assert tops(n, "d") == [(8, 7)] and not n.layer("d").params
+    assert first_touch(net_buffers(n, mode="gpu"), "w", "top diff") == ("backward", 7 * 72 * F, "device")
+
+
+def test_inner_distance_stops_at_an_unknown_distance(tmp_path):
+    """cpp:116-118: NOT_IMPLEMENTED for anything but L2 and L1."""
+    n = build(tmp_path, net('layer { name: "d" type: "InnerDistance" bottom: "x" top: "d" '
+                            'inner_distance_param { num_output: 5 distance_type: "cos" } }', label=False))
+    assert [t.stage for t in layer_touches(n.layer("d"), "gpu", "caffe") if t.what == "stop"] == ["forward"]
+
+
+def test_inner_product_with_its_weight_from_bottom_1(tmp_path):
+    """NormFace's NCA net: InnerProduct bottom 1 a Parameter (7, 72), bias_term false: N = 7 (cpp:17,
+    85), no blobs (cpp:25-28), no bias_multiplier_; with a bias the fork reads blobs it never sized."""
+    body = WEIGHT + ('layer { name: "ip" type: "InnerProduct" bottom: "x" bottom: "w" top: "ip" '
+                     'inner_product_param { bias_term: BIAS } }')
+    n = build(tmp_path, net(body.replace("BIAS", "false"), label=False))
+    assert tops(n, "ip") == [(8, 7)] and not n.layer("ip").params
+    assert owners(net_buffers(n, mode="gpu"), "ip") == {}
+    with pytest.raises(InputError, match="bias_term: false"):
+        build(tmp_path, net(body.replace("BIAS", "true"), label=False))
+
+
+def contrastive(extra="", tops_=('"l"', '"dist"')):
+    top = " ".join(f"top: {t}" for t in tops_)
+    return (f'layer {{ name: "l" type: "GeneralContrastiveLoss" bottom: "x" bottom: "label" {top} '
+            f'loss_weight: 1 loss_weight: 1 general_contrastive_loss_param {{ {extra} }} }}\n')
+
+
+def test_general_contrastive_loss_by_hand(tmp_path):
+    """8x10 distances: a scalar loss and (2,) distances (cpp:36-45), (3,) with add_intra_mae; CPU code
+    only, so in GPU mode the forward writes bottom 0's diff, 8*10 floats, on the host (cpp:55);
+    max_negative_only adds 8 ints (cpp:46-48)."""
+    n = build(tmp_path, net(contrastive(), shape=(8, 10)))
+    assert tops(n, "l") == [(), (2,)]
+    assert tops(build(tmp_path, net(contrastive("add_intra_mae: true"), shape=(8, 10))), "l") == [(), (3,)]
+    assert first_touch(net_buffers(n, mode="gpu"), "x", "top diff") == ("forward", 8 * 10 * F, "host")
+    m = build(tmp_path, net(contrastive("max_negative_only: true"), shape=(8, 10)))
+    assert owners(net_buffers(m, mode="gpu"), "l")["max_negative_index_"] == (8 * 4, "forward", "host")
+
+
+def test_general_contrastive_loss_needs_a_label_per_row(tmp_path):
+    """loss_layer.cpp:19-21: the first dimensions of bottoms 0 and 1 must agree."""
+    body = 'layer { name: "y" type: "DummyData" top: "y" dummy_data_param { shape { dim: 3 } } }\n' + \
+        contrastive().replace('bottom: "label"', 'bottom: "y"')
+    with pytest.raises(InputError, match="same first dimension"):
+        build(tmp_path, net(body, shape=(8, 10)))
+
+
+@pytest.mark.parametrize("param", ["disable_mean: true", "disable_variance: true", "engine: CUDNN"])
+def test_batch_norm_settings_of_the_fork_alone_are_refused(tmp_path, param):
+    """batch_norm_layer.cpp:40-54, 112-260: these change which passes run and what learns."""
+    with pytest.raises(InputError, match="fork's BatchNorm"):
+        build(tmp_path, net(f'layer {{ name: "bn" type: "BatchNorm" bottom: "x" top: "bn" '
+                            f'batch_norm_param {{ {param} }} }}', label=False))
+
+
+def test_batch_norm_without_them_is_bvlcs(tmp_path):
+    n = build(tmp_path, net('layer { name: "bn" type: "BatchNorm" bottom: "x" top: "bn" }', label=False))
+    assert [p.shape for p in n.layer("bn").params] == [(6,), (6,), (1,)]
+    from protoaudit.layers.normalization import BatchNorm as BvlcBatchNorm
+    assert layer_class("BatchNorm", "happynear").sized_as(None) is BvlcBatchNorm
