@@ -375,3 +375,54 @@ def test_batch_norm_without_them_is_bvlcs(tmp_path):
     assert [p.shape for p in n.layer("bn").params] == [(6,), (6,), (1,)]
     from protoaudit.layers.normalization import BatchNorm as BvlcBatchNorm
     assert layer_class("BatchNorm", "happynear").sized_as(None) is BvlcBatchNorm
+
+
+# ------------------------------------------------------------------ ChannelScale
+
+
+def scale(extra="", tops_=('"s"',), scales="n"):
+    top = " ".join(f"top: {t}" for t in tops_)
+    return (f'layer {{ name: "s" type: "ChannelScale" bottom: "x" bottom: "{scales}" {top} '
+            f'channel_scale_param {{ {extra} }} }}\n')
+
+
+NORMS_TOP = 'layer { name: "nrm" type: "Normalize" bottom: "x" top: "xn" top: "n" }\n'
+
+
+def test_channel_scale_by_hand(tmp_path):
+    """AM-Softmax's wo_fn net: the scores (8x6x3x4 here) times bottom 1, one value per (n, h, w):
+    Normalize's second top, 8x1x3x4 (cpp:16-17). Top like bottom 0 (cpp:48); no parameter without
+    global_scale; the backward writes both bottoms' diffs (cu:87-88), so the norms get a diff even
+    where propagate_down says no."""
+    n = build(tmp_path, net(NORMS_TOP + scale(), label=False))
+    assert tops(n, "s") == [(8, 6, 3, 4)] and not n.layer("s").params
+    assert first_touch(net_buffers(n, mode="gpu"), "n", "top diff") == ("backward", 8 * 3 * 4 * F, "device")
+
+
+def test_channel_scale_global_scale_is_a_fixed_parameter(tmp_path):
+    """global_scale: one (1,) blob, lr_mult 0 added by setup (cpp:29-37), and a second top (1,) on
+    the host (cpp:49-51, cu:60-62); a learning param is refused (cpp:39-40)."""
+    n = build(tmp_path, net(NORMS_TOP + scale("global_scale: true", ('"s"', '"g"')), label=False))
+    assert tops(n, "s") == [(8, 6, 3, 4), (1,)]
+    assert [p.shape for p in n.layer("s").params] == [(1,)]
+    assert first_touch(net_buffers(n, mode="gpu"), "g", "top data") == ("forward", F, "host")
+    with pytest.raises(InputError, match="lr_mult 1"):
+        build(tmp_path, net(NORMS_TOP + scale("global_scale: true").replace(
+            "channel_scale_param", "param { lr_mult: 1 } channel_scale_param"), label=False))
+
+
+def test_channel_scale_needs_one_scale_per_position(tmp_path):
+    with pytest.raises(InputError, match=r"one value per position"):
+        build(tmp_path, net(scale(scales="label"), label=True))
+
+
+@pytest.mark.parametrize("layer, branch", [
+    ('type: "GeneralTripletLoss" bottom: "x" bottom: "label" top: "t"', "branch ms"),  # NormFace's triplet net
+    ('type: "LabelSpecificRescale" bottom: "x" bottom: "label" top: "t"', "branch experiment"),
+])
+def test_the_forks_other_types_are_named_as_its(tmp_path, layer, branch):
+    """Types of happynear/caffe-windows protoaudit has no rule for (REGISTER_LAYER_CLASS in
+    general_triplet_loss_layer.cpp on ms, label_specific_rescale_layer.cpp on experiment): the refusal
+    names the fork and the --input way around."""
+    with pytest.raises(InputError, match=f"happynear's Caffe.*{branch}.*--input t=NxCxHxW"):
+        build_text(tmp_path, net(f'layer {{ name: "t" {layer} }}', shape=(8, 10)))

@@ -1,5 +1,5 @@
 """happynear's Caffe (happynear/caffe-windows, branch ms), the Caffe NormFace and AM-Softmax train on:
-Flip, Normalize, LabelSpecificAdd, InnerDistance, GeneralContrastiveLoss, and its own InnerProduct,
+Flip, Normalize, LabelSpecificAdd, InnerDistance, GeneralContrastiveLoss, ChannelScale, and its own InnerProduct,
 SoftmaxWithLoss, Accuracy and BatchNorm.
 
 Sources: happynear/caffe-windows at 967eedf (the head of ms; caffe.proto and these layers' files are
@@ -15,7 +15,7 @@ from .losses import Accuracy as BvlcAccuracy
 from .losses import SoftmaxWithLoss as BvlcSoftmaxWithLoss
 from .losses import check_label_count
 from .normalization import BatchNorm as BvlcBatchNorm
-from .normalization import softmax_buffers
+from .normalization import _statistics_spec, softmax_buffers
 
 FORK = "happynear"
 NORMS = ("L2", "L1")  # NormalizeParameter.normalize_type: anything else is NOT_IMPLEMENTED
@@ -350,3 +350,55 @@ class BatchNorm(BvlcBatchNorm):
     @classmethod
     def sized_as(cls, lp):
         return BvlcBatchNorm
+
+
+@register("ChannelScale", fork=FORK)
+class ChannelScale(Layer):
+    """ChannelScaleLayer (AM-Softmax's feature-norm scale, GNAP): top 0 is bottom 0 with each position
+    scaled by bottom 1, which holds one value per (num, height, width) position (the CHECKs of
+    channel_scale_layer.cpp:16-17, on the legacy 4-axis shape); top 0 is bottom 0's shape (cpp:48).
+    With global_scale the layer keeps one scale (1,) set on the host, which learns nothing: setup
+    adds lr_mult 0 when no param is given and refuses another (cpp:24-42); the forward updates it on
+    the host (cu:48) and a second top (1,) gets it there (cpp:49-51, cu:60-62). The backward writes
+    both bottoms' diffs whatever propagate_down says (cpp:96-97, 118; cu:87-88)."""
+
+    exact_bottoms = 2
+    min_tops = 1
+    max_tops = 2
+
+    def __init__(self, lp, ctx):
+        super().__init__(lp, ctx)
+        self._specs = list(lp.param)
+        self._schema_layer = lp.DESCRIPTOR
+
+    def _global(self):
+        return self.fork_param("channel_scale_param").global_scale
+
+    def reshape(self, bottoms):
+        n, c, h, w = legacy_shape(self, bottoms[0])
+        self.check(n == legacy_shape(self, bottoms[1])[0] and n * h * w == count(bottoms[1]),
+                   f"the scales (bottom 1, {tuple(bottoms[1])}) need one value per position of bottom 0 "
+                   f"{tuple(bottoms[0])}: {n}x{h}x{w} (channel_scale_layer.cpp:16-17)")
+        tops = [tuple(bottoms[0])]
+        return tops + [(1,)] if self._global() and len(self.lp.top) == 2 else tops
+
+    def param_shapes(self, bottoms):
+        if not self._global():
+            return []
+        if not self._specs:
+            self._specs.append(_statistics_spec(self._schema_layer))
+        self.check(self._specs[0].lr_mult == 0, "the global scale cannot be a learned parameter "
+                   f"(param 0 has lr_mult {self._specs[0].lr_mult}: channel_scale_layer.cpp:39-40)",
+                   fix="give its param { } lr_mult: 0, or none at all")
+        return [(1,)]
+
+    def param_specs(self):
+        return self._specs
+
+    def touches(self, run):
+        t = [touch.param(k, "data", "setup") for k in range(run.num_params)]
+        t += [touch.bottom(0, "data", "forward"), touch.bottom(1, "data", "forward"), touch.top(0, "data", "forward")]
+        if len(run.tops) == 2:
+            t.append(touch.top(1, "data", "forward", device="host"))
+        return t + [touch.top(0, "diff", "backward"), touch.bottom(0, "diff", "backward"),
+                    touch.bottom(1, "diff", "backward")]
