@@ -417,12 +417,45 @@ def test_channel_scale_needs_one_scale_per_position(tmp_path):
 
 
 @pytest.mark.parametrize("layer, branch", [
-    ('type: "GeneralTripletLoss" bottom: "x" bottom: "label" top: "t"', "branch ms"),  # NormFace's triplet net
+    ('type: "GlobalLSEMargin" bottom: "x" bottom: "label" top: "t"', "branch ms"),  # AM-Softmax's auto net
     ('type: "LabelSpecificRescale" bottom: "x" bottom: "label" top: "t"', "branch experiment"),
 ])
 def test_the_forks_other_types_are_named_as_its(tmp_path, layer, branch):
     """Types of happynear/caffe-windows protoaudit has no rule for (REGISTER_LAYER_CLASS in
-    general_triplet_loss_layer.cpp on ms, label_specific_rescale_layer.cpp on experiment): the refusal
+    global_lse_margin_layer.cpp on ms, label_specific_rescale_layer.cpp on experiment): the refusal
     names the fork and the --input way around."""
     with pytest.raises(InputError, match=f"happynear's Caffe.*{branch}.*--input t=NxCxHxW"):
         build_text(tmp_path, net(f'layer {{ name: "t" {layer} }}', shape=(8, 10)))
+
+
+# ------------------------------------------------------------------ GeneralTripletLoss, SoftTruncation, Noise
+
+
+def test_general_triplet_loss_by_hand(tmp_path):
+    """LossLayer's two bottoms (the header keeps ExactNumBottomBlobs 2), a (2,) distances top
+    (cpp:28-31), bottom 0's diff written forward on the host (cpp:41), hardest_index_ 8 ints with
+    hardest_only (cpp:32-34)."""
+    body = ('layer { name: "l" type: "GeneralTripletLoss" bottom: "x" bottom: "label" top: "l" top: "dist" '
+            'loss_weight: 1 loss_weight: 0 general_triplet_loss_param { hardest_only: true } }\n')
+    n = build(tmp_path, net(body, shape=(8, 10)))
+    assert tops(n, "l") == [(), (2,)]
+    buffers = net_buffers(n, mode="gpu")
+    assert first_touch(buffers, "x", "top diff") == ("forward", 8 * 10 * F, "host")
+    assert owners(buffers, "l")["hardest_index_"] == (8 * 4, "forward", "host")
+    with pytest.raises(InputError, match="exactly 2 bottom"):
+        build(tmp_path, net(body.replace('bottom: "label"', 'bottom: "label" bottom: "label"'), shape=(8, 10)))
+
+
+def test_soft_truncation_is_a_neuron(tmp_path):
+    n = build(tmp_path, net('layer { name: "t" type: "SoftTruncation" bottom: "x" top: "t" }', label=False))
+    assert tops(n, "t") == [(8, 6, 3, 4)] and owners(net_buffers(n, mode="gpu"), "t") == {}
+
+
+def test_noise_in_place_has_a_mask_in_train_only(tmp_path):
+    """noise_layer.cpp:13: mask is the bottom's size, 8*6*3*4 floats, filled in TRAIN (cu:14-24); a
+    TEST forward copies (cu:26). A top of another name is never shaped (cpp:11-14): refused."""
+    text = net('layer { name: "z" type: "Noise" bottom: "x" top: "x" noise_param { gaussian_std: 0.1 } }', label=False)
+    assert owners(net_buffers(build(tmp_path, text), mode="gpu"), "z")["mask"] == (8 * 6 * 3 * 4 * F, "forward", "device")
+    assert owners(net_buffers(build(tmp_path, text, phase="TEST"), mode="gpu", backward=False), "z") == {}
+    with pytest.raises(InputError, match="in place"):
+        build(tmp_path, text.replace('top: "x" noise', 'top: "y" noise'))

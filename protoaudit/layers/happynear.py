@@ -1,6 +1,6 @@
 """happynear's Caffe (happynear/caffe-windows, branch ms), the Caffe NormFace and AM-Softmax train on:
-Flip, Normalize, LabelSpecificAdd, InnerDistance, GeneralContrastiveLoss, ChannelScale, and its own InnerProduct,
-SoftmaxWithLoss, Accuracy and BatchNorm.
+Flip, Normalize, LabelSpecificAdd, InnerDistance, GeneralContrastiveLoss, GeneralTripletLoss, ChannelScale,
+SoftTruncation, Noise, and its own InnerProduct, SoftmaxWithLoss, Accuracy and BatchNorm.
 
 Sources: happynear/caffe-windows at 967eedf (the head of ms; caffe.proto and these layers' files are
 those of 504d8a8, the commit happynear/AMSoftmax pins, but for a parenthesised macro in
@@ -293,39 +293,100 @@ class InnerDistance(Layer):
 class GeneralContrastiveLoss(Layer):
     """GeneralContrastiveLossLayer: NormFace's contrastive loss over a distance matrix, bottom 0 (N
     rows of distances to every class) with the labels as bottom 1 (and, if given, bottom 2 read in
-    place of bottom 0's values, cpp:54). A LossLayer (the first dimensions of bottoms 0 and 1 agree,
-    loss_layer.cpp:19-21) with a scalar top and an optional second top of 2 distances (3 with
-    add_intra_mae, cpp:36-45). CPU code only (no .cu): in GPU mode it reads and writes on the host,
-    and its forward already writes bottom 0's diff (cpp:55); max_negative_only keeps one int per
-    row, max_negative_index_ (cpp:46-48, 58)."""
+    place of bottom 0's values, general_constrastive_loss_layer.cpp:54; the header sets no bottom
+    count, the setup checks two at least, cpp:14). A LossLayer (the first dimensions of bottoms 0
+    and 1 agree, loss_layer.cpp:19-21) with a scalar top and an optional second top of 2 distances
+    (3 with add_intra_mae, cpp:36-45). CPU code only (no .cu): in GPU mode it reads and writes on
+    the host, and its forward already writes bottom 0's diff (cpp:55); max_negative_only keeps one
+    int per row, max_negative_index_ (cpp:46-48, 58)."""
 
     min_bottoms = 2
+    max_bottoms = None
     min_tops = 1
     max_tops = 2
     loss_by_default = True
+    PARAM = "general_contrastive_loss_param"
+    INDEX = ("max_negative_only", "max_negative_index_")  # the flag that keeps one int per row, and its blob
+
+    def distances(self, p):
+        return 3 if p.add_intra_mae else 2
 
     def reshape(self, bottoms):
-        p = self.fork_param("general_contrastive_loss_param")
+        p = self.fork_param(self.PARAM)
         self.check(len(bottoms[0]) and len(bottoms[1]) and bottoms[0][0] == bottoms[1][0],
                    f"the distances {tuple(bottoms[0])} and labels {tuple(bottoms[1])} need the same first dimension")
         legacy_shape(self, bottoms[0])
         tops = [()]
-        return tops + [(3 if p.add_intra_mae else 2,)] if len(self.lp.top) == 2 else tops
+        return tops + [(self.distances(p),)] if len(self.lp.top) == 2 else tops
 
     def allow_force_backward(self, bottom_index):
         return bottom_index != 1
 
     def touches(self, run):
-        p = self.fork_param("general_contrastive_loss_param")
+        p = self.fork_param(self.PARAM)
         t = [touch.bottom(j, "data", "forward", device="host") for j in range(min(len(run.bottoms), 3))]
         t.append(touch.bottom(0, "diff", "forward", device="host"))
-        if p.max_negative_only:
+        flag, name = self.INDEX
+        if getattr(p, flag):
             n = run.bottoms[0][0]
-            t.append(touch.buffer("max_negative_index_", n, "forward", per_sample=True, device="host",
-                                  note=f"{n} ints (one per row)"))
+            t.append(touch.buffer(name, n, "forward", per_sample=True, device="host", note=f"{n} ints (one per row)"))
         t += [touch.top(j, "data", "forward", device="host") for j in range(len(run.tops))]
         if run.propagate_down[0]:
             t.append(touch.top(0, "diff", "backward", device="host"))
+        return t
+
+
+@register("GeneralTripletLoss", fork=FORK)
+class GeneralTripletLoss(GeneralContrastiveLoss):
+    """GeneralTripletLossLayer: NormFace's triplet loss over the same distance matrix, written as the
+    contrastive one is (CPU code only, bottom 0's diff written by the forward on the host,
+    general_triplet_loss_layer.cpp:41), but with LossLayer's two bottoms exactly (the header keeps
+    ExactNumBottomBlobs; the bottom-2 weights of cpp:149-155 are never reached), a second top of 2
+    distances (cpp:28-31) and, with hardest_only, hardest_index_, one int per row (cpp:32-34, 44)."""
+
+    min_bottoms = None
+    exact_bottoms = 2
+    PARAM = "general_triplet_loss_param"
+    INDEX = ("hardest_only", "hardest_index_")
+
+    def distances(self, p):
+        return 2
+
+
+@register("SoftTruncation", fork=FORK)
+class SoftTruncation(Layer):
+    """SoftTruncationLayer, 1 - exp(-x / c): a NeuronLayer (top like bottom, in place allowed) with no
+    buffers; its backward reads its top's data and diff (soft_truncation_layer.cpp:25-27, cu:42-44)."""
+
+    exact_bottoms = 1
+    exact_tops = 1
+
+    def reshape(self, bottoms):
+        return [tuple(bottoms[0])]
+
+
+@register("Noise", fork=FORK)
+class Noise(Layer):
+    """NoiseLayer adds Gaussian or uniform noise in TRAIN. Its Reshape sizes only mask, the bottom's
+    size (noise_layer.cpp:11-14), and not the top (it overrides NeuronLayer::Reshape without calling
+    it), so Caffe's forward writes a whole bottom into a top of no size unless the top is the bottom
+    itself. In TRAIN the forward fills mask and adds it (cpp:22-32, cu:14-24: gpu_data allocates it
+    even without a noise type); the backward only shares the top's diff with the bottom (cpp:43)."""
+
+    exact_bottoms = 1
+    exact_tops = 1
+
+    def reshape(self, bottoms):
+        self.check(self.lp.top[0] == self.lp.bottom[0], "Noise never shapes its top (noise_layer.cpp:11-14 sizes "
+                   "its mask only), so Caffe writes the noisy bottom into an empty top",
+                   fix=f"compute it in place: top: \"{self.lp.bottom[0]}\"")
+        return [tuple(bottoms[0])]
+
+    def touches(self, run):
+        t = [touch.bottom(0, "data", "forward"), touch.top(0, "data", "forward")]
+        if run.phase == "TRAIN":
+            size = count(run.bottoms[0])
+            t.append(touch.buffer("mask", size, "forward", per_sample=True, note=f"{size} (the bottom)"))
         return t
 
 

@@ -18,9 +18,8 @@ TYPES = {
     "Convolution3D": "C3D's Caffe (facebook/C3D)",
     "Pooling3D": "C3D's Caffe (facebook/C3D)",
     "VideoData": "a video fork: yjxiong/caffe (TSN) or C3D (facebook/C3D)",
-    **dict.fromkeys(("GeneralTripletLoss", "GlobalLSEMargin", "SoftTruncation", "Noise", "MovingNormalize",
-                     "LargeMarginInnerProduct"), "happynear's Caffe (happynear/caffe-windows, branch ms: "
-                                                 "NormFace, AM-Softmax)"),
+    **dict.fromkeys(("GlobalLSEMargin", "MovingNormalize", "LargeMarginInnerProduct"),
+                    "happynear's Caffe (happynear/caffe-windows, branch ms: NormFace, AM-Softmax)"),
     **dict.fromkeys(("LabelSpecificRescale", "LabelSpecificMargin", "LabelSpecificHardMargin",
                      "LabelSpecificAffine", "RadialRemovalMargin"),
                     "happynear's Caffe, branch experiment (happynear/caffe-windows)"),
@@ -42,8 +41,6 @@ FIELDS = {
     "pooling3d_param": TYPES["Pooling3D"],
     "video_data_param": TYPES["VideoData"],
     "unpooling_param": V1_TYPES["UNPOOLING"],
-    "general_triplet_loss_param": TYPES["GeneralTripletLoss"],
-    "soft_truncation_param": TYPES["SoftTruncation"],
     "label_specific_rescale_param": TYPES["LabelSpecificRescale"],
     "label_specific_margin_param": TYPES["LabelSpecificMargin"],
 }
