@@ -459,3 +459,18 @@ def test_noise_in_place_has_a_mask_in_train_only(tmp_path):
     assert owners(net_buffers(build(tmp_path, text, phase="TEST"), mode="gpu", backward=False), "z") == {}
     with pytest.raises(InputError, match="in place"):
         build(tmp_path, text.replace('top: "x" noise', 'top: "y" noise'))
+
+
+def test_eltwise_sort_keeps_a_bottom_sized_buffer(tmp_path):
+    """eltwise_layer.cpp:44-47: SORT sizes sort_temp_ like bottom 0 (8x6x3x4), written forward
+    (cu:65-73); the GPU backward without stable_prod_grad stops (cu:153-157); SUM is BVLC's."""
+    body = ('layer { name: "e" type: "Eltwise" bottom: "x" bottom: "x" top: "e" '
+            'eltwise_param { operation: SORT STABLE } }')
+    n = build(tmp_path, net(body.replace("STABLE", ""), label=False))
+    assert owners(net_buffers(n, mode="gpu"), "e")["sort_temp_"] == (8 * 6 * 3 * 4 * F, "forward", "device")
+    unstable = build(tmp_path, net(body.replace("STABLE", "stable_prod_grad: false"), label=False))
+    assert [t.stage for t in layer_touches(unstable.layer("e"), "gpu", "caffe") if t.what == "stop"] == ["backward"]
+    assert not [t for t in layer_touches(unstable.layer("e"), "cpu", "caffe") if t.what == "stop"]
+    from protoaudit.layers.structure import Eltwise as BvlcEltwise
+    summed = load_schema("happynear").message("LayerParameter")()
+    assert layer_class("Eltwise", "happynear").sized_as(summed) is BvlcEltwise

@@ -1,12 +1,11 @@
 """happynear's Caffe (happynear/caffe-windows, branch ms), the Caffe NormFace and AM-Softmax train on:
 Flip, Normalize, LabelSpecificAdd, InnerDistance, GeneralContrastiveLoss, GeneralTripletLoss, ChannelScale,
-SoftTruncation, Noise, and its own InnerProduct, SoftmaxWithLoss, Accuracy and BatchNorm.
+SoftTruncation, Noise, and its own InnerProduct, SoftmaxWithLoss, Accuracy, BatchNorm and Eltwise.
 
 Sources: happynear/caffe-windows at 967eedf (the head of ms; caffe.proto and these layers' files are
 those of 504d8a8, the commit happynear/AMSoftmax pins, but for a parenthesised macro in
 normalize_layer.cpp), src/caffe/layers/ and include/caffe/layers/, cited by file and line. The other
-layers these nets use (Convolution, PReLU, Eltwise but its SORT, Slice, Concat, Scale, ImageData with
-two tops) differ from BVLC's in messages and parameters that allocate nothing: BVLC's classes size them.
+layers these nets use (Convolution, PReLU, Slice, Concat, Scale, ImageData with two tops) differ from BVLC's in messages and parameters that allocate nothing: BVLC's classes size them.
 """
 from . import touch
 from .base import Layer, canonical_axis, count, legacy_shape, register
@@ -15,11 +14,13 @@ from .losses import Accuracy as BvlcAccuracy
 from .losses import SoftmaxWithLoss as BvlcSoftmaxWithLoss
 from .losses import check_label_count
 from .normalization import BatchNorm as BvlcBatchNorm
+from .structure import Eltwise as BvlcEltwise
 from .normalization import _statistics_spec, softmax_buffers
 
 FORK = "happynear"
 NORMS = ("L2", "L1")  # NormalizeParameter.normalize_type: anything else is NOT_IMPLEMENTED
 ENGINE_CUDNN = 2  # BatchNormParameter.Engine (caffe.proto)
+SORT = 3  # EltwiseParameter.EltwiseOp, the fork's own (caffe.proto:780)
 
 
 @register("Flip", fork=FORK)
@@ -463,3 +464,26 @@ class ChannelScale(Layer):
             t.append(touch.top(1, "data", "forward", device="host"))
         return t + [touch.top(0, "diff", "backward"), touch.bottom(0, "diff", "backward"),
                     touch.bottom(1, "diff", "backward")]
+
+
+@register("Eltwise", fork=FORK)
+class Eltwise(BvlcEltwise):
+    """The fork's EltwiseLayer: BVLC's, plus the SORT operation, prod(1 + x_i) - 1 over the bottoms,
+    which keeps sort_temp_, bottom 0's size (eltwise_layer.cpp:44-47), written by every forward
+    (cpp:100-106, cu:65-73). Its GPU backward has only the stable_prod_grad form (the default); the
+    other is NOT_IMPLEMENTED (cu:153-157)."""
+
+    @classmethod
+    def sized_as(cls, lp):
+        return cls if lp.eltwise_param.operation == SORT else BvlcEltwise
+
+    def touches(self, run):
+        t = super().touches(run)
+        p = self.lp.eltwise_param
+        if p.operation == SORT:
+            size = count(run.bottoms[0])
+            t.append(touch.buffer("sort_temp_", size, "forward", per_sample=True, note=f"{size} (bottom 0)"))
+            if run.mode == "gpu" and not p.stable_prod_grad and any(run.propagate_down):
+                t.append(touch.stop("backward", "the fork's Eltwise SORT has no GPU backward without "
+                                                "stable_prod_grad (eltwise_layer.cu:156, NOT_IMPLEMENTED)"))
+        return t
