@@ -455,7 +455,8 @@ def test_noise_in_place_has_a_mask_in_train_only(tmp_path):
     """noise_layer.cpp:13: mask is the bottom's size, 8*6*3*4 floats, filled in TRAIN (cu:14-24); a
     TEST forward copies (cu:26). A top of another name is never shaped (cpp:11-14): refused."""
     text = net('layer { name: "z" type: "Noise" bottom: "x" top: "x" noise_param { gaussian_std: 0.1 } }', label=False)
-    assert owners(net_buffers(build(tmp_path, text), mode="gpu"), "z")["mask"] == (8 * 6 * 3 * 4 * F, "forward", "device")
+    mask = owners(net_buffers(build(tmp_path, text), mode="gpu"), "z")["mask"]
+    assert mask == (8 * 6 * 3 * 4 * F, "forward", "device")
     assert owners(net_buffers(build(tmp_path, text, phase="TEST"), mode="gpu", backward=False), "z") == {}
     with pytest.raises(InputError, match="in place"):
         build(tmp_path, text.replace('top: "x" noise', 'top: "y" noise'))

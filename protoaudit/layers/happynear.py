@@ -5,7 +5,8 @@ SoftTruncation, Noise, and its own InnerProduct, SoftmaxWithLoss, Accuracy, Batc
 Sources: happynear/caffe-windows at 967eedf (the head of ms; caffe.proto and these layers' files are
 those of 504d8a8, the commit happynear/AMSoftmax pins, but for a parenthesised macro in
 normalize_layer.cpp), src/caffe/layers/ and include/caffe/layers/, cited by file and line. The other
-layers these nets use (Convolution, PReLU, Slice, Concat, Scale, ImageData with two tops) differ from BVLC's in messages and parameters that allocate nothing: BVLC's classes size them.
+layers these nets use (Convolution, PReLU, Slice, Concat, Scale, ImageData with two tops) differ from
+BVLC's in messages and parameters that allocate nothing: BVLC's classes size them.
 """
 from . import touch
 from .base import Layer, canonical_axis, count, legacy_shape, register
@@ -14,8 +15,8 @@ from .losses import Accuracy as BvlcAccuracy
 from .losses import SoftmaxWithLoss as BvlcSoftmaxWithLoss
 from .losses import check_label_count
 from .normalization import BatchNorm as BvlcBatchNorm
-from .structure import Eltwise as BvlcEltwise
 from .normalization import _statistics_spec, softmax_buffers
+from .structure import Eltwise as BvlcEltwise
 
 FORK = "happynear"
 NORMS = ("L2", "L1")  # NormalizeParameter.normalize_type: anything else is NOT_IMPLEMENTED
@@ -50,11 +51,13 @@ def normalize_touches(shape, norm_type, two_tops, bp_norm, gpu_backward):
         return t + [touch.stop("forward", f"Normalize has no normalize_type '{norm_type}' (only L2 and L1: "
                                           "normalize_layer.cpp:80, NOT_IMPLEMENTED)")]
     if not two_tops:
-        t.append(touch.buffer("norm_", n * h * w, "forward", per_sample=True, note=f"{n}x1x{h}x{w} (one norm per position)"))
+        t.append(touch.buffer("norm_", n * h * w, "forward", per_sample=True,
+                              note=f"{n}x1x{h}x{w} (one norm per position)"))
     else:
         t.append(touch.top(1, "data", "forward"))
     if gpu_backward:
-        t.append(touch.buffer("norm_.diff", n * h * w, "backward", per_sample=True, note=f"{n}x1x{h}x{w} (GPU scratch)"))
+        t.append(touch.buffer("norm_.diff", n * h * w, "backward", per_sample=True,
+                              note=f"{n}x1x{h}x{w} (GPU scratch)"))
     if bp_norm and two_tops:
         t.append(touch.top(1, "diff", "backward"))
     return t
@@ -110,9 +113,10 @@ class InnerProduct(BvlcInnerProduct):
         # a bias beside a weight from bottom 1 lives in blobs_[0] but is read through
         # param_propagate_down_[1], which only a one-bottom layer sizes (cpp:70, 168); from bottom 2,
         # it needs bias_multiplier_, which Reshape sizes for at most two bottoms (cpp:93, 124)
-        self.check(len(bottoms) == 2 and not p.bias_term, f"protoaudit sizes the fork's InnerProduct with {len(bottoms)} "
-                   "bottoms only as NormFace uses it: the weight as bottom 1 and bias_term: false (with a bias the "
-                   "fork reads blobs it never sized: inner_product_layer.cpp:70, 93, 168)",
+        self.check(len(bottoms) == 2 and not p.bias_term,
+                   f"protoaudit sizes the fork's InnerProduct with {len(bottoms)} bottoms only as NormFace uses it: "
+                   "the weight as bottom 1 and bias_term: false (with a bias the fork reads blobs it never sized: "
+                   "inner_product_layer.cpp:70, 93, 168)",
                    fix="set bias_term: false, or give the layer one bottom")
         axis = canonical_axis(self, p.axis, len(bottoms[0]))
         return axis, count(bottoms[0], axis), legacy_shape(self, bottoms[1])[0]
@@ -199,7 +203,8 @@ class SoftmaxWithLoss(BvlcSoftmaxWithLoss):
                                                     and (x.stage == "forward" or x.index > 0))]
         if p.normalize_type != "Softmax":
             t = [x for x in t if not (x.what == "buffer" and x.name in ("sum_multiplier_", "scale_"))]
-            t += normalize_touches(legacy_shape(self, shape), p.normalize_type, False, False, False)  # (no inner backward)
+            # (its backward never runs the inner layer's: no norm_.diff)
+            t += normalize_touches(legacy_shape(self, shape), p.normalize_type, False, False, False)
         if p.class_weight or len(run.bottoms) == 3:
             t.append(touch.buffer("class_weight_", shape[axis], "setup", per_sample=False,
                                   device="device" if len(run.bottoms) == 3 else "host"))
@@ -279,7 +284,7 @@ class InnerDistance(Layer):
 
     def touches(self, run):
         p = self.fork_param("inner_distance_param")
-        labels = len(run.bottoms) - 1 if p.update_center_only else None
+        labels = len(run.bottoms) - 1 if p.update_center_only and len(run.bottoms) > 1 else None
         t = [x for x in super().touches(run) if not (x.what == "bottom" and x.part == "diff" and x.index == labels)]
         if p.distance_type not in NORMS:
             t.append(touch.stop("forward", f"InnerDistance has no distance_type '{p.distance_type}' (only L2 and "
@@ -302,7 +307,6 @@ class GeneralContrastiveLoss(Layer):
     int per row, max_negative_index_ (cpp:46-48, 58)."""
 
     min_bottoms = 2
-    max_bottoms = None
     min_tops = 1
     max_tops = 2
     loss_by_default = True
@@ -325,8 +329,9 @@ class GeneralContrastiveLoss(Layer):
 
     def touches(self, run):
         p = self.fork_param(self.PARAM)
-        t = [touch.bottom(j, "data", "forward", device="host") for j in range(min(len(run.bottoms), 3))]
-        t.append(touch.bottom(0, "diff", "forward", device="host"))
+        values = 2 if len(run.bottoms) == 3 else 0  # the distances it reads (cpp:54)
+        t = [touch.bottom(values, "data", "forward", device="host"), touch.bottom(1, "data", "forward", device="host"),
+             touch.bottom(0, "diff", "forward", device="host")]
         flag, name = self.INDEX
         if getattr(p, flag):
             n = run.bottoms[0][0]
