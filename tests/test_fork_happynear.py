@@ -67,6 +67,17 @@ def test_the_proto_is_the_forks_file_verbatim_with_its_own_numbers():
     assert ip.number == 7 and ip.default_value is False
 
 
+@pytest.mark.parametrize("path, fork", [
+    (os.path.join(DATA, "corpus", "nets", "sphereface20_train.prototxt"), "sphereface"),
+    (os.path.join(DATA, "forks", "caffe_face_mnist_train_test.prototxt"), "caffe_face"),
+])
+def test_sphereface_and_caffe_face_nets_stay_theirs(path, fork):
+    """This fork's caffe.proto also has margin_inner_product_param (232; SphereFace's is 147) and
+    center_loss_param (211; caffe-face's is 147), but protoaudit has no rule for their layers in this
+    fork: the files are still read with their own fork's schema."""
+    assert load(path).schema.name == fork
+
+
 def test_deploy_net_by_hand():
     """input 100x3x112x96; Flip keeps the shape (flip_layer.cpp:25); Concat on axis 0 doubles the
     batch; fc5 gives 200x512, sliced back to two 100x512 and summed; Normalize makes it
