@@ -40,6 +40,7 @@ FORKS = {
     "tsn": "TSN's Caffe (yjxiong/caffe, branch action_recog)",
     "intel": "Intel Caffe (intel/caffe)",
     "deconvnet": "DeconvNet's Caffe (HyeonwooNoh/caffe)",
+    "happynear": "happynear's Caffe (happynear/caffe-windows, branch ms: NormFace's and AM-Softmax's)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
