@@ -83,3 +83,20 @@ def test_a_fork_reads_otherwise_only_through_a_name_it_defines_otherwise():
     assert "BN" in differing_names("deconvnet")[0]
     assert load._reads_otherwise(tokens.Text(f"layers {{ type: {bn.number} }}"), "deconvnet")
     assert {name for name in SCHEMA_NAMES[1:] if not differing_names(name)[0]} == set()
+
+
+def test_a_fork_is_tried_where_bvlc_fails_only_for_a_name_it_accepts_and_bvlc_does_not():
+    """caffe-segnet's ConvolutionParameter has `optional uint32 kernel_size` where BVLC's has it
+    repeated: a text reads otherwise with the two (twice in one block), but no text BVLC's strict
+    reading refuses can segnet's read for it. Its own bn_param is a name it accepts; SolverParameter's
+    `type` (a string only BVLC's has) is not."""
+    segnet, bvlc = load_schema("segnet"), load_schema("bvlc")
+    mine = segnet.pool.FindMessageTypeByName("caffe.ConvolutionParameter").fields_by_name["kernel_size"]
+    theirs = bvlc.pool.FindMessageTypeByName("caffe.ConvolutionParameter").fields_by_name["kernel_size"]
+    assert theirs.is_repeated and not mine.is_repeated and mine.type == theirs.type
+    assert not segnet.pool.FindMessageTypeByName("caffe.SolverParameter").fields_by_name.get("type")
+    names, accepted = differing_names("segnet")[0], differing_names("segnet", accepted_only=True)[0]
+    assert {"kernel_size", "type", "bn_param"} <= names
+    assert "bn_param" in accepted and not {"kernel_size", "type"} & accepted
+    conv = tokens.Text('layer { type: "Convolution" convolution_param { kernel_size: 3 kernel_size: 5 } }')
+    assert load._reads_otherwise(conv, "segnet") and not load._reads_otherwise(conv, "segnet", accepted_only=True)

@@ -295,7 +295,7 @@ def _reading(path, raw, schema_name, strict=True):
             return bvlc + (_lines(text, bvlc[0], path),)
         candidates = [f for f in FORKS if unknown & _known_types(f)]
     else:  # a fork that defines no name the file uses otherwise would fail where BVLC's did
-        candidates = [f for f in FORKS if _reads_otherwise(text, f)]
+        candidates = [f for f in FORKS if _reads_otherwise(text, f, accepted_only=True)]
     readings = [r for r in (_try(text, f, failures) for f in candidates) if r is not None]
     if not readings:
         if bvlc is not None:  # the layer registry will name the type no fork knows
@@ -347,9 +347,10 @@ def _may_read_better(schema, skipped, types):
     return bool(types & _known_types(schema.layers))
 
 
-def _reads_otherwise(text, name):
-    """Whether the text uses a field or enum value that schema `name` defines otherwise than BVLC's."""
-    names, numbers = differing_names(name)
+def _reads_otherwise(text, name, accepted_only=False):
+    """Whether the text uses a field or enum value that schema `name` defines otherwise than BVLC's
+    (`accepted_only`: accepts where BVLC's does not)."""
+    names, numbers = differing_names(name, accepted_only)
     return not names.isdisjoint(text.words) or not numbers.isdisjoint(text.numbered)
 
 

@@ -139,12 +139,15 @@ def _schema(name, descriptor_set, dialect=None):
 
 
 @functools.cache
-def differing_names(name):
+def differing_names(name, accepted_only=False):
     """What a text would have to use for schema `name` to read it otherwise than BVLC's does: the
     names of fields one has and the other lacks or types differently, and of enum values one has
     and the other lacks, in each message and enum both have (a message or enum only one has is
     reached through such a field); and (field, number) for such a value given as its number. A
-    file that uses none of them reads the same with both."""
+    file that uses none of them reads the same with both. `accepted_only`: only what schema `name`
+    accepts where BVLC's does not (a strict reading BVLC's fails can succeed with `name` only if
+    the text uses one): not a field or value only BVLC's has, nor a field BVLC's repeats where
+    `name` has it once, of the same type."""
     def walk(pool):
         found = {}
         file = pool.FindFileContainingSymbol("caffe.NetParameter")
@@ -169,18 +172,21 @@ def differing_names(name):
         a, b = ours[full_name], theirs[full_name]
         if hasattr(a, "fields_by_name"):
             fa, fb = dict(a.fields_by_name), dict(b.fields_by_name)
-            names.update(fa.keys() ^ fb.keys())
-            names.update(f for f in fa.keys() & fb.keys() if _field_kind(fa[f]) != _field_kind(fb[f]))
+            names.update(fa.keys() - fb.keys() if accepted_only else fa.keys() ^ fb.keys())
+            names.update(f for f in fa.keys() & fb.keys() if _field_kind(fa[f]) != _field_kind(fb[f])
+                         and not (accepted_only and _field_kind(fa[f]) == _field_kind(fb[f], repeated=False)))
         else:
-            for value, number in {(v.name, v.number) for v in a.values} ^ {(v.name, v.number) for v in b.values}:
+            ours_values, theirs_values = {(v.name, v.number) for v in a.values}, {(v.name, v.number) for v in b.values}
+            for value, number in (ours_values - theirs_values if accepted_only else ours_values ^ theirs_values):
                 names.add(value)
                 numbers.update((f, str(number)) for f in enum_fields.get(full_name, ()))
     return frozenset(names), frozenset(numbers)
 
 
-def _field_kind(field):
-    return (field.type, field.is_repeated, (field.message_type or field.enum_type).full_name
-            if field.message_type or field.enum_type else "")
+def _field_kind(field, repeated=None):
+    """(type, repeated, message or enum type) of a field; `repeated` given stands for its own."""
+    return (field.type, field.is_repeated if repeated is None else repeated,
+            (field.message_type or field.enum_type).full_name if field.message_type or field.enum_type else "")
 
 
 def ancestors(name):
