@@ -247,3 +247,22 @@ def test_accuracy_runs_on_the_host_in_gpu_mode():
     net = build_nets(NET, phase="TEST", stages=("test-on-val",))[0]
     # (the net's two Accuracy layers are both named "accuracy": top-1 and top-5, a scalar each)
     assert owned(net, "accuracy") == {("accuracy/top-1", "top data", "host"): F, ("accuracy/top-5", "top data", "host"): F}
+
+
+def test_l2_normalize_keeps_a_squared_copy_and_writes_the_bottoms_diff(tmp_path):
+    """l2_normalize_layer.cpp:31-37: top and squared_ are the bottom's shape (2 x 3 x 8 x 20 x 20),
+    squared_ filled in forward (cu:31); backward writes the bottom's diff (cu:50)."""
+    net = build(tmp_path, CLIP + 'layer { name: "n" type: "L2Normalize" bottom: "x" top: "y" }')
+    assert tops(net, "n") == [(2, 3, 8, 20, 20)]
+    got = owned(net, "n")
+    assert got[("squared_", "layer buffer", "device")] == 2 * 3 * 8 * 20 * 20 * F
+    assert got[("x", "top diff", "device")] == 2 * 3 * 8 * 20 * 20 * F
+    with pytest.raises(InputError, match="in-place"):  # cpp:33
+        build(tmp_path, CLIP + 'layer { name: "n" type: "L2Normalize" bottom: "x" top: "x" }')
+
+
+def test_black_hole_swallows_its_bottoms_and_touches_nothing(tmp_path):
+    """black_hole_layer.cpp:27-47: its top is (1, 1, 1, 1, 1); forward and backward do nothing."""
+    net = build(tmp_path, CLIP + 'layer { name: "b" type: "BlackHole" bottom: "x" top: "void" }')
+    assert tops(net, "b") == [(1, 1, 1, 1, 1)]
+    assert owned(net, "b") == {}

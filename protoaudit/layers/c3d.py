@@ -11,7 +11,7 @@ layers are sized by protoaudit's BVLC classes; base_data_layer.cpp/.cu are 9b891
 import math
 
 from . import enet, touch
-from .base import Layer, count, float32, register
+from .base import Layer, count, float32, refuse_in_place, register
 from .conv import cdiv
 from .data import OPENCV_RESIZE_BYTES, Prefetching
 
@@ -246,6 +246,41 @@ class VideoData(Prefetching):
     def reader_touches(self, run):
         """cv::resize's state in the prefetch thread, when frames are resized."""
         return [touch.host("cv::resize thread state", OPENCV_RESIZE_BYTES)] if self.fixed_size() else []
+
+
+@register("L2Normalize", fork=FORK)
+class L2Normalize(Layer):
+    """L2NormalizeLayer: each item (axis 0) scaled to unit L2 norm. The top and squared_ are the
+    bottom's shape (l2_normalize_layer.cpp:31-37), not in place (cpp:33); forward fills squared_
+    (cu:31); backward writes the bottom's diff without asking propagate_down (cu:50)."""
+
+    exact_bottoms = 1
+    exact_tops = 1
+
+    def reshape(self, bottoms):
+        refuse_in_place(self)
+        return [tuple(bottoms[0])]
+
+    def touches(self, run):
+        return [touch.bottom(0, "data", "forward"), touch.top(0, "data", "forward"),
+                touch.buffer("squared_", count(run.bottoms[0]), "forward", per_sample=True),
+                touch.top(0, "diff", "backward"), touch.bottom(0, "diff", "backward")]
+
+
+@register("BlackHole", fork=FORK)
+class BlackHole(Layer):
+    """BlackHoleLayer: swallows its bottoms, like Silence, but reshapes its first top to (1, 1, 1, 1, 1)
+    in LayerSetUp (black_hole_layer.cpp:27-31) and has no blob counts; its passes do nothing
+    (cpp:39-47, black_hole_layer.cu), so it touches nothing, nor writes its bottoms' diffs."""
+
+    exact_tops = 1  # top[0] is reshaped (without it Caffe reads past the vector); more tops would stay
+    # empty Blobs, which no net uses and protoaudit does not model
+
+    def reshape(self, bottoms):
+        return [(1, 1, 1, 1, 1)]
+
+    def touches(self, run):
+        return []
 
 
 @register("Accuracy", fork=FORK)
