@@ -63,6 +63,17 @@ def test_c3ds_convolution3d_is_read_with_its_shipped_fork():
     assert "C3D v1.1" in run_protoaudit("c3d_conv3d.prototxt", cwd=HERE).stdout
 
 
+def test_video_caffes_kernel_shape_is_no_misspelling():
+    """video-caffe's ConvolutionParameter.kernel_shape (its caffe.proto, field 7778) is near kernel_size,
+    but it is a fork's field: the message names the fork's layer type, not a misspelling."""
+    run = run_protoaudit("video_caffe_ndconv.prototxt", cwd=HERE)
+    assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
+    msg = run.stderr
+    assert msg.startswith("protoaudit: video_caffe_ndconv.prototxt:5: layer 'conv1a': ")
+    assert "'NdConvolution'" in msg and "video-caffe" in msg and "--input conv1a=NxCxHxW" in msg
+    assert "did you mean" not in msg
+
+
 def test_r_fcns_psroipooling_is_read_and_sized_by_its_shipped_fork():
     """py-R-FCN's PSROIPooling, unknown before its fork was shipped, is read exactly and sized."""
     run = run_protoaudit("rfcn_psroi.prototxt", "--format", "json", cwd=HERE)

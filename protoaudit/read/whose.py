@@ -18,6 +18,8 @@ TYPES = {
     "Convolution3D": "C3D's Caffe (facebook/C3D)",
     "Pooling3D": "C3D's Caffe (facebook/C3D)",
     "VideoData": "a video fork: yjxiong/caffe (TSN) or C3D (facebook/C3D)",
+    "NdConvolution": "video-caffe (chuckcho/video-caffe: cuDNN's N-D convolution, kernel_shape)",
+    "NdPooling": "video-caffe (chuckcho/video-caffe: cuDNN's N-D pooling, kernel_shape)",
 }
 # V1 enum names (a `layers` block's `type: NAME`) of forks' V1 schemas
 V1_TYPES = {
