@@ -266,3 +266,16 @@ def test_black_hole_swallows_its_bottoms_and_touches_nothing(tmp_path):
     net = build(tmp_path, CLIP + 'layer { name: "b" type: "BlackHole" bottom: "x" top: "void" }')
     assert tops(net, "b") == [(1, 1, 1, 1, 1)]
     assert owned(net, "b") == {}
+
+
+def test_bvlcs_batch_norm_sizes_5_axis_clips(tmp_path):
+    """C3D's ResNet-18 nets put BVLC's BatchNorm (the fork's batch_norm_layer.cpp, BVLC's buffers) on
+    clips: spatial_dim = count / (C * N) = L * H * W (cpp:67-71), here 8 x 20 x 20 = 3,200;
+    temp_ and x_norm_ the bottom's size (cpp:62-63), num_by_chans_ N * C (cpp:80)."""
+    net = build(tmp_path, CLIP + 'layer { name: "bn" type: "BatchNorm" bottom: "x" top: "y" }'
+                + 'layer { name: "c" type: "Convolution3D" bottom: "y" top: "z" '
+                  'convolution3d_param { num_output: 2 kernel_depth: 1 kernel_size: 1 } }')
+    got = owned(net, "bn")
+    assert got[("spatial_sum_multiplier_", "layer buffer", "device")] == 3_200 * F
+    assert got[("x_norm_", "layer buffer", "device")] == 2 * 3 * 3_200 * F
+    assert got[("num_by_chans_", "layer buffer", "device")] == 2 * 3 * F
