@@ -279,3 +279,16 @@ def test_bvlcs_batch_norm_sizes_5_axis_clips(tmp_path):
     assert got[("spatial_sum_multiplier_", "layer buffer", "device")] == 3_200 * F
     assert got[("x_norm_", "layer buffer", "device")] == 2 * 3 * 3_200 * F
     assert got[("num_by_chans_", "layer buffer", "device")] == 2 * 3 * F
+
+
+def test_the_forks_2d_deconvolution_is_always_caffes(tmp_path):
+    """The fork's layer_factory.cpp has no GetDeconvolutionLayer and it has no cudnn_deconv_layer
+    (deconv_layer.cpp:82 registers DeconvolutionLayer itself): in a cuDNN build a 2D Deconvolution
+    keeps its im2col buffer, 4 x 2 x 2 x 5 x 6 floats for one image, and no workspace."""
+    net = build(tmp_path, """force_backward: true
+layer { name: "in" type: "Input" top: "x" input_param { shape { dim: 2 dim: 3 dim: 5 dim: 6 } } }
+layer { name: "up" type: "Deconvolution" bottom: "x" top: "up" convolution_param { num_output: 4 kernel_size: 2 stride: 2 } }
+""", schema="c3d")
+    kinds = {b.owner: (b.kind, b.bytes) for b in net_buffers(net, mode="gpu", engine="cudnn") if b.layer == "up"}
+    assert kinds["up.col_buffer_"] == ("layer buffer", 4 * 2 * 2 * 5 * 6 * F)
+    assert "workspace" not in {kind for kind, _ in kinds.values()}
