@@ -62,11 +62,18 @@ class Convolution3D(Layer):
         p = self.param
         kd, k = kernel(self, p, "convolution3d_param")
         self.check(p.num_output > 0, "convolution3d_param needs a positive num_output")
-        self.check(p.filter_group > 0 and p.num_output % p.filter_group == 0,
-                   f"num_output {p.num_output} is not divisible by filter_group {p.filter_group}")
-        out = tuple(cdiv(size + 2 * pad - kk, s) + 1 for size, kk, s, pad in
+        self.check_groups(p)
+        out = tuple(self.out_size(size, kk, s, pad) for size, kk, s, pad in
                     zip(sizes, (kd, k, k), (p.temporal_stride, p.stride, p.stride), (p.temporal_pad, p.pad, p.pad)))
         return n, c, out, (kd, k)
+
+    def check_groups(self, p):
+        self.check(p.filter_group > 0 and p.num_output % p.filter_group == 0,
+                   f"num_output {p.num_output} is not divisible by filter_group {p.filter_group}")
+
+    @staticmethod
+    def out_size(size, kernel_size, stride, pad):
+        return cdiv(size + 2 * pad - kernel_size, stride) + 1
 
     def reshape(self, bottoms):
         n, _, out, _ = self.geometry(bottoms)
@@ -74,8 +81,12 @@ class Convolution3D(Layer):
 
     def param_shapes(self, bottoms):
         _, c, _, (kd, k) = self.geometry(bottoms)
-        weight = (self.param.num_output, c, kd, k, k)
+        weight = self.weight_shape(c, self.param.num_output) + (kd, k, k)
         return [weight, (1, 1, 1, 1, self.param.num_output)] if self.bias_term() else [weight]
+
+    @staticmethod
+    def weight_shape(channels, num_output):
+        return (num_output, channels)
 
     def bias_term(self):
         return self.param.bias_term
@@ -113,19 +124,16 @@ class Deconvolution3D(Convolution3D):
     from convolution_param, not convolution3d_param (cpp:79): a bias unless a convolution_param
     says bias_term: false. It has no filter_group."""
 
-    def geometry(self, bottoms):
-        n, c, *sizes = five_axes(self, bottoms[0])
-        p = self.param
-        kd, k = kernel(self, p, "convolution3d_param")
-        self.check(p.num_output > 0, "convolution3d_param needs a positive num_output")  # cpp:54
-        out = tuple((size - 1) * s - 2 * pad + kk for size, kk, s, pad in
-                    zip(sizes, (kd, k, k), (p.temporal_stride, p.stride, p.stride), (p.temporal_pad, p.pad, p.pad)))
-        return n, c, out, (kd, k)
+    def check_groups(self, p):
+        pass  # (no CHECK on filter_group, which it never reads)
 
-    def param_shapes(self, bottoms):
-        _, c, _, (kd, k) = self.geometry(bottoms)
-        weight = (c, self.param.num_output, kd, k, k)
-        return [weight, (1, 1, 1, 1, self.param.num_output)] if self.bias_term() else [weight]
+    @staticmethod
+    def out_size(size, kernel_size, stride, pad):
+        return (size - 1) * stride - 2 * pad + kernel_size
+
+    @staticmethod
+    def weight_shape(channels, num_output):
+        return (channels, num_output)
 
     def bias_term(self):
         return self.lp.convolution_param.bias_term
