@@ -140,7 +140,8 @@ def test_deconvolution3d_shapes_by_hand_and_its_bias_from_convolution_param(tmp_
 # --- Pooling3D --------------------------------------------------------------------------------------
 
 def pool(params, clip="dim: 2 dim: 3 dim: 5 dim: 5 dim: 7"):
-    return (f'force_backward: true\nlayer {{ name: "in" type: "Input" top: "x" input_param {{ shape {{ {clip} }} }} }}\n'
+    return ('force_backward: true\n'
+            f'layer {{ name: "in" type: "Input" top: "x" input_param {{ shape {{ {clip} }} }} }}\n'
             f'layer {{ name: "p" type: "Pooling3D" bottom: "x" top: "y" pooling3d_param {{ {params} }} }}')
 
 
@@ -246,7 +247,8 @@ def test_accuracy_runs_on_the_host_in_gpu_mode():
     on the host (Layer::Forward_gpu falls back to Forward_cpu)."""
     net = build_nets(NET, phase="TEST", stages=("test-on-val",))[0]
     # (the net's two Accuracy layers are both named "accuracy": top-1 and top-5, a scalar each)
-    assert owned(net, "accuracy") == {("accuracy/top-1", "top data", "host"): F, ("accuracy/top-5", "top data", "host"): F}
+    assert owned(net, "accuracy") == {("accuracy/top-1", "top data", "host"): F,
+                                      ("accuracy/top-5", "top data", "host"): F}
 
 
 def test_l2_normalize_keeps_a_squared_copy_and_writes_the_bottoms_diff(tmp_path):
@@ -287,7 +289,8 @@ def test_the_forks_2d_deconvolution_is_always_caffes(tmp_path):
     keeps its im2col buffer, 4 x 2 x 2 x 5 x 6 floats for one image, and no workspace."""
     net = build(tmp_path, """force_backward: true
 layer { name: "in" type: "Input" top: "x" input_param { shape { dim: 2 dim: 3 dim: 5 dim: 6 } } }
-layer { name: "up" type: "Deconvolution" bottom: "x" top: "up" convolution_param { num_output: 4 kernel_size: 2 stride: 2 } }
+layer { name: "up" type: "Deconvolution" bottom: "x" top: "up"
+        convolution_param { num_output: 4 kernel_size: 2 stride: 2 } }
 """, schema="c3d")
     kinds = {b.owner: (b.kind, b.bytes) for b in net_buffers(net, mode="gpu", engine="cudnn") if b.layer == "up"}
     assert kinds["up.col_buffer_"] == ("layer buffer", 4 * 2 * 2 * 5 * 6 * F)

@@ -216,7 +216,8 @@ class VideoData(Prefetching):
         p, tp = self.param(), self.lp.transform_param
         self.check(p.new_length > 0, "VideoData needs new_length, the frames of a clip (C3D's caffe.proto gives "
                    "it no default)", fix="set video_data_param { new_length: N }")
-        self.check(not tp.mean_file or not len(tp.mean_value), "Cannot specify mean_file and mean_value at the same time")
+        self.check(not tp.mean_file or not len(tp.mean_value),
+                   "Cannot specify mean_file and mean_value at the same time")
         self.check(len(tp.mean_value) in (0, 1, 3), f"{len(tp.mean_value)} mean_value entries for 3 channels "
                    "(Caffe: 'Specify either 1 mean_value or as many as channels')")
         self.check(not p.use_multiple_label or p.HasField("num_of_labels"),
