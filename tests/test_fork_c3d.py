@@ -295,3 +295,19 @@ layer { name: "up" type: "Deconvolution" bottom: "x" top: "up"
     kinds = {b.owner: (b.kind, b.bytes) for b in net_buffers(net, mode="gpu", engine="cudnn") if b.layer == "up"}
     assert kinds["up.col_buffer_"] == ("layer buffer", 4 * 2 * 2 * 5 * 6 * F)
     assert "workspace" not in {kind for kind, _ in kinds.values()}
+
+
+def test_video_data_reads_the_first_frame_of_the_first_clip(tmp_path):
+    """Without crop_size or new_height/new_width the clip is the frames' size: the list's first line
+    "folder start_frame label" (video_data_layer.cpp:82-88) names frame root_folder + folder +
+    "/%06d.jpg" (image_io.cpp:335), read in colour (:326). A 30x40 JPEG gives (4, 3, 16, 30, 40)."""
+    import datasets as ds
+
+    (tmp_path / "frames" / "clip1").mkdir(parents=True)
+    (tmp_path / "frames" / "clip1" / "000017.jpg").write_bytes(ds.image_bytes(3, 30, 40, "JPEG"))
+    (tmp_path / "clips.lst").write_text("clip1 17 5\n")
+    text = video('new_length: 16 use_image: true root_folder: "frames/"', "").replace("missing.lst", "clips.lst")
+    net = build(tmp_path, text, schema="c3d", root=str(tmp_path))
+    assert tops(net, "data") == [(4, 3, 16, 30, 40), (4,)]
+    with pytest.raises(InputError, match="--input data=4x3x16x"):  # frames from videos: not decoded
+        build(tmp_path, text.replace("use_image: true", "use_image: false"), schema="c3d", root=str(tmp_path))

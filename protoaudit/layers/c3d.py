@@ -13,7 +13,7 @@ import math
 from . import enet, touch
 from .base import Layer, count, float32, refuse_in_place, register
 from .conv import cdiv
-from .data import OPENCV_RESIZE_BYTES, Prefetching
+from .data import FIRST_TOKENS, OPENCV_RESIZE_BYTES, Prefetching
 
 FORK = "c3d"
 MAX, AVE, STOCHASTIC = 0, 1, 2  # Pooling3DParameter.PoolMethod
@@ -189,6 +189,8 @@ class VideoData(Prefetching):
     (:342, :189), cropped to crop_size by the transformer. The data top is (batch, 3, new_length,
     crop or height, crop or width) (video_data_layer.cpp:170-180; data_transformer.cpp:611-629);
     the label top is (batch) (cpp:187-191), or (batch, num_of_labels) with use_multiple_label.
+    Without crop_size or new_height/new_width the frames' size is read from the first frame of
+    the list's first clip, when both are on disk (use_image), else --input is asked for.
 
     It is a BasePrefetchingDataLayer as BVLC 9b89154's (the same base_data_layer.cpp/.cu):
     data_param.prefetch batches (default 4), the tops pointed at the current one (Prefetching).
@@ -234,8 +236,28 @@ class VideoData(Prefetching):
             hw = (crop, crop) if crop else fixed
             said = "new_length, " + ("crop_size" if crop else "new_height/new_width")
             return (3, p.new_length) + hw, f"the layer's parameters ({said}; C3D reads frames in colour, 3 channels)"
-        self.need_input("VideoData layer: without crop_size or new_height/new_width its frames' size is the "
-                        "videos'", tops=self.lp.top[:1], known={self.lp.top[0]: (batch, 3, p.new_length, None, None)})
+        if not p.use_image:
+            self.missing(batch, (3, None, None), "VideoData layer: without crop_size or new_height/new_width its "
+                         "frames' size is the videos' (use_image: false), which protoaudit does not decode")
+        (h, w), origin, _ = self.first_image(p.source, self.first_frame, batch, 3, None)
+        self.stored = (3, p.new_length, h, w)
+        return (3, p.new_length, h, w), origin
+
+    def first_frame(self, list_path):
+        """The first frame of the list's first clip, "folder start_frame label" (video_data_layer.cpp:82-88),
+        as ReadImageSequenceToVolumeDatum names it: root_folder + folder + "/%06d.jpg" (image_io.cpp:335).
+        With use_temporal_jitter the start is drawn, from frame 1 on (cpp:290-297): frame 1. Caffe's first
+        clip is a random line when the list is shuffled, and every clip of a batch must be the first's size
+        (data_transformer.cpp:309-310), so the first line's is as good."""
+        p = self.param()
+        folder, start = FIRST_TOKENS(list_path, 2, "clip list")
+        self.check(start.isdigit(), f"the clip list {list_path} does not start with 'folder start_frame label' "
+                   f"(its second word is '{start}'), which Caffe's `infile >> filename >> start_frm` reads")
+        return [f"{p.root_folder}{folder}/{1 if p.use_temporal_jitter else int(start):06d}.jpg"]
+
+    def missing(self, batch, known, reason):
+        """need_input for the data top: (batch, 3, new_length, height, width)."""
+        super().missing(batch, (known[0], self.param().new_length) + tuple(known[1:]), reason)
 
     def label_shape(self, batch):
         p = self.param()
