@@ -92,6 +92,7 @@ def test_a_v1_type_of_a_fork_names_the_fork():
     assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
     assert run.stderr.startswith("protoaudit: c3d_v1_video_data.prototxt:6: layer 'data': ")
     assert "C3D v1.0" in run.stderr and "ssd" not in run.stderr
+    assert "C3D v1.1's nets are read (the fork c3d)" in run.stderr  # the way out: v1.1's format
 
 
 def test_deconvnets_v1_bn_is_read_with_deconvnets_schema(tmp_path):

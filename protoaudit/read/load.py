@@ -616,8 +616,9 @@ def _parse_fix(detail, line_text):
         if "LayerType" in detail:  # a V1 net's `type: NAME`: a layer no schema protoaudit reads has
             named = re.search(r"\btype\s*:\s*(\w+)", line_text)
             fork = whose.V1_TYPES.get(named.group(1)) if named else None
+            instead = whose.V1_INSTEAD.get(fork)
             return (f"most likely a layer type of {fork}" if fork else "a layer type of another Caffe fork") + (
-                ", which protoaudit cannot size: " + WAY_OUT)
+                ", which protoaudit cannot size: " + (f"{instead}; or {WAY_OUT}" if instead else WAY_OUT))
         return "use one of the values caffe.proto lists for that field"
     if "out of range" in detail:
         return "use a value the field's type in caffe.proto holds (pad, kernel_size, stride... are unsigned)"

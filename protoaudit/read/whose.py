@@ -27,6 +27,12 @@ V1_TYPES = {
                      "VOXEL_SOFTMAX", "VOXEL_SOFTMAX_LOSS"), "C3D v1.0's Caffe (facebook/C3D, C3D-v1.0)"),
     **dict.fromkeys(("BN", "UNPOOLING"), "DeconvNet's Caffe (HyeonwooNoh/caffe: BN = 43, UNPOOLING = 42)"),
 }
+# what to do instead, for a fork protoaudit reads a later version of
+V1_INSTEAD = {
+    V1_TYPES["VIDEO_DATA"]: "C3D v1.1's nets are read (the fork c3d): write the net as C3D v1.1's examples do "
+                            '(layer { type: "VideoData" }, "Convolution3D" with convolution3d_param, "Pooling3D" with '
+                            "pooling3d_param)",
+}
 # a layer's parameter field -> fork, for a type of another name
 FIELDS = {
     "psroi_pooling_param": TYPES["PSROIPooling"],
