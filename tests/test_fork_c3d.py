@@ -311,3 +311,14 @@ def test_video_data_reads_the_first_frame_of_the_first_clip(tmp_path):
     assert tops(net, "data") == [(4, 3, 16, 30, 40), (4,)]
     with pytest.raises(InputError, match="--input data=4x3x16x"):  # frames from videos: not decoded
         build(tmp_path, text.replace("use_image: true", "use_image: false"), schema="c3d", root=str(tmp_path))
+
+
+def test_video_data_keeps_its_clip_list_on_the_host(tmp_path):
+    """video_data_layer.cpp:82-88: each "folder start label" line pushes the folder's name onto
+    file_list_ and three ints onto start_frm_list_, label_list_ and shuffle_index_. Three lines:
+    vectors grown to 4 entries, 4 x (32-byte std::string + 3 x 4) = 176 bytes, and each 24-character
+    name on the heap, 25 bytes (libstdc++ keeps up to 15 inline): 251 bytes."""
+    (tmp_path / "clips.lst").write_text("".join(f"v_ApplyEyeMakeup_g01_c0{i} 1 0\n" for i in range(1, 4)))
+    text = video("new_length: 16 use_image: true").replace("missing.lst", "clips.lst")
+    net = build(tmp_path, text, schema="c3d", root=str(tmp_path))
+    assert owned(net, "data")[("clip list", "host objects", "host")] == 251

@@ -10,10 +10,12 @@ layers are sized by protoaudit's BVLC classes; base_data_layer.cpp/.cu are 9b891
 """
 import math
 
+from ..read.datasets import lists
 from . import enet, touch
 from .base import Layer, count, float32, refuse_in_place, register
 from .conv import cdiv
-from .data import FIRST_TOKENS, OPENCV_RESIZE_BYTES, Prefetching
+from .cxx import STRING, grown
+from .data import FIRST_TOKENS, LIST_ENTRIES, OPENCV_RESIZE_BYTES, Prefetching
 
 FORK = "c3d"
 MAX, AVE, STOCHASTIC = 0, 1, 2  # Pooling3DParameter.PoolMethod
@@ -194,9 +196,8 @@ class VideoData(Prefetching):
 
     It is a BasePrefetchingDataLayer as BVLC 9b89154's (the same base_data_layer.cpp/.cu):
     data_param.prefetch batches (default 4), the tops pointed at the current one (Prefetching).
-    transformed_data_ only points into the batch being filled (cpp:330). Not counted: the clip
-    list's vectors (file_list_, start_frm_list_, label_list_, shuffle_index_) and a video decoder's
-    state when frames are read from video files (use_image: false)."""
+    transformed_data_ only points into the batch being filled (cpp:330). Not counted: a video
+    decoder's state when frames are read from video files (use_image: false)."""
 
     exact_tops = 2
 
@@ -275,8 +276,19 @@ class VideoData(Prefetching):
         return super().rngs(run) + int(self.param().shuffle)
 
     def reader_touches(self, run):
-        """cv::resize's state in the prefetch thread, when frames are resized."""
-        return [touch.host("cv::resize thread state", OPENCV_RESIZE_BYTES)] if self.fixed_size() else []
+        """cv::resize's state in the prefetch thread, when frames are resized; and the clip list, when
+        it is on disk: one entry per line in file_list_ (strings), start_frm_list_ (none for videos read
+        with temporal jitter), label_list_ and shuffle_index_ (ints), each a vector grown by push_back
+        (video_data_layer.cpp:73-89; multiple_label_list_'s vectors are not counted)."""
+        p = self.param()
+        t = [touch.host("cv::resize thread state", OPENCV_RESIZE_BYTES)] if self.fixed_size() else []
+        found = self.files.find(p.source)
+        if found is not None:
+            e = LIST_ENTRIES(found.path, lists.name_label_names)
+            ints = 2 if (not p.use_image and p.use_temporal_jitter) else 3
+            t.append(touch.host("clip list", grown(e.count) * (STRING + 4 * ints) + e.name_bytes,
+                                f"{e.count:,} clips" + ("" if e.exact else " (estimated from the list's size)")))
+        return t
 
 
 @register("L2Normalize", fork=FORK)
