@@ -185,7 +185,10 @@ def _kt(name, node=0, tensor=0):
 
 
 def test_keras3_inbound_nodes_and_a_nested_functional_model(tmp_path):
-    # Keras 3 numbers a nested Functional model's first outer call as node 1 (node 0 is its own)
+    # Keras 3 numbers a nested Functional model's first outer call as node 0 in a layer's inbound
+    # nodes (serialize_node leaves out the nodes of other models, its own input-to-output node among
+    # them) but as node 1 in output_layers (get_config's node_reindexing_map starts a Functional at 1):
+    # keras/src/models/functional.py, and Keras 3.15's own saving of a model built on MobileNetV2
     inner = {"module": "keras", "class_name": "Functional", "name": "inner", "registered_name": "Functional",
              "config": {"name": "inner", "trainable": False, "layers": [
                  {"class_name": "InputLayer", "name": "x", "config": {"batch_shape": [None, 6], "name": "x"},
@@ -199,13 +202,16 @@ def test_keras3_inbound_nodes_and_a_nested_functional_model(tmp_path):
          "inbound_nodes": []},
         inner,
         {"class_name": "Concatenate", "name": "cat", "config": {"name": "cat", "axis": -1},
-         "inbound_nodes": [{"args": [[_kt("inner", 1), _kt("in")]], "kwargs": {"mask": None}}]}],
+         "inbound_nodes": [{"args": [[_kt("inner", 0), _kt("in")]], "kwargs": {"mask": None}}]}],
         "input_layers": {"features": ["in", 0, 0]}, "output_layers": ["cat", 0, 0]}}
     graph = _graph(tmp_path, doc, batch=3)
     assert graph.flavour == "keras3"
     assert [n.path for n in graph.nodes] == ["outer/inner/e", "outer/cat"]
     assert graph.outputs[0].spec.shape == (3, 11)
     assert [w.trainable for _, w in graph.weights] == [False, False]  # the inner model is frozen
+    # the nested model as the outer model's output: node 1
+    doc["config"]["output_layers"] = ["inner", 1, 0]
+    assert _graph(tmp_path, doc, batch=3).outputs[0].spec.shape == (3, 5)
 
 
 def test_batch_from_argument_input_or_default(tmp_path):

@@ -49,11 +49,10 @@ SLOTS = {"sgd": {"tf_keras": 1, "keras3": 0}, "sgdm": {"tf_keras": 1, "keras3": 
 # frozen base's forward pass, Keras 3's momentum SGD on a small MLP, and conv1d_text with momentum SGD at batch 128, where
 # TensorFlow ran the filter gradients beside the input gradients (its Adam run, the same model, ran
 # them after the chain, as modelled: 143.3 MB against 130.5 MB).
-KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b64", "stack_mlp_frozen_adam:b128",
-                "mlp_bn_dropout_sgdm_k3:b32", "mlp_bn_dropout_sgdm_k3:b128",
+KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_bn_dropout_sgdm_k3:b32",
                 "conv1d_text_sgdm:b128",
                 # measured after these (tests/data/keras_oracle/new): Keras 3's transformer block
-                "stack_mlp_frozen_adam_k3:b64", "transformer_block_sgdm_k3:b64",
+                "transformer_block_sgdm_k3:b64",
                 "transformer_block_adam_k3:b32",
                 # measured after the step model was frozen, configurations it had never seen:
                 # tf_keras's GRU with plain SGD at batch 16 (-24%); then, after the last change,
@@ -83,12 +82,13 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
     assert 0.9 * low <= peak <= 1.1 * high, (peak, low, high, at)
 
 
-@pytest.mark.parametrize("folders,share", [(("shared",), 0.9), (("shared", "new", "seeds"), 0.88)])
-def test_the_oracle_is_matched_overall(folders, share):
-    """The issue's bar on the shared measurements: at least 90% within 10% of TensorFlow's measured
-    range, the median error outside that range under 3%. With every configuration measured since
-    (tests/data/keras_oracle/new) it reaches 88%, not 90%: held at what it reaches, so that a
-    regression fails."""
+@pytest.mark.parametrize("folders,median", [(("shared",), 0.03), (("new",), 0.034), (("shared", "new", "seeds"), 0.03)])
+def test_the_oracle_is_matched_overall(folders, median, share=0.9):
+    """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
+    outside that range under 3%, on the shared measurements, on the configurations measured since
+    (tests/data/keras_oracle/new, which the step model was not built from) and on all of them. The
+    configurations measured since reach 90% but a median of 3.4%, not 3%: held at what they reach,
+    so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
@@ -101,7 +101,7 @@ def test_the_oracle_is_matched_overall(folders, share):
     errors.sort()
     assert len(errors) >= 50
     assert inside >= share * len(errors)
-    assert errors[len(errors) // 2] < 0.03
+    assert errors[len(errors) // 2] < median
 
 
 def test_conv_backprop_filter_scratch_is_tensorflows_col_buffer():
@@ -259,3 +259,46 @@ def test_caffe_buffers_are_the_timeline_case_of_buffers_held_to_the_end():
         made, = p.step(b.touch, makes=[(b.bytes, b.owner, b.kind)])
         p.hold(made)
     assert p.peak().bytes == a.total_bytes
+
+
+def test_matmul_scratch_is_the_packing_buffer_tensorflow_allocates():
+    """Eigen's packed blocks of a float32 MatMul on the CPU, against TensorFlow's own heap on 85
+    traced shapes (tests/data/keras_oracle/matmul/): to the byte, including the products with a
+    dimension of 1 (an output-sized temporary above 16,384 multiply-adds, nothing below)."""
+    rows = list(csv.DictReader(open(os.path.join(ORACLE, "matmul", "scratch.tsv")), delimiter="\t"))
+    assert len(rows) == 85
+    for r in rows:
+        got = kernels.matmul(int(r["rows"]), int(r["inner"]), int(r["cols"]), 4)
+        assert got == int(r["first_block_bytes"]), r
+
+
+def test_matmul_blocks_by_hand():
+    """Two shapes derived by hand from the heuristic. 32x784 by 784x1024 (the first Dense of the
+    stacked MLP at batch 32): Eigen sees k=784, m=1024, n=32. Its L1 (32 KiB) allows kc up to
+    ((32768 - 256) / 80) & ~7 = 400; 784 = 400 + 384, so kc = 400 - 8 * ((399 - 384) // 16) = 400;
+    neither n nor m is blocked (nc is 488 > 32; k was), so mc = 1024. TensorFlow then cuts k into
+    ceil(784 / 400) = 2 equal slices of 392 (a multiple of 8), keeps mc = min(1024, 1536) and
+    nc = min(32, 24 * ceil(488 / 24)) = 32: (1024 * 392 + 392 * 32) * 4 + 64 = 1,655,872 bytes.
+    2x2 by 2x2048: Eigen sees k=2, m=2048, n=2. Nothing is blocked by k or n; the problem (k * n * 4
+    = 16 bytes) fits in L1, so mc = L1 / (3 * 2 * 4) = 1365, less 1365 % 16 -> 1360, and
+    m = 1360 - 16 * ((1360 - 2048 % 1360) // (16 * 2)) = 1024. TensorFlow's mc = min(2048,
+    48 * ceil(1536 / 48)) = 1536, nc = 2, kc = 2: blocks of 1536 * 2 * 4 = 12,288 bytes and
+    2 * 2 * 4 = 16, rounded to 64, plus 64: 12,416."""
+    assert kernels.matmul(32, 784, 1024, 4) == 1655872
+    assert kernels.matmul(2, 2, 2048, 4) == 12416
+    assert kernels.matmul(64, 64, 1, 4) == 0 and kernels.matmul(300, 64, 1, 4) == 300 * 4 + 64
+    assert kernels.matmul(32, 784, 1024, 2) == 0
+
+
+def test_conv2d_forward_scratch_is_the_packing_buffer_tensorflow_allocates():
+    """Conv2D's forward pass on the CPU packs MatMul's blocks for (batch x output pixels) by
+    (kernel x input channels) by (filters), against TensorFlow's heap on 8 traced convolutions."""
+    rows = list(csv.DictReader(open(os.path.join(ORACLE, "matmul", "conv_scratch.tsv")), delimiter="\t"))
+    assert len(rows) == 8
+    for r in rows:
+        n, h, stride = int(r["batch"]), int(r["height"]), int(r["stride"])
+        k = int(r["kernel_h"])
+        side = -(-h // stride) if r["padding"] == "SAME" else (h - k) // stride + 1
+        assert n * side * side * int(r["filters"]) * 4 == int(r["output_bytes"])
+        got = kernels.matmul(n * side * side, k * k * int(r["in_channels"]), int(r["filters"]), 4)
+        assert got == int(r["first_block_bytes"]), r

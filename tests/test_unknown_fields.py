@@ -124,6 +124,18 @@ def test_a_field_a_data_layers_shape_could_read_is_refused_with_both_ways_out():
     assert ip["tops"] == [[2, 5]]  # InnerProduct: N x num_output
 
 
+def test_a_field_is_judged_in_its_own_layer_where_names_repeat(tmp_path):
+    """A data layer of a type no fork has, carrying a field no schema has, and an in-place layer after
+    it of the same name (goodluckcwl/Face-alignment-mobilenet-v2's data layer and Noise): the field is
+    the unknown layer's, so the refusal names that type, not the ReLU's shape."""
+    (tmp_path / "n.prototxt").write_text(
+        'layer { name: "data" type: "ImageFloatData" top: "data" transform_param { pad_ratio: 0.1 } }\n'
+        'layer { name: "data" type: "ReLU" bottom: "data" top: "data" }\n')
+    run = run_protoaudit("n.prototxt", cwd=tmp_path)
+    assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
+    assert "unknown layer type 'ImageFloatData'" in run.stderr and "ReLU" not in run.stderr, run.stderr
+
+
 def test_a_misspelt_solver_field_is_still_refused(tmp_path):
     (tmp_path / "n.prototxt").write_text(open(os.path.join(HERE, "plain_train_val.prototxt")).read())
     (tmp_path / "s.prototxt").write_text('net: "n.prototxt"\nbase_lrr: 0.1\n')

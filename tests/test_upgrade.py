@@ -111,6 +111,12 @@ FORK_V1_EXTRAS = {
     "priv": ({"RELUX", "FRCNN_ANCHOR_TARGET", "FRCNN_PROPOSAL", "FRCNN_PROPOSAL_TARGET", "DEFORMABLECONVOLUTION"},
              {"relux_param", "frcnn_anchor_target_param", "frcnn_proposal_param", "frcnn_proposal_target_param",
               "deformable_convolution_param", "boxes_obj_param"}),
+    # happynear/caffe-windows 967eedf: its V1 enum gained LOCAL..ELTWISE_AFFINE (41-48) and its V1 layer
+    # these params (43-51), but upgrade_proto.cpp's UpgradeV1LayerType ends at THRESHOLD (954-957:
+    # LOG(FATAL)) and UpgradeV1LayerParameter copies none of them
+    "happynear": ({"LOCAL", "BN", "NORMALIZE", "INSANITY", "TRIPLET_LOSS", "ROIPOOLING", "BATCH_NORM", "ELTWISE_AFFINE"},
+                  {"bn_param", "local_param", "prelu_param", "insanity_param", "triplet_loss_param",
+                   "roi_pooling_param", "eltwise_affine_param", "sub_region_param", "noise_param"}),
 }
 
 

@@ -292,17 +292,22 @@ class _Builder:
                              layer=f"{path}/{_entry_name(layers[stuck[0]])}")
         outputs = []
         for name, k, t in self._refs_list(config.get("output_layers"), "output_layers", path):
-            outs = made.get((name, k - self._first_node(layers[index[name]]))) if name in index else None
+            outs = made.get((name, k - self._first_node(layers[index[name]], output=True))) if name in index else None
             if outs is None or not 0 <= t < len(outs):
                 raise self.error(f"model '{path}' lists output ['{name}', {k}, {t}], which no layer call makes")
             outputs.append(outs[t])
         return outputs
 
-    def _first_node(self, entry):
+    def _first_node(self, entry, output=False):
         """The node index of a layer's first call in the config: a nested Functional model (in tf_keras,
-        a Sequential with an InputLayer too) keeps node 0 for its own input-to-output node."""
+        a Sequential with an InputLayer too) keeps node 0 for its own input-to-output node. Keras 3
+        counts it only in `output_layers` (functional.py get_config's node_reindexing_map); a layer's
+        inbound_nodes leave out every node of another model (serialize_node), so there its first call
+        is node 0."""
         if not _is_model(entry) or _class(entry) == "InputLayer":
             return 0
+        if self.file.flavour == "keras3":
+            return int(output and entry["class_name"] != "Sequential")
         if entry["class_name"] != "Sequential":
             return 1
         layers = self._layers_of(entry)

@@ -63,6 +63,7 @@ FORK_MODULES = {
     "hed": ("hed",),
     "tsn": ("tsn",),
     "deconvnet": ("deconvnet",),
+    "happynear": ("happynear",),
     "c3d": ("c3d",),
 }
 _IMPORTED_FORKS = set()

@@ -428,14 +428,19 @@ def _past_unknown_fields(path, text):
     if isinstance(best, str):
         best = reading(best, kinds[0])[1]
     (kind, message, schema), found = best
-    layers = {layer.name: (t, layer) for t, layer in _layers_used(message, kind, schema.layers)}
+    used = list(_layers_used(message, kind, schema.layers))
+    layers = {layer.name: (t, layer) for t, layer in used}
     known = _known_types(schema.layers)
     out = []
     whole = _outline(text, path)  # (read whole: a layer's name may come after the field)
+    # a net's layers by the line of their block, where the outline has them all: names may repeat
+    # (a data layer and the in-place layer after it both named "data")
+    starts = layer_lines(whole)[("", 0)] if kind == "net" else ()
+    by_line = dict(zip(starts, used)) if len(starts) == len(used) else {}
     for field, holder, line in found:
         block = layer_at(whole, line)
         name = block.label if block is not None else ""
-        layer_type, layer = layers.get(name, ("", None))
+        layer_type, layer = by_line.get(block.line if block is not None else None) or layers.get(name, ("", None))
         unknown = layer_type and layer_type not in known
         names = () if unknown else schema.message(holder).DESCRIPTOR.fields_by_name  # (for a misspelling)
         skipped = lenient.judged(field, holder, line, name, layer_type, layer.top[:1] if layer else (),

@@ -18,6 +18,11 @@ TYPES = {
     "Convolution3D": "C3D's Caffe (facebook/C3D)",
     "Pooling3D": "C3D's Caffe (facebook/C3D)",
     "VideoData": "a video fork: yjxiong/caffe (TSN) or C3D (facebook/C3D)",
+    **dict.fromkeys(("GlobalLSEMargin", "MovingNormalize", "LargeMarginInnerProduct"),
+                    "happynear's Caffe (happynear/caffe-windows, branch ms: NormFace, AM-Softmax)"),
+    **dict.fromkeys(("LabelSpecificRescale", "LabelSpecificMargin", "LabelSpecificHardMargin",
+                     "LabelSpecificAffine", "RadialRemovalMargin"),
+                    "happynear's Caffe, branch experiment (happynear/caffe-windows)"),
     "NdConvolution": "video-caffe (chuckcho/video-caffe: cuDNN's N-D convolution, kernel_shape)",
     "NdPooling": "video-caffe (chuckcho/video-caffe: cuDNN's N-D pooling, kernel_shape)",
 }
@@ -44,6 +49,8 @@ FIELDS = {
     "pooling3d_param": TYPES["Pooling3D"],
     "video_data_param": TYPES["VideoData"],
     "unpooling_param": V1_TYPES["UNPOOLING"],
+    "label_specific_rescale_param": TYPES["LabelSpecificRescale"],
+    "label_specific_margin_param": TYPES["LabelSpecificMargin"],
 }
 
 

@@ -39,6 +39,73 @@ def conv_backprop_input(batch, out_image, filter_total, out_depth, itemsize, thr
     return shard * out_image * filter_total * itemsize
 
 
+# MatMul on the CPU (tensorflow/core/kernels/matmul_op_impl.h) is an Eigen tensor contraction. Before
+# multiplying it packs a block of each operand into one heap buffer: mc x kc and kc x nc elements, each
+# rounded up to 64 bytes (TensorContractionBlockMemAllocator), plus 64 bytes of alignment, held while
+# the op runs. The block sizes come from Eigen's blocking heuristic (Eigen/src/Core/products/
+# GeneralBlockPanelKernel.h, evaluateProductBlockingSizesHeuristic) on the machine's per-core caches,
+# refined by TensorFlow for its own float kernels (xla/tsl/framework/contraction/
+# eigen_contraction_kernel.h, TensorContractionBlocking<float>). The caches are those of the machine
+# TensorFlow was measured on (32 KiB L1, 512 KiB L2, 32 MiB L3); the rule, with its 16 x 4 register
+# block, matches 76 traced MatMul shapes to the byte (tests/data/keras_oracle/matmul_scratch.tsv).
+MACHINE_L1, MACHINE_L2 = 32 << 10, 512 << 10
+_MR, _NR = 16, 4
+
+
+def _eigen_blocking(k, m, n):
+    """Eigen's (kc, mc, nc) for a one-thread product of an m x k by a k x n matrix (float)."""
+    if max(k, m, n) < 48:
+        return k, m, n
+    peel, k_div, k_sub = 8, (_MR + _NR) * 4, _MR * _NR * 4
+    max_kc = max(((MACHINE_L1 - k_sub) // k_div) & ~(peel - 1), 1)
+    old_k = k
+    if k > max_kc:
+        k = max_kc if k % max_kc == 0 else max_kc - peel * ((max_kc - 1 - k % max_kc) // (peel * (k // max_kc + 1)))
+    actual_l2 = 1572864
+    remaining_l1 = MACHINE_L1 - k_sub - m * k * 4
+    max_nc = remaining_l1 // (k * 4) if remaining_l1 >= _NR * 4 * k else (3 * actual_l2) // (4 * max_kc * 4)
+    nc = min(actual_l2 // (2 * k * 4), max_nc) & ~(_NR - 1)
+    if n > nc:
+        n = nc if n % nc == 0 else nc - _NR * ((nc - n % nc) // (_NR * (n // nc + 1)))
+    elif old_k == k:
+        problem, lm, max_mc = k * n * 4, actual_l2, m
+        if problem <= 1024:
+            lm = MACHINE_L1
+        elif problem <= 32768:
+            lm, max_mc = MACHINE_L2, min(576, m)  # a non-zero L3
+        mc = min(lm // (3 * k * 4), max_mc)
+        if mc > _MR:
+            mc -= mc % _MR
+        elif mc == 0:
+            return k, m, n
+        m = mc if m % mc == 0 else mc - _MR * ((mc - m % mc) // (_MR * (m // mc + 1)))
+    return k, m, n
+
+
+def matmul(rows, inner, cols, itemsize):
+    """Bytes MatMul holds besides its output for a rows x inner by inner x cols product on the CPU.
+    A product with a dimension of 1 packs nothing: above 16,384 multiply-adds Eigen evaluates it
+    into a temporary of the output's size plus 64 bytes, below that into the output (traced on 23
+    such shapes). Only float32 is refined as above; other types are not counted."""
+    if rows * inner * cols == 0 or itemsize != 4:
+        return 0
+    if min(rows, inner, cols) == 1:
+        return rows * cols * itemsize + 64 if rows * inner * cols > 16384 else 0
+    # row-major tensors: Eigen multiplies the transposed product, so its m is the output's columns
+    k, m, n = inner, cols, rows
+    kc, mc, nc = _eigen_blocking(k, m, n)
+    mc = min(m, -(-int(mc * 1.5) // 48) * 48)
+    nc = min(n, -(-nc // 24) * 24)
+    slices = max(1, -(-k // kc))
+    kc = min(k, -(-(k // slices) // 8) * 8)
+    return _aligned(mc * kc * itemsize) + _aligned(kc * nc * itemsize) + 64
+
+
+def _aligned(nbytes):
+    """A packed block's bytes rounded up to 64 (TensorContractionBlockMemAllocator)."""
+    return -(-nbytes // 64) * 64
+
+
 def max_pool_argmax(out_elements):
     """MaxPoolingGradOp (tensorflow/core/kernels/maxpooling_op.cc) on the CPU: an int64 argmax of the
     pooled output's size. (Its copy of the pooled output is a buffer of the step's own: it takes the

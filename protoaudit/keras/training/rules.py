@@ -118,9 +118,18 @@ class Dense(_Weighted):
 
     weight_gradients_late = ("tf_keras", "keras3")
 
+    def dims(self, node):
+        """(rows, input features, units) of the layer's MatMul, the leading axes taken as rows."""
+        x, y = node.inputs[0].spec, node.outputs[0].spec
+        return prod(x.shape[:-1]), x.shape[-1], y.shape[-1]
+
+    def matmul_scratch(self, s, node, rows, inner, cols):
+        return kernels.matmul(rows, inner, cols, _item(node.outputs[0].spec)) if s.device == "cpu" else 0
+
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
-        z = s.one(f"{node.layer.name} MatMul", [xs[0]], _size(out))
+        scratch = self.matmul_scratch(s, node, *self.dims(node)) if node.layer.class_name == "Dense" else 0
+        z = s.one(f"{node.layer.name} MatMul", [xs[0]], _size(out), scratch=scratch)
         if node.layer.config.get("use_bias", True) and node.layer.class_name == "Dense":
             z = s.one(f"{node.layer.name} BiasAdd", [z], _size(out), forward=True)
         y, act = act_forward(s, node.layer.name, z, out, node.layer.config.get("activation"))
@@ -131,11 +140,18 @@ class Dense(_Weighted):
         name = node.layer.name
         dz = act_backward(s, name, dys[0], node.outputs[0].spec, act, id(node.outputs[0]))
         ws = [w for w in s.weights_of(node) if w.trainable]
+        dense = node.layer.class_name == "Dense"
+        rows, inner, units = self.dims(node)
         grads = []
         for w in ws:
             reads = [dz] if w.name == "bias" else [x, dz]
-            grads.append((w, s.one(f"{name} {w.name} gradient", reads, nbytes(w), kind="weight gradient")))
-        dx = s.one(f"{name} input gradient", [dz], _size(node.inputs[0].spec), kind="gradient") if need[0] else None
+            scratch = self.matmul_scratch(s, node, inner, rows, units) if dense and w.name == "kernel" else 0
+            grads.append((w, s.one(f"{name} {w.name} gradient", reads, nbytes(w), scratch=scratch,
+                                   kind="weight gradient")))
+        dx = None
+        if need[0]:
+            scratch = self.matmul_scratch(s, node, rows, units, inner) if dense else 0
+            dx = s.one(f"{name} input gradient", [dz], _size(node.inputs[0].spec), scratch=scratch, kind="gradient")
         s.one(f"{name} gradient done", [dz, x], 0)
         return [dx], grads
 
@@ -152,7 +168,13 @@ class Conv(_Weighted):
 
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
-        z = s.one(f"{node.layer.name} Conv", [xs[0]], _size(out))
+        scratch = 0
+        if s.device == "cpu" and node.layer.class_name not in ("Conv3D", "Convolution3D"):
+            # Eigen's spatial convolution is a contraction of the image patches with the filter:
+            # MatMul's packing buffer, for (batch x output pixels) by (filter) by (output channels)
+            batch, out_image, filter_total, out_depth = self.dims(node)
+            scratch = kernels.matmul(batch * out_image, filter_total, out_depth, _item(out))
+        z = s.one(f"{node.layer.name} Conv", [xs[0]], _size(out), scratch=scratch)
         if node.layer.config.get("use_bias", True):
             z = s.one(f"{node.layer.name} BiasAdd", [z], _size(out), forward=True)
         y, act = act_forward(s, node.layer.name, z, out, node.layer.config.get("activation"))
