@@ -322,3 +322,8 @@ def test_video_data_keeps_its_clip_list_on_the_host(tmp_path):
     text = video("new_length: 16 use_image: true").replace("missing.lst", "clips.lst")
     net = build(tmp_path, text, schema="c3d", root=str(tmp_path))
     assert owned(net, "data")[("clip list", "host objects", "host")] == 251
+
+
+def test_the_label_shape_line_says_a_label_per_clip():
+    text = run_protoaudit(NET).stdout
+    assert "Data shape: the net, layer 'data', top 'label' 10: the layer's batch size (a label per clip)" in text

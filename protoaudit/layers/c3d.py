@@ -201,6 +201,11 @@ class VideoData(Prefetching):
 
     exact_tops = 2
 
+    @property
+    def label_origin(self):
+        return "the layer's batch size (" + ("num_of_labels per clip, use_multiple_label)"
+                                             if self.param().use_multiple_label else "a label per clip)")
+
     def param(self):
         return self.lp.video_data_param
 
