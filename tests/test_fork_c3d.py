@@ -327,3 +327,16 @@ def test_video_data_keeps_its_clip_list_on_the_host(tmp_path):
 def test_the_label_shape_line_says_a_label_per_clip():
     text = run_protoaudit(NET).stdout
     assert "Data shape: the net, layer 'data', top 'label' 10: the layer's batch size (a label per clip)" in text
+
+
+def test_c3d_resnet18_head_matches_caffes_own_log():
+    """Caffe's log of C3D v1.1's ResNet-18 finetuning net at batch 16, as facebookarchive/C3D issue #269
+    quotes it (https://github.com/facebookarchive/C3D/issues/269): scale_conv1's "Top shape: 16 64 8 56 56
+    (25690112)" and "Memory required for data: 327548992", the running sum of every top so far (in-place
+    ones too): data 16 x 3 x 8 x 112 x 112 = 4,816,896, label 16, then conv1, bn_conv1 and scale_conv1
+    25,690,112 each, 81,887,248 floats. The file is that net's first four layers."""
+    run = run_protoaudit(os.path.join(DATA, "forks", "c3d_resnet18_r2_head.prototxt"), "--format", "json")
+    assert run.returncode == 0, run.stderr
+    net = json.loads(run.stdout)["nets"][0]
+    assert {layer["name"]: layer["tops"] for layer in net["layers"]}["scale_conv1"] == [[16, 64, 8, 56, 56]]
+    assert net["memory_required_for_data"] == 327_548_992
