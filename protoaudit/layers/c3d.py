@@ -1,6 +1,6 @@
 """C3D v1.1's Caffe's own layers (facebook/C3D at 71336a2, C3D-v1.1/): VideoData, Convolution3D,
-Deconvolution3D and Pooling3D on 5-axis blobs (num, channels, length, height, width), and its
-Accuracy, which has no GPU code.
+Deconvolution3D and Pooling3D on 5-axis blobs (num, channels, length, height, width), L2Normalize
+and BlackHole, and its Accuracy, which has no GPU code.
 
 File and line references are to that commit's C3D-v1.1/src/caffe/layers/*.cpp/.cu,
 src/caffe/util/image_io.cpp and src/caffe/data_transformer.cpp. The rest of the fork is a 2017
