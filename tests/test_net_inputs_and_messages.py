@@ -37,21 +37,41 @@ def test_a_quoted_type_in_a_v1_block_names_the_enum():
 
 
 def test_an_unknown_type_names_its_fork_and_the_input_line():
-    """C3D's Convolution3D: in no shipped caffe.proto, nor has protoaudit a rule for it."""
-    run = run_protoaudit("c3d_conv3d.prototxt", cwd=HERE)
+    """Cysu's GuidedDropout: its caffe.proto is shipped (guided_dropout_param reads), its layer has no rule."""
+    run = run_protoaudit("dgd_guided_dropout.prototxt", cwd=HERE)
     assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
     msg = run.stderr
-    assert msg.startswith("protoaudit: c3d_conv3d.prototxt:6: layer 'conv1a': ")
-    assert "'Convolution3D'" in msg and "C3D" in msg and "--input conv1a=NxCxHxW" in msg
-    # that line given, the rest is audited: InnerProduct, N x num_output; its parameter is read past
-    given = run_protoaudit("c3d_conv3d.prototxt", "--input", "conv1a=1x64x16x112x112", "--format", "json", cwd=HERE)
+    assert msg.startswith("protoaudit: dgd_guided_dropout.prototxt:6: layer 'guided_drop7': ")
+    assert "'GuidedDropout'" in msg and "Cysu" in msg and "--input dropped=NxCxHxW" in msg
+    # that line given, the rest is audited: InnerProduct, N x num_output
+    given = run_protoaudit("dgd_guided_dropout.prototxt", "--input", "dropped=2x256", "--format", "json", cwd=HERE)
     assert given.returncode == 0, given.stderr
     out = json.loads(given.stdout)
     tops = {layer["name"]: layer["tops"] for layer in out["nets"][0]["layers"]}
-    # conv1a as given: 3x3x3 kernels, pads 1: (16 + 2 - 3) / 1 + 1 = 16 frames, (112 + 2 - 3) / 1 + 1 = 112
+    assert tops["guided_drop7"] == [[2, 256]] and tops["fc"] == [[2, 5]] and out["assumptions"] == []
+
+
+def test_c3ds_convolution3d_is_read_with_its_shipped_fork():
+    """C3D's Convolution3D, unknown before C3D v1.1's Caffe was shipped, is read exactly and sized."""
+    run = run_protoaudit("c3d_conv3d.prototxt", "--format", "json", cwd=HERE)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["assumptions"] == []
+    tops = {layer["name"]: layer["tops"] for layer in out["nets"][0]["layers"]}
+    # 3x3x3 kernels, pads 1 (convolution3d_layer.cpp:63-65): (16 + 2 - 3) / 1 + 1 = 16 frames, (112 + 2 - 3) / 1 + 1 = 112
     assert tops["conv1a"] == [[1, 64, 16, 112, 112]] and tops["fc"] == [[1, 5]]
-    assert [(a["layer"], a["assumption"].split(" (")[0]) for a in out["assumptions"]] == [
-        ("conv1a", "LayerParameter.convolution3d_param")]
+    assert "C3D v1.1" in run_protoaudit("c3d_conv3d.prototxt", cwd=HERE).stdout
+
+
+def test_video_caffes_kernel_shape_is_no_misspelling():
+    """video-caffe's ConvolutionParameter.kernel_shape (its caffe.proto, field 7778) is near kernel_size,
+    but it is a fork's field: the message names the fork's layer type, not a misspelling."""
+    run = run_protoaudit("video_caffe_ndconv.prototxt", cwd=HERE)
+    assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
+    msg = run.stderr
+    assert msg.startswith("protoaudit: video_caffe_ndconv.prototxt:5: layer 'conv1a': ")
+    assert "'NdConvolution'" in msg and "video-caffe" in msg and "--input conv1a=NxCxHxW" in msg
+    assert "did you mean" not in msg
 
 
 def test_r_fcns_psroipooling_is_read_and_sized_by_its_shipped_fork():
@@ -72,6 +92,7 @@ def test_a_v1_type_of_a_fork_names_the_fork():
     assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
     assert run.stderr.startswith("protoaudit: c3d_v1_video_data.prototxt:6: layer 'data': ")
     assert "C3D v1.0" in run.stderr and "ssd" not in run.stderr
+    assert "C3D v1.1's nets are read (the fork c3d)" in run.stderr  # the way out: v1.1's format
 
 
 def test_deconvnets_v1_bn_is_read_with_deconvnets_schema(tmp_path):

@@ -64,6 +64,7 @@ FORK_MODULES = {
     "tsn": ("tsn",),
     "deconvnet": ("deconvnet",),
     "happynear": ("happynear",),
+    "c3d": ("c3d",),
 }
 _IMPORTED_FORKS = set()
 

@@ -49,6 +49,7 @@ HDF5_DATASETS = cached("hdf5_file", "datasets")
 class DataSource(Layer):
     exact_bottoms = 0
     data_source = True
+    label_origin = "the layer's batch size (a label per image)"  # where the other tops' shapes come from
 
     def batch_size(self):
         raise NotImplementedError
@@ -65,7 +66,7 @@ class DataSource(Layer):
                 self.note_origin(0, shape, origin)
             else:
                 shape = self.override(j, self.label_shape(batch))
-                self.note_origin(j, shape, "the layer's batch size (a label per image)")
+                self.note_origin(j, shape, self.label_origin)
             tops.append(shape)
         return tops
 

@@ -34,6 +34,9 @@ FIELD_FORKS = {
     ("VideoDataParameter", "num_segments"): "yjxiong/caffe (TSN's Caffe)",
     ("LayerParameter", "center_loss_param"): "caffe-face (ydwen/caffe-face)",
     ("SolverParameter", "device_id"): "yjxiong/caffe (TSN's Caffe), where it is a list",
+    **{(message, field): "video-caffe (chuckcho/video-caffe), whose NdConvolution and NdPooling read it"
+       for message in ("ConvolutionParameter", "PoolingParameter") for field in ("kernel_shape", "pad_shape",
+                                                                                "stride_shape")},
 }
 
 # Layer types whose memory protoaudit sizes differently by engine (cuDNN or Caffe's own): an

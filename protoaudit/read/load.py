@@ -362,8 +362,16 @@ def _misspelt(failures):
     line = lambda text: int(text.split(":", 1)[0]) if text.split(":", 1)[0].isdigit() else 0  # noqa: E731
     furthest = max(map(line, fields), default=0)  # (the other kind of file fails at its first line)
     fields = [f for f in fields if line(f) == furthest]
-    # a layer's *_param near another (convolution3d_param) is a fork's own layer's, not a misspelling
-    return bool(fields) and all(_near(f, pool) and not f.rstrip('".').endswith("_param") for f in fields)
+    # a layer's *_param near another (convolution3d_param) is a fork's own layer's, not a misspelling,
+    # nor is a field a known fork has (video-caffe's kernel_shape, near kernel_size)
+    return bool(fields) and all(_near(f, pool) and not f.rstrip('".').endswith("_param") and not _fork_field(f)
+                                for f in fields)
+
+
+def _fork_field(failure):
+    """Whether a 'has no field named' failure names a field of a fork protoaudit knows of (lenient.FIELD_FORKS)."""
+    found = _NO_FIELD.search(failure)
+    return bool(found) and (found.group(1).rsplit(".", 1)[-1], found.group(2)) in lenient.FIELD_FORKS
 
 
 def _takes_its_bottoms(reading):
@@ -614,8 +622,9 @@ def _parse_fix(detail, line_text):
         if "LayerType" in detail:  # a V1 net's `type: NAME`: a layer no schema protoaudit reads has
             named = re.search(r"\btype\s*:\s*(\w+)", line_text)
             fork = whose.V1_TYPES.get(named.group(1)) if named else None
+            instead = whose.V1_INSTEAD.get(fork)
             return (f"most likely a layer type of {fork}" if fork else "a layer type of another Caffe fork") + (
-                ", which protoaudit cannot size: " + WAY_OUT)
+                ", which protoaudit cannot size: " + (f"{instead}; or {WAY_OUT}" if instead else WAY_OUT))
         return "use one of the values caffe.proto lists for that field"
     if "out of range" in detail:
         return "use a value the field's type in caffe.proto holds (pad, kernel_size, stride... are unsigned)"

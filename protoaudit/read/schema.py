@@ -41,6 +41,7 @@ FORKS = {
     "intel": "Intel Caffe (intel/caffe)",
     "deconvnet": "DeconvNet's Caffe (HyeonwooNoh/caffe)",
     "happynear": "happynear's Caffe (happynear/caffe-windows, branch ms: NormFace's and AM-Softmax's)",
+    "c3d": "C3D v1.1's Caffe (facebook/C3D, C3D-v1.1)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 

@@ -23,12 +23,20 @@ TYPES = {
     **dict.fromkeys(("LabelSpecificRescale", "LabelSpecificMargin", "LabelSpecificHardMargin",
                      "LabelSpecificAffine", "RadialRemovalMargin"),
                     "happynear's Caffe, branch experiment (happynear/caffe-windows)"),
+    "NdConvolution": "video-caffe (chuckcho/video-caffe: cuDNN's N-D convolution, kernel_shape)",
+    "NdPooling": "video-caffe (chuckcho/video-caffe: cuDNN's N-D pooling, kernel_shape)",
 }
 # V1 enum names (a `layers` block's `type: NAME`) of forks' V1 schemas
 V1_TYPES = {
     **dict.fromkeys(("CONVOLUTION3D", "POOLING3D", "VIDEO_DATA", "DECONVOLUTION3D", "VIDEO_SEGMENTATION_DATA",
                      "VOXEL_SOFTMAX", "VOXEL_SOFTMAX_LOSS"), "C3D v1.0's Caffe (facebook/C3D, C3D-v1.0)"),
     **dict.fromkeys(("BN", "UNPOOLING"), "DeconvNet's Caffe (HyeonwooNoh/caffe: BN = 43, UNPOOLING = 42)"),
+}
+# what to do instead, for a fork protoaudit reads a later version of
+V1_INSTEAD = {
+    V1_TYPES["VIDEO_DATA"]: "C3D v1.1's nets are read (the fork c3d): write the net as C3D v1.1's examples do "
+                            '(layer { type: "VideoData" }, "Convolution3D" with convolution3d_param, "Pooling3D" with '
+                            "pooling3d_param)",
 }
 # a layer's parameter field -> fork, for a type of another name
 FIELDS = {
