@@ -1,5 +1,6 @@
-"""protoaudit in pipelines, tried as a team would use it: the pre-commit hook (through
-`pre-commit try-repo`, and its entry run exactly as .pre-commit-hooks.yaml says), the review
+"""protoaudit in pipelines, tried as a team would use it: the pre-commit hook (a repository of nets
+whose .pre-commit-config.yaml names this one, and its entry run exactly as .pre-commit-hooks.yaml
+says), the review
 workflow's shell step (docs/protoaudit-review.yml) on a repository with two commits of a net, and
 `protoaudit --version`.
 
@@ -131,28 +132,49 @@ def NEW_TEXT():
         return f.read()
 
 
-def test_pre_commit_try_repo_runs_the_hook(tmp_path):
-    """pre-commit builds the hook's own environment from this repository (pip, from the package
-    index) and runs it on a repository of nets."""
+def hook_repository(tmp_path):
+    """This tree as a hook repository at a commit: a clone of it with the working tree's files
+    (tracked, and untracked but not ignored) committed on top, as pre-commit try-repo does."""
+    shadow = tmp_path / "hooks"
+    git(tmp_path, "clone", "-q", ROOT, str(shadow))
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        source, target = os.path.join(ROOT, name), shadow / name
+        if os.path.lexists(target) and not os.path.lexists(source):
+            os.remove(target)
+        elif os.path.isfile(source):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    git(shadow, "add", "-A")
+    git(shadow, "commit", "-q", "--allow-empty", "-m", "the working tree")
+    return shadow, git(shadow, "rev-parse", "HEAD").strip()
+
+
+def test_pre_commit_runs_the_hook_from_a_config(tmp_path):
+    """A repository of nets whose .pre-commit-config.yaml names this repository's hook, as the file's
+    header says: pre-commit builds the hook's own environment from the repository (pip, from the
+    package index) once, then runs it on the files given."""
     if shutil.which("pre-commit") is None and not os.path.exists(os.path.join(os.path.dirname(sys.executable),
                                                                               "pre-commit")):
         pytest.skip("pre-commit is not installed (pip install '.[test]')")
     if subprocess.run(["git", "rev-parse", "--git-dir"], cwd=ROOT, capture_output=True).returncode != 0:
-        pytest.skip("this tree is not a git repository: pre-commit try-repo needs one")
+        pytest.skip("this tree is not a git repository: pre-commit needs one")
     pre_commit = shutil.which("pre-commit", path=os.path.dirname(sys.executable)) or shutil.which("pre-commit")
+    hooks, rev = hook_repository(tmp_path)
     repo = tmp_path / "nets"
     repo.mkdir()
     git(repo, "init", "-q")
     shutil.copy(OLD, repo / "old.prototxt")
     (repo / "big.prototxt").write_text(at_batch(NEW_TEXT(), 3))
     (repo / "notes.txt").write_text("not a net\n")
+    (repo / ".pre-commit-config.yaml").write_text(f"repos:\n- repo: {hooks}\n  rev: {rev}\n  hooks:\n  - id: protoaudit\n")
     git(repo, "add", ".")
     git(repo, "commit", "-qm", "nets")
     env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path / "cache"))
     env.pop("PYTHONPATH", None)
     run = lambda *files: subprocess.run(  # noqa: E731
-        [pre_commit, "try-repo", ROOT, "protoaudit", "--files", *files], cwd=repo, env=env, capture_output=True,
-        text=True, timeout=900)
+        [pre_commit, "run", "--files", *files], cwd=repo, env=env, capture_output=True, text=True, timeout=900)
     r = run("old.prototxt", "notes.txt")
     assert r.returncode == 0, r.stdout + r.stderr
     assert re.search(r"protoaudit \(does each changed Caffe net fit the card\?\)\.+Passed", r.stdout)
