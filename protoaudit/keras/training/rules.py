@@ -124,12 +124,15 @@ class Dense(_Weighted):
         return prod(x.shape[:-1]), x.shape[-1], y.shape[-1]
 
     def matmul_scratch(self, s, node, rows, inner, cols):
-        return kernels.matmul(rows, inner, cols, _item(node.outputs[0].spec)) if s.device == "cpu" else 0
+        """MatMul's packing buffer on the CPU (kernels.matmul); EinsumDense's Einsum is not counted."""
+        if s.device != "cpu" or node.layer.class_name != "Dense":
+            return 0
+        return kernels.matmul(rows, inner, cols, _item(node.outputs[0].spec))
 
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
-        scratch = self.matmul_scratch(s, node, *self.dims(node)) if node.layer.class_name == "Dense" else 0
-        z = s.one(f"{node.layer.name} MatMul", [xs[0]], _size(out), scratch=scratch)
+        z = s.one(f"{node.layer.name} MatMul", [xs[0]], _size(out),
+                  scratch=self.matmul_scratch(s, node, *self.dims(node)))
         if node.layer.config.get("use_bias", True) and node.layer.class_name == "Dense":
             z = s.one(f"{node.layer.name} BiasAdd", [z], _size(out), forward=True)
         y, act = act_forward(s, node.layer.name, z, out, node.layer.config.get("activation"))
@@ -140,18 +143,17 @@ class Dense(_Weighted):
         name = node.layer.name
         dz = act_backward(s, name, dys[0], node.outputs[0].spec, act, id(node.outputs[0]))
         ws = [w for w in s.weights_of(node) if w.trainable]
-        dense = node.layer.class_name == "Dense"
         rows, inner, units = self.dims(node)
         grads = []
         for w in ws:
             reads = [dz] if w.name == "bias" else [x, dz]
-            scratch = self.matmul_scratch(s, node, inner, rows, units) if dense and w.name == "kernel" else 0
+            scratch = self.matmul_scratch(s, node, inner, rows, units) if w.name == "kernel" else 0
             grads.append((w, s.one(f"{name} {w.name} gradient", reads, nbytes(w), scratch=scratch,
                                    kind="weight gradient")))
         dx = None
         if need[0]:
-            scratch = self.matmul_scratch(s, node, rows, units, inner) if dense else 0
-            dx = s.one(f"{name} input gradient", [dz], _size(node.inputs[0].spec), scratch=scratch, kind="gradient")
+            dx = s.one(f"{name} input gradient", [dz], _size(node.inputs[0].spec),
+                       scratch=self.matmul_scratch(s, node, rows, units, inner), kind="gradient")
         s.one(f"{name} gradient done", [dz, x], 0)
         return [dx], grads
 
