@@ -8,10 +8,9 @@ normalize_layer.cpp), src/caffe/layers/ and include/caffe/layers/, cited by file
 layers these nets use (Convolution, PReLU, Slice, Concat, Scale, ImageData with two tops) differ from
 BVLC's in messages and parameters that allocate nothing: BVLC's classes size them.
 """
-from . import touch
+from . import enet, touch
 from .base import Layer, canonical_axis, count, legacy_shape, register
 from .dense import InnerProduct as BvlcInnerProduct
-from .losses import Accuracy as BvlcAccuracy
 from .losses import SoftmaxWithLoss as BvlcSoftmaxWithLoss
 from .losses import check_label_count
 from .normalization import BatchNorm as BvlcBatchNorm
@@ -218,11 +217,11 @@ class SoftmaxWithLoss(BvlcSoftmaxWithLoss):
 
 
 @register("Accuracy", fork=FORK)
-class Accuracy(BvlcAccuracy):
+class Accuracy(enet.Accuracy):
     """The fork's AccuracyLayer: BVLC's of 2017 (a scalar top, an optional per-class top and its
     nums_buffer_), with an optional bottom 2 of weights, one per label (accuracy_layer.hpp: 2 to 3
     bottoms; cpp:37-40), and CPU code only (no accuracy_layer.cu), so in GPU mode its bottoms, tops
-    and nums_buffer_ are read and written on the host."""
+    and nums_buffer_ are read and written on the host, as caffe-enet's are."""
 
     exact_bottoms = None
     min_bottoms = 2
@@ -233,13 +232,6 @@ class Accuracy(BvlcAccuracy):
             self.check(count(bottoms[2]) == count(bottoms[1]),
                        f"the weights (bottom 2, {tuple(bottoms[2])}) need one value per label {tuple(bottoms[1])}")
         return super().reshape(bottoms[:2])
-
-    def touches(self, run):
-        t = [touch.bottom(j, "data", "forward", device="host") for j in range(len(run.bottoms))]
-        t += [touch.top(j, "data", "forward", device="host") for j in range(len(run.tops))]
-        if len(run.tops) > 1:
-            t.append(touch.buffer("nums_buffer_", count(run.tops[1]), "forward", per_sample=False, device="host"))
-        return t
 
 
 @register("InnerDistance", fork=FORK)
