@@ -14,7 +14,7 @@ from .dense import InnerProduct as BvlcInnerProduct
 from .losses import SoftmaxWithLoss as BvlcSoftmaxWithLoss
 from .losses import check_label_count
 from .normalization import BatchNorm as BvlcBatchNorm
-from .normalization import _statistics_spec, softmax_buffers
+from .normalization import _statistics_spec
 from .structure import Eltwise as BvlcEltwise
 
 FORK = "happynear"
