@@ -1,6 +1,7 @@
 """The Keras training step's memory against real TensorFlow (tests/data/keras_oracle: TensorFlow 2.21 on
 CPU, exact heap), and the step model's parts against hand derivations from TensorFlow's source."""
 import csv
+import functools
 import json
 import os
 
@@ -62,9 +63,15 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 "gru_text_sgd:b16", "conv1d_text_rmsprop:b64", "densenet121_adam:b1", "lc2_F500_adam:b8"}
 
 
+@functools.lru_cache(maxsize=None)
+def audited(path, batch):
+    """One audit per configuration, shared by the tests below (each reads it only)."""
+    return audit_keras(path, batch=batch, mode="cpu")
+
+
 @pytest.mark.parametrize("path,row,low,high", CONFIGS)
 def test_weights_and_slots_are_what_tensorflow_holds(path, row, low, high):
-    a = audit_keras(path, batch=int(row["batch"]), mode="cpu")
+    a = audited(path, int(row["batch"]))
     assert a.weights_bytes == int(row["weights_bytes"])
     assert a.trainable_bytes == int(row["trainable_bytes"])
     assert a.params == int(row["params"]) and a.trainable_params == int(row["trainable_params"])
@@ -77,7 +84,7 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
     key = request.node.callspec.id.split(":", 1)[1]
     if key in KNOWN_MISSES:
         request.applymarker(pytest.mark.xfail(strict=True, reason="a known miss of the step model"))
-    a = audit_keras(path, batch=int(row["batch"]), mode="cpu")
+    a = audited(path, int(row["batch"]))
     peak, at = a.step_peak_bytes, a.peak.step
     assert 0.9 * low <= peak <= 1.1 * high, (peak, low, high, at)
 
@@ -94,7 +101,7 @@ def test_the_oracle_is_matched_overall(folders, median, share=0.9):
         path, row, low, high = p.values
         if p.id.split(":")[0] not in folders:
             continue
-        peak = audit_keras(path, batch=int(row["batch"]), mode="cpu").step_peak_bytes
+        peak = audited(path, int(row["batch"])).step_peak_bytes
         err = 0.0 if low <= peak <= high else min(abs(peak - low) / low, abs(peak - high) / high)
         errors.append(err)
         inside += err <= 0.10
