@@ -67,6 +67,7 @@ class Audit:
     nets: list = field(default_factory=list)  # NetAudit
     extra: list = field(default_factory=list)  # Buffer: solver history, the CUDA context
     other_engine_total: int = None  # the same run's total under the other engine (gpu mode)
+    other_engine_stops: object = None  # InputError: where Caffe stops under the other engine, if it does
     death: object = None  # protoaudit.memory.failure.Death: where a run in the Caffe log audited died
     fit: object = None  # protoaudit.memory.fit.Fit, against a card (protoaudit.audit(gpu_mem=...), --gpu-mem)
     sweep: object = None  # protoaudit.memory.sweep.Sweep (protoaudit.audit(sweep=...), --sweep)
@@ -442,7 +443,14 @@ def _assess(path, nets, *, mode, engine, solver_type, inference, context, compar
     # a solver steps its TRAIN net only; a TEST net alone runs forward only
     stepped = kind if kind == "none" or (train is not None and train.phase == "TRAIN") else "none"
     other = ("cudnn" if engine == "caffe" else "caffe") if mode == "gpu" and compare_engines else None
-    result.nets, others = _net_audits(nets, mode, engine, kind, inference, host, reuse or {}, other, stepped)
+    try:
+        result.nets, others = _net_audits(nets, mode, engine, kind, inference, host, reuse or {}, other, stepped)
+    except InputError as e:
+        if other is None:
+            raise
+        # where Caffe stops is the other engine's (else this engine's walk alone raises it again)
+        result.nets, others = _net_audits(nets, mode, engine, kind, inference, host, reuse or {}, None, stepped)
+        result.other_engine_stops, other = e, None
     train = result.train
     kind = result.solver_type = stepped
     if kind != "none" and train is not None:

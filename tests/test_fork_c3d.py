@@ -60,6 +60,30 @@ def test_c3ds_training_net_audits_with_no_flags():
     assert out["params"]["total"] == 17_444_965
 
 
+def test_a_cudnn_build_stops_at_the_first_relu_of_a_clip(tmp_path):
+    """C3D v1.1's layer factory runs ReLU as CuDNNReLULayer in a cuDNN build unless relu_param's engine
+    is CAFFE (layer_factory.cpp:154-172); its Reshape reads num(), channels(), height() and width()
+    (cudnn_relu_layer.cpp:23-26), which CHECK at most 4 axes (blob.hpp:152): relu1a's bottom is the
+    5-axis conv1a (10x64x16x112x112), so such a run stops there (C3D issues #248, #269, #340)."""
+    run = run_protoaudit(NET)
+    assert run.returncode == 0, run.stderr
+    line = next(x for x in run.stdout.splitlines() if "with cuDNN instead" in x)
+    assert "it stops at layer 'relu1a'" in line and "this one has 5" in line
+    out = json.loads(run_protoaudit(NET, "--format", "json").stdout)
+    assert out["other_engine_total_bytes"] is None and out["other_engine_stops"]["layer"] == "relu1a"
+    refused = run_protoaudit(NET, "--engine", "cudnn")
+    assert refused.returncode == 2 and "layer 'relu1a'" in refused.stderr and "engine: CAFFE" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    # with engine: CAFFE on every ReLU (C3D's issues' fix), the cuDNN build runs: its total is shown
+    with open(NET) as f:
+        text = f.read().replace('type: "ReLU"', 'type: "ReLU" relu_param { engine: CAFFE }')
+    (tmp_path / "net.prototxt").write_text(text)
+    fixed = run_protoaudit(tmp_path / "net.prototxt", "--format", "json", cwd=os.path.dirname(NET))
+    assert fixed.returncode == 0, fixed.stderr
+    fixed = json.loads(fixed.stdout)
+    assert fixed["other_engine_total_bytes"] is not None and "other_engine_stops" not in fixed
+
+
 def test_the_data_shape_line_says_the_layers_parameters_gave_it():
     text = run_protoaudit(NET).stdout
     assert ("Data shape: the net, layer 'data', top 'data' 10x3x16x112x112: the layer's parameters (new_length, "

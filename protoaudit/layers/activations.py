@@ -11,8 +11,33 @@ class Neuron(Layer):
         return [tuple(bottoms[0])]
 
 
-register("ReLU", "Sigmoid", "TanH", "BNLL", "ELU", "Power", "Threshold", "Clip")(
+register("BNLL", "ELU", "Power", "Threshold", "Clip")(
     type("Elementwise", (Neuron,), {"__doc__": "Same shape out as in; no checks in Caffe's setup."}))
+
+CUDNN = 2  # ReLUParameter/SigmoidParameter/TanHParameter's Engine: DEFAULT 0, CAFFE 1, CUDNN 2
+
+
+@register("ReLU", "Sigmoid", "TanH")
+class CudnnNeuron(Neuron):
+    """Same shape out as in. A cuDNN build runs these as CuDNNReLULayer, CuDNNSigmoidLayer and
+    CuDNNTanHLayer unless engine is CAFFE (layer_factory.cpp GetReLULayer: DEFAULT becomes CUDNN),
+    whose Reshape reads the bottom through num(), channels(), height() and width()
+    (cudnn_relu_layer.cpp:23-26), which CHECK that it has at most 4 axes (blob.hpp:152, "Cannot use
+    legacy accessors on Blobs with > 4 axes"): on a 5-axis blob (C3D's clips) Caffe stops there."""
+
+    PARAMS = {"ReLU": "relu_param", "Sigmoid": "sigmoid_param", "TanH": "tanh_param"}
+
+    def touches(self, run):
+        t = super().touches(run)
+        # (the engine asked only for a blob of over 4 axes: every other layer's touches serve both engines)
+        if run.mode == "gpu" and len(run.bottoms[0]) > 4 and run.engine == "cudnn" \
+                and getattr(self.lp, self.PARAMS[self.lp.type]).engine in (0, CUDNN):
+            t.append(touch.stop("setup", f"a cuDNN build runs {self.lp.type} as CuDNN{self.lp.type}Layer, which "
+                                "takes blobs of at most 4 axes (\"Cannot use legacy accessors on Blobs with > 4 "
+                                f"axes\"); this one has {len(run.bottoms[0])}, so Caffe stops here",
+                                fix=f"set engine: CAFFE in its {self.PARAMS[self.lp.type]}, or audit with "
+                                    "--engine caffe"))
+        return t
 
 
 @register("Swish")

@@ -219,8 +219,7 @@ def _walk(net, mode, engine, backward, forward, shared_params, label, make, othe
                     elif what == PROCESS:
                         key = a
                     else:
-                        raise InputError(t.note, file=net.path, line=node.line, layer=node.name,
-                                         fix="audit it where Caffe has that code: GPU mode (--mode gpu)")
+                        raise InputError(t.note, file=net.path, line=node.line, layer=node.name, fix=t.name)
                     first = key not in seen
                     if not first and side != 2 and not (side == 0 and only_mine and key in only_mine):
                         continue  # allocated already, under both engines

@@ -19,8 +19,8 @@ from .. import __version__
 from ..net.freeze import frozen_lines
 from .diff_text import signed
 from .svg import ENGINE_COLOURS, layer_chart, layer_chart_parts, legend_items, scales, sweep_chart
-from .text import (death_lines, describe, gap_lines, other_engine, recipe_lines, refused_lines, shape_lines,
-                   sweep_table, verdict_lines)
+from .text import (death_lines, describe, gap_lines, other_engine, other_engine_stop, recipe_lines, refused_lines,
+                   shape_lines, sweep_table, verdict_lines)
 from .units import shapes, size
 
 CATEGORIES = ("params", "data", "diffs", "buffers", "workspace")
@@ -197,6 +197,8 @@ def _total_line(audit, summary):
     text = f"<b>Total: {escape(size(summary.total))}</b> ({summary.total:,} bytes) {where}"
     if audit.other_engine_total is not None:
         text += f"; with {escape(other_engine(audit))} instead: {escape(size(audit.other_engine_total))}"
+    elif audit.other_engine_stops is not None:
+        text += f"; with {escape(other_engine(audit))} instead: it stops at {escape(other_engine_stop(audit))}"
     return f'<p class="total">{text}.</p>'
 
 

@@ -116,6 +116,10 @@ def to_dict(audit, summary, fit=None, many=listed):
         "iter_size": audit.iter_size,
         "total_bytes": summary.total,
         "other_engine_total_bytes": audit.other_engine_total,
+        # (only where the run stops under the other engine: its total is then null)
+        **({} if audit.other_engine_stops is None else {"other_engine_stops": {
+            "layer": audit.other_engine_stops.layer, "line": audit.other_engine_stops.line,
+            "message": audit.other_engine_stops.message, "fix": audit.other_engine_stops.fix}}),
         "uncounted_host_bytes": summary.host,
         "by_kind": summary.by_kind,
         "by_touch": summary.by_touch,

@@ -8,7 +8,8 @@ that table sits in a collapsed <details> block. Every name from the net is escap
 import re
 
 from .diff_text import signed
-from .text import death_lines, describe, net_name, other_engine, refused_lines, sweep_table, verdict_lines
+from .text import (death_lines, describe, net_name, other_engine, other_engine_stop, refused_lines, sweep_table,
+                   verdict_lines)
 from .units import shapes, size
 
 # HTML's own characters, and ~ (GFM's strikethrough, which not every renderer lets a backslash escape)
@@ -60,6 +61,8 @@ def _total(audit, summary):
     line = f"**Total: {size(summary.total)}** ({summary.total:,} bytes) {where}"
     if audit.other_engine_total is not None:
         line += f"; with {other_engine(audit)} instead: {size(audit.other_engine_total)}"
+    elif audit.other_engine_stops is not None:
+        line += f"; with {other_engine(audit)} instead: it stops at {other_engine_stop(audit)}"
     return line + "."
 
 

@@ -15,6 +15,12 @@ def other_engine(audit):
     return ENGINE_NAMES["cudnn" if audit.engine == "caffe" else "caffe"]
 
 
+def other_engine_stop(audit):
+    """Where, and why, the run stops under the other engine: "layer 'relu1a' (line 117): ..."."""
+    e = audit.other_engine_stops
+    return f"layer '{e.layer}'" + (f" (line {e.line})" if e.line else "") + f": {e.message}"
+
+
 def describe(audit):
     """One sentence: what protoaudit audited, as Caffe would hold it."""
     parts = []
@@ -198,6 +204,8 @@ def answer_lines(audit, summary, fit=None):
              + (" on the device" if audit.mode == "gpu" else " of host memory")]
     if audit.other_engine_total is not None:
         lines.append(f"  with {other_engine(audit)} instead: {size(audit.other_engine_total)}")
+    elif audit.other_engine_stops is not None:
+        lines.append(f"  with {other_engine(audit)} instead: it stops at {other_engine_stop(audit)}")
     lines += verdict_lines(fit, audit) or ["Give --gpu-mem with your card's memory (11G, 8G...) for a verdict "
                                            "and the largest batch that fits."]
     lines += biggest_lines(audit, summary)
