@@ -46,8 +46,9 @@ def conv_backprop_input(batch, out_image, filter_total, out_depth, itemsize, thr
 # GeneralBlockPanelKernel.h, evaluateProductBlockingSizesHeuristic) on the machine's per-core caches,
 # refined by TensorFlow for its own float kernels (xla/tsl/framework/contraction/
 # eigen_contraction_kernel.h, TensorContractionBlocking<float>). The caches are those of the machine
-# TensorFlow was measured on (32 KiB L1, 512 KiB L2, 32 MiB L3); the rule, with its 16 x 4 register
-# block, matches 76 traced MatMul shapes to the byte (tests/data/keras_oracle/matmul_scratch.tsv).
+# TensorFlow was measured on (32 KiB L1, 512 KiB L2, and an L3); the rule, with its 16 x 4 register
+# block, matches 85 traced MatMul shapes and 8 Conv2D forward passes (the same contraction of image
+# patches by the filter) to the byte (tests/data/keras_oracle/matmul/).
 MACHINE_L1, MACHINE_L2 = 32 << 10, 512 << 10
 _MR, _NR = 16, 4
 
@@ -72,7 +73,7 @@ def _eigen_blocking(k, m, n):
         if problem <= 1024:
             lm = MACHINE_L1
         elif problem <= 32768:
-            lm, max_mc = MACHINE_L2, min(576, m)  # a non-zero L3
+            lm, max_mc = MACHINE_L2, min(576, m)  # (Eigen's branch for a machine with an L3)
         mc = min(lm // (3 * k * 4), max_mc)
         if mc > _MR:
             mc -= mc % _MR
