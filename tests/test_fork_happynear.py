@@ -190,6 +190,7 @@ def test_an_unknown_normalize_type_stops_the_forward(tmp_path):
                             'normalize_param { normalize_type: "L3" } }', label=False))
     stops = [t for t in layer_touches(n.layer("n"), "gpu", "caffe") if t.what == "stop"]
     assert [t.stage for t in stops] == ["forward"] and "L3" in stops[0].note
+    assert "normalize_type" in stops[0].name  # the fix the refusal gives, not the CPU-mode one
 
 
 # ------------------------------------------------------------------ InnerProduct with normalize

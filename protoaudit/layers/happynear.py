@@ -48,7 +48,8 @@ def normalize_touches(shape, norm_type, two_tops, bp_norm, gpu_backward):
     t = [touch.buffer("squared_", n * c * h * w, "forward", per_sample=True, note=f"{n}x{c}x{h}x{w} (the bottom)")]
     if norm_type not in NORMS:
         return t + [touch.stop("forward", f"Normalize has no normalize_type '{norm_type}' (only L2 and L1: "
-                                          "normalize_layer.cpp:80, NOT_IMPLEMENTED)")]
+                                          "normalize_layer.cpp:80, NOT_IMPLEMENTED)",
+                               fix='set normalize_type: "L2" or "L1"')]
     if not two_tops:
         t.append(touch.buffer("norm_", n * h * w, "forward", per_sample=True,
                               note=f"{n}x1x{h}x{w} (one norm per position)"))
@@ -280,7 +281,8 @@ class InnerDistance(Layer):
         t = [x for x in super().touches(run) if not (x.what == "bottom" and x.part == "diff" and x.index == labels)]
         if p.distance_type not in NORMS:
             t.append(touch.stop("forward", f"InnerDistance has no distance_type '{p.distance_type}' (only L2 and "
-                                           "L1: inner_distance_layer.cpp:116, NOT_IMPLEMENTED)"))
+                                           "L1: inner_distance_layer.cpp:116, NOT_IMPLEMENTED)",
+                                fix='set distance_type: "L2" or "L1"'))
         if p.normalize and len(run.bottoms) == 1:
             n = self._dims(run.bottoms)[2]
             t.append(touch.buffer("weight_norm_", n, "setup", per_sample=False, note=f"{n} (one norm per centre)"))
@@ -482,5 +484,6 @@ class Eltwise(BvlcEltwise):
             t.append(touch.buffer("sort_temp_", size, "forward", per_sample=True, note=f"{size} (bottom 0)"))
             if run.mode == "gpu" and not p.stable_prod_grad and any(run.propagate_down):
                 t.append(touch.stop("backward", "the fork's Eltwise SORT has no GPU backward without "
-                                                "stable_prod_grad (eltwise_layer.cu:156, NOT_IMPLEMENTED)"))
+                                                "stable_prod_grad (eltwise_layer.cu:156, NOT_IMPLEMENTED)",
+                                    fix="set stable_prod_grad: true, or audit CPU mode (--mode cpu)"))
         return t

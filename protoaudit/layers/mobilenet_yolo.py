@@ -216,7 +216,7 @@ class Yolov3(Layer):
             return t
         if run.propagate_down[1] and (not gpu or logic):
             return t + [touch.stop("backward", "Yolov3 cannot backpropagate to its labels (yolov3_layer.cpp:"
-                                   "790-792, LOG(FATAL)): give the labels' bottom propagate_down: false")]
+                                   "790-792, LOG(FATAL))", fix="give the labels' bottom propagate_down: false")]
         if run.propagate_down[0]:
             t.append(touch.top(0, "diff", "backward", device="host" if gpu else "device"))
             if gpu and not logic:
