@@ -19,7 +19,7 @@ from .. import __version__
 from ..net.freeze import frozen_lines
 from .diff_text import signed
 from .svg import ENGINE_COLOURS, layer_chart, layer_chart_parts, legend_items, scales, sweep_chart
-from .text import (death_lines, describe, gap_lines, other_engine, other_engine_stop, recipe_lines, refused_lines,
+from .text import (death_lines, describe, gap_lines, other_engine_clause, recipe_lines, refused_lines,
                    shape_lines, sweep_table, verdict_lines)
 from .units import shapes, size
 
@@ -195,10 +195,9 @@ def _verdict(fit, audit, side=""):
 def _total_line(audit, summary):
     where = "on the device" if audit.mode == "gpu" else "of host memory"
     text = f"<b>Total: {escape(size(summary.total))}</b> ({summary.total:,} bytes) {where}"
-    if audit.other_engine_total is not None:
-        text += f"; with {escape(other_engine(audit))} instead: {escape(size(audit.other_engine_total))}"
-    elif audit.other_engine_stops is not None:
-        text += f"; with {escape(other_engine(audit))} instead: it stops at {escape(other_engine_stop(audit))}"
+    other = other_engine_clause(audit)
+    if other:
+        text += f"; {escape(other)}"
     return f'<p class="total">{text}.</p>'
 
 

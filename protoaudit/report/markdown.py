@@ -8,8 +8,7 @@ that table sits in a collapsed <details> block. Every name from the net is escap
 import re
 
 from .diff_text import signed
-from .text import (death_lines, describe, net_name, other_engine, other_engine_stop, refused_lines, sweep_table,
-                   verdict_lines)
+from .text import death_lines, describe, net_name, other_engine_clause, refused_lines, sweep_table, verdict_lines
 from .units import shapes, size
 
 # HTML's own characters, and ~ (GFM's strikethrough, which not every renderer lets a backslash escape)
@@ -59,10 +58,9 @@ def details(summary_line, body):
 def _total(audit, summary):
     where = "on the device" if audit.mode == "gpu" else "of host memory"
     line = f"**Total: {size(summary.total)}** ({summary.total:,} bytes) {where}"
-    if audit.other_engine_total is not None:
-        line += f"; with {other_engine(audit)} instead: {size(audit.other_engine_total)}"
-    elif audit.other_engine_stops is not None:
-        line += f"; with {other_engine(audit)} instead: it stops at {other_engine_stop(audit)}"
+    other = other_engine_clause(audit)
+    if other:
+        line += f"; {other}"
     return line + "."
 
 

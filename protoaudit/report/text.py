@@ -15,10 +15,16 @@ def other_engine(audit):
     return ENGINE_NAMES["cudnn" if audit.engine == "caffe" else "caffe"]
 
 
-def other_engine_stop(audit):
-    """Where, and why, the run stops under the other engine: "layer 'relu1a' (line 117): ..."."""
+def other_engine_clause(audit):
+    """What the same run holds under the other engine, or where it stops there, for every report's
+    total line: "with cuDNN instead: 3.46 GiB"; None where the other engine is not compared."""
+    if audit.other_engine_total is not None:
+        return f"with {other_engine(audit)} instead: {size(audit.other_engine_total)}"
     e = audit.other_engine_stops
-    return f"layer '{e.layer}'" + (f" (line {e.line})" if e.line else "") + f": {e.message}"
+    if e is None:
+        return None
+    return (f"with {other_engine(audit)} instead: it stops at layer '{e.layer}'" + (f" (line {e.line})" if e.line else "")
+            + f": {e.message}")
 
 
 def describe(audit):
@@ -202,10 +208,9 @@ def answer_lines(audit, summary, fit=None):
     and iter_size, the rows that hold the most and why, the parameters, then the notes."""
     lines = [f"Total: {size(summary.total)} ({summary.total:,} bytes)"
              + (" on the device" if audit.mode == "gpu" else " of host memory")]
-    if audit.other_engine_total is not None:
-        lines.append(f"  with {other_engine(audit)} instead: {size(audit.other_engine_total)}")
-    elif audit.other_engine_stops is not None:
-        lines.append(f"  with {other_engine(audit)} instead: it stops at {other_engine_stop(audit)}")
+    other = other_engine_clause(audit)
+    if other:
+        lines.append(f"  {other}")
     lines += verdict_lines(fit, audit) or ["Give --gpu-mem with your card's memory (11G, 8G...) for a verdict "
                                            "and the largest batch that fits."]
     lines += biggest_lines(audit, summary)
