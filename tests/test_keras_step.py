@@ -52,15 +52,11 @@ SLOTS = {"sgd": {"tf_keras": 1, "keras3": 0}, "sgdm": {"tf_keras": 1, "keras3": 
 # them after the chain, as modelled: 143.3 MB against 130.5 MB).
 KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_bn_dropout_sgdm_k3:b32",
                 "conv1d_text_sgdm:b128",
-                # measured after these (tests/data/keras_oracle/new): Keras 3's transformer block
-                "transformer_block_sgdm_k3:b64",
-                "transformer_block_adam_k3:b32",
                 # measured after the step model was frozen, configurations it had never seen:
-                # tf_keras's GRU with plain SGD at batch 16 (-24%); then, after the last change,
                 # conv1d_text with RMSprop (+10.5%), DenseNet121 with Adam at batch 1 (-11.3%) and
                 # LocallyConnected2D implementation 2 with Adam (+15.4%: TensorFlow ran the input
                 # gradient before the kernel's, the reverse of its order with momentum SGD)
-                "gru_text_sgd:b16", "conv1d_text_rmsprop:b64", "densenet121_adam:b1", "lc2_F500_adam:b8",
+                "conv1d_text_rmsprop:b64", "densenet121_adam:b1", "lc2_F500_adam:b8",
                 # and after the MatMul buffers: tf_keras's run of Keras's image classification tutorial
                 # (+10.6%: traced, TensorFlow ran some of its filter gradients inside the chain, where
                 # the model runs them all after it)
@@ -93,14 +89,15 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
     assert 0.9 * low <= peak <= 1.1 * high, (peak, low, high, at)
 
 
-@pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.89, 0.035),
+@pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.9, 0.036),
                                                   (("shared", "new", "seeds"), 0.9, 0.03)])
 def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%, on the shared measurements, on the configurations measured since
     (tests/data/keras_oracle/new, which the step model was not built from) and on all of them. The
-    configurations measured since reach 59 of 66 (89%) and a median of 3.5%: held at what they
-    reach, so that a regression fails."""
+    configurations measured since reach 62 of 66 (94%), and a median of 3.3% (3.5% as the upper
+    median taken here): the share meets the bar, the median is held at what it reaches, so that a
+    regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
@@ -202,6 +199,36 @@ def test_the_same_activation_of_one_tensor_is_one_op():
                          weights=layer_weights(a.graph, []), device="cpu").program
     made = [b for b in program.bufs if b.kind == "activation" and " relu" in b.label and b.bytes == 2 * 111 * 111 * 32 * 4]
     assert len(made) == 1
+
+
+def _program(name, batch, optimizer=None):
+    a = audit_keras(os.path.join(ORACLE, "new", "models", name), batch=batch, mode="cpu", optimizer=optimizer)
+    return build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
+                      weights=layer_weights(a.graph, []), device="cpu").program
+
+
+def test_keras3_attention_kernel_gradients_are_first_one_per_batch_row():
+    # Keras 3 on TensorFlow projects MultiHeadAttention's (32, 64, 128) query with
+    # tf.matmul(x, kernel reshaped to 128 x (4 heads x 32)): a BatchMatMulV2 whose kernel is broadcast
+    # over the batch. Its gradient (math_grad.py, _BatchMatMulV2) is matmul(x, dy, adjoint_a) of shape
+    # (32, 128, 128), then reduce_sum over the batch: 32 x 128 x 128 x 4 = 2,097,152 bytes for the span
+    # of the op (traced, transformer block, Adam, batch 32: query_1/MatMul/MatMul_1, 2,097,152 bytes,
+    # then Sum_1, 65,536). tf_keras's Einsum contracts batch and time at once: no such buffer.
+    for name, want in (("transformer_block_adam_k3.keras", 32 * 128 * 128 * 4), ("transformer_block_adam.keras", 0)):
+        program = _program(name, 32)
+        step = next(st for st in program.steps if st.label == "multi_head_attention query/kernel gradient")
+        assert step.scratch == want
+        assert program.bufs[step.makes[0]].bytes == 128 * 4 * 32 * 4  # the (128, 4, 32) kernel's gradient
+
+
+def test_tf_keras_sparse_sgd_copies_the_momentum_and_the_embedding_once_each():
+    # tf_keras's SGD on an Embedding's IndexedSlices gradient (optimizers/sgd.py): m.assign(m * momentum),
+    # m.scatter_add(-values * lr), variable.assign_add(m). After the scatter every read of m is a copy,
+    # and AssignAdd writes a new buffer before the old one goes: 2 x 10,000 x 64 x 4 = 5,120,000 bytes
+    # (traced, GRU text model, SGD, batch 16: ReadVariableOp_1 and AssignAddVariableOp, 2,560,000 each).
+    program = _program("gru_text_sgd.keras", 16)
+    step = next(st for st in program.steps if st.label == "embedding/embeddings assign_add m")
+    assert step.scratch == 2 * 10_000 * 64 * 4
 
 
 def test_seed_000_locally_connected_gradients_are_all_alive_at_once(tmp_path):

@@ -141,6 +141,11 @@ def _update(s, layer, weight, grads, optimizer):
     if g in s.sparse and name == "SGD":  # IndexedSlices: -values * lr, scatter_add into m, m into the variable
         t = s.one(f"{label} -values*lr", [g], s.prog.bufs[g].bytes, forward=True, kind="optimizer temporary")
         s.one(f"{label} scatter_add", [t], 0)
+        if s.flavour == "tf_keras":
+            # variable.assign_add(m): the scatter left m copied on every read, and AssignAdd writes a
+            # new buffer for the variable before the old one goes (traced, tf_keras GRU text model
+            # with SGD at batch 16: ReadVariableOp_1 and AssignAddVariableOp, 2,560,000 bytes each)
+            s.one(f"{label} assign_add m", [], 0, scratch=2 * size, kind="optimizer temporary")
         return
     if name == "SGD":
         momentum = float(config.get("momentum") or 0)

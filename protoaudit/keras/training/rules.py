@@ -538,9 +538,20 @@ class TimeDistributed(Rule):
 
 @rule("MultiHeadAttention", "Attention", "AdditiveAttention")
 class Attention(_Weighted):
-    """Query, key and value projections (einsum), the scores (batch x heads x Tq x Tk), their softmax
-    (kept), dropout, the weighted values and the output projection; the gradient reads the projections
-    and the softmax."""
+    """Query, key and value projections, the scores (batch x heads x Tq x Tk) and their softmax (kept),
+    the weighted values and the output projection; each Einsum of two tensors copies both operands
+    batch-major for the op's span. MultiHeadAttention's backward pass runs as traced (Keras 3 and
+    tf_keras transformer blocks): the output projection's gradients, the scores' gradient and the
+    softmax's (written into it), then for query, key and value in turn the einsum gradient of that
+    projection followed by the projection's own gradients. Keras 3 on TensorFlow, with no attention
+    dropout and 3-D inputs, writes the scale and the softmax into the scores' buffer and projects
+    with a matmul whose kernel is broadcast over the batch, so each kernel gradient is first one per
+    batch row, then summed."""
+
+    def fused(self, s, node):
+        """Keras 3's dot_product_attention path, with its broadcast matmul projections."""
+        return (s.flavour == "keras3" and node.layer.class_name == "MultiHeadAttention"
+                and not node.layer.config.get("dropout") and all(len(t.spec.shape) == 3 for t in node.inputs))
 
     def forward(self, s, node, xs):
         name = node.layer.name
@@ -552,16 +563,71 @@ class Attention(_Weighted):
         item = _item(q)
         tq, tk = prod(q.shape[1:-1]), prod(kv.shape[1:-1])
         proj = q.shape[0] * heads * dim * item
+        scores = q.shape[0] * heads * tq * tk * item
         pq = s.one(f"{name} query", [xs[0]], proj * tq)
-        pk = s.one(f"{name} key", xs[1:2] or xs[:1], proj * tk)
-        pv = s.one(f"{name} value", xs[-1:], proj * tk)
-        scores = s.one(f"{name} scores", [pq, pk], q.shape[0] * heads * tq * tk * item)
-        probs = s.one(f"{name} softmax", [scores], q.shape[0] * heads * tq * tk * item)
-        ctx = s.one(f"{name} attention", [probs, pv], proj * tq)
+        pk = s.one(f"{name} key", xs[2:3] or xs[1:2] or xs[:1], proj * tk)
+        pv = s.one(f"{name} value", xs[1:2] or xs[:1], proj * tk)
+        z = s.one(f"{name} scores", [pq, pk], scores, scratch=proj * (tq + tk))
+        probs = s.one(f"{name} softmax", [z], scores, forward=self.fused(s, node))
+        ctx = s.one(f"{name} attention", [probs, pv], proj * tq, scratch=proj * (tq + tk))
         y = s.one(f"{name} output", [ctx], _size(node.outputs[0].spec))
         return [y], (list(xs), pq, pk, pv, probs, ctx)
 
+    def project(self, s, node, part, x, dp, need_input):
+        """One projection's gradients: (its input's, where needed, or None; [(Weight, buffer)]), in
+        the order the flavour runs them. `x`: the projection's input buffer."""
+        name = node.layer.name
+        ws = [w for w in s.weights_of(node) if w.trainable and w.name.split("/")[0] == part]
+        fused = self.fused(s, node)
+        dx = None
+        if need_input and fused:
+            dx = s.one(f"{name} {part} input gradient", [dp], s.prog.bufs[x].bytes, kind="gradient")
+        grads = []
+        for w in ws:
+            kernel = w.name.endswith("kernel")
+            scratch = nbytes(w) * s.batch if kernel and fused else 0
+            grads.append((w, s.one(f"{name} {w.name} gradient", [dp, x] if kernel else [dp], nbytes(w),
+                                   scratch=scratch, kind="weight gradient")))
+        if need_input and not fused:
+            dx = s.one(f"{name} {part} input gradient", [dp], s.prog.bufs[x].bytes, kind="gradient")
+        return dx, grads
+
     def backward(self, s, node, keep, dys, need):
+        xs, pq, pk, pv, probs, ctx = keep
+        name = node.layer.name
+        if node.layer.class_name != "MultiHeadAttention":
+            return self.scores_backward(s, node, keep, dys, need)
+        x_q, x_v = xs[0], (xs[1:2] or xs[:1])[0]
+        x_k = xs[2] if len(xs) > 2 else x_v
+        bufs = s.prog.bufs
+        both = bufs[pq].bytes + bufs[pk].bytes  # an einsum's batch-major copies of its operands
+        dctx, grads = self.project(s, node, "attention_output", ctx, dys[0], True)
+        dprobs = s.one(f"{name} scores gradient", [dctx, pv], bufs[probs].bytes, scratch=both, kind="gradient")
+        dz = s.one(f"{name} softmax gradient", [dprobs, probs], bufs[probs].bytes, scratch=bufs[probs].bytes,
+                   forward=True, kind="gradient")
+        dq = s.one(f"{name} query projection gradient", [dz, pk], bufs[pq].bytes, scratch=both, kind="gradient")
+        dxq, g = self.project(s, node, "query", x_q, dq, need[0])
+        grads += g
+        dk = s.one(f"{name} key projection gradient", [dz, pq], bufs[pk].bytes, scratch=both, kind="gradient")
+        dxk, g = self.project(s, node, "key", x_k, dk, need[2] if len(need) > 2 else need[-1])
+        grads += g
+        dv = s.one(f"{name} value projection gradient", [dctx, probs], bufs[pv].bytes, scratch=both,
+                   kind="gradient")
+        dxv, g = self.project(s, node, "value", x_v, dv, need[1] if len(need) > 1 else need[0])
+        grads += g
+        if len(xs) > 2:
+            return [dxq, dxv, dxk], grads
+        if dxk is not None:  # the key is the value: its two gradients added
+            dxv = s.one(f"{name} key and value input gradients", [dxv, dxk], bufs[x_v].bytes, forward=True,
+                        kind="gradient")
+        if len(xs) == 1:
+            return [s.one(f"{name} input gradients", [dxq, dxv], bufs[x_q].bytes, forward=True,
+                          kind="gradient") if dxq is not None else None], grads
+        return [dxq, dxv], grads
+
+    def scores_backward(self, s, node, keep, dys, need):
+        """Attention and AdditiveAttention: the scores' and the inputs' gradients, read from the
+        softmax and the inputs."""
         xs, pq, pk, pv, probs, ctx = keep
         name = node.layer.name
         grads = self.grads(s, node, name, [dys[0], ctx, *xs])
