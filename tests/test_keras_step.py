@@ -53,14 +53,18 @@ SLOTS = {"sgd": {"tf_keras": 1, "keras3": 0}, "sgdm": {"tf_keras": 1, "keras3": 
 KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_bn_dropout_sgdm_k3:b32",
                 "conv1d_text_sgdm:b128",
                 # measured after the step model was frozen, configurations it had never seen:
-                # conv1d_text with RMSprop (+10.5%), DenseNet121 with Adam at batch 1 (-11.3%) and
-                # LocallyConnected2D implementation 2 with Adam (+15.4%: TensorFlow ran the input
-                # gradient before the kernel's, the reverse of its order with momentum SGD)
-                "conv1d_text_rmsprop:b64", "densenet121_adam:b1", "lc2_F500_adam:b8",
+                # conv1d_text with RMSprop (+10.5%) and LocallyConnected2D implementation 2 with Adam
+                # (+15.4%: TensorFlow ran the input gradient before the kernel's, the reverse of its
+                # order with momentum SGD)
+                "conv1d_text_rmsprop:b64", "lc2_F500_adam:b8",
                 # and after the MatMul buffers: tf_keras's run of Keras's image classification tutorial
                 # (+10.6%: traced, TensorFlow ran some of its filter gradients inside the chain, where
                 # the model runs them all after it)
-                "flowers_cnn_adam:b32"}
+                "flowers_cnn_adam:b32",
+                # and after the attention rule: Keras 3's small U-Net (-36%: traced, its outer filter
+                # gradients run after the chain, as tf_keras's do, where the model runs Keras 3's
+                # in the chain, as traced on its small CNN)
+                "unet_small_adam_k3:b8"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -89,13 +93,13 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
     assert 0.9 * low <= peak <= 1.1 * high, (peak, low, high, at)
 
 
-@pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.9, 0.036),
+@pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.9, 0.032),
                                                   (("shared", "new", "seeds"), 0.9, 0.03)])
 def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%, on the shared measurements, on the configurations measured since
     (tests/data/keras_oracle/new, which the step model was not built from) and on all of them. The
-    configurations measured since reach 62 of 66 (94%), and a median of 3.3% (3.5% as the upper
+    configurations measured since reach 70 of 74 (95%), and a median of 3.02% (3.12% as the upper
     median taken here): the share meets the bar, the median is held at what it reaches, so that a
     regression fails."""
     errors, inside = [], 0
@@ -229,6 +233,40 @@ def test_tf_keras_sparse_sgd_copies_the_momentum_and_the_embedding_once_each():
     program = _program("gru_text_sgd.keras", 16)
     step = next(st for st in program.steps if st.label == "embedding/embeddings assign_add m")
     assert step.scratch == 2 * 10_000 * 64 * 4
+
+
+def _filter_order(program):
+    return [st.label.split()[0] for st in program.steps if "Conv2DBackpropFilter" in st.label
+            or st.label.endswith(" kernel gradient")]
+
+
+def test_the_executor_runs_set_aside_filter_gradients_when_the_chain_waits():
+    # Traced (tf_keras, the small U-Net, Adam, batch 8): TensorFlow's executor runs the gradient
+    # chain depth first and sets each filter gradient aside on a stack. The chain goes down the
+    # decoder to the bottleneck and waits at conv2d_3, whose output also feeds the skip connection's
+    # slice (set aside too): the stack's top runs then, conv2d_4's and conv2d_5's filter gradients
+    # and conv2d_transpose's, and the slice; at conv2d_1 it waits again; the outer layers' run at
+    # the end, in forward order, the first layer's last. First allocation of each
+    # Conv2DBackpropFilter in the trace, in order:
+    traced = ["conv2d_4", "conv2d_5", "conv2d_transpose", "conv2d_2", "conv2d_3", "conv2d_6", "conv2d_7",
+              "conv2d_transpose_1", "conv2d_1", "conv2d_8", "conv2d_9", "conv2d_10", "conv2d"]
+    assert _filter_order(_program("unet_small_adam.keras", 8)) == traced
+
+
+def test_a_resnet_stage_first_blocks_filter_gradients_run_at_the_shortcuts_join():
+    # Traced (tf_keras ResNet50, SGD, batch 2): in each stage's first block the chain goes down the
+    # main path (conv_3, conv_2, conv_1), then waits for the shortcut's gradient at the block's input:
+    # the three filter gradients set aside run there, then the shortcut (conv_0), whose filter gradient
+    # waits for the end, with every identity block's.
+    a = audit_keras(os.path.join(ORACLE, "shared", "models", "resnet50_sgd.json"), batch=2, mode="cpu", optimizer="sgd")
+    program = build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
+                         weights=layer_weights(a.graph, []), device="cpu").program
+    labels = [st.label for st in program.steps]
+    last_input = max(i for i, label in enumerate(labels) if "Conv2DBackpropInput" in label)
+    in_chain = {label.split()[0] for label in labels[:last_input] if "Conv2DBackpropFilter" in label}
+    first_blocks = {f"conv{stage}_block1_{k}_conv" for stage in (2, 3, 4, 5) for k in (1, 2, 3)}
+    assert first_blocks <= in_chain
+    assert not any(name.endswith("_0_conv") or "block1" not in name for name in in_chain - {"conv3_block4_3_conv"})
 
 
 def test_seed_000_locally_connected_gradients_are_all_alive_at_once(tmp_path):

@@ -1,14 +1,15 @@
 """One training step of a Keras model as TensorFlow runs it, written as a timeline program.
 
 The step is `train_on_batch`'s traced function: the forward pass in the model's order, the loss,
-the backward pass in reverse (a layer's gradient ops only where a trainable weight lies at or
-upstream of it: a frozen base runs no backward and keeps none of its activations), then the
-optimizer's updates. TensorFlow's executor runs the chain of input gradients first and the
-weight gradients of Dense (and, in tf_keras, Conv) layers, with their updates, after it (rules.py's
-`weight_gradients_late`): their inputs and output gradients live until then. Each layer's ops and
-what their gradients keep are its rule's (rules.py); the optimizer's are optimizers.py's. A tensor
-lives until its last reader, as TensorFlow's executor frees it; an op may write into an input it
-reads last (buffer forwarding).
+the backward pass, then the optimizer's updates. A layer's gradient ops run only where a trainable
+weight lies at or upstream of it: a frozen base runs no backward and keeps none of its activations.
+The backward pass runs in the order of TensorFlow's executor on one thread (`_Executor`): one chain
+of gradients depth first, with the weight gradients of Dense layers (and, in tf_keras, of
+convolutions; rules.py's `weight_gradients_late`) and the other branches of a fork set aside on a
+stack until the chain waits; what they read lives until then. Each layer's ops and what their
+gradients keep are its rule's (rules.py); the optimizer's are optimizers.py's. A tensor lives until
+its last reader, as TensorFlow's executor frees it; an op may write into an input it reads last
+(buffer forwarding).
 """
 import json
 from collections import defaultdict
@@ -142,34 +143,151 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
             grads[canon(t)].append(losses.loss_ops(s, t, ids[id(t)], loss))
     weight_grads = []  # (layer, Weight, buffer id) in the order they are made
     start = len(prog.steps)
-    last = set()  # layers that hand no gradient on (the first trainable ones): their group runs last
-    for k, node in reversed(list(enumerate(graph.nodes))):
-        if id(node) not in saved:  # merged into an earlier op, whose backward runs once for both
-            continue
+    order = _Executor(graph, saved, trainable_up, grads, canon)
+    for k in order:
+        order.flushed(len(prog.steps))
+        node = graph.nodes[k]
         rule, keep, own, up = saved[id(node)]
-        if not up:
-            continue
-        dys = [_summed(s, grads.pop(id(t), []), t) for t in node.outputs]
+        dys = [_summed(s, grads.pop(canon(t), []), t) for t in node.outputs]
         if all(d is None for d in dys):
             continue
         need = [trainable_up.get(id(t), False) for t in node.inputs]
         later = rule.grads_late(flavour, node)
         s.defer = (k, False) if later else None
-        if not any(need):
-            last.add(k)
+        first = len(prog.steps)
         dxs, dws = rule.backward(s, node, keep, dys, need)
-        for t, dx in zip(node.inputs, dxs):
-            if dx is not None and trainable_up.get(id(t), False):
-                grads[canon(t)].append(dx)
+        made = {b: i for i in range(first, len(prog.steps)) for b in prog.steps[i].makes}
+        for part in order.delivered(k, [(t, dx) for t, dx in zip(node.inputs, dxs)
+                                        if dx is not None and trainable_up.get(id(t), False)], dys, later,
+                                    not any(need)):
+            s.deferred[made[part]] = ("part", part)  # the op making a part set aside runs when it is taken
         s.defer = (k, True) if later else None
         for w, g in dws:
             weight_grads.append((node.layer, w, g))
             if g not in s.applied:  # (unless the rule ran it: update_now)
                 optimizers.after_gradient(s, node.layer, w, g, optimizer, read_later=any(need) and not later)
         s.defer = None
-    _weight_gradients_after_chain(s, start, last)
+    _place_deferred(s, start, order.flush_at)
     optimizers.apply(s, weight_grads, optimizer)
     return step
+
+
+class _Executor:
+    """The order TensorFlow's executor runs the backward pass in, one thread (traced: ResNet50 and a
+    small U-Net, both flavours). It runs one chain of gradients inline, depth first; where a gradient
+    goes to several layers it goes on with the one made last in the forward pass and sets the others
+    aside, as it sets aside each deferred weight gradient (`weight_gradients_late`), on one stack.
+    When the chain waits (a tensor whose gradient still lacks a part), it takes work from the top
+    of the stack until the chain can go on: so a U-Net's inner filter gradients run when the chain
+    reaches a skip connection, and a ResNet stage's first block's when it reaches the shortcut's
+    join, while a plain chain's run after it, in forward order, and the first layers' last.
+
+    Iterating yields the nodes' indexes in execution order; `delivered` reports what a node's
+    backward made; `flush_at` maps each deferred group to the step before which it runs (None: at
+    the end)."""
+
+    def __init__(self, graph, saved, trainable_up, grads, canon):
+        self.graph, self.saved, self.grads, self.canon = graph, saved, grads, canon
+        self.producer = {}
+        for k, node in enumerate(graph.nodes):
+            for t in node.outputs:
+                self.producer.setdefault(canon(t), k)
+        # the gradient parts each tensor waits for: one per (consumer that runs backward, input)
+        self.expected = defaultdict(int)
+        has_grad = {c for c in grads}
+        self.runs = set()
+        for k in reversed(range(len(graph.nodes))):
+            node = graph.nodes[k]
+            if id(node) not in saved or not saved[id(node)][3]:
+                continue
+            if not any(canon(t) in has_grad for t in node.outputs):
+                continue
+            self.runs.add(k)
+            for t in node.inputs:
+                if trainable_up.get(id(t), False):
+                    self.expected[canon(t)] += 1
+                    has_grad.add(canon(t))
+        for c in grads:
+            self.expected[c] += len(grads[c])
+        self.arrived = defaultdict(int, {c: len(v) for c, v in grads.items()})
+        self.done = set()
+        self.stack = []  # ("group", k) or ("part", tensor, buffer)
+        self.last = []  # groups of layers that hand no gradient on: after everything
+        self.flush_at = {}
+        self.pending_flush = []
+        self.next = None
+
+    def ready(self, k):
+        return all(self.arrived[self.canon(t)] >= self.expected[self.canon(t)] for t in self.graph.nodes[k].outputs)
+
+    def delivered(self, k, parts, dys, deferred, hands_nothing):
+        """Node k's backward made these (input tensor, gradient buffer) parts from its output
+        gradients `dys`. A part that is an output gradient itself (Add's) reaches its layer at once;
+        of parts made by ops (Concatenate's slices), those for the layer made last go on and the
+        others wait on the stack, their ops with them (returned: those parts' buffers). Of the
+        layers that become ready, the one made last runs next and the others wait on the stack."""
+        self.done.add(k)
+        if deferred:
+            (self.last if hands_nothing else self.stack).append(("group", k))
+        producer = lambda p: self.producer.get(self.canon(p[0]), -1)  # noqa: E731
+        made = sorted((p for p in parts if p[1] not in dys), key=producer, reverse=True)
+        later = [p for p in made if producer(p) != producer(made[0])]
+        now = [p for p in parts if p not in later]
+        for t, dx in reversed(later):  # the next one made last in the forward pass on top
+            self.stack.append(("part", t, dx))
+        for t, dx in now:
+            self._arrive(t, dx)
+        ready = sorted({self.producer.get(self.canon(t)) for t, _ in now} & self.runs - self.done)
+        ready = [j for j in ready if self.ready(j)]
+        self.next = ready[-1] if ready else None
+        for j in ready[:-1]:
+            self.stack.append(("node", j))
+        return [dx for _, dx in later]
+
+    def flushed(self, position):
+        for k in self.pending_flush:
+            self.flush_at[k] = position
+        self.pending_flush = []
+
+    def _arrive(self, t, dx):
+        self.grads[self.canon(t)].append(dx)
+        self.arrived[self.canon(t)] += 1
+
+    def _pick(self):
+        todo = [k for k in self.runs if k not in self.done]
+        if self.next is not None and self.next in self.runs and self.next not in self.done and self.ready(self.next):
+            return self.next
+        while self.stack:  # the chain waits: work from the top of the stack
+            item = self.stack.pop()
+            if item[0] == "group":
+                self.pending_flush.append(item[1])
+            elif item[0] == "node":
+                if item[1] not in self.done and self.ready(item[1]):
+                    return item[1]
+            else:
+                self.pending_flush.append(("part", item[2]))
+                self._arrive(item[1], item[2])
+                k = self.producer.get(self.canon(item[1]))
+                if k in self.runs and k not in self.done and self.ready(k):
+                    return k
+        ready = [k for k in todo if self.ready(k)]
+        if ready:
+            return max(ready)
+        waiting = [k for k in todo if any(self.arrived[self.canon(t)] for t in self.graph.nodes[k].outputs)]
+        return max(waiting) if waiting else None
+
+    def __iter__(self):
+        while True:
+            k = self._pick()
+            if k is None:
+                break
+            self.next = None
+            yield k
+        self.pending_flush += [g for g in (item[1] for item in reversed(self.stack) if item[0] == "group")]
+        self.pending_flush += sorted(self.last)
+        for k in self.pending_flush:
+            self.flush_at[k] = None
+        self.pending_flush = []
 
 
 # Layers with no variables and no randomness, each one TensorFlow op (or a few) of its input alone.
@@ -194,16 +312,31 @@ def _merge_key(node, canon):
     return node.layer.class_name, json.dumps(settings, sort_keys=True, default=str), tuple(canon(t) for t in node.inputs)
 
 
-def _weight_gradients_after_chain(s, start, last):
-    """Move the deferred layers' weight gradients and updates (steps from `start` on) after the
-    input-gradient chain, as TensorFlow's executor runs them (traced, tf_keras: small CNN, a CNN like
-    seed 002's, VGG16): layer by layer in forward order, the layers that hand no gradient on last."""
+def _place_deferred(s, start, flush_at):
+    """Move each deferred layer's weight gradients and updates (steps from `start` on) to where the
+    executor runs them (`_Executor.flush_at`): before the step at that position, or at the end, in
+    the order they were taken."""
     steps = s.prog.steps
-    chain, groups = [], defaultdict(list)
+    groups = defaultdict(list)
+    chain = []
     for i in range(start, len(steps)):
         (groups[s.deferred[i]] if i in s.deferred else chain).append(i)
-    moved = [i for g in sorted(groups, key=lambda g: (g in last, g)) for i in groups[g]]
-    steps[start:] = [steps[i] for i in chain + moved]
+    before = defaultdict(list)
+    for g, at in flush_at.items():
+        before[at].append(g)
+    out = []
+    for i in chain:
+        for g in before.pop(i, ()):
+            out += groups.pop(g, [])
+        out.append(i)
+    for at in sorted((a for a in before if a is not None)):
+        for g in before[at]:
+            out += groups.pop(g, [])
+    for g in before.get(None, ()):
+        out += groups.pop(g, [])
+    for g in sorted(groups):
+        out += groups[g]
+    steps[start:] = [steps[i] for i in out]
 
 
 def _summed(s, parts, tensor):

@@ -223,7 +223,13 @@ class Conv(_Weighted):
 class OtherConv(_Weighted):
     """Depthwise (DepthwiseConv2dNative: small per-row scratch), separable (a depthwise then a
     pointwise Conv2D: the intermediate is kept for the pointwise filter gradient) and transposed
-    convolutions (Conv2DBackpropInput forward)."""
+    convolutions (Conv2DBackpropInput forward). In tf_keras their filter gradients run after the
+    input-gradient chain, as Conv's (traced: a U-Net's Conv2DTranspose)."""
+
+    weight_gradients_late = ("tf_keras",)
+
+    def grads_late(self, flavour, node):
+        return flavour in self.weight_gradients_late and not node.layer.class_name.startswith("Separable")
 
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
