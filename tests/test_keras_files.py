@@ -403,7 +403,9 @@ def test_a_subclassed_model_is_named_as_such(tmp_path):
 
 def test_tf_op_layers_name_functions_and_the_elementwise_ones_broadcast(tmp_path):
     # tf_keras MobileNetV3's hard_sigmoid: ReLU(6)(x + 3.0) * (1 / 6), saved as TFOpLambda layers
-    # naming tf.__operators__.add and tf.math.multiply; a tensor argument comes as a kwargs reference
+    # naming tf.__operators__.add and tf.math.multiply; a tensor argument comes as a kwargs reference.
+    # tf_keras 2.21 keeps a TFOpLambda call's argument structure: its one argument is the node itself,
+    # [["Conv/BatchNorm", 0, 0, {"y": 3.0, "name": null}]] in MobileNetV3Small's saved config
     doc = _k2_model([
         _k2_input("a", [None, 4, 4, 8]),
         _k2_layer("TFOpLambda", "plus", [], function="__operators__.add"),
@@ -412,7 +414,7 @@ def test_tf_op_layers_name_functions_and_the_elementwise_ones_broadcast(tmp_path
         _k2_layer("TFOpLambda", "mm", [], function="linalg.matmul")],
         [["a", 0, 0]], [["times", 0, 0]])
     layers = doc["config"]["layers"]
-    layers[1]["inbound_nodes"] = [[["a", 0, 0, {"y": 3.0, "name": None}]]]
+    layers[1]["inbound_nodes"] = [["a", 0, 0, {"y": 3.0, "name": None}]]
     layers[3]["inbound_nodes"] = [[["relu", 0, 0, {"y": ["a", 0, 0], "name": None}]]]
     layers[4]["inbound_nodes"] = [[["a", 0, 0, {"b": ["a", 0, 0], "name": None}]]]
     with pytest.raises(InputError, match="layer 'm/mm': is TensorFlow's tf.linalg.matmul.*declare"):
@@ -421,6 +423,38 @@ def test_tf_op_layers_name_functions_and_the_elementwise_ones_broadcast(tmp_path
     assert [n.outputs[0].spec.shape for n in graph.nodes] == [(32, 4, 4, 8)] * 4
     assert [len(n.inputs) for n in graph.nodes] == [1, 1, 2, 2]
     assert graph.gaps == ["m/mm"]
+
+
+def test_a_recurrent_layers_initial_state_is_its_input_after_the_sequence(tmp_path):
+    # Keras's seq2seq example: LSTM(256, return_state=True) encodes; the decoder LSTM starts from its
+    # states h and c. tf_keras 2.21 writes the decoder's node as [sequence, h, c]; Keras 3.15 keeps
+    # them as kwargs["initial_state"] (both as saved by the kit's seq2seq_lstm). Either way the
+    # decoder reads three tensors, and the encoder's states are (batch, 256) each.
+    doc = _k2_model([
+        _k2_input("enc", [None, 20, 70]), _k2_input("dec", [None, 25, 90]),
+        _k2_layer("LSTM", "encoder", [[("enc", 0, 0)]], units=256, return_state=True),
+        _k2_layer("LSTM", "decoder", [[("dec", 0, 0), ("encoder", 0, 1), ("encoder", 0, 2)]], units=256,
+                  return_sequences=True)],
+        [["enc", 0, 0], ["dec", 0, 0]], [["decoder", 0, 0]])
+    graph = _graph(tmp_path, doc, batch=64)
+    encoder, decoder = graph.nodes[-2:]
+    assert [t.spec.shape for t in encoder.outputs] == [(64, 256)] * 3
+    assert [t.spec.shape for t in decoder.inputs] == [(64, 25, 90), (64, 256), (64, 256)]
+    assert decoder.outputs[0].spec.shape == (64, 25, 256)
+    # the decoder's kernels are (90, 4 x 256) and (256, 4 x 256), whatever it starts from
+    assert sum(math.prod(w.shape) for layer, w in graph.weights if layer.name == "decoder") == \
+        90 * 1024 + 256 * 1024 + 1024
+    keras3 = json.loads(json.dumps(doc))
+    keras3["keras_version"] = "3.15.1"
+    keras3["config"]["layers"][3]["inbound_nodes"] = [{"args": [_kt("dec")], "kwargs": {
+        "initial_state": [_kt("encoder", 0, 1), _kt("encoder", 0, 2)]}}]
+    for layer in keras3["config"]["layers"][2:3]:
+        layer["inbound_nodes"] = [{"args": [_kt("enc")], "kwargs": {}}]
+    graph3 = _graph(tmp_path, keras3, batch=64)
+    assert [t.spec.shape for t in graph3.nodes[-1].inputs] == [(64, 25, 90), (64, 256), (64, 256)]
+    doc["config"]["layers"][3]["inbound_nodes"][0].append(["encoder", 0, 1, {}])
+    with pytest.raises(InputError, match="takes a sequence and 2 initial state"):
+        _graph(tmp_path, doc)
 
 
 def test_mutated_configs_give_a_graph_or_one_line(tmp_path):

@@ -16,9 +16,10 @@ from .layers.base import MAX_ELEMENTS, elements, layer_class, policy_name
 MODELS = frozenset({"Functional", "Model", "Sequential"})
 MAX_DEPTH = 64  # models inside models; real ones nest two or three deep
 DEFAULT_BATCH = 32  # keras Model.fit's batch_size when none is given
-# call arguments that are not the layer's data: they order the graph but are not its inputs
-NOT_DATA = frozenset({"mask", "attention_mask", "query_mask", "value_mask", "key_mask", "initial_state",
-                      "constants", "training"})
+# call arguments that are not the layer's data: they order the graph but are not its inputs (a
+# recurrent layer's initial_state is: its inputs after the sequence, as tf_keras writes them)
+NOT_DATA = frozenset({"mask", "attention_mask", "query_mask", "value_mask", "key_mask", "constants",
+                      "training"})
 
 
 @dataclass(eq=False)
@@ -340,6 +341,8 @@ class _Builder:
             walk(node.get("kwargs") or {}, data)
             kwargs = node.get("kwargs")
         elif isinstance(node, list):  # Keras 2: [[name, node, tensor, {kwargs}], ...]
+            if _is_ref(node):  # a TFOpLambda keeps its call's structure: one argument is the node itself
+                node = [node]
             for item in node:
                 if not _is_ref(item):
                     raise self.error("has a malformed inbound node", layer=lpath)

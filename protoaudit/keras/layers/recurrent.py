@@ -6,12 +6,21 @@ layer inside their config on the shapes they hand it.
 from .base import KerasLayer, conv_output_length, make_layer, register
 
 
+def with_states(layer, inputs, states):
+    """The sequence of a recurrent call whose initial_state tensors follow it (`states` of them)."""
+    if not inputs:
+        raise layer.error("has no input tensor")
+    if len(inputs) not in (1, 1 + states):
+        raise layer.error(f"takes a sequence and {states} initial state(s), got {len(inputs)} inputs")
+    return inputs[0]
+
+
 class RNN(KerasLayer):
     gates = 1
     states = 1
 
     def sequence(self, inputs):
-        x = self.one(inputs)
+        x = with_states(self, inputs, self.states)
         if len(x.shape) != 3:
             raise self.error(f"expects (batch, timesteps, features), got {x.shape}")
         return x.shape
@@ -69,7 +78,7 @@ class ConvLSTM(KerasLayer):
     rank = 2
 
     def geometry(self, inputs):
-        x = self.one(inputs)
+        x = with_states(self, inputs, 2)
         if len(x.shape) != self.rank + 3:
             raise self.error(f"expects a rank-{self.rank + 3} input, got {x.shape}")
         if self.channels_last():
@@ -142,9 +151,18 @@ class Bidirectional(Wrapper):
             self.inner(prefix="backward_")
         return self.inner(prefix="forward_"), backward
 
+    def halves(self, inputs):
+        """The inputs of each direction: the sequence, and half of the initial states each."""
+        states = inputs[1:]
+        if len(states) % 2:
+            raise self.error(f"takes initial states for both directions, got {len(states)}")
+        half = len(states) // 2
+        return inputs[:1] + states[:half], inputs[:1] + states[half:]
+
     def output_specs(self, inputs):
         forward, backward = self.pair()
-        fwd, bwd = forward.output_specs(inputs), backward.output_specs(inputs)
+        fwd_in, bwd_in = self.halves(inputs)
+        fwd, bwd = forward.output_specs(fwd_in), backward.output_specs(bwd_in)
         mode = self.config.get("merge_mode", "concat")
         if mode is None:
             outputs = [fwd[0], bwd[0]]
@@ -158,8 +176,9 @@ class Bidirectional(Wrapper):
 
     def weights(self, inputs):
         forward, backward = self.pair()
-        return ([w._replace(name="forward_" + w.name) for w in forward.weights(inputs)]
-                + [w._replace(name="backward_" + w.name) for w in backward.weights(inputs)])
+        fwd_in, bwd_in = self.halves(inputs)
+        return ([w._replace(name="forward_" + w.name) for w in forward.weights(fwd_in)]
+                + [w._replace(name="backward_" + w.name) for w in backward.weights(bwd_in)])
 
 
 CELLS = {"SimpleRNNCell": SimpleRNN, "LSTMCell": LSTM, "GRUCell": GRU}

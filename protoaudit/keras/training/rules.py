@@ -333,6 +333,50 @@ class Act(_Weighted):
         return [dx if need[0] else None], grads
 
 
+# tf_keras's TFOpLambda (a public TensorFlow function in a Functional model: `x + 3.0` is
+# "__operators__.add"): what each elementwise function's registered gradient reads (math_grad.py,
+# nn_grad.py): nothing (add, subtract, negate: the gradient is dy itself where the shapes agree),
+# its input, its output, or both. Multiply and divide read their tensor operands (a constant factor:
+# nothing).
+TF_FUNCTION_READS = {
+    "__operators__.add": None, "math.add": None, "math.subtract": None, "math.negative": None,
+    "identity": None, "math.multiply": "in", "math.truediv": "in", "math.divide": "in",
+    "math.maximum": "in", "math.minimum": "in", "math.pow": "both", "math.abs": "in", "math.square": "in",
+    "math.sqrt": "out", "math.rsqrt": "out", "math.exp": "out", "math.log": "in", "math.sigmoid": "out",
+    "nn.sigmoid": "out", "math.tanh": "out", "nn.relu": "out", "nn.relu6": "in", "nn.elu": "out",
+    "nn.selu": "both", "nn.silu": "in", "nn.swish": "in", "nn.gelu": "both", "nn.softplus": "in",
+    "clip_by_value": "in"}
+
+
+@rule("TFOpLambda")
+class TFFunction(Rule):
+    """One elementwise TensorFlow op, written into an input it reads last; its gradient per
+    TF_FUNCTION_READS, one op per input that needs it."""
+
+    def reads(self, node):
+        return TF_FUNCTION_READS.get(node.layer.config.get("function"), "both")
+
+    def forward(self, s, node, xs):
+        function = node.layer.config.get("function")
+        y = s.one(f"{node.layer.name} {function}", xs, _size(node.outputs[0].spec), forward=True)
+        reads = self.reads(node)
+        if reads == "in" and len(xs) < 2 and function in ("math.multiply", "math.truediv", "math.divide"):
+            reads = None  # by a constant: dy times that constant
+        return [y], {None: (), "in": tuple(xs), "out": (y,), "both": (*xs, y)}[reads]
+
+    def backward(self, s, node, keep, dys, need):
+        out = []
+        for t, n in zip(node.inputs, need):
+            if not n:
+                out.append(None)
+            elif not keep and self.reads(node) is None and t.spec.shape == node.outputs[0].spec.shape:
+                out.append(dys[0])
+            else:
+                out.append(s.one(f"{node.layer.name} input gradient", [dys[0], *keep], _size(t.spec),
+                                 kind="gradient"))
+        return out, []
+
+
 @rule("Dropout")
 class Dropout(Rule):
     """tf.nn.dropout in training: a uniform draw, its >= rate mask (bool), x * scale, select(mask, ., 0);
@@ -502,11 +546,14 @@ class Recurrent(_Weighted):
     def forward(self, s, node, xs):
         steps, per_step, unit = self.per_step(s, node)
         name = node.layer.name
-        lists = s.one(f"{name} per-step tensors kept for the gradient", [xs[0]], steps * per_step)
+        lists = s.one(f"{name} per-step tensors kept for the gradient", xs, steps * per_step)
         y = s.one(f"{name} output", [lists], _size(node.outputs[0].spec))
-        return [y], (xs[0], lists)
+        states = [s.one(f"{name} final state", [lists], _size(t.spec)) for t in node.outputs[1:]]
+        return [y, *states], (xs[0], lists)
 
     def backward(self, s, node, keep, dys, need):
+        """The backward loop reads every output's gradient (the sequence's and the final states') and
+        makes the input's and, for initial_state tensors, each state's gradient."""
         x, lists = keep
         steps, per_step, unit = self.per_step(s, node)
         name = node.layer.name
@@ -516,11 +563,14 @@ class Recurrent(_Weighted):
         # its three measured recurrent models, so they are left out there (docs/keras.md)
         weights = sum(nbytes(w) for w in s.weights_of(node) if w.trainable)
         loop = (min(PARALLEL_ITERATIONS, steps) * weights if s.flavour == "keras3" else 0) + 8 * unit
-        dx = s.one(f"{name} input gradient (backward loop)", [dys[0], lists, x], _size(node.inputs[0].spec),
+        dys = [d for d in dys if d is not None]
+        dx = s.one(f"{name} input gradient (backward loop)", [*dys, lists, x], _size(node.inputs[0].spec),
                    scratch=loop, kind="gradient")
         grads = self.grads(s, node, name, [dx])
+        dstates = [s.one(f"{name} initial state gradient", [dx], _size(t.spec), kind="gradient") if n else None
+                   for t, n in zip(node.inputs[1:], need[1:])]
         s.one(f"{name} gradient done", [lists, x, dx] if not need[0] else [lists, x], 0)
-        return [dx if need[0] else None], grads
+        return [dx if need[0] else None, *dstates], grads
 
 
 PARALLEL_ITERATIONS = 32  # tf.while_loop's default, which Keras's rnn loop keeps
