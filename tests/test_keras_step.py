@@ -64,7 +64,12 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # and after the attention rule: Keras 3's small U-Net (-36%: traced, its outer filter
                 # gradients run after the chain, as tf_keras's do, where the model runs Keras 3's
                 # in the chain, as traced on its small CNN)
-                "unet_small_adam_k3:b8"}
+                "unet_small_adam_k3:b8",
+                # and after the executor's order: Keras's seq2seq LSTM (tf_keras -20%, Keras 3 +40%:
+                # traced in both, the encoder's backward loop holds a partial recurrent-kernel
+                # gradient for each of its 20 steps and one to four of the input kernel's, where the
+                # model counts every weight's for up to 32 steps in Keras 3 and none in tf_keras)
+                "seq2seq_lstm_adam:b64", "seq2seq_lstm_adam_k3:b64"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -99,7 +104,7 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%, on the shared measurements, on the configurations measured since
     (tests/data/keras_oracle/new, which the step model was not built from) and on all of them. The
-    configurations measured since reach 70 of 74 (95%), and a median of 3.02% (3.12% as the upper
+    configurations measured since reach 80 of 86 (93%), and a median of 3.09% (3.12% as the upper
     median taken here): the share meets the bar, the median is held at what it reaches, so that a
     regression fails."""
     errors, inside = [], 0
@@ -267,6 +272,20 @@ def test_a_resnet_stage_first_blocks_filter_gradients_run_at_the_shortcuts_join(
     first_blocks = {f"conv{stage}_block1_{k}_conv" for stage in (2, 3, 4, 5) for k in (1, 2, 3)}
     assert first_blocks <= in_chain
     assert not any(name.endswith("_0_conv") or "block1" not in name for name in in_chain - {"conv3_block4_3_conv"})
+
+
+def test_attention_dropout_and_gelu_keep_what_their_gradients_read():
+    # The tiny ViT at batch 32: 64 patches of 64 features, 4 heads, attention dropout 0.1, and
+    # Dense(128, gelu). tf.nn.dropout on the (32, 4, 64, 64) softmax keeps its bool mask (one byte an
+    # element: 524,288) and the kept scores scaled (2,097,152), both traced at the peak
+    # (`dropout/GreaterEqual`, `dropout/Mul`). tf.nn.gelu's exact form keeps three tensors of the
+    # Dense's (32, 64, 128) output, 1,048,576 bytes each (traced: the MatMul's, `Gelu/Neg`, `Gelu/mul_2`).
+    program = _program("vit_tiny_adam.keras", 32)
+    sizes = {b.label: b.bytes for b in program.bufs}
+    assert sizes["multi_head_attention attention dropout mask"] == 32 * 4 * 64 * 64
+    assert sizes["multi_head_attention attention dropout"] == 32 * 4 * 64 * 64 * 4
+    step = next(st for st in program.steps if st.label == "dense_1 activation gradient")
+    assert [program.bufs[r].bytes for r in step.reads] == [32 * 64 * 128 * 4] * 4  # dy and the three
 
 
 def test_seed_000_locally_connected_gradients_are_all_alive_at_once(tmp_path):

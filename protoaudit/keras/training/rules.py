@@ -43,7 +43,7 @@ ACTIVATIONS = {
     "linear": None, None: None, "relu": ("out", True), "sigmoid": ("out", True), "tanh": ("out", True),
     "softmax": ("out", False), "elu": ("out", True), "selu": ("both", True), "softplus": ("in", True),
     "softsign": ("in", True), "relu6": ("out", True), "leaky_relu": ("in", True), "swish": ("in", False),
-    "silu": ("in", False), "gelu": ("both", False), "exponential": ("out", True), "hard_sigmoid": ("in", False),
+    "silu": ("in", False), "gelu": ("three", False), "hard_silu": ("three", False), "hard_swish": ("three", False), "exponential": ("out", True), "hard_sigmoid": ("in", False),
     "log_softmax": ("out", False), "mish": ("in", False),
 }
 
@@ -55,11 +55,21 @@ def act_name(value):
 
 
 def act_forward(s, label, z, spec, activation):
-    """The activation's op on buffer z: (output buffer, what its gradient keeps)."""
+    """The activation's op on buffer z: (output buffer, what its gradient keeps). GELU and hard SiLU
+    are a few ops whose gradients keep three tensors of the input's size: tf.nn.gelu's exact
+    `0.5 * x * erfc(-x / sqrt(2))` keeps 0.5 * x (written into x), the erfc and its argument (traced: a
+    ViT's Dense(128, gelu), `Gelu/Neg`, `Gelu/mul_2` and the MatMul's output at the peak); Keras 3's
+    hard_silu `x * (relu6(x + 3) / 6)` keeps x, x + 3 and the quotient (traced: MobileNetV3Small's
+    `activation/add` and `activation/truediv` beside the batch norm's output)."""
     how = ACTIVATIONS.get(act_name(activation), ("both", False))
     if how is None:
         return z, None
     keeps, inplace = how
+    if keeps == "three":
+        u = s.one(f"{label} {act_name(activation)} inner", [z], _size(spec))
+        v = s.one(f"{label} {act_name(activation)} factor", [u], _size(spec))
+        y = s.one(f"{label} {act_name(activation)}", [z, v], _size(spec))
+        return y, (z, u, v)
     y = s.one(f"{label} {act_name(activation)}", [z], _size(spec), forward=inplace)
     keep = {"out": (y,), "in": (z,), "both": (z, y)}[keeps]
     return y, keep
@@ -70,7 +80,9 @@ def act_backward(s, label, dy, spec, keep, out_id=None):
     (losses.py), the gradient already is the logits'."""
     if keep is None or (out_id is not None and out_id in s.logits):
         return dy
-    return s.one(f"{label} activation gradient", [dy, *keep], _size(spec), forward=True, kind="gradient")
+    scratch = _size(spec) if len(keep) == 3 else 0  # one more temporary of the input's size
+    return s.one(f"{label} activation gradient", [dy, *keep], _size(spec), scratch=scratch, forward=True,
+                 kind="gradient")
 
 
 class Rule:
@@ -625,9 +637,15 @@ class Attention(_Weighted):
         pv = s.one(f"{name} value", xs[1:2] or xs[:1], proj * tk)
         z = s.one(f"{name} scores", [pq, pk], scores, scratch=proj * (tq + tk))
         probs = s.one(f"{name} softmax", [z], scores, forward=self.fused(s, node))
-        ctx = s.one(f"{name} attention", [probs, pv], proj * tq, scratch=proj * (tq + tk))
+        mask = dropped = None
+        if node.layer.class_name == "MultiHeadAttention" and float(c.get("dropout") or 0):
+            # tf.nn.dropout on the softmax: a uniform draw, its bool mask (kept), the kept scores
+            # scaled (kept for the value's gradient; traced: a ViT's `dropout/Mul` and `GreaterEqual`)
+            mask = s.one(f"{name} attention dropout mask", [probs], scores // item, scratch=scores)
+            dropped = s.one(f"{name} attention dropout", [probs, mask], scores)
+        ctx = s.one(f"{name} attention", [dropped or probs, pv], proj * tq, scratch=proj * (tq + tk))
         y = s.one(f"{name} output", [ctx], _size(node.outputs[0].spec))
-        return [y], (list(xs), pq, pk, pv, probs, ctx)
+        return [y], (list(xs), pq, pk, pv, probs, ctx, mask, dropped)
 
     def project(self, s, node, part, x, dp, need_input):
         """One projection's gradients: (its input's, where needed, or None; [(Weight, buffer)]), in
@@ -649,7 +667,7 @@ class Attention(_Weighted):
         return dx, grads
 
     def backward(self, s, node, keep, dys, need):
-        xs, pq, pk, pv, probs, ctx = keep
+        xs, pq, pk, pv, probs, ctx, mask, dropped = keep
         name = node.layer.name
         if node.layer.class_name != "MultiHeadAttention":
             return self.scores_backward(s, node, keep, dys, need)
@@ -659,6 +677,9 @@ class Attention(_Weighted):
         both = bufs[pq].bytes + bufs[pk].bytes  # an einsum's batch-major copies of its operands
         dctx, grads = self.project(s, node, "attention_output", ctx, dys[0], True)
         dprobs = s.one(f"{name} scores gradient", [dctx, pv], bufs[probs].bytes, scratch=both, kind="gradient")
+        if mask is not None:
+            dprobs = s.one(f"{name} attention dropout gradient", [dprobs, mask], bufs[probs].bytes, forward=True,
+                           kind="gradient")
         dz = s.one(f"{name} softmax gradient", [dprobs, probs], bufs[probs].bytes, scratch=bufs[probs].bytes,
                    forward=True, kind="gradient")
         dq = s.one(f"{name} query projection gradient", [dz, pk], bufs[pq].bytes, scratch=both, kind="gradient")
@@ -667,7 +688,7 @@ class Attention(_Weighted):
         dk = s.one(f"{name} key projection gradient", [dz, pq], bufs[pk].bytes, scratch=both, kind="gradient")
         dxk, g = self.project(s, node, "key", x_k, dk, need[2] if len(need) > 2 else need[-1])
         grads += g
-        dv = s.one(f"{name} value projection gradient", [dctx, probs], bufs[pv].bytes, scratch=both,
+        dv = s.one(f"{name} value projection gradient", [dctx, dropped or probs], bufs[pv].bytes, scratch=both,
                    kind="gradient")
         dxv, g = self.project(s, node, "value", x_v, dv, need[1] if len(need) > 1 else need[0])
         grads += g
@@ -684,7 +705,7 @@ class Attention(_Weighted):
     def scores_backward(self, s, node, keep, dys, need):
         """Attention and AdditiveAttention: the scores' and the inputs' gradients, read from the
         softmax and the inputs."""
-        xs, pq, pk, pv, probs, ctx = keep
+        xs, pq, pk, pv, probs, ctx = keep[:6]
         name = node.layer.name
         grads = self.grads(s, node, name, [dys[0], ctx, *xs])
         dctx = s.one(f"{name} attention gradient", [dys[0]], s.prog.bufs[ctx].bytes, kind="gradient")
