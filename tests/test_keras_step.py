@@ -61,10 +61,6 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # (+10.6%: traced, TensorFlow ran some of its filter gradients inside the chain, where
                 # the model runs them all after it)
                 "flowers_cnn_adam:b32",
-                # and after the attention rule: Keras 3's small U-Net (-36%: traced, its outer filter
-                # gradients run after the chain, as tf_keras's do, where the model runs Keras 3's
-                # in the chain, as traced on its small CNN)
-                "unet_small_adam_k3:b8",
                 # and after the executor's order: Keras's seq2seq LSTM (tf_keras -20%, Keras 3 +40%:
                 # traced in both, the encoder's backward loop holds a partial recurrent-kernel
                 # gradient for each of its 20 steps and one to four of the input kernel's, where the
@@ -98,15 +94,14 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
     assert 0.9 * low <= peak <= 1.1 * high, (peak, low, high, at)
 
 
-@pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.9, 0.032),
+@pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.9, 0.03),
                                                   (("shared", "new", "seeds"), 0.9, 0.03)])
 def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%, on the shared measurements, on the configurations measured since
     (tests/data/keras_oracle/new, which the step model was not built from) and on all of them. The
-    configurations measured since reach 80 of 86 (93%), and a median of 3.09% (3.12% as the upper
-    median taken here): the share meets the bar, the median is held at what it reaches, so that a
-    regression fails."""
+    configurations measured since reach 81 of 86 (94%), and a median of 2.89% (2.92% as the upper
+    median taken here)."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values

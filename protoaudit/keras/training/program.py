@@ -4,9 +4,9 @@ The step is `train_on_batch`'s traced function: the forward pass in the model's 
 the backward pass, then the optimizer's updates. A layer's gradient ops run only where a trainable
 weight lies at or upstream of it: a frozen base runs no backward and keeps none of its activations.
 The backward pass runs in the order of TensorFlow's executor on one thread (`_Executor`): one chain
-of gradients depth first, with the weight gradients of Dense layers (and, in tf_keras, of
-convolutions; rules.py's `weight_gradients_late`) and the other branches of a fork set aside on a
-stack until the chain waits; what they read lives until then. Each layer's ops and what their
+of gradients depth first, with the weight gradients of Dense layers (and of convolutions in
+tf_keras, or in Keras 3 where branches join: the rules' `grads_late`) and the other branches of a
+fork set aside on a stack until the chain waits; what they read lives until then. Each layer's ops and what their
 gradients keep are its rule's (rules.py); the optimizer's are optimizers.py's. A tensor lives until
 its last reader, as TensorFlow's executor frees it; an op may write into an input it reads last
 (buffer forwarding).
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from ...memory.timeline import Program
 from ..layers.base import nbytes
 from . import losses, optimizers
-from .rules import rule_for
+from .rules import MERGING, rule_for
 
 
 @dataclass
@@ -49,6 +49,9 @@ class StepBuilder:
         self.defer = None  # (group, every op?): weight-gradient ops (or every op) made now run after the chain
         self.deferred = {}  # step index -> group: steps that run after the input-gradient chain
         self.optimizer = None  # (name, config), or None: no updates
+        # whether branches of the model join (Add, Concatenate...): Keras 3's convolutions then set
+        # their filter gradients aside (rules.Conv.grads_late)
+        self.joins = any(node.layer.class_name in MERGING for node in graph.nodes)
 
     def update_now(self, node, grads):
         """Run the updates of these (Weight, gradient buffer) pairs now, before the rest of the
@@ -152,7 +155,7 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
         if all(d is None for d in dys):
             continue
         need = [trainable_up.get(id(t), False) for t in node.inputs]
-        later = rule.grads_late(flavour, node)
+        later = rule.grads_late(s, node)
         s.defer = (k, False) if later else None
         first = len(prog.steps)
         dxs, dws = rule.backward(s, node, keep, dys, need)
@@ -176,7 +179,7 @@ class _Executor:
     """The order TensorFlow's executor runs the backward pass in, one thread (traced: ResNet50 and a
     small U-Net, both flavours). It runs one chain of gradients inline, depth first; where a gradient
     goes to several layers it goes on with the one made last in the forward pass and sets the others
-    aside, as it sets aside each deferred weight gradient (`weight_gradients_late`), on one stack.
+    aside, as it sets aside each deferred weight gradient (a rule's `grads_late`), on one stack.
     When the chain waits (a tensor whose gradient still lacks a part), it takes work from the top
     of the stack until the chain can go on: so a U-Net's inner filter gradients run when the chain
     reaches a skip connection, and a ResNet stage's first block's when it reaches the shortcut's

@@ -95,9 +95,10 @@ class Rule:
     # the whole input-gradient chain of the backward pass, not beside the layer's input gradient
     weight_gradients_late = ()
 
-    def grads_late(self, flavour, node):
-        """Whether this call's weight gradients run after the input-gradient chain."""
-        return flavour in self.weight_gradients_late
+    def grads_late(self, s, node):
+        """Whether this call's weight gradients are set aside (run after the input-gradient chain, or
+        where it waits)."""
+        return s.flavour in self.weight_gradients_late
 
     def backward(self, s, node, keep, dys, need):
         return [dys[0] if n else None for n in need], []
@@ -174,11 +175,14 @@ class Dense(_Weighted):
 class Conv(_Weighted):
     """Conv2D (Conv1D through ExpandDims, which shares memory), BiasAdd into it, the activation; the
     gradients are Conv2DBackpropFilter (reads the input) and Conv2DBackpropInput (reads the filter),
-    each with its im2col scratch (kernels.py). In tf_keras the filter gradient runs after the
-    input-gradient chain (traced: small CNN, VGG16, ResNet50's identity blocks); Keras 3 runs it
-    before the layer's input gradient (traced: small CNN)."""
+    each with its im2col scratch (kernels.py). The filter gradient is set aside by the executor
+    (program._Executor) in tf_keras (traced: small CNN, VGG16, ResNet50, a U-Net), and in Keras 3 where
+    the model's branches join (traced: ResNet50, MobileNetV2 and V3, a CIFAR ResNet, a U-Net); in a
+    Keras 3 model without joins it runs before the layer's input gradient (traced: small CNN). Which of
+    two ready ops the executor sets aside is not derived here: this is what the traces show."""
 
-    weight_gradients_late = ("tf_keras",)
+    def grads_late(self, s, node):
+        return s.flavour == "tf_keras" or s.joins
 
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
@@ -235,13 +239,11 @@ class Conv(_Weighted):
 class OtherConv(_Weighted):
     """Depthwise (DepthwiseConv2dNative: small per-row scratch), separable (a depthwise then a
     pointwise Conv2D: the intermediate is kept for the pointwise filter gradient) and transposed
-    convolutions (Conv2DBackpropInput forward). In tf_keras their filter gradients run after the
-    input-gradient chain, as Conv's (traced: a U-Net's Conv2DTranspose)."""
+    convolutions (Conv2DBackpropInput forward). Their filter gradients are set aside as Conv's
+    (traced: MobileNetV2's depthwise, a U-Net's transposed); a separable one's run in the chain."""
 
-    weight_gradients_late = ("tf_keras",)
-
-    def grads_late(self, flavour, node):
-        return flavour in self.weight_gradients_late and not node.layer.class_name.startswith("Separable")
+    def grads_late(self, s, node):
+        return (s.flavour == "tf_keras" or s.joins) and not node.layer.class_name.startswith("Separable")
 
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
@@ -304,7 +306,7 @@ class Norm(_Weighted):
         y = s.one(f"{name} normalize", [xs[0], inv], _size(out))
         return [y], (xs[0], fused, inv)
 
-    def grads_late(self, flavour, node):
+    def grads_late(self, s, node):
         # unfused LayerNormalization's gamma and beta gradients are Mul and Sum ops of their own
         # (FusedBatchNormGradV3 makes them with the input gradient): they run after the chain
         # (traced: tf_keras transformer block), keeping the layer's input and output gradient
@@ -473,7 +475,10 @@ class GlobalMax(Rule):
         return [dx], []
 
 
-@rule("Add", "Average", "Subtract", "Maximum", "Minimum", "Multiply", "Concatenate", "Dot")
+MERGING = ("Add", "Average", "Subtract", "Maximum", "Minimum", "Multiply", "Concatenate", "Dot")
+
+
+@rule(*MERGING)
 class Merge(Rule):
     """Add (AddV2/AddN, into an input read last) hands its gradient to every input unchanged; Subtract
     negates one; Multiply, Maximum, Minimum read both inputs; Concatenate's gradient slices."""
