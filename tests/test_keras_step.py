@@ -43,7 +43,8 @@ def _configurations(folder):
     return out
 
 
-CONFIGS = _configurations("shared") + _configurations("new") + _configurations("seeds")
+CONFIGS = (_configurations("shared") + _configurations("new") + _configurations("unseen")
+           + _configurations("seeds"))
 SLOTS = {"sgd": {"tf_keras": 1, "keras3": 0}, "sgdm": {"tf_keras": 1, "keras3": 1},
          "adam": {"tf_keras": 2, "keras3": 2}, "rmsprop": {"tf_keras": 1, "keras3": 1}}
 # Configurations whose measured step peak the model misses by more than 10% (see docs/keras.md): a
@@ -65,7 +66,12 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # traced in both, the encoder's backward loop holds a partial recurrent-kernel
                 # gradient for each of its 20 steps and one to four of the input kernel's, where the
                 # model counts every weight's for up to 32 steps in Keras 3 and none in tf_keras)
-                "seq2seq_lstm_adam:b64", "seq2seq_lstm_adam_k3:b64"}
+                "seq2seq_lstm_adam:b64", "seq2seq_lstm_adam_k3:b64",
+                # measured last, after every change above (tests/data/keras_oracle/unseen): tf_keras's
+                # bidirectional-GRU tagger (-16%, the recurrent partial gradients again) and Kim's
+                # text CNN (-11%: traced, TensorFlow computed two of its three max-pool gradients
+                # before the third branch's filter gradient, where the model runs one branch at a time)
+                "gru_tagger_adam:b32", "text_cnn_adam:b64"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -95,13 +101,14 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
 
 
 @pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.9, 0.03),
-                                                  (("shared", "new", "seeds"), 0.9, 0.03)])
+                                                  (("unseen",), 0.9, 0.03),
+                                                  (("shared", "new", "unseen", "seeds"), 0.9, 0.03)])
 def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%, on the shared measurements, on the configurations measured since
-    (tests/data/keras_oracle/new, which the step model was not built from) and on all of them. The
-    configurations measured since reach 81 of 86 (94%), and a median of 2.89% (2.92% as the upper
-    median taken here)."""
+    (tests/data/keras_oracle/new: 81 of 86, median 2.9%; the rules were read off the traces of some
+    of them), on the 20 measured after the last of those changes (tests/data/keras_oracle/unseen:
+    17 of 20 and 1.6% as first audited, 18 of 20 after Keras 3's TimeDistributed rule) and on all."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
@@ -112,7 +119,7 @@ def test_the_oracle_is_matched_overall(folders, share, median):
         errors.append(err)
         inside += err <= 0.10
     errors.sort()
-    assert len(errors) >= 50
+    assert len(errors) >= 20
     assert inside >= share * len(errors)
     assert errors[len(errors) // 2] < median
 
@@ -281,6 +288,19 @@ def test_attention_dropout_and_gelu_keep_what_their_gradients_read():
     assert sizes["multi_head_attention attention dropout"] == 32 * 4 * 64 * 64 * 4
     step = next(st for st in program.steps if st.label == "dense_1 activation gradient")
     assert [program.bufs[r].bytes for r in step.reads] == [32 * 64 * 128 * 4] * 4  # dy and the three
+
+
+def test_keras3_time_distributed_adds_one_full_input_gradient_per_step():
+    # Keras 3's TimeDistributed with a static time axis (time_distributed.py) transposes its input
+    # time-major and calls the layer on inputs[i] for each of the 50 steps: each step's input gradient
+    # is a StridedSliceGrad the size of the whole (50, 32, 128) input, 819,200 bytes, and the 50 are
+    # added at once (traced: 50 StridedSliceGrads alive, 41 MB). tf_keras merges batch and time.
+    for name, steps in (("gru_tagger_adam_k3.keras", 50), ("gru_tagger_adam.keras", 1)):
+        a = audit_keras(os.path.join(ORACLE, "unseen", "models", name), batch=32, mode="cpu")
+        program = build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
+                             weights=layer_weights(a.graph, []), device="cpu").program
+        step = next(st for st in program.steps if st.label == "time_distributed input gradient")
+        assert program.bufs[step.makes[0]].bytes + step.scratch == steps * 32 * 50 * 128 * 4
 
 
 def test_seed_000_locally_connected_gradients_are_all_alive_at_once(tmp_path):
