@@ -214,7 +214,7 @@ class _Executor:
             self.expected[c] += len(grads[c])
         self.arrived = defaultdict(int, {c: len(v) for c, v in grads.items()})
         self.done = set()
-        self.stack = []  # ("group", k) or ("part", tensor, buffer)
+        self.stack = []  # ("group", k), ("node", k) or ("part", tensor, buffer)
         self.last = []  # groups of layers that hand no gradient on: after everything
         self.flush_at = {}
         self.pending_flush = []
@@ -257,7 +257,6 @@ class _Executor:
         self.arrived[self.canon(t)] += 1
 
     def _pick(self):
-        todo = [k for k in self.runs if k not in self.done]
         if self.next is not None and self.next in self.runs and self.next not in self.done and self.ready(self.next):
             return self.next
         while self.stack:  # the chain waits: work from the top of the stack
@@ -273,6 +272,7 @@ class _Executor:
                 k = self.producer.get(self.canon(item[1]))
                 if k in self.runs and k not in self.done and self.ready(k):
                     return k
+        todo = [k for k in self.runs if k not in self.done]
         ready = [k for k in todo if self.ready(k)]
         if ready:
             return max(ready)
@@ -286,8 +286,7 @@ class _Executor:
                 break
             self.next = None
             yield k
-        self.pending_flush += [g for g in (item[1] for item in reversed(self.stack) if item[0] == "group")]
-        self.pending_flush += sorted(self.last)
+        self.pending_flush += sorted(self.last)  # the stack is empty by now
         for k in self.pending_flush:
             self.flush_at[k] = None
         self.pending_flush = []
