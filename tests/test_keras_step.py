@@ -75,10 +75,10 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # and a second batch measured after that (the same folder): a VGG-style CNN with batch
                 # norm and no joins (tf_keras +16%, Keras 3 -17%: TensorFlow ran its filter gradients
                 # in the order the model gives the other flavour), a wide-and-deep model (+27%, +10%:
-                # 2.4 MB), Xception in Keras 3 (-13%) and the transformer block in Keras 3 with
-                # RMSprop (-12%)
+                # 2.4 MB) and the transformer block in Keras 3 with RMSprop (-12%); its Xception in
+                # Keras 3 (-13%) came within 10% once traced (separable convolutions set aside)
                 "vgg_bn_gap_sgdm:b16", "vgg_bn_gap_sgdm_k3:b16", "wide_deep_rmsprop:b128",
-                "wide_deep_rmsprop_k3:b128", "xception_sgd_k3:b2", "transformer_block_rmsprop_k3:b32"}
+                "wide_deep_rmsprop_k3:b128", "transformer_block_rmsprop_k3:b32"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -108,16 +108,16 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
 
 
 @pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.9, 0.03),
-                                                  (("unseen",), 0.8, 0.045),
+                                                  (("unseen",), 0.84, 0.042),
                                                   (("shared", "new", "unseen", "seeds"), 0.9, 0.03)])
 def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 1.1%), on the
     configurations measured since (tests/data/keras_oracle/new: 81 of 86, 2.9%; the rules were read
-    off the traces of some of them) and on all (164 of 181, 2.3%). Not met on the 44 configurations
+    off the traces of some of them) and on all (165 of 181, 2.2%). Not met on the 44 configurations
     of tests/data/keras_oracle/unseen, each batch measured after the last change before it and
-    audited before any change for it: 35 of 44 as first audited, 36 of 44 (82%) and a median of 4.2%
-    now; held there, so that a regression fails."""
+    audited before any change for it: 35 of 44 as first audited, 37 of 44 (84%) and a median of 3.8%
+    (4.1% as the upper median taken here) now; held there, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
