@@ -75,10 +75,11 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # and a second batch measured after that (the same folder): a VGG-style CNN with batch
                 # norm and no joins (tf_keras +16%, Keras 3 -17%: TensorFlow ran its filter gradients
                 # in the order the model gives the other flavour), a wide-and-deep model (+27%, +10%:
-                # 2.4 MB) and the transformer block in Keras 3 with RMSprop (-12%); its Xception in
-                # Keras 3 (-13%) came within 10% once traced (separable convolutions set aside)
+                # 2.4 MB); its Xception and transformer block with RMSprop in Keras 3 (-13%, -12%)
+                # came within 10% once traced (separable convolutions set aside; the embedding's
+                # rho * v alive until its update)
                 "vgg_bn_gap_sgdm:b16", "vgg_bn_gap_sgdm_k3:b16", "wide_deep_rmsprop:b128",
-                "wide_deep_rmsprop_k3:b128", "transformer_block_rmsprop_k3:b32"}
+                "wide_deep_rmsprop_k3:b128"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -108,16 +109,16 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
 
 
 @pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.9, 0.03),
-                                                  (("unseen",), 0.84, 0.042),
+                                                  (("unseen",), 0.86, 0.036),
                                                   (("shared", "new", "unseen", "seeds"), 0.9, 0.03)])
 def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 1.1%), on the
     configurations measured since (tests/data/keras_oracle/new: 81 of 86, 2.9%; the rules were read
-    off the traces of some of them) and on all (165 of 181, 2.2%). Not met on the 44 configurations
+    off the traces of some of them) and on all (166 of 181, 2.2%). Not met on the 44 configurations
     of tests/data/keras_oracle/unseen, each batch measured after the last change before it and
-    audited before any change for it: 35 of 44 as first audited, 37 of 44 (84%) and a median of 3.8%
-    (4.1% as the upper median taken here) now; held there, so that a regression fails."""
+    audited before any change for it: 35 of 44 as first audited, 38 of 44 (86%) and a median of 3.0%
+    (3.5% as the upper median taken here) now; held there, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
@@ -310,6 +311,23 @@ def test_keras3_time_distributed_adds_one_full_input_gradient_per_step():
                              weights=layer_weights(a.graph, []), device="cpu").program
         step = next(st for st in program.steps if st.label == "time_distributed input gradient")
         assert program.bufs[step.makes[0]].bytes + step.scratch == steps * 32 * 50 * 128 * 4
+
+
+def test_keras3_keeps_an_embeddings_rho_v_until_its_update():
+    # RMSprop's rho * v reads no gradient, so it runs at the step's start. Keras 3 adds it to
+    # (1 - rho) * g^2 and assigns the sum (rmsprop.py), so for the 5000 x 128 embedding it stays
+    # alive through the backward pass: 2,560,000 bytes (traced, transformer block, batch 32:
+    # `rm_sprop/Mul` alive at the peak). tf_keras assigns rho * v to the slot before its scatter_add
+    # (optimizers/rmsprop.py): its rho * v is made at the update, not before the backward pass.
+    def early(path, batch):
+        a = audit_keras(path, batch=batch, mode="cpu")
+        program = build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
+                             weights=layer_weights(a.graph, []), device="cpu").program
+        first_gradient = min(b.step for b in program.bufs if b.kind == "gradient")
+        return [b.bytes for b in program.bufs if b.label == "embedding/embeddings rho*v" and b.step < first_gradient]
+    assert early(os.path.join(ORACLE, "unseen", "models", "transformer_block_rmsprop_k3.keras"), 32) == \
+        [5000 * 128 * 4]
+    assert early(os.path.join(ORACLE, "new", "models", "transformer_block_rmsprop.keras"), 16) == []
 
 
 def test_seed_000_locally_connected_gradients_are_all_alive_at_once(tmp_path):
