@@ -215,7 +215,7 @@ class _Executor:
         self.arrived = defaultdict(int, {c: len(v) for c, v in grads.items()})
         self.done = set()
         self.stack = []  # ("group", k), ("node", k) or ("part", tensor, buffer)
-        self.last = []  # groups of layers that hand no gradient on: after everything
+        self.last = []  # the groups of layers that hand no gradient on (their indexes): after everything
         self.flush_at = {}
         self.pending_flush = []
         self.next = None
@@ -230,8 +230,10 @@ class _Executor:
         others wait on the stack, their ops with them (returned: those parts' buffers). Of the
         layers that become ready, the one made last runs next and the others wait on the stack."""
         self.done.add(k)
-        if deferred:
-            (self.last if hands_nothing else self.stack).append(("group", k))
+        if hands_nothing and deferred:
+            self.last.append(k)
+        elif deferred:
+            self.stack.append(("group", k))
         producer = lambda p: self.producer.get(self.canon(p[0]), -1)  # noqa: E731
         made = sorted((p for p in parts if p[1] not in dys), key=producer, reverse=True)
         later = [p for p in made if producer(p) != producer(made[0])]
@@ -316,28 +318,23 @@ def _merge_key(node, canon):
 
 def _place_deferred(s, start, flush_at):
     """Move each deferred layer's weight gradients and updates (steps from `start` on) to where the
-    executor runs them (`_Executor.flush_at`): before the step at that position, or at the end, in
-    the order they were taken."""
+    executor runs them (`_Executor.flush_at`): before the first chain step at or after that position
+    (the position may be a deferred step itself), or at the end, in the order they were taken."""
     steps = s.prog.steps
     groups = defaultdict(list)
     chain = []
     for i in range(start, len(steps)):
         (groups[s.deferred[i]] if i in s.deferred else chain).append(i)
-    before = defaultdict(list)
-    for g, at in flush_at.items():
-        before[at].append(g)
-    out = []
+    timed = sorted((at, n, g) for n, (g, at) in enumerate(flush_at.items()) if at is not None)
+    out, k = [], 0
     for i in chain:
-        for g in before.pop(i, ()):
-            out += groups.pop(g, [])
+        while k < len(timed) and timed[k][0] <= i:
+            out += groups.pop(timed[k][2], [])
+            k += 1
         out.append(i)
-    for at in sorted((a for a in before if a is not None)):
-        for g in before[at]:
-            out += groups.pop(g, [])
-    for g in before.get(None, ()):
-        out += groups.pop(g, [])
-    for g in sorted(groups):
-        out += groups[g]
+    out += [j for _, _, g in timed[k:] for j in groups.pop(g, [])]
+    out += [j for g, at in flush_at.items() if at is None for j in groups.pop(g, [])]
+    assert not groups, "a deferred group the executor never took"
     steps[start:] = [steps[i] for i in out]
 
 
