@@ -216,14 +216,14 @@ def test_the_same_activation_of_one_tensor_is_one_op():
     relus = [n for n in a.graph.nodes if n.layer.class_name == "Activation"
              and n.inputs[0].spec.shape == (2, 111, 111, 32)]
     assert len(relus) == 5
-    program = build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
-                         weights=layer_weights(a.graph, []), device="cpu").program
+    program = _program("nasnetmobile_sgd_k3.keras", 2)
     made = [b for b in program.bufs if b.kind == "activation" and " relu" in b.label and b.bytes == 2 * 111 * 111 * 32 * 4]
     assert len(made) == 1
 
 
-def _program(name, batch, optimizer=None):
-    a = audit_keras(os.path.join(ORACLE, "new", "models", name), batch=batch, mode="cpu", optimizer=optimizer)
+def _program(name, batch, optimizer=None, folder="new"):
+    """The step program of the oracle's saved model NAME in FOLDER, at BATCH."""
+    a = audit_keras(os.path.join(ORACLE, folder, "models", name), batch=batch, mode="cpu", optimizer=optimizer)
     return build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
                       weights=layer_weights(a.graph, []), device="cpu").program
 
@@ -275,9 +275,7 @@ def test_a_resnet_stage_first_blocks_filter_gradients_run_at_the_shortcuts_join(
     # main path (conv_3, conv_2, conv_1), then waits for the shortcut's gradient at the block's input:
     # the three filter gradients set aside run there, then the shortcut (conv_0), whose filter gradient
     # waits for the end, with every identity block's.
-    a = audit_keras(os.path.join(ORACLE, "shared", "models", "resnet50_sgd.json"), batch=2, mode="cpu", optimizer="sgd")
-    program = build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
-                         weights=layer_weights(a.graph, []), device="cpu").program
+    program = _program("resnet50_sgd.json", 2, optimizer="sgd", folder="shared")
     labels = [st.label for st in program.steps]
     last_input = max(i for i, label in enumerate(labels) if "Conv2DBackpropInput" in label)
     in_chain = {label.split()[0] for label in labels[:last_input] if "Conv2DBackpropFilter" in label}
@@ -306,9 +304,7 @@ def test_keras3_time_distributed_adds_one_full_input_gradient_per_step():
     # is a StridedSliceGrad the size of the whole (50, 32, 128) input, 819,200 bytes, and the 50 are
     # added at once (traced: 50 StridedSliceGrads alive, 41 MB). tf_keras merges batch and time.
     for name, steps in (("gru_tagger_adam_k3.keras", 50), ("gru_tagger_adam.keras", 1)):
-        a = audit_keras(os.path.join(ORACLE, "unseen", "models", name), batch=32, mode="cpu")
-        program = build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
-                             weights=layer_weights(a.graph, []), device="cpu").program
+        program = _program(name, 32, folder="unseen")
         step = next(st for st in program.steps if st.label == "time_distributed input gradient")
         assert program.bufs[step.makes[0]].bytes + step.scratch == steps * 32 * 50 * 128 * 4
 
@@ -319,15 +315,12 @@ def test_keras3_keeps_an_embeddings_rho_v_until_its_update():
     # alive through the backward pass: 2,560,000 bytes (traced, transformer block, batch 32:
     # `rm_sprop/Mul` alive at the peak). tf_keras assigns rho * v to the slot before its scatter_add
     # (optimizers/rmsprop.py): its rho * v is made at the update, not before the backward pass.
-    def early(path, batch):
-        a = audit_keras(path, batch=batch, mode="cpu")
-        program = build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
-                             weights=layer_weights(a.graph, []), device="cpu").program
+    def early(name, batch, folder):
+        program = _program(name, batch, folder=folder)
         first_gradient = min(b.step for b in program.bufs if b.kind == "gradient")
         return [b.bytes for b in program.bufs if b.label == "embedding/embeddings rho*v" and b.step < first_gradient]
-    assert early(os.path.join(ORACLE, "unseen", "models", "transformer_block_rmsprop_k3.keras"), 32) == \
-        [5000 * 128 * 4]
-    assert early(os.path.join(ORACLE, "new", "models", "transformer_block_rmsprop.keras"), 16) == []
+    assert early("transformer_block_rmsprop_k3.keras", 32, "unseen") == [5000 * 128 * 4]
+    assert early("transformer_block_rmsprop.keras", 16, "new") == []
 
 
 def test_seed_000_locally_connected_gradients_are_all_alive_at_once(tmp_path):

@@ -6,10 +6,10 @@ weight lies at or upstream of it: a frozen base runs no backward and keeps none 
 The backward pass runs in the order of TensorFlow's executor on one thread (`_Executor`): one chain
 of gradients depth first, with the weight gradients of Dense layers (and of convolutions in
 tf_keras, or in Keras 3 where branches join: the rules' `grads_late`) and the other branches of a
-fork set aside on a stack until the chain waits; what they read lives until then. Each layer's ops and what their
-gradients keep are its rule's (rules.py); the optimizer's are optimizers.py's. A tensor lives until
-its last reader, as TensorFlow's executor frees it; an op may write into an input it reads last
-(buffer forwarding).
+fork set aside on a stack until the chain waits; what they read lives until then. Each layer's ops
+and what their gradients keep are its rule's (rules.py); the optimizer's are optimizers.py's. A
+tensor lives until its last reader, as TensorFlow's executor frees it; an op may write into an input
+it reads last (buffer forwarding).
 """
 import json
 from collections import defaultdict
@@ -159,11 +159,11 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
         s.defer = (k, False) if later else None
         first = len(prog.steps)
         dxs, dws = rule.backward(s, node, keep, dys, need)
-        made = {b: i for i in range(first, len(prog.steps)) for b in prog.steps[i].makes}
-        for part in order.delivered(k, [(t, dx) for t, dx in zip(node.inputs, dxs)
-                                        if dx is not None and trainable_up.get(id(t), False)], dys, later,
-                                    not any(need)):
-            s.deferred[made[part]] = ("part", part)  # the op making a part set aside runs when it is taken
+        aside = order.delivered(k, [(t, dx) for t, dx in zip(node.inputs, dxs)
+                                    if dx is not None and trainable_up.get(id(t), False)], dys, later, not any(need))
+        for i in range(first, len(prog.steps)):  # the op making a part set aside runs when it is taken
+            for part in aside.intersection(prog.steps[i].makes):
+                s.deferred[i] = ("part", part)
         s.defer = (k, True) if later else None
         for w, g in dws:
             weight_grads.append((node.layer, w, g))
@@ -190,7 +190,7 @@ class _Executor:
     the end)."""
 
     def __init__(self, graph, saved, trainable_up, grads, canon):
-        self.graph, self.saved, self.grads, self.canon = graph, saved, grads, canon
+        self.graph, self.grads, self.canon = graph, grads, canon
         self.producer = {}
         for k, node in enumerate(graph.nodes):
             for t in node.outputs:
@@ -223,11 +223,15 @@ class _Executor:
     def ready(self, k):
         return all(self.arrived[self.canon(t)] >= self.expected[self.canon(t)] for t in self.graph.nodes[k].outputs)
 
+    def runnable(self, k):
+        """Node k runs backward, has not yet, and has every part of its outputs' gradients."""
+        return k in self.runs and k not in self.done and self.ready(k)
+
     def delivered(self, k, parts, dys, deferred, hands_nothing):
         """Node k's backward made these (input tensor, gradient buffer) parts from its output
         gradients `dys`. A part that is an output gradient itself (Add's) reaches its layer at once;
         of parts made by ops (Concatenate's slices), those for the layer made last go on and the
-        others wait on the stack, their ops with them (returned: those parts' buffers). Of the
+        others wait on the stack, their ops with them (returned: those parts' buffers, a set). Of the
         layers that become ready, the one made last runs next and the others wait on the stack."""
         self.done.add(k)
         if hands_nothing and deferred:
@@ -242,12 +246,11 @@ class _Executor:
             self.stack.append(("part", t, dx))
         for t, dx in now:
             self._arrive(t, dx)
-        ready = sorted({self.producer.get(self.canon(t)) for t, _ in now} & self.runs - self.done)
-        ready = [j for j in ready if self.ready(j)]
+        ready = sorted(j for j in {self.producer.get(self.canon(t)) for t, _ in now} if self.runnable(j))
         self.next = ready[-1] if ready else None
         for j in ready[:-1]:
             self.stack.append(("node", j))
-        return [dx for _, dx in later]
+        return {dx for _, dx in later}
 
     def flushed(self, position):
         for k in self.pending_flush:
@@ -259,20 +262,20 @@ class _Executor:
         self.arrived[self.canon(t)] += 1
 
     def _pick(self):
-        if self.next is not None and self.next in self.runs and self.next not in self.done and self.ready(self.next):
+        if self.next is not None and self.runnable(self.next):
             return self.next
         while self.stack:  # the chain waits: work from the top of the stack
             item = self.stack.pop()
             if item[0] == "group":
                 self.pending_flush.append(item[1])
             elif item[0] == "node":
-                if item[1] not in self.done and self.ready(item[1]):
+                if self.runnable(item[1]):
                     return item[1]
             else:
                 self.pending_flush.append(("part", item[2]))
                 self._arrive(item[1], item[2])
                 k = self.producer.get(self.canon(item[1]))
-                if k in self.runs and k not in self.done and self.ready(k):
+                if self.runnable(k):
                     return k
         todo = [k for k in self.runs if k not in self.done]
         ready = [k for k in todo if self.ready(k)]

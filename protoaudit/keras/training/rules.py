@@ -43,7 +43,8 @@ ACTIVATIONS = {
     "linear": None, None: None, "relu": ("out", True), "sigmoid": ("out", True), "tanh": ("out", True),
     "softmax": ("out", False), "elu": ("out", True), "selu": ("both", True), "softplus": ("in", True),
     "softsign": ("in", True), "relu6": ("out", True), "leaky_relu": ("in", True), "swish": ("in", False),
-    "silu": ("in", False), "gelu": ("three", False), "hard_silu": ("three", False), "hard_swish": ("three", False), "exponential": ("out", True), "hard_sigmoid": ("in", False),
+    "silu": ("in", False), "gelu": ("three", False), "hard_silu": ("three", False), "hard_swish": ("three", False),
+    "exponential": ("out", True), "hard_sigmoid": ("in", False),
     "log_softmax": ("out", False), "mish": ("in", False),
 }
 
