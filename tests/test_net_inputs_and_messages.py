@@ -8,6 +8,16 @@ from conftest import DATA, run_in_process, run_protoaudit
 HERE = os.path.join(DATA, "net_inputs")
 
 
+def _tops(name, *flags):
+    """The tops of each layer in `protoaudit NAME FLAGS --format json`, which must audit with no
+    assumption."""
+    run = run_protoaudit(name, *flags, "--format", "json", cwd=HERE)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["assumptions"] == []
+    return {layer["name"]: layer["tops"] for layer in out["nets"][0]["layers"]}
+
+
 def test_input_shape_inputs_are_told_in_json_and_text():
     run = run_protoaudit("fast_rcnn_inputs.prototxt", "--format", "json", cwd=HERE)
     assert run.returncode == 0, run.stderr
@@ -44,20 +54,13 @@ def test_an_unknown_type_names_its_fork_and_the_input_line():
     assert msg.startswith("protoaudit: dgd_guided_dropout.prototxt:6: layer 'guided_drop7': ")
     assert "'GuidedDropout'" in msg and "Cysu" in msg and "--input dropped=NxCxHxW" in msg
     # that line given, the rest is audited: InnerProduct, N x num_output
-    given = run_protoaudit("dgd_guided_dropout.prototxt", "--input", "dropped=2x256", "--format", "json", cwd=HERE)
-    assert given.returncode == 0, given.stderr
-    out = json.loads(given.stdout)
-    tops = {layer["name"]: layer["tops"] for layer in out["nets"][0]["layers"]}
-    assert tops["guided_drop7"] == [[2, 256]] and tops["fc"] == [[2, 5]] and out["assumptions"] == []
+    tops = _tops("dgd_guided_dropout.prototxt", "--input", "dropped=2x256")
+    assert tops["guided_drop7"] == [[2, 256]] and tops["fc"] == [[2, 5]]
 
 
 def test_c3ds_convolution3d_is_read_with_its_shipped_fork():
     """C3D's Convolution3D, unknown before C3D v1.1's Caffe was shipped, is read exactly and sized."""
-    run = run_protoaudit("c3d_conv3d.prototxt", "--format", "json", cwd=HERE)
-    assert run.returncode == 0, run.stderr
-    out = json.loads(run.stdout)
-    assert out["assumptions"] == []
-    tops = {layer["name"]: layer["tops"] for layer in out["nets"][0]["layers"]}
+    tops = _tops("c3d_conv3d.prototxt")
     # 3x3x3 kernels, pads 1 (convolution3d_layer.cpp:63-65): (16 + 2 - 3) / 1 + 1 = 16 frames, (112 + 2 - 3) / 1 + 1 = 112
     assert tops["conv1a"] == [[1, 64, 16, 112, 112]] and tops["fc"] == [[1, 5]]
     assert "C3D v1.1" in run_protoaudit("c3d_conv3d.prototxt", cwd=HERE).stdout
@@ -76,11 +79,7 @@ def test_video_caffes_kernel_shape_is_no_misspelling():
 
 def test_r_fcns_psroipooling_is_read_and_sized_by_its_shipped_fork():
     """py-R-FCN's PSROIPooling, unknown before its fork was shipped, is read exactly and sized."""
-    run = run_protoaudit("rfcn_psroi.prototxt", "--format", "json", cwd=HERE)
-    assert run.returncode == 0, run.stderr
-    out = json.loads(run.stdout)
-    assert out["assumptions"] == []
-    tops = {layer["name"]: layer["tops"] for layer in out["nets"][0]["layers"]}
+    tops = _tops("rfcn_psroi.prototxt")
     # 300 RoIs x output_dim 21 x group_size 7 x 7; then AVE pooling 7x7 stride 7 of 7x7 maps, (7 - 7) / 7 + 1 = 1
     assert tops["psroipooled_cls_rois"] == [[300, 21, 7, 7]] and tops["ave_cls_score_rois"] == [[300, 21, 1, 1]]
     assert "py-R-FCN" in run_protoaudit("rfcn_psroi.prototxt", cwd=HERE).stdout
