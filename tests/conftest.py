@@ -117,11 +117,18 @@ def by_layer(buffers):
     return table
 
 
-
 # The files whose tests take minutes (the fuzzer, the 100,000-layer and million-entry cases, the
 # pre-commit hook's own environment): collected first, so that with `-n auto --dist loadfile` they
-# start at once beside the rest instead of ending the run alone.
+# start at once beside the rest instead of ending the run alone. pytest-xdist would send the files
+# with the most tests first (the fuzzer, one test of over a minute, last): its documented
+# --no-loadscope-reorder keeps the collection's order, and is set here so that the README's
+# command needs no more flags.
 LONG_FILES = ("test_fuzz.py", "test_hostile.py", "test_scale.py", "test_pipelines.py")
+
+
+def pytest_configure(config):
+    if getattr(config.option, "loadscopereorder", None):
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(items):

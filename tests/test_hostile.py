@@ -398,13 +398,15 @@ def million():
         crowded = os.path.join(folder, "crowded")
         os.mkdir(crowded)
         at = os.open(crowded, os.O_RDONLY)
-        try:  # empty regular files, one system call each
+        try:  # empty regular files, one system call each to make and (faster than rmtree's walk) to remove
             for i in range(1_000_000):
                 os.mknod(f"entry{i}", 0o100644, dir_fd=at)
+            datasets.write_lmdb(crowded, datasets.records(3, 1, 28, 28))
+            yield crowded
+            for i in range(1_000_000):
+                os.unlink(f"entry{i}", dir_fd=at)
         finally:
             os.close(at)
-        datasets.write_lmdb(crowded, datasets.records(3, 1, 28, 28))
-        yield crowded
 
 
 @pytest.mark.slow
