@@ -11,7 +11,7 @@ from .memory.host import draws_random
 from .layers.base import Assumption, MissingShape
 from .net.build import Rebuild, ShapesNeeded, build, rebatched
 from .read.glog import is_log_file
-from .net.netstate import make_state
+from .net.netstate import keeps_the_same_layers, make_state
 from .read.netspecs import net_specs
 from .read.sidecar import declared_shapes
 from .options import DEFAULT_CONTEXT_BYTES, INT_MAX, MAX_AXES, parse_batch
@@ -511,9 +511,11 @@ def _nets_to_audit(path, inference, options):
         nets = build_nets(path, **options, keep_test_batch=True, specs=specs)
     except ShapesNeeded as e:
         needed, nets = e, None
-    if (nets is None or (nets and nets[0].role == "net" and not nets[0].own_phase)) and phase is None:
+    same = bool(nets and tests) and keeps_the_same_layers(tests[0].param, specs[0].state, tests[0].state)
+    if (nets is None or (nets and nets[0].role == "net" and not nets[0].own_phase)) and phase is None and not same:
         # the file's TEST net, beside its TRAIN net: --input shapes take the file's test batch
-        # (a file whose own state sets the phase, as Caffe prints a net it built, is that net alone)
+        # (a file whose own state sets the phase, as Caffe prints a net it built, is that net alone;
+        # a file whose layers all run in both phases is one net, shown once: it is not built twice)
         try:
             # (a solver's TEST nets are its own test nets, built above: none here)
             test = next(iter(build_nets(path, phase="TEST", **common, keep_test_batch=True, as_test=True,

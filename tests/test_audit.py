@@ -339,3 +339,28 @@ def test_batch_moves_a_batch_given_by_input():
     assert at4["nets"][0]["batch"] == 4 and at1["nets"][0]["batch"] == 1
     assert at1["nets"][0]["layers"][0]["tops"] == [[1, 3, 360, 480], [1, 1, 360, 480]]
     assert 4 < at4["fit"]["largest_batch"] < 64
+
+
+@pytest.mark.parametrize("accuracy,builds,roles", [("", 1, ["net"]),
+                                                   ("include { phase: TEST }", 2, ["train", "test"])])
+def test_a_net_file_is_built_once_where_both_phases_keep_the_same_layers(tmp_path, monkeypatch, accuracy, builds,
+                                                                         roles):
+    """A net file stands for its TRAIN and its TEST net (Caffe's FilterNet keeps each state's layers).
+    Where both keep every layer they are one net, audited once and built once; a TEST-only layer makes
+    two nets, each built."""
+    import importlib
+
+    audit_module = importlib.import_module("protoaudit.audit")  # (the package's `audit` is the function)
+    made = []
+    real = audit_module.build
+    monkeypatch.setattr(audit_module, "build", lambda *a, **k: made.append(a[1].phase) or real(*a, **k))
+    path = tmp_path / "net.prototxt"
+    path.write_text('layer { name: "data" type: "Input" top: "data" top: "label" input_param { shape { dim: 2 dim: 3 '
+                    'dim: 8 dim: 8 } shape { dim: 2 } } }\n'
+                    'layer { name: "fc" type: "InnerProduct" bottom: "data" top: "fc" '
+                    'inner_product_param { num_output: 4 } }\n'
+                    'layer { name: "loss" type: "SoftmaxWithLoss" bottom: "fc" bottom: "label" top: "loss" }\n'
+                    f'layer {{ name: "acc" type: "Accuracy" bottom: "fc" bottom: "label" top: "acc" {accuracy} }}\n')
+    result = audit_module.audit(str(path))
+    assert len(made) == builds
+    assert [net.role for net in result.nets] == roles

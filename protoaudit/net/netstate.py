@@ -42,6 +42,12 @@ def included(layer, state):
     return not exclude or not any(meets_rule(state, rule) for rule in exclude)
 
 
+def keeps_the_same_layers(net_param, state, other):
+    """Whether NetStates `state` and `other` keep the same layers of `net_param` (Caffe's FilterNet):
+    then the two nets are one net, and building the second would only repeat the first."""
+    return all(included(lp, state) == included(lp, other) for lp in net_param.layer)
+
+
 def phase_name(state):
     return state.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_number[state.phase].name
 
