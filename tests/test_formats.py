@@ -8,6 +8,7 @@ Its categories: top data, top diff, param data, param diff, history, layer buffe
 the total: 8 rows.
 """
 import csv
+import enum
 import html
 import io
 import json
@@ -209,5 +210,6 @@ def test_json_written_as_it_is_made_is_json_dumps_text():
     assert json_format.render(a, a.summary, a.fit) == json.dumps(json_format.to_dict(a, a.summary, a.fit), indent=1)
     c = protoaudit.diff(OLD, NEW)
     assert json_format.render_diff(c) == json.dumps(json_format.diff_dict(c), indent=1)
-    odd = {"é\n\"": [1, 2.5, float("nan"), None, True, (3, 4)], "": {}, "l": [], 1: {2.5: [{}]}, None: False}
+    odd = {"é\n\"": [1, 2.5, float("nan"), None, True, (3, 4)], "": {}, "l": [], 1: {2.5: [{}]}, None: False,
+           "edges": [float("inf"), float("-inf"), -0.0, 1e300, 5e-324, -(2**70), False, enum.IntEnum("E", "A").A]}
     assert json_format.text(odd) == json.dumps(odd, indent=1)

@@ -188,8 +188,16 @@ def text(value, level=0):
     cycle collector frees, and the command pauses it (protoaudit.collector)."""
     if isinstance(value, str):
         return _string(value)
-    if value is None or isinstance(value, (bool, int, float)):
-        return json.dumps(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):  # (json.dumps writes any int as int's own repr: a subclass's too)
+        return int.__repr__(value)
+    if isinstance(value, float):
+        return _number(value)
     if isinstance(value, dict):
         if not value:
             return "{}"
@@ -205,6 +213,15 @@ def text(value, level=0):
 
 
 _string = json.encoder.encode_basestring_ascii
+
+
+def _number(x):
+    """A float as json.dumps writes it: float's repr, or NaN, Infinity, -Infinity."""
+    if x != x:
+        return "NaN"
+    if x in (float("inf"), float("-inf")):
+        return "Infinity" if x > 0 else "-Infinity"
+    return float.__repr__(x)
 
 
 def _key(k):
