@@ -7,6 +7,7 @@ is never held whole, as dicts or as text. `to_dict` (the library's) holds it who
 """
 import itertools
 import json
+import math
 
 from .. import __version__
 
@@ -217,9 +218,9 @@ _string = json.encoder.encode_basestring_ascii
 
 def _number(x):
     """A float as json.dumps writes it: float's repr, or NaN, Infinity, -Infinity."""
-    if x != x:
+    if math.isnan(x):
         return "NaN"
-    if x in (float("inf"), float("-inf")):
+    if math.isinf(x):
         return "Infinity" if x > 0 else "-Infinity"
     return float.__repr__(x)
 
