@@ -175,12 +175,14 @@ def parts(value, level=0):
     written item by item, a Lazy's items as they are made; the rest by json.dumps."""
     if isinstance(value, Lazy):
         yield from _items("[]", iter(value.make()), level)
-    elif isinstance(value, dict) and _holds_lazy(value):
-        yield from _items("{}", iter(value.items()), level)
-    elif isinstance(value, list) and _holds_lazy(value):
-        yield from _items("[]", iter(value), level)
-    else:
-        yield text(value, level)
+        return
+    try:  # (one pass: a dict or list that holds a Lazy is written item by item once text meets it)
+        whole = text(value, level)
+    except _HoldsLazy:
+        yield from _items("{}", iter(value.items()), level) if isinstance(value, dict) else _items("[]", iter(value),
+                                                                                                   level)
+        return
+    yield whole
 
 
 def text(value, level=0):
@@ -210,7 +212,13 @@ def text(value, level=0):
             return "[]"
         pad = "\n" + " " * (level + 1)
         return "[" + ",".join(pad + text(v, level + 1) for v in value) + "\n" + " " * level + "]"
+    if isinstance(value, Lazy):
+        raise _HoldsLazy
     return json.dumps(value)  # refused as json.dumps refuses it
+
+
+class _HoldsLazy(Exception):
+    """text met a Lazy: the value holding it is written in pieces (parts)."""
 
 
 _string = json.encoder.encode_basestring_ascii
@@ -255,10 +263,6 @@ def _items(brackets, items, level):
 
 _END = object()
 
-
-def _holds_lazy(value):
-    found = value.values() if isinstance(value, dict) else value
-    return any(isinstance(v, Lazy) or (isinstance(v, (dict, list)) and _holds_lazy(v)) for v in found)
 
 
 def diff_dict(c, fit_a=None, fit_b=None, many=listed):
