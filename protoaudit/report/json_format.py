@@ -179,8 +179,8 @@ def parts(value, level=0):
     try:  # (one pass: a dict or list that holds a Lazy is written item by item once text meets it)
         whole = text(value, level)
     except _HoldsLazy:
-        yield from _items("{}", iter(value.items()), level) if isinstance(value, dict) else _items("[]", iter(value),
-                                                                                                   level)
+        brackets, items = ("{}", iter(value.items())) if isinstance(value, dict) else ("[]", iter(value))
+        yield from _items(brackets, items, level)
         return
     yield whole
 
@@ -262,7 +262,6 @@ def _items(brackets, items, level):
 
 
 _END = object()
-
 
 
 def diff_dict(c, fit_a=None, fit_b=None, many=listed):
