@@ -92,14 +92,10 @@ class Rule:
     def forward(self, s, node, xs):
         return list(xs[:len(node.outputs)]) + [None] * (len(node.outputs) - len(xs)), None
 
-    # the flavours in which TensorFlow runs this layer's weight gradients (and so their updates) after
-    # the whole input-gradient chain of the backward pass, not beside the layer's input gradient
-    weight_gradients_late = ()
-
     def grads_late(self, s, node):
-        """Whether this call's weight gradients are set aside (run after the input-gradient chain, or
-        where it waits)."""
-        return s.flavour in self.weight_gradients_late
+        """Whether this call's weight gradients (and so their updates) are set aside: run after the
+        input-gradient chain, or where it waits, not beside the layer's input gradient."""
+        return False
 
     def backward(self, s, node, keep, dys, need):
         return [dys[0] if n else None for n in need], []
@@ -130,7 +126,8 @@ class Dense(_Weighted):
     gradients run after the input-gradient chain (traced: tf_keras's small CNN, VGG16 and a CNN like
     seed 002's; Keras 3's small CNN), so its input and output gradient live until then."""
 
-    weight_gradients_late = ("tf_keras", "keras3")
+    def grads_late(self, s, node):
+        return True
 
     def dims(self, node):
         """(rows, input features, units) of the layer's MatMul, the leading axes taken as rows."""
