@@ -132,7 +132,7 @@ def _counted(buffers, cpu):
 @paused
 def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, schema=None, freeze=(),
                test_batch=None, keep_test_batch=False, as_test=False, root=None, defines=None, log=None, shapes=None,
-               batched_only=False, specs=None, strict=False):
+               batched_only=False, specs=None, strict=False, every_run=False):
     """Every net the file stands for (one for a net file, train then tests for a solver), built.
     `batch` is the train (or only) net's, `test_batch` a solver's test nets'; with
     `keep_test_batch`, a test net's --input shapes keep the batch its file gives (it runs beside its
@@ -148,7 +148,8 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     whether `batch` sets its batch (the train or only net); `batched_only` builds those alone.
     `specs`: the file's NetSpecs as net_specs gives them for these options, when the caller has them.
     `strict` (--strict) refuses a field no shipped schema has, which is otherwise read past where it
-    cannot change a figure (protoaudit.read.lenient) and listed with the net's assumptions."""
+    cannot change a figure (protoaudit.read.lenient) and listed with the net's assumptions.
+    `every_run`: a log's nets of each run it holds, not only its last run's (--caffe-log)."""
     inputs = {**declared_shapes(path, shapes), **(inputs or {})}
     phase = phase.upper() if phase else None
     if phase not in (None, "TRAIN", "TEST"):
@@ -158,7 +159,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     nets, needed = [], None
     if specs is None:
         specs = net_specs(path, phase=phase, stages=stages, level=level, schema=schema, root=root, defines=defines,
-                          strict=strict)
+                          strict=strict, every_run=every_run)
     for spec in specs:
         is_test = spec.role == "test" or as_test
         if batched_only and is_test:
@@ -192,6 +193,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
             spec.state.phase = _TEST
             net = build(spec.param, spec.state, **options, read=spec.read)
         net.assumptions.extend(Assumption(*skipped.assumption()) for skipped in spec.skipped)
+        net.assumptions.extend(Assumption(*assumed) for assumed in spec.assumed)
         values = (spec.role, not is_test, spec.solver, frozen, spec.own_phase, spec.schema.name)
         for name, value in zip(_BUILT_AS, values):
             setattr(net, name, value)

@@ -56,7 +56,8 @@ def parser():
                    help="a file of --input shapes, one TOP=NxCxHxW a line (default: NET.prototxt.shapes beside "
                    "the net, if there is one); --input wins over it")
     p.add_argument("--caffe-log", action="store_true",
-                   help="print the Top shape and Memory required for data lines as Caffe logs them")
+                   help="print the Top shape and Memory required for data lines as Caffe logs them (for a "
+                   "Caffe log given as the path: those of every run it holds)")
     p.add_argument("--plot", metavar="FILE",
                    help="also draw memory by layer, stacked by category, with the running total and the card, "
                    "into FILE.svg or FILE.png (with --sweep: memory against the batch; needs pip install "
@@ -199,7 +200,7 @@ def _audit(args):
         for net in build_nets(args.path, phase=args.phase, stages=args.stage, level=args.level,
                               inputs=inputs, batch=args.batch, root=args.root, schema=_schema(args),
                               defines=parse_defines(args.define), log=args.log, shapes=args.shapes,
-                              strict=args.strict):
+                              strict=args.strict, every_run=True):
             print("\n".join(_report("caffelog").caffe_log(net)))
         return EXIT_FITS
     if args.plot:  # matplotlib is imported only here; a missing one is refused before the audit

@@ -27,6 +27,8 @@ _MEMORY = re.compile(r"^Memory required for data: ([0-9]{1,20})$")
 _ARROW = re.compile(r"^(.+) (<-|->) (.+?)( \(in-place\))?$")
 _ITERATION = re.compile(r"^Iteration ([0-9]{1,20})(?![0-9])")
 _FRAME = re.compile(r"^\s*@\s+0x[0-9a-f]+\s+(.+?)\s*$")
+# solver.cpp names the file each net comes from just before Net::Init prints it
+_NET_FILE = re.compile(r"^Creating (?:training|test) net .*? file: (.+)$")
 
 
 @dataclass
@@ -58,6 +60,7 @@ class LoggedNet:
     done: bool = False  # "Network initialization done."
     memory: int = None  # the last "Memory required for data"
     creating: str = None  # the last layer Caffe began to create (where a failed setup stopped)
+    source: str = None  # the net file the solver named for it, as the log gives it
 
     def data_shapes(self):
         """The shape Caffe logged for every top of a layer with no bottom (a data source)."""
@@ -146,6 +149,7 @@ class _Reader:
         self.iteration = None
         self.solving = self.testing = False
         self.gpus = []  # card names caffe.cpp prints before the solver starts the run
+        self.source = None  # the net file solver.cpp said the next net comes from
 
     def read(self, lines):
         for number, raw in enumerate(lines, 1):
@@ -186,7 +190,8 @@ class _Reader:
         if kind == "solver":
             self.run.solver = text
         else:
-            net = LoggedNet(text, _state_phase(lines))
+            net = LoggedNet(text, _state_phase(lines), source=self.source)
+            self.source = None
             self.run.nets.append(net)
             self.layers = {}
 
@@ -205,6 +210,10 @@ class _Reader:
             (self.run.gpus if self.run is not None and not self.run.nets else self.gpus).append(msg.split(": ", 1)[1])
             return
         if self.run is None:
+            return
+        m = _NET_FILE.match(msg)
+        if m:
+            self.source = m.group(1).strip()
             return
         if severity == "F":
             if self.run.failure is None:
@@ -260,19 +269,25 @@ def _state_phase(lines):
     return None
 
 
-def chosen_run(runs, path):
-    """The run to audit: the last one that set up a net. A net whose printed state has no phase
-    (an old Caffe) is the solver's TRAIN net when it comes first, else a TEST net."""
+def built_runs(runs, path):
+    """The runs that set up a net, in order (a job restarted into the same log has several). A net
+    whose printed state has no phase (an old Caffe) is the solver's TRAIN net when it comes first,
+    else a TEST net."""
     built = [r for r in runs if any(n.layers for n in r.nets)]
     if not built:
         raise InputError(
             "the log holds no net Caffe set up (no 'Initializing net from parameters' followed by its "
             "layers)", file=path, fix="give the net file, and this log with --log for its data shapes")
-    run = built[-1]
-    for k, net in enumerate(run.nets):
-        if net.phase is None:
-            net.phase = "TRAIN" if k == 0 and run.solver is not None else "TEST"
-    return run
+    for run in built:
+        for k, net in enumerate(run.nets):
+            if net.phase is None:
+                net.phase = "TRAIN" if k == 0 and run.solver is not None else "TEST"
+    return built
+
+
+def chosen_run(runs, path):
+    """The run to audit: the last one that set up a net."""
+    return built_runs(runs, path)[-1]
 
 
 def data_shapes(path):

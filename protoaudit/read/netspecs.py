@@ -1,11 +1,14 @@
 """From a loaded file to the nets Caffe would build: a net file's one net, or a solver's train and
 test nets (Solver::InitTrainNet / InitTestNets), each with its NetState and upgraded to V2."""
+import os
 from dataclasses import dataclass, field
+
+from google.protobuf import text_format
 
 from .glog import is_log_file
 from . import load as loader
 from ..errors import InputError
-from ..net.netstate import make_state
+from ..net.netstate import included, make_state
 from .upgrade import upgrade
 
 
@@ -25,6 +28,7 @@ class NetSpec:
     shapes_from: str = ""  # where those shapes were read
     read: dict = field(default_factory=dict, repr=False, compare=False)  # protoaudit.net.build's `read`, for param
     skipped: tuple = ()  # protoaudit.read.lenient.Skipped: fields of its file (and its solver's) read past
+    assumed: tuple = ()  # (layer, what, override) of how it was read, for the audit's assumptions
 
     @property
     def phase(self):
@@ -39,12 +43,18 @@ def _upgraded(param, schema, path, lines):
         raise e.located(file=path) from None
 
 
-def net_specs(path, *, phase=None, stages=(), level=None, schema=None, root=None, defines=None, strict=False):
+def net_specs(path, *, phase=None, stages=(), level=None, schema=None, root=None, defines=None, strict=False,
+              every_run=False):
     """The nets a file stands for. A net file gives one net in `phase` (its own state's, else
-    TRAIN); a Caffe log gives the nets it initialised. `schema` forces a schema (--fork),
-    `defines` fill ${NAME} templates (--define); `strict` reads past no field (load.load)."""
+    TRAIN); a Caffe log gives the nets its last run initialised (`every_run`: those of each run it
+    holds, in order). `schema` forces a schema (--fork), `defines` fill ${NAME} templates
+    (--define); `strict` reads past no field (load.load)."""
     if is_log_file(path):
-        return _log_specs(path, phase, schema, defines, strict)
+        from . import caffe_log
+
+        runs = caffe_log.built_runs(caffe_log.read(path), path)
+        return [spec for run in (runs if every_run else runs[-1:])
+                for spec in _log_specs(run, path, phase, schema, defines, strict)]
     src = loader.load(path, schema, defines, strict)
     if src.kind == "net":
         lines = _upgraded(src.message, src.schema, path, src.layer_lines[("", 0)])
@@ -54,23 +64,22 @@ def net_specs(path, *, phase=None, stages=(), level=None, schema=None, root=None
     return _solver_specs(src, phase, stages, level, dict(root=root, schema=schema, defines=defines, strict=strict))
 
 
-def _log_specs(path, phase, schema, defines, strict=False):
-    """The nets of a Caffe log's run, from the parameters Net::Init printed (already filtered for
-    their NetState and upgraded), with the shapes Caffe logged for their data sources."""
-    from . import caffe_log
-
-    run = caffe_log.chosen_run(caffe_log.read(path), path)
+def _log_specs(run, path, phase, schema, defines, strict=False):
+    """The nets of one run of a Caffe log, from the parameters Net::Init printed (already filtered
+    for their NetState and upgraded), with the shapes Caffe logged for their data sources."""
     solver = _logged_solver(run, path, schema, defines, strict)
     nets = [n for n in run.nets if phase is None or n.phase == phase]
     if not nets:
         built = sorted({n.phase for n in run.nets})
         raise InputError(f"the run in the log built no {phase} net (only {' and '.join(built)})", file=path,
                          fix=" or ".join(f"--phase {p.lower()}" for p in built) + ", or no --phase")
-    cut = [n for n in nets if n.params.cut]
+    files = {id(n): _named_file(n, path, schema, defines, strict) for n in nets if n.params.cut}
+    cut = [n for n in nets if n.params.cut and not isinstance(files[id(n)], tuple)]
     if cut:
+        why = "; ".join(files[id(n)] for n in cut)
         raise InputError(
             f"glog cut the printed text of the {' and '.join(n.phase for n in cut)} net{'s' if len(cut) > 1 else ''} "
-            "at its 30,000-byte limit",
+            f"at its 30,000-byte limit, and {why}",
             file=path, line=cut[0].params.line,
             fix=f"give the net file, with this log for its data shapes: protoaudit NET.prototxt --log {path}")
     specs = []
@@ -79,17 +88,90 @@ def _log_specs(path, phase, schema, defines, strict=False):
             raise InputError("the net after 'Initializing net from parameters' was printed empty, though Caffe "
                              "set up its layers", file=path, line=net.params.line,
                              fix=f"give the net file, with this log for its data shapes: protoaudit NET.prototxt --log {path}")
-        src = loader.load_text(net.params.text, path, net.params.line, schema, defines, strict)
-        if src.kind != "net":
-            raise InputError("the text after 'Initializing net from parameters' is not a net", file=path,
-                             line=net.params.line)
-        lines = _upgraded(src.message, src.schema, path, src.layer_lines[("", 0)])
-        state = make_state(src.message, net.phase)
+        if net.params.cut:
+            src, lines, state, assumed = files[id(net)]
+        else:
+            src = loader.load_text(net.params.text, path, net.params.line, schema, defines, strict)
+            if src.kind != "net":
+                raise InputError("the text after 'Initializing net from parameters' is not a net", file=path,
+                                 line=net.params.line)
+            lines = _upgraded(src.message, src.schema, path, src.layer_lines[("", 0)])
+            state, assumed = make_state(src.message, net.phase), ()
         role = "net" if solver is None else "train" if net.phase == "TRAIN" and k == 0 else "test"
         where = f"Caffe's log, line {net.layers[0].line}" if net.layers else ""
-        specs.append(NetSpec(role, src.message, state, src.schema, path, lines, solver, own_phase=True,
-                             shapes=net.data_shapes(), shapes_from=where, skipped=src.skipped))
+        specs.append(NetSpec(role, src.message, state, src.schema, src.path if net.params.cut else path, lines,
+                             solver, own_phase=True, shapes=net.data_shapes(), shapes_from=where,
+                             skipped=src.skipped, assumed=assumed))
     return specs
+
+
+def _named_file(net, log_path, schema, defines, strict):
+    """A net whose printed text glog cut, read from the file solver.cpp said it comes from: found as
+    named, or by the last parts of that path beside the log or in a folder above it (a log kept in
+    the repository of its nets), and taken only if, in the state Caffe printed, it holds the very
+    layers the log set up. (source, layer lines, state, assumed), or why not (a clause)."""
+    if not net.source:
+        return "the log does not name the file the net came from"
+    if not net.layers:
+        return f"the log set up none of its layers to check the file '{net.source}' against"
+    logged = [layer.name for layer in net.layers]
+    differs = None
+    for candidate in _candidates(net.source, log_path):
+        try:
+            src = loader.load(candidate, schema, defines, strict)
+            if src.kind != "net":
+                continue
+            lines = _upgraded(src.message, src.schema, candidate, src.layer_lines[("", 0)])
+            state = _printed_state(net.params.text, src.message)
+            names = [layer.name for layer in src.message.layer if included(layer, state)]
+        except InputError:
+            continue
+        known = set(names)
+        kept = [name for name in logged if name in known or not name.endswith("_split")]  # Caffe's own splits
+        if kept == names or (not net.done and kept == names[:len(kept)]):
+            what = (f"glog cut the {net.phase} net's printed text (log line {net.params.line}); the net is read from "
+                    f"{candidate}, the file the log names ('{net.source}'), whose {len(names)} layers in that state "
+                    "are the ones Caffe set up")
+            return src, lines, state, (("(file)", what, "give the net file with --log LOG to choose another"),)
+        differs = differs or (candidate, next((f"'{a}' where the log set up '{b}'" for a, b in zip(names, kept)
+                                               if a != b), f"{len(names)} layers where the log set up {len(kept)}"))
+    if differs:
+        return f"the file found for it, {differs[0]}, is not the net Caffe ran (it has {differs[1]})"
+    return f"the file it came from, '{net.source}', is found neither as named nor beside the log or above it"
+
+
+def _candidates(named, log_path):
+    """Where the net file a log names may be: as named (from the working directory), then its
+    last one, two... parts joined to the log's folder and each folder above it, longest first."""
+    parts = [p for p in named.replace("\\", "/").split("/") if p not in ("", ".")]
+    folders, folder = [], os.path.dirname(os.path.abspath(log_path))
+    while True:
+        folders.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    seen = [named]
+    for n in range(len(parts), 0, -1):
+        tail = os.path.join(*parts[-n:])
+        seen += [os.path.join(f, tail) for f in folders]
+    here = os.getcwd() + os.sep
+    return [os.path.relpath(c) if c.startswith(here) else c for c in dict.fromkeys(seen) if os.path.isfile(c)]
+
+
+def _printed_state(text, param):
+    """The NetState Net::Init printed at the top of a net's text (phase, level, stages), as a
+    message of `param`'s schema."""
+    lines = text.split("\n")
+    state = type(param.state)()
+    if "state {" in lines:
+        start = lines.index("state {")
+        end = lines.index("}", start) if "}" in lines[start:] else len(lines)
+        try:
+            text_format.Parse("\n".join(lines[start + 1:end]), state)
+        except text_format.ParseError:
+            raise InputError("the printed net state does not parse") from None
+    return state
 
 
 def _logged_solver(run, path, schema, defines, strict=False):
