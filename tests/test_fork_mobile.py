@@ -7,6 +7,7 @@ Expected values are derived by hand below from each fork's source, cited by file
 repository root), and the real nets of tests/data/mobile_forks (SOURCES.md there) are read with
 the schema of the fork they come from.
 """
+import json
 import os
 import re
 
@@ -341,20 +342,44 @@ def test_real_nets_shapes_by_hand():
 MIXED = """name: "mixed"
 layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 1 dim: 8 dim: 16 dim: 16 } } }
 layer { name: "dw" type: "ConvolutionDepthwise" bottom: "data" top: "dw"
-  convolution_param { num_output: 8 group: 8 kernel_size: 3 pad: 1 } }
+  convolution_param { num_output: 8 group: 8 kernel_size: 3 pad: 1 stride: 1 } }
 layer { name: "relu" type: "ReLU6" bottom: "dw" top: "dw" }
 """
 
 
-def test_a_net_whose_types_no_one_fork_knows_says_which_lacks_what(tmp_path):
+def test_a_net_whose_types_no_one_fork_knows_borrows_the_missing_one(tmp_path):
     """ConvolutionDepthwise is caffe-mobilenet's (the shufflenet fork here), ReLU6 MobileNet-YOLO's;
-    eric612's MnasNet-caffe uses both. Neither --fork would do, and the refusal says what each lacks."""
+    eric612's MnasNet-caffe uses both (its Caffe added one to the other). The file is read with the
+    fork that lacks the fewest types, the one it lacks sized as the fork that has it defines it, and
+    the report says so. Hand derivation: the depthwise top is (16 + 2*1 - 3)/1 + 1 = 16 a side, 8
+    channels; its weights 8 x 1 x 3 x 3 = 72 and 8 biases: 80 parameters."""
     path = tmp_path / "mixed.prototxt"
     path.write_text(MIXED)
-    r = run_protoaudit(str(path))
-    assert r.returncode == 2
-    assert "no Caffe fork protoaudit ships knows every layer type" in r.stderr
-    assert "mobilenet_yolo lacks ConvolutionDepthwise" in r.stderr and "shufflenet lacks ReLU6" in r.stderr
-    r = run_protoaudit(str(path), "--fork", "mobilenet_yolo")
+    r = run_protoaudit(str(path), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    (net,) = report["nets"]
+    dw = next(layer for layer in net["layers"] if layer["name"] == "dw")
+    assert dw["tops"] == [[1, 8, 16, 16]] and dw["param_elements"] == 80
+    (said,) = [a["assumption"] for a in report["assumptions"] if "every layer type" in a["assumption"]]
+    assert "MobileNet-YOLO" in said and "ConvolutionDepthwise as" in said and "farmingyard" in said
+    r = run_protoaudit(str(path), "--fork", "mobilenet_yolo")  # a fork named is that fork alone
     assert r.returncode == 2
     assert "unknown layer type 'ConvolutionDepthwise'" in r.stderr and "--fork shufflenet" in r.stderr
+
+
+def test_the_fork_that_lacks_the_fewest_types_reads_the_file(tmp_path):
+    """With ShuffleChannel too, MobileNet-YOLO would lack two types and the shufflenet fork one
+    (ReLU6): the file is read with the shufflenet fork's, ReLU6 borrowed. ShuffleChannel keeps the
+    shape: (1, 8, 16, 16) with group 2."""
+    path = tmp_path / "shuffle.prototxt"
+    path.write_text(MIXED + 'layer { name: "shuffle" type: "ShuffleChannel" bottom: "dw" top: "shuffle" '
+                    'shuffle_channel_param { group: 2 } }\n')
+    r = run_protoaudit(str(path), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    (net,) = report["nets"]
+    shuffle = next(layer for layer in net["layers"] if layer["name"] == "shuffle")
+    assert shuffle["tops"] == [[1, 8, 16, 16]]
+    (said,) = [a["assumption"] for a in report["assumptions"] if "every layer type" in a["assumption"]]
+    assert "read with the caffe.proto of BVLC Caffe with farmingyard's" in said and "ReLU6 as MobileNet-YOLO" in said

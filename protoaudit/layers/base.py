@@ -71,7 +71,14 @@ _IMPORTED_FORKS = set()
 
 def fork_layers(fork):
     """{type name: class} of a fork's own layer types and its versions of BVLC's (empty for BVLC),
-    the fork's modules imported first."""
+    the fork's modules imported first. "A+B" is fork A with the types only B has (a net whose
+    Caffe added B's layer to A: protoaudit.read.load's _borrowing)."""
+    if "+" in fork:
+        first, *others = fork.split("+")
+        merged = {}
+        for other in others:
+            merged.update(fork_layers(other))
+        return {**merged, **fork_layers(first)}
     if fork not in _IMPORTED_FORKS:
         for module, forks in FORK_MODULES.items():
             if fork in forks:

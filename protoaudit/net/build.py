@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from .. import layers as _layers  # noqa: F401  (registers every layer type)
 from ..errors import InputError, closest
-from ..layers.base import NET_INPUT, REGISTRY, Context, MissingShape, ShapeOrigin, count, fork_layers
+from ..layers.base import NET_INPUT, REGISTRY, Assumption, Context, MissingShape, ShapeOrigin, count, fork_layers
 from ..layers.data import Declared
 from ..options import INT_MAX, MAX_AXES
 from ..records import RECORD
@@ -183,7 +183,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
         inputs=builder.inputs,
         force_backward=net_param.force_backward,
         path=path,
-        assumptions=builder.ctx.assumptions,
+        assumptions=_borrowed(builder.layers, schema) + builder.ctx.assumptions,
         origins=builder.ctx.origins,
         context=builder.ctx,
     )
@@ -226,8 +226,27 @@ def rebatched(net, batch):
         builder.again(node)
     if ctx.used_inputs != old.used_inputs:
         raise Rebuild
-    return replace(net, layers=builder.layers, blobs=builder.blobs, assumptions=ctx.assumptions,
-                   origins=ctx.origins, context=ctx)
+    return replace(net, layers=builder.layers, blobs=builder.blobs,
+                   assumptions=_borrowed(builder.layers, old.schema) + ctx.assumptions, origins=ctx.origins, context=ctx)
+
+
+def _borrowed(layers, schema):
+    """[the Assumption] of a net whose layer types no one shipped fork has ("A+B": A's caffe.proto
+    read the file, B's classes size the types A lacks), naming them; [] for any other net."""
+    if "+" not in schema:
+        return []
+    from ..read.schema import described
+
+    first, *others = schema.split("+")
+    own = fork_layers(first)
+    types = sorted({n.type for n in layers if n.type not in own and n.type not in REGISTRY})
+    if not types:
+        return []
+    whose = {t: next(o for o in others if t in fork_layers(o)) for t in types}
+    said = "; ".join(f"{t} as {described(whose[t])} defines it" for t in types)
+    return [Assumption("(file)", f"no Caffe fork protoaudit ships has every layer type of this file: it is read "
+                       f"with the caffe.proto of {described(first)}, and sized with {said} (the same layer, "
+                       "added to your Caffe)", "--caffe-proto FILE (your Caffe's own caffe.proto), or --fork NAME")]
 
 
 @dataclass

@@ -298,8 +298,9 @@ def _reading(path, raw, schema_name, strict=True):
         candidates = [f for f in FORKS if _reads_otherwise(text, f, accepted_only=True)]
     readings = [r for r in (_try(text, f, failures) for f in candidates) if r is not None]
     if not readings:
-        if bvlc is not None:  # the layer registry will name the type no fork knows
-            return bvlc + (_lines(text, bvlc[0], path),)
+        if bvlc is not None:  # a fork's type borrowed, else the layer registry names the type no fork knows
+            reading = _borrowing([bvlc]) or bvlc
+            return reading + (_lines(text, reading[0], path),)
         listed = None if strict else lenient.without_id_lists(raw)
         if listed is not None:
             reading = _reading(path, listed[0], schema_name, strict)
@@ -315,11 +316,39 @@ def _reading(path, raw, schema_name, strict=True):
     complete = [r for r in readings if _types_used(r[1], r[0], r[2].layers) <= _known_types(r[2].layers)
                 and _takes_its_bottoms(r)]
     chosen = _without_descendants(complete or readings)
-    if not complete and len(chosen) > 1:
-        _refuse_forks_that_each_lack_a_type(path, chosen)
+    if not complete:
+        borrowed = _borrowing(chosen)
+        if borrowed is not None:
+            return borrowed + (_lines(text, borrowed[0], path),)
+        if len(chosen) > 1:
+            _refuse_forks_that_each_lack_a_type(path, chosen)
     if len(chosen) > 1:
         _refuse_ambiguous(path, chosen)
     return chosen[0] + (_lines(text, chosen[0][0], path),)
+
+
+def _borrowing(readings):
+    """Readings that each lack a layer type some shipped fork sizes (a Caffe that added one fork's
+    layer to another, as MnasNet's ConvolutionDepthwise beside MobileNet-YOLO's ReLU6 and Yolov3):
+    the reading that lacks the fewest, its layers made "A+B" (B's class for each type A lacks:
+    protoaudit.layers.base.fork_layers), when every type it lacks has one class among the forks
+    that size it; else None. The audit lists which types were borrowed (protoaudit.net.build)."""
+    from ..layers import fork_layers
+
+    lacking = []
+    for r in readings:
+        donors = []
+        for t in sorted(_types_used(r[1], r[0], r[2].layers) - _known_types(r[2].layers)):
+            sizing = [f for f in FORKS if t in _known_types(f) and t not in _known_types("bvlc")]
+            if len({fork_layers(f)[t] for f in sizing}) != 1:
+                break  # no fork sizes it, or forks size it otherwise
+            donors.append(sizing[0])
+        else:
+            lacking.append((len(donors), r, list(dict.fromkeys(donors))))
+    if not lacking:
+        return None
+    _, (kind, message, schema), donors = min(lacking, key=lambda x: x[0])
+    return kind, message, schema._replace(dialect="+".join([schema.layers, *donors]))
 
 
 def _refuse_forks_that_each_lack_a_type(path, readings):

@@ -60,6 +60,9 @@ def described(name):
     """How messages name a schema: BVLC Caffe, the fork's own words, or the user's file."""
     if name.startswith(USER_PREFIX):
         return f"your caffe.proto ({name[len(USER_PREFIX):]})"
+    if "+" in name:  # a fork's layers with another's added (protoaudit.layers.base.fork_layers)
+        first, *others = name.split("+")
+        return f"{described(first)} with layer types of {' and of '.join(described(o) for o in others)}"
     return "BVLC Caffe" if name == "bvlc" else FORKS.get(name, name)
 
 
