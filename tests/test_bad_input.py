@@ -92,6 +92,21 @@ def test_unknown_field(cli, tmp_path):
     says_what_to_do(msg)
 
 
+@pytest.mark.parametrize("line, says", [
+    ("device_id: 0,1", "device_id names one GPU (caffe train --gpu 0,1 trains on several)"),
+    ("stepvalue: 1000, 2000", "write `stepvalue: VALUE` once per value where caffe.proto repeats it"),
+])
+def test_values_listed_after_a_comma(cli, tmp_path, line, says):
+    """HolmesShuan/ResNet-18-Caffemodel-on-ImageNet's solver ends with `device_id: 0,1`: the text
+    format takes the comma for the end of the field and `1` for the name of the next one."""
+    write(tmp_path, "net.prototxt", NET)
+    write(tmp_path, "solver.prototxt", f'net: "net.prototxt"\nbase_lr: 0.1\n{line}\n')
+    msg = refused(cli("solver.prototxt"))
+    assert msg.startswith("protoaudit: solver.prototxt:3: ") and "no field named" in msg
+    assert "Caffe's parser stops here too" in msg and says in msg
+    says_what_to_do(msg)
+
+
 def test_unknown_layer_type_suggests_the_near_one(cli, tmp_path):
     write(tmp_path, "net.prototxt", NET.replace('"Convolution"', '"Convolutoin"'))
     msg = refused(cli("net.prototxt"))

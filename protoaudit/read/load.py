@@ -606,6 +606,7 @@ FORK_FIELD_FIX = ("check the spelling against caffe.proto; protoaudit reads BVLC
 
 
 _NO_FIELD = re.compile(r'Message type "([\w.]+)" has no field named "(\w+)"')
+_COMMA_LIST = re.compile(r"\b(\w+)\s*:\s*[-+\w.]+\s*,\s*[-+]?[0-9][\w.]*(?:\s*,\s*[-+]?[0-9][\w.]*)*")
 _NO_VALUE = re.compile(r'Enum type "([\w.]+)" has no value named (\w+)')
 
 
@@ -636,6 +637,12 @@ def _parse_fix(detail, line_text):
     """What to do about one protobuf text-format fault."""
     if "${" in line_text:
         return "the file is a template with ${...} placeholders; substitute them first"
+    listed = _COMMA_LIST.search(line_text) if "has no field named" in detail else None
+    if listed:  # `device_id: 0,1`: the comma ends the field and the next value reads as a field's name
+        one = ("device_id names one GPU (caffe train --gpu 0,1 trains on several)" if listed.group(1) == "device_id"
+               else f"write `{listed.group(1)}: VALUE` once per value where caffe.proto repeats it, else keep one")
+        return (f"`{listed.group(0).strip()}` lists values after a comma, which the text format reads as the "
+                f"name of another field, and Caffe's parser stops here too: {one}")
     if "has no field named" in detail or "should not have multiple" in detail:
         return FORK_FIELD_FIX
     if "Enum type" in detail and "has no value named" in detail:
