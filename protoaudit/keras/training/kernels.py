@@ -83,15 +83,17 @@ def _eigen_blocking(k, m, n):
     return k, m, n
 
 
-def matmul(rows, inner, cols, itemsize):
+def matmul(rows, inner, cols, itemsize, transposed=False):
     """Bytes MatMul holds besides its output for a rows x inner by inner x cols product on the CPU.
     A product with a dimension of 1 packs nothing: above 16,384 multiply-adds Eigen evaluates it
     into a temporary of the output's size plus 64 bytes, below that into the output (traced on 23
-    such shapes). Only float32 is refined as above; other types are not counted."""
+    such shapes), and straight into the output whenever an operand is `transposed` (as both of
+    MatMul's gradients multiply: 7 shapes traced each way). The packed blocks do not depend on it.
+    Only float32 is refined as above; other types are not counted."""
     if rows * inner * cols == 0 or itemsize != 4:
         return 0
     if min(rows, inner, cols) == 1:
-        return rows * cols * itemsize + 64 if rows * inner * cols > 16384 else 0
+        return rows * cols * itemsize + 64 if rows * inner * cols > 16384 and not transposed else 0
     # row-major tensors: Eigen multiplies the transposed product, so its m is the output's columns
     k, m, n = inner, cols, rows
     kc, mc, nc = _eigen_blocking(k, m, n)

@@ -134,11 +134,13 @@ class Dense(_Weighted):
         x, y = node.inputs[0].spec, node.outputs[0].spec
         return prod(x.shape[:-1]), x.shape[-1], y.shape[-1]
 
-    def matmul_scratch(self, s, node, rows, inner, cols):
-        """MatMul's packing buffer on the CPU (kernels.matmul); EinsumDense's Einsum is not counted."""
+    def matmul_scratch(self, s, node, rows, inner, cols, transposed=False):
+        """MatMul's packing buffer on the CPU (kernels.matmul); EinsumDense's Einsum is not counted.
+        The gradients multiply with an operand transposed (math_grad.py _MatMulGrad: dz by the
+        kernel's transpose, the input's transpose by dz)."""
         if s.device != "cpu" or node.layer.class_name != "Dense":
             return 0
-        return kernels.matmul(rows, inner, cols, _item(node.outputs[0].spec))
+        return kernels.matmul(rows, inner, cols, _item(node.outputs[0].spec), transposed)
 
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
@@ -158,13 +160,13 @@ class Dense(_Weighted):
         grads = []
         for w in ws:
             reads = [dz] if w.name == "bias" else [x, dz]
-            scratch = self.matmul_scratch(s, node, inner, rows, units) if w.name == "kernel" else 0
+            scratch = self.matmul_scratch(s, node, inner, rows, units, transposed=True) if w.name == "kernel" else 0
             grads.append((w, s.one(f"{name} {w.name} gradient", reads, nbytes(w), scratch=scratch,
                                    kind="weight gradient")))
         dx = None
         if need[0]:
             dx = s.one(f"{name} input gradient", [dz], _size(node.inputs[0].spec),
-                       scratch=self.matmul_scratch(s, node, rows, units, inner), kind="gradient")
+                       scratch=self.matmul_scratch(s, node, rows, units, inner, transposed=True), kind="gradient")
         s.one(f"{name} gradient done", [dz, x], 0)
         return [dx], grads
 
