@@ -13,6 +13,7 @@ from google.protobuf import text_format
 from ..errors import InputError, closest
 from . import special
 from . import lenient, whose
+from .folders import shown, up_from
 from .schema import FORKS, SCHEMA_NAMES, USER_PREFIX, ancestors, described, differing_names, load_schema
 from .tokens import Text, has_tokens, parse
 
@@ -680,19 +681,12 @@ def resolve_path(ref, solver_path, root=None):
     if os.path.isabs(ref):
         candidates = [ref]
     else:
-        bases = [os.getcwd()] + ([root] if root else [])
-        folder = os.path.dirname(os.path.abspath(solver_path))
-        while True:
-            bases.append(folder)
-            parent = os.path.dirname(folder)
-            if parent == folder:
-                break
-            folder = parent
+        bases = [os.getcwd()] + ([root] if root else []) + up_from(solver_path)
         candidates = [os.path.join(base, ref) for base in dict.fromkeys(bases)]
         tried = list(dict.fromkeys([ref] + [os.path.join(base, ref) for base in bases[1:3]]))
     for candidate in candidates:
         if os.path.isfile(candidate):
-            return os.path.relpath(candidate) if candidate.startswith(os.getcwd() + os.sep) else candidate
+            return shown(candidate)
     lines = read_text(solver_path).splitlines()
     line = next((i + 1 for i, l in enumerate(lines) if f'"{ref}"' in l or f"'{ref}'" in l), None)
     raise InputError(

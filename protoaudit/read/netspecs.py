@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 from google.protobuf import text_format
 
+from .folders import shown, up_from
 from .glog import is_log_file
 from . import load as loader
 from ..errors import InputError
@@ -144,19 +145,11 @@ def _candidates(named, log_path):
     """Where the net file a log names may be: as named (from the working directory), then its
     last one, two... parts joined to the log's folder and each folder above it, longest first."""
     parts = [p for p in named.replace("\\", "/").split("/") if p not in ("", ".")]
-    folders, folder = [], os.path.dirname(os.path.abspath(log_path))
-    while True:
-        folders.append(folder)
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            break
-        folder = parent
     seen = [named]
     for n in range(len(parts), 0, -1):
         tail = os.path.join(*parts[-n:])
-        seen += [os.path.join(f, tail) for f in folders]
-    here = os.getcwd() + os.sep
-    return [os.path.relpath(c) if c.startswith(here) else c for c in dict.fromkeys(seen) if os.path.isfile(c)]
+        seen += [os.path.join(f, tail) for f in up_from(log_path)]
+    return [shown(c) for c in dict.fromkeys(seen) if os.path.isfile(c)]
 
 
 def _printed_state(text, param):

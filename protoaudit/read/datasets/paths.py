@@ -11,6 +11,8 @@ those are looked up there first.
 import os
 from typing import NamedTuple
 
+from ..folders import up_from
+
 
 class Found(NamedTuple):
     path: str  # an existing path
@@ -25,14 +27,10 @@ def bases(root, net_path, above=True):
     if root:
         out.append((os.path.abspath(root), "--root"))
     if net_path:
-        folder = os.path.dirname(os.path.abspath(net_path))
-        how = "the net file's folder"
-        while True:
-            out.append((folder, how))
-            parent = os.path.dirname(folder)
-            if parent == folder or not above:
-                break
-            folder, how = parent, "a folder above the net file"
+        folders = up_from(net_path)
+        out.append((folders[0], "the net file's folder"))
+        if above:
+            out += [(folder, "a folder above the net file") for folder in folders[1:]]
     seen, unique = set(), []
     for folder, how in out:
         if folder not in seen:
