@@ -9,7 +9,7 @@ from .errors import InputError
 from .memory.buffers import Buffer, device_bytes, forget_touches, host_objects, net_buffers, runs_backward
 from .memory.host import draws_random
 from .layers.base import Assumption, MissingShape
-from .net.build import Rebuild, ShapesNeeded, build, rebatched
+from .net.build import Rebuild, ShapesNeeded, build, input_dims, rebatched
 from .read.glog import is_log_file
 from .net.netstate import keeps_the_same_layers, make_state
 from .read.netspecs import net_specs
@@ -182,9 +182,11 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
                 spec.path)
         try:
             net = build(spec.param, spec.state, **options, read=spec.read)
-        except ShapesNeeded as e:  # every net's missing shapes, in one message
-            needed = e if needed is None else needed.merged(e)
-            continue
+        except ShapesNeeded as e:
+            net = _with_deploy_inputs(spec, options, e)
+            if net is None:  # every net's missing shapes, in one message
+                needed = e if needed is None else needed.merged(e)
+                continue
         except InputError:
             if not (phase is None and _a_test_file(spec)):
                 raise
@@ -202,6 +204,34 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     if needed is not None:
         raise needed
     return nets
+
+
+def _with_deploy_inputs(spec, options, needed):
+    """The net built with the shapes its missing data tops have in a deploy net beside its file
+    (protoaudit.read.deploy), each listed as an assumption; None unless every top it needs is there."""
+    from .read.deploy import fill, inputs_beside
+
+    beside = inputs_beside(spec.path, spec.param) if spec.path else {}
+    shapes, said = {}, []
+    for need in needed.needs:
+        for top, known in need.tops:
+            found = beside.get(top)
+            shape = fill(known, found[0]) if found else None
+            if shape is None:
+                return None
+            shapes[top] = shape
+            said.append(Assumption(need.layer, f"top '{top}' is {'x'.join(map(str, shape))}: its data is not on this "
+                                   f"machine, so its shape is that of the input '{top}' of {found[1]} beside the "
+                                   f"net ({'x'.join(map(str, found[0]))}), with the batch the layer gives",
+                                   f"--input {top}={input_dims(known)}"))
+    logged = {**options["logged"], **shapes}
+    where = ", ".join(sorted({f"{beside[t][1]} beside the net" for t in shapes}))
+    try:
+        net = build(spec.param, spec.state, **dict(options, logged=logged, logged_from=where), read=spec.read)
+    except ShapesNeeded:
+        return None
+    net.assumptions[:0] = said
+    return net
 
 
 def _a_test_file(spec):

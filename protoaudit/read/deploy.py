@@ -1,0 +1,79 @@
+"""Deploy nets beside a train net: the input shapes they declare, for a data source whose dataset
+is not on this machine. A repository keeps `deploy.prototxt` (an input of 1x3x224x224) beside the
+`train_val.prototxt` whose LMDB it does not ship; the deploy net's channels, height and width are
+the ones the net was built for."""
+import os
+
+from ..errors import InputError
+
+MAX_FILES = 16  # prototxt files looked at in one folder
+MAX_BYTES = 4 << 20  # a deploy net's text; a larger file is passed over
+
+
+def inputs_beside(path, param):
+    """{top: (shape, file)} of the net inputs declared by the deploy nets of the net `param` (read
+    from `path`) in its folder, those named `*deploy*` first; the first file to declare a top wins.
+    A deploy net is one whose layers are this net's (_same_net): a folder of unrelated nets gives
+    none of its inputs to another."""
+    from .netspecs import net_specs
+
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".prototxt"))
+    except OSError:
+        return {}
+    names = sorted(names, key=lambda n: "deploy" not in n.lower())[:MAX_FILES]
+    found = {}
+    for name in names:
+        other = os.path.join(folder, name)
+        if other == os.path.abspath(path):
+            continue
+        try:
+            if not os.path.isfile(other) or os.path.getsize(other) > MAX_BYTES:
+                continue
+            specs = net_specs(other)
+        except (InputError, OSError):
+            continue
+        if len(specs) != 1 or specs[0].role != "net" or not _same_net(specs[0].param, param):
+            continue
+        for top, shape in _declared(specs[0].param).items():
+            found.setdefault(top, (shape, name))
+    return found
+
+
+def _same_net(deploy, train):
+    """Whether `deploy` is a deploy version of `train`: nine in ten of its layers (past its inputs)
+    are train's, by name and type, and so is every layer that reads one of its inputs."""
+    ours = {(layer.name, layer.type) for layer in train.layer}
+    theirs = [layer for layer in deploy.layer if layer.type != "Input"]
+    inputs = set(deploy.input) | {top for layer in deploy.layer if layer.type == "Input" for top in layer.top}
+    if not theirs or sum((layer.name, layer.type) in ours for layer in theirs) < 0.9 * len(theirs):
+        return False
+    return all((layer.name, layer.type) in ours for layer in theirs if inputs & set(layer.bottom))
+
+
+def _declared(net):
+    """{top: shape} of a net's inputs (V2, upgraded): legacy `input` with `input_shape` or
+    `input_dim`, and the tops of its Input layers (one shape per top, or one for all)."""
+    out = {}
+    for k, top in enumerate(net.input):
+        if k < len(net.input_shape):
+            out[top] = tuple(net.input_shape[k].dim)
+        elif len(net.input_dim) >= 4 * (k + 1):
+            out[top] = tuple(net.input_dim[4 * k:4 * k + 4])
+    for layer in net.layer:
+        if layer.type == "Input" and layer.input_param.shape:
+            shapes = layer.input_param.shape
+            for k, top in enumerate(layer.top):
+                out[top] = tuple(shapes[k if len(shapes) > 1 else 0].dim)
+    return out
+
+
+def fill(known, declared):
+    """A needed top's shape: its known dimensions (the batch the data layer gives), the rest from
+    a declared one of the same rank; None where they do not fit."""
+    if not known:
+        return tuple(declared)
+    if len(known) != len(declared) or not all(d > 0 for d in declared):
+        return None
+    return tuple(k if k is not None else d for k, d in zip(known, declared))

@@ -1,0 +1,85 @@
+"""A train net whose dataset is not on this machine, with a deploy net beside it: the data top's
+channels, height and width are the deploy net's input's, its batch the data layer's own, and the
+report says so. The real case: bobhuynh/Intel's DIGITS GoogLeNet (tests/data/deploy_beside), whose
+own Caffe log (the same folder) shows the shapes Caffe built."""
+import json
+import os
+import shutil
+
+import logparse
+from conftest import DATA, ROOT, run_in_process
+
+HERE = os.path.join(DATA, "deploy_beside", "intel_googlenet")
+
+
+def _copy(tmp_path, *names):
+    for name in names:
+        shutil.copy(os.path.join(HERE, name), tmp_path / name)
+    return str(tmp_path / "train_val.prototxt")
+
+
+def test_the_premise():
+    """The LMDBs are DIGITS job folders of another machine; deploy.prototxt declares 64x3x256x256;
+    the data layers give batch_size 32 (TRAIN) and 50 (TEST)."""
+    with open(os.path.join(HERE, "train_val.prototxt")) as f:
+        text = f.read()
+    assert 'source: "/workspace/dlsdk/jobs/caffe/datasets/' in text
+    assert not os.path.exists("/workspace/dlsdk")
+    assert "batch_size: 32" in text and "batch_size: 50" in text and "crop_size" not in text
+    with open(os.path.join(HERE, "deploy.prototxt")) as f:
+        assert "input_param { shape: { dim: 64 dim: 3 dim: 256 dim: 256 } }" in f.read()
+
+
+def test_the_data_shape_comes_from_the_deploy_net_with_the_layers_batch():
+    run = run_in_process(os.path.join(HERE, "train_val.prototxt"), "--format", "json")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    shapes = {(d["net"], d["top"]): (d["shape"], d["source"]) for d in report["data_shapes"]}
+    assert shapes[("train", "data")] == ([32, 3, 256, 256], "deploy.prototxt beside the net")
+    assert shapes[("test", "data")] == ([50, 3, 256, 256], "deploy.prototxt beside the net")
+    said = [a for a in report["assumptions"] if "deploy.prototxt" in a["assumption"]]
+    assert len(said) == 2 and all(a["override"].startswith("--input data=") for a in said)
+
+
+def test_caffe_built_those_shapes():
+    """Caffe's own log of this net: every Top shape and the memory it required, line for line."""
+    run = run_in_process(os.path.join(HERE, "train_val.prototxt"), "--phase", "train", "--caffe-log")
+    assert run.returncode == 0, run.stderr
+    with open(os.path.join(HERE, "caffe.log"), errors="replace") as f:
+        (want,) = logparse.parse(f.read())
+    (got,) = logparse.parse(run.stdout)
+    assert logparse.first_difference(want, got) is None, logparse.first_difference(want, got)
+
+
+def test_without_a_deploy_net_the_shape_is_asked_for(tmp_path):
+    net = _copy(tmp_path, "train_val.prototxt")
+    run = run_in_process(net)
+    assert run.returncode == 2
+    assert "--input data=32xCxHxW" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_an_input_given_wins_and_assumes_nothing():
+    run = run_in_process(os.path.join(HERE, "train_val.prototxt"), "--input", "data=32x3x224x224",
+                         "--phase", "train", "--format", "json")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert not [a for a in report["assumptions"] if "deploy.prototxt" in a["assumption"]]
+    assert [d["shape"] for d in report["data_shapes"] if d["top"] == "data"] == [[32, 3, 224, 224]]
+
+
+def test_a_deploy_input_of_another_rank_is_not_taken(tmp_path):
+    net = _copy(tmp_path, "train_val.prototxt", "deploy.prototxt")
+    deploy = tmp_path / "deploy.prototxt"
+    deploy.write_text(deploy.read_text().replace("dim: 64 dim: 3 dim: 256 dim: 256", "dim: 64 dim: 196608"))
+    run = run_in_process(net)
+    assert run.returncode == 2 and "--input data=32xCxHxW" in run.stderr
+
+
+def test_a_deploy_net_of_another_net_is_not_taken(tmp_path):
+    """A folder of unrelated nets: DenseNet-121's deploy net declares a `data` input too, but its
+    layers are not this GoogLeNet's, so its shape is not this net's."""
+    net = _copy(tmp_path, "train_val.prototxt")
+    shutil.copy(os.path.join(ROOT, "samples", "densenet121_ceil_mode_deploy.prototxt"),
+                tmp_path / "densenet121_deploy.prototxt")
+    run = run_in_process(net)
+    assert run.returncode == 2 and "--input data=32xCxHxW" in run.stderr
