@@ -101,8 +101,14 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # (+129%, +127%), and in Keras 3 VGG19 with Adam (-17.7%), a fastText model with Adam
                 # (-22.4%), a LayerNorm MLP (+24.3%), a GRU time-series model (-11.4%) and a Conv1D
                 # autoencoder (-11.8%)
-                "cnn3d_small_adam:b4", "cnn3d_small_adam_k3:b4", "vgg19_adam_k3:b1", "fasttext_adam_k3:b64",
-                "deep_mlp_ln_sgdm_k3:b128", "gru_timeseries_rmsprop_k3:b64", "conv1d_autoencoder_adam_k3:b32"}
+                "vgg19_adam_k3:b1", "fasttext_adam_k3:b64", "deep_mlp_ln_sgdm_k3:b128",
+                "gru_timeseries_rmsprop_k3:b64", "conv1d_autoencoder_adam_k3:b32",
+                # the 3-D CNN came within 10% once Conv3D's own kernels were traced (no im2col buffer
+                # of Conv2D's where its gradients fall back on Eigen; MaxPool3DGrad keeps no argmax);
+                # the ConvLSTM2D next-frame model, whose last layer is a Conv3D, had been within 10%
+                # only through that buffer: traced, its peak is in the second ConvLSTM2D's backward
+                # loop, where the model holds less (tf_keras -22%, Keras 3 -36%)
+                "conv_lstm_adam:b4", "conv_lstm_adam_k3:b4"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -132,17 +138,17 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
 
 
 @pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.9, 0.03),
-                                                  (("unseen",), 0.84, 0.03),
+                                                  (("unseen",), 0.86, 0.03),
                                                   (("shared", "new", "unseen", "seeds"), 0.88, 0.03)])
 def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 1.1%) and on the
-    configurations measured since (tests/data/keras_oracle/new: 80 of 86, 2.9%; the rules were read
+    configurations measured since (tests/data/keras_oracle/new: 78 of 86, 2.9%; the rules were read
     off the traces of some of them). Not met on the 116 configurations of
     tests/data/keras_oracle/unseen, five batches each measured after the last change before it and
     audited before any change for it: 93 of 116 (80%) as first audited (the third batch 23 of 24,
-    the fourth 18 of 24, the fifth 17 of 24), 98 of 116 (84%) and a median of 2.8% now; nor on all
-    253 (225, 89%, 2.4%). Held there, so that a regression fails."""
+    the fourth 18 of 24, the fifth 17 of 24), 100 of 116 (86%) and a median of 2.5% now; nor on all
+    253 (225, 89%, 2.3%). Held there, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
@@ -438,6 +444,38 @@ def test_matmul_with_a_transposed_operand_packs_the_same_and_needs_no_temporary(
         got = kernels.matmul(int(r["rows"]), int(r["inner"]), int(r["cols"]), 4, transposed)
         assert got == int(r["first_block_bytes"]), r
     assert any(r["inner"] == "1" and int(r["first_block_bytes"]) > 0 for r in rows)  # the premise
+
+
+def test_conv3d_buffers_are_what_tensorflow_allocates():
+    """Conv3D and its gradients on the CPU against TensorFlow's heap on 5 traced shapes
+    (tests/data/keras_oracle/matmul/conv3d.tsv: the blocks of 4,096 bytes or more besides the op's
+    output). To the byte where the default kernels' im2col buffers run (the 16x112x112x3 clip at batch
+    1: three clips' columns for the filter gradient, one for the input's), and for every forward pass
+    and input gradient (one of which reverses a filter of 864 bytes, under the trace's floor); the
+    filter gradients that fall back on Eigen hold their input and output-gradient copies exactly, their
+    packed blocks within 680 KB."""
+    rows = list(csv.DictReader(open(os.path.join(ORACLE, "matmul", "conv3d.tsv")), delimiter="\t"))
+    assert len(rows) == 15
+    for r in rows:
+        n, d, h, w, c, k, f, pad = r["shape"].split(",")
+        n, d, h, w, c, k, f = map(int, (n, d, h, w, c, k, f))
+        voxels = d * h * w if pad == "SAME" else (d - k + 1) * (h - k + 1) * (w - k + 1)
+        filter_total = k ** 3 * c
+        elements = (n * d * h * w * c, filter_total * f, n * voxels * f)
+        blocks = [int(b) for b in r["blocks"].split()]
+        output = {"filter": filter_total * f * 4, "input": int(r["input_bytes"]),
+                  "forward": int(r["out_backprop_bytes"])}[r["op"]]
+        traced = sum(blocks) - output
+        if r["op"] == "forward":
+            assert kernels.cuboid_forward(n * voxels, filter_total, f, 4) == traced, r
+        elif r["op"] == "input":
+            got = kernels.cuboid_backprop_input(n, voxels, filter_total, f, c, elements, 4)
+            assert got - traced in (0, filter_total * f * 4 + 64 if filter_total * f * 4 + 64 < 4096 else 0), r
+        else:
+            got = kernels.cuboid_backprop_filter(n, voxels, filter_total, f, elements, 4)
+            fallback = int(r["input_bytes"]) + 64 in blocks
+            assert (0 <= got - traced <= 680_000) if fallback else got == traced, r
+    assert max(int(b) for r in rows for b in r["blocks"].split()) == 195084288  # 3 x 200704 x 81 x 4
 
 
 def test_matmul_blocks_by_hand():

@@ -83,16 +83,17 @@ def _eigen_blocking(k, m, n):
     return k, m, n
 
 
-def matmul(rows, inner, cols, itemsize, transposed=False):
+def matmul(rows, inner, cols, itemsize, transposed=False, vector_path=True):
     """Bytes MatMul holds besides its output for a rows x inner by inner x cols product on the CPU.
     A product with a dimension of 1 packs nothing: above 16,384 multiply-adds Eigen evaluates it
     into a temporary of the output's size plus 64 bytes, below that into the output (traced on 23
     such shapes), and straight into the output whenever an operand is `transposed` (as both of
     MatMul's gradients multiply: 7 shapes traced each way). The packed blocks do not depend on it.
-    Only float32 is refined as above; other types are not counted."""
+    Without the `vector_path` (the contractions of Eigen's 3-D convolutions) such a product packs
+    its blocks as any other. Only float32 is refined as above; other types are not counted."""
     if rows * inner * cols == 0 or itemsize != 4:
         return 0
-    if min(rows, inner, cols) == 1:
+    if min(rows, inner, cols) == 1 and vector_path:
         return rows * cols * itemsize + 64 if rows * inner * cols > 16384 and not transposed else 0
     # row-major tensors: Eigen multiplies the transposed product, so its m is the output's columns
     k, m, n = inner, cols, rows
@@ -102,6 +103,65 @@ def matmul(rows, inner, cols, itemsize, transposed=False):
     slices = max(1, -(-k // kc))
     kc = min(k, -(-(k // slices) // 8) * 8)
     return _aligned(mc * kc * itemsize) + _aligned(kc * nc * itemsize) + 64
+
+
+# Conv3D and its gradients on the CPU (tensorflow/core/kernels/conv_ops_3d.cc, conv_grad_ops_3d.cc;
+# traced on 5 shapes: tests/data/keras_oracle/matmul/conv3d.tsv). The forward pass is Eigen's cuboid
+# convolution: a contraction of the volume patches with the filter, packed as a MatMul of (batch x
+# output voxels) by (kernel volume x input channels) by (filters). Each gradient's default kernel
+# ("custom") sizes an im2col buffer of `shard` volumes from the L3 cache that Eigen reports (256 MiB
+# on the measuring machine, whose kernel reports 32 MiB: inferred from the traced buffer of three
+# 16x112x112 volumes' columns), and falls back on Eigen's cuboid backward convolutions when that
+# buffer exceeds 25 times (kMaxTempAllocationOverhead) the elements of the input, filter and output
+# gradient together.
+EIGEN_L3 = 256 << 20
+MAX_TEMP_OVERHEAD = 25
+
+
+def _cuboid_shard(out_voxels, filter_total, out_depth, itemsize):
+    """Volumes per im2col buffer: the L3 working set over one volume's matmul (rounded up)."""
+    work = out_voxels * filter_total + out_voxels * out_depth + filter_total * out_depth
+    return -(-(EIGEN_L3 // itemsize) // work)
+
+
+def cuboid_forward(out_voxels, filter_total, out_depth, itemsize):
+    """Conv3D's packed blocks (`out_voxels`: the batch's)."""
+    return matmul(out_voxels, filter_total, out_depth, itemsize, vector_path=False)
+
+
+def cuboid_backprop_input(batch, out_voxels, filter_total, out_depth, in_depth, elements, itemsize):
+    """Conv3DBackpropInputV2 for one volume's `out_voxels` (`elements`: of the input, filter and output
+    gradient). A batch of one runs a parallel contraction into an im2col buffer of one volume; a larger
+    one shards volumes as the filter gradient does, and its Eigen matrix product's own blocks are not
+    counted. Falling back, Eigen reverses the filter into a temporary (its size plus 64 bytes) and packs
+    (batch x voxels) by (kernel volume x filters) by (input channels), output voxels standing for the
+    input's (exact for "same" padding at stride 1)."""
+    shard = 1 if batch == 1 else _cuboid_shard(out_voxels, filter_total, out_depth, itemsize)
+    col = shard * out_voxels * filter_total
+    x, w, dy = elements
+    if col // (x + w + dy) > MAX_TEMP_OVERHEAD:
+        kernel = filter_total // max(in_depth, 1)
+        return w * itemsize + 64 + matmul(batch * out_voxels, kernel * out_depth, in_depth, itemsize,
+                                          vector_path=False)
+    pack = matmul(out_voxels, out_depth, filter_total, itemsize, vector_path=False) if batch == 1 else 0
+    return col * itemsize + pack
+
+
+def cuboid_backprop_filter(batch, out_voxels, filter_total, out_depth, elements, itemsize):
+    """Conv3DBackpropFilterV2 for one volume's `out_voxels` (`elements`: of the input, filter and output
+    gradient): an im2col buffer of `shard` volumes whatever the batch, the contraction's temporary of
+    the filter gradient's size plus 64 bytes, and its packed blocks; falling back, Eigen shuffles the
+    input and the output gradient into temporaries of their sizes and evaluates the filter gradient
+    into one of its size (each plus 64 bytes) before its packed blocks (to the byte on the largest
+    fallback traced, within 12 KB on the smaller ones)."""
+    shard = _cuboid_shard(out_voxels, filter_total, out_depth, itemsize)
+    col = shard * out_voxels * filter_total
+    x, w, dy = elements
+    if col // (x + w + dy) > MAX_TEMP_OVERHEAD:
+        return ((x + dy + w) * itemsize + 3 * 64
+                + matmul(filter_total, batch * out_voxels, out_depth, itemsize, vector_path=False))
+    return (col * itemsize + w * itemsize + 64
+            + matmul(filter_total, min(shard, batch) * out_voxels, out_depth, itemsize, vector_path=False))
 
 
 def _aligned(nbytes):

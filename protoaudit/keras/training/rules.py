@@ -187,20 +187,58 @@ class Conv(_Weighted):
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
         scratch = 0
-        if s.device == "cpu" and node.layer.class_name not in ("Conv3D", "Convolution3D"):
+        if s.device == "cpu":
             # Eigen's spatial convolution is a contraction of the image patches with the filter:
             # MatMul's packing buffer, for (batch x output pixels) by (filter) by (output channels)
             batch, out_image, filter_total, out_depth = self.dims(node)
-            scratch = kernels.matmul(batch * out_image, filter_total, out_depth, _item(out))
+            scratch = (kernels.cuboid_forward(batch * out_image, filter_total, out_depth, _item(out))
+                       if self.cuboid(node) else kernels.matmul(batch * out_image, filter_total, out_depth, _item(out)))
         z = s.one(f"{node.layer.name} Conv", [xs[0]], _size(out), scratch=scratch)
         if node.layer.config.get("use_bias", True):
             z = s.one(f"{node.layer.name} BiasAdd", [z], _size(out), forward=True)
         y, act = act_forward(s, node.layer.name, z, out, node.layer.config.get("activation"))
         return [y], (xs[0], act)
 
+    @staticmethod
+    def cuboid(node):
+        """A Conv3D: Eigen's cuboid convolutions, whose buffers kernels.cuboid_* give."""
+        return node.layer.class_name in ("Conv3D", "Convolution3D")
+
+    def filter_scratch(self, s, node, w):
+        """What the filter gradient holds besides itself on the CPU (kernels.py)."""
+        if s.device != "cpu":
+            return 0
+        batch, out_image, filter_total, out_depth = self.dims(node)
+        item = _item(node.outputs[0].spec)
+        if self.cuboid(node):
+            return kernels.cuboid_backprop_filter(batch, out_image, filter_total, out_depth, self.elements(node), item)
+        return (kernels.conv_backprop_filter(out_image, filter_total, out_depth, item)
+                + kernels.contraction_temporary(nbytes(w)))
+
+    def input_scratch(self, s, node):
+        """What the input gradient holds besides itself on the CPU (kernels.py)."""
+        if s.device != "cpu":
+            return 0
+        batch, out_image, filter_total, out_depth = self.dims(node)
+        item = _item(node.outputs[0].spec)
+        if self.cuboid(node):
+            in_depth = node.inputs[0].spec.shape[-1 if self.channels_last(node) else 1]
+            return kernels.cuboid_backprop_input(batch, out_image, filter_total, out_depth, in_depth,
+                                                 self.elements(node), item)
+        return kernels.conv_backprop_input(batch, out_image, filter_total, out_depth, item, s.threads)
+
+    def elements(self, node):
+        """Elements of the input, the filter and the output (gradient), as the 3-D kernels weigh them."""
+        batch, out_image, filter_total, out_depth = self.dims(node)
+        return prod(node.inputs[0].spec.shape), filter_total * out_depth, batch * out_image * out_depth
+
+    @staticmethod
+    def channels_last(node):
+        return node.layer.config.get("data_format", "channels_last") != "channels_first"
+
     def dims(self, node):
         x, y = node.inputs[0].spec, node.outputs[0].spec
-        last = node.layer.config.get("data_format", "channels_last") != "channels_first"
+        last = self.channels_last(node)
         cin, cout = (x.shape[-1], y.shape[-1]) if last else (x.shape[1], y.shape[1])
         spatial = y.shape[1:-1] if last else y.shape[2:]
         kernel = node.layer.config.get("kernel_size") or [1]
@@ -211,8 +249,6 @@ class Conv(_Weighted):
         x, act = keep
         name = node.layer.name
         dz = act_backward(s, name, dys[0], node.outputs[0].spec, act, id(node.outputs[0]))
-        batch, out_image, filter_total, out_depth = self.dims(node)
-        item = _item(node.outputs[0].spec)
         grads = []
         for w in s.weights_of(node):
             if not w.trainable:
@@ -220,16 +256,12 @@ class Conv(_Weighted):
             if w.name == "bias":
                 grads.append((w, s.one(f"{name} bias gradient", [dz], nbytes(w), kind="weight gradient")))
             else:
-                scratch = (kernels.conv_backprop_filter(out_image, filter_total, out_depth, item)
-                           + kernels.contraction_temporary(nbytes(w)) if s.device == "cpu" else 0)
-                grads.append((w, s.one(f"{name} Conv2DBackpropFilter", [x, dz], nbytes(w), scratch=scratch,
-                                       kind="weight gradient")))
+                grads.append((w, s.one(f"{name} Conv2DBackpropFilter", [x, dz], nbytes(w),
+                                       scratch=self.filter_scratch(s, node, w), kind="weight gradient")))
         dx = None
         if need[0]:
-            scratch = (kernels.conv_backprop_input(batch, out_image, filter_total, out_depth, item, s.threads)
-                       if s.device == "cpu" else 0)
-            dx = s.one(f"{name} Conv2DBackpropInput", [dz], _size(node.inputs[0].spec), scratch=scratch,
-                       kind="gradient")
+            dx = s.one(f"{name} Conv2DBackpropInput", [dz], _size(node.inputs[0].spec),
+                       scratch=self.input_scratch(s, node), kind="gradient")
         s.one(f"{name} gradient done", [dz, x], 0)
         return [dx], grads
 
@@ -432,6 +464,11 @@ class MaxPool(Rule):
         if not need[0]:
             return [None], []
         out = node.outputs[0].spec
+        if node.layer.class_name in ("MaxPooling3D", "MaxPool3D"):
+            # MaxPool3DGrad (pooling_ops_3d.cc) compares each window with its pooled value in place:
+            # no argmax and no copy of the pooled output (traced: a 3-D CNN, its peak at this op)
+            return [s.one(f"{node.layer.name} MaxPool3DGrad", [keep[0], keep[1], dys[0]],
+                          _size(node.inputs[0].spec), kind="gradient")], []
         # its copy of the pooled output takes that output's memory where this is its last reader
         dx, _ = s.op(f"{node.layer.name} MaxPoolGrad", [keep[0], keep[1], dys[0]],
                      [(_size(node.inputs[0].spec), "gradient"), (_size(out), "scratch")],
