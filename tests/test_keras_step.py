@@ -101,8 +101,10 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # (+129%, +127%), and in Keras 3 VGG19 with Adam (-17.7%), a fastText model with Adam
                 # (-22.4%), a LayerNorm MLP (+24.3%), a GRU time-series model (-11.4%) and a Conv1D
                 # autoencoder (-11.8%)
-                "vgg19_adam_k3:b1", "fasttext_adam_k3:b64", "deep_mlp_ln_sgdm_k3:b128",
+                "vgg19_adam_k3:b1", "deep_mlp_ln_sgdm_k3:b128",
                 "gru_timeseries_rmsprop_k3:b64", "conv1d_autoencoder_adam_k3:b32",
+                # (the fastText model came within 10% once traced: Keras 3's Adam makes a sparse
+                # gradient dense for each of its ops, optimizers._sparse_two_moments)
                 # the 3-D CNN came within 10% once Conv3D's own kernels were traced (no im2col buffer
                 # of Conv2D's where its gradients fall back on Eigen; MaxPool3DGrad keeps no argmax);
                 # the ConvLSTM2D next-frame model, whose last layer is a Conv3D, had been within 10%
@@ -138,7 +140,7 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
 
 
 @pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.9, 0.03),
-                                                  (("unseen",), 0.86, 0.03),
+                                                  (("unseen",), 0.87, 0.03),
                                                   (("shared", "new", "unseen", "seeds"), 0.88, 0.03)])
 def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
@@ -147,8 +149,8 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     off the traces of some of them). Not met on the 116 configurations of
     tests/data/keras_oracle/unseen, five batches each measured after the last change before it and
     audited before any change for it: 93 of 116 (80%) as first audited (the third batch 23 of 24,
-    the fourth 18 of 24, the fifth 17 of 24), 100 of 116 (86%) and a median of 2.5% now; nor on all
-    253 (225, 89%, 2.3%). Held there, so that a regression fails."""
+    the fourth 18 of 24, the fifth 17 of 24), 101 of 116 (87%) and a median of 2.4% now; nor on all
+    253 (226, 89%, 2.3%). Held there, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values

@@ -175,6 +175,9 @@ def _update(s, layer, weight, grads, optimizer):
         f = s.one(f"{label} increment", [e, d], size, forward=True, kind="optimizer temporary")
         s.one(f"{label} assign_sub", [f], 0)
         return
+    if g in s.sparse and s.flavour == "keras3":
+        _sparse_two_moments(s, label, g, size)
+        return
     # Adam and the two-moment family: (g - m) * c, square(g), then (m * alpha) / (sqrt(v) + eps)
     a = s.one(f"{label} g-m", [g], size, kind="optimizer temporary")
     s.one(f"{label} assign_add m", [a], 0)
@@ -182,5 +185,21 @@ def _update(s, layer, weight, grads, optimizer):
     s.one(f"{label} assign_add v", [b], 0)
     c = s.one(f"{label} m*alpha", [], size, kind="optimizer temporary")
     d = s.one(f"{label} sqrt(v)", [], size, kind="optimizer temporary")
+    e = s.one(f"{label} step", [c, d], size, forward=True, kind="optimizer temporary")
+    s.one(f"{label} assign_sub", [e], 0)
+
+
+def _sparse_two_moments(s, label, g, size):
+    """Keras 3's Adam on an IndexedSlices gradient (an Embedding's): each arithmetic op makes its
+    operand dense (UnsortedSegmentSum into the variable's shape). Traced (a fastText model): the
+    values squared, made dense and added into v; sqrt(v); the gradient made dense for m while the
+    slices and sqrt(v) are alive, the step's peak; then m * alpha and the update."""
+    sq = s.one(f"{label} square(values)", [g], s.prog.bufs[g].bytes, kind="optimizer temporary")
+    dense_sq = s.one(f"{label} square(g) made dense", [sq], size, kind="optimizer temporary")
+    s.one(f"{label} assign_add v", [dense_sq], 0)
+    d = s.one(f"{label} sqrt(v)", [], size, kind="optimizer temporary")
+    dense = s.one(f"{label} gradient made dense", [g], size, kind="optimizer temporary")
+    s.one(f"{label} assign_add m", [dense], 0)
+    c = s.one(f"{label} m*alpha", [], size, kind="optimizer temporary")
     e = s.one(f"{label} step", [c, d], size, forward=True, kind="optimizer temporary")
     s.one(f"{label} assign_sub", [e], 0)
