@@ -101,8 +101,9 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # (+129%, +127%), and in Keras 3 VGG19 with Adam (-17.7%), a fastText model with Adam
                 # (-22.4%), a LayerNorm MLP (+24.3%), a GRU time-series model (-11.4%) and a Conv1D
                 # autoencoder (-11.8%)
-                "vgg19_adam_k3:b1", "deep_mlp_ln_sgdm_k3:b128",
-                "gru_timeseries_rmsprop_k3:b64", "conv1d_autoencoder_adam_k3:b32",
+                "vgg19_adam_k3:b1", "deep_mlp_ln_sgdm_k3:b128", "gru_timeseries_rmsprop_k3:b64",
+                # (the Conv1D autoencoder came within 10% once a transposed convolution's im2col
+                # buffers were traced: rules.OtherConv.transposed_scratch)
                 # (the fastText model came within 10% once traced: Keras 3's Adam makes a sparse
                 # gradient dense for each of its ops, optimizers._sparse_two_moments)
                 # the 3-D CNN came within 10% once Conv3D's own kernels were traced (no im2col buffer
@@ -149,8 +150,8 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     off the traces of some of them). Not met on the 116 configurations of
     tests/data/keras_oracle/unseen, five batches each measured after the last change before it and
     audited before any change for it: 93 of 116 (80%) as first audited (the third batch 23 of 24,
-    the fourth 18 of 24, the fifth 17 of 24), 101 of 116 (87%) and a median of 2.4% now; nor on all
-    253 (226, 89%, 2.3%). Held there, so that a regression fails."""
+    the fourth 18 of 24, the fifth 17 of 24), 102 of 116 (88%) and a median of 2.4% now; nor on all
+    253 (227, 89.7%, 2.3%). Held there, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
@@ -258,6 +259,26 @@ def _program(name, batch, optimizer=None, folder="new"):
     a = audit_keras(os.path.join(ORACLE, folder, "models", name), batch=batch, mode="cpu", optimizer=optimizer)
     return build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
                       weights=layer_weights(a.graph, []), device="cpu").program
+
+
+def test_transposed_convolutions_hold_the_im2col_buffers_tensorflow_allocates():
+    """A transposed convolution's kernels are a convolution's with the roles swapped; their im2col
+    buffers, traced (tf_keras, the Conv2DTranspose autoencoder at batch 64; Keras 3, Keras's Conv1D
+    autoencoder at batch 32), over x's pixels by (kernel taps x output channels), shard images each:
+    - conv2d_transpose_1, 14x14x64 to 28x28x32, 3x3: the forward Conv2DBackpropInput's (1, 196, 288)
+      floats, 225,792 bytes; the filter gradient's (90, 196, 288), 20,321,280 bytes (shard =
+      ceil(7,864,320 / (196 x 288 + 196 x 64 + 288 x 64)) = 90), beside the contraction's temporary
+      of the 3x3x32x64 filter plus 64 bytes (73,792);
+    - conv1d_transpose_1, 144x16 to 288x32, 7 taps: the filter gradient's (207, 144, 224), 26,707,968
+      bytes (shard = ceil(7,864,320 / (144 x 224 + 144 x 16 + 224 x 16)) = 207), plus 14,400."""
+    for name, folder, batch, layer, forward, filt in (
+            ("conv_autoencoder_adam.keras", "new", 64, "conv2d_transpose_1", 225792, 20321280 + 73792),
+            ("conv1d_autoencoder_adam_k3.keras", "unseen", 32, "conv1d_transpose_1", None, 26707968 + 14400)):
+        program = _program(name, batch, folder=folder)
+        steps = {st.label: st for st in program.steps}
+        if forward is not None:
+            assert steps[f"{layer} conv"].scratch == forward
+        assert steps[f"{layer} kernel gradient"].scratch == filt
 
 
 def test_keras3_attention_kernel_gradients_are_first_one_per_batch_row():

@@ -292,11 +292,34 @@ class OtherConv(_Weighted):
             mid = s.one(f"{name} depthwise", [xs[0]], mid_bytes)
             z = s.one(f"{name} pointwise", [mid], _size(out))
         else:
-            z = s.one(f"{name} conv", [xs[0]], _size(out))
+            z = s.one(f"{name} conv", [xs[0]], _size(out), scratch=self.transposed_scratch(s, node, "forward"))
         if node.layer.config.get("use_bias", True):
             z = s.one(f"{name} BiasAdd", [z], _size(out), forward=True)
         y, act = act_forward(s, name, z, out, node.layer.config.get("activation"))
         return [y], (xs[0], mid, act)
+
+    def transposed_scratch(self, s, node, op):
+        """A transposed convolution's kernels on the CPU, the roles of a convolution's swapped: its
+        forward pass is Conv2DBackpropInput and its filter gradient Conv2DBackpropFilter of (the output
+        gradient, x), each with its im2col buffer over x's pixels by (kernel x output channels)
+        (traced: Keras's Conv1D autoencoder, 207 x 144 x 224 floats; a Conv2DTranspose autoencoder,
+        90 x 196 x 288 and 116 x 49 x 576), its input gradient a Conv2D (MatMul's packed blocks over
+        x's pixels). 0 for any other convolution here, or off the CPU."""
+        if s.device != "cpu" or "Transpose" not in node.layer.class_name and node.layer.class_name != "Deconvolution2D":
+            return 0
+        x, y = node.inputs[0].spec, node.outputs[0].spec
+        last = node.layer.config.get("data_format", "channels_last") != "channels_first"
+        cin, cout = (x.shape[-1], y.shape[-1]) if last else (x.shape[1], y.shape[1])
+        x_pixels = prod(x.shape[1:-1] if last else x.shape[2:])
+        kernel = node.layer.config.get("kernel_size") or [1]
+        taps = prod(kernel) if isinstance(kernel, (list, tuple)) else kernel ** (len(x.shape) - 2)
+        item = _item(y)
+        if op == "forward":
+            return kernels.conv_backprop_input(x.shape[0], x_pixels, taps * cout, cin, item, s.threads)
+        if op == "filter":
+            w = next(w for w in s.weights_of(node) if w.name == "kernel")
+            return kernels.conv_backprop_filter(x_pixels, taps * cout, cin, item) + kernels.contraction_temporary(nbytes(w))
+        return kernels.matmul(x.shape[0] * x_pixels, taps * cout, cin, item)
 
     def backward(self, s, node, keep, dys, need):
         x, mid, act = keep
@@ -311,10 +334,13 @@ class OtherConv(_Weighted):
             if not w.trainable:
                 continue
             reads = [dz] if w.name == "bias" else [mid, dz] if w.name == "pointwise_kernel" else [x, dmid or dz]
-            grads.append((w, s.one(f"{name} {w.name} gradient", reads, nbytes(w), kind="weight gradient")))
+            scratch = self.transposed_scratch(s, node, "filter") if w.name == "kernel" else 0
+            grads.append((w, s.one(f"{name} {w.name} gradient", reads, nbytes(w), scratch=scratch,
+                                   kind="weight gradient")))
         dx = None
         if need[0]:
-            dx = s.one(f"{name} input gradient", [dmid or dz], _size(node.inputs[0].spec), kind="gradient")
+            dx = s.one(f"{name} input gradient", [dmid or dz], _size(node.inputs[0].spec),
+                       scratch=self.transposed_scratch(s, node, "input"), kind="gradient")
         s.one(f"{name} gradient done", [dz, x, dmid], 0)
         return [dx], grads
 
