@@ -95,3 +95,15 @@ def test_every_run_of_a_restarted_job_is_reproduced(tmp_path):
         assert logparse.first_difference(want, have) is None, logparse.first_difference(want, have)
     audit = run_in_process(log, "--format", "json")
     assert audit.returncode == 0 and audit.stdout.count('"role": "train"') == 1
+
+
+def test_a_logged_path_of_thousands_of_parts_is_looked_up_in_its_last_few(tmp_path):
+    """A log whose solver names a net file by a path of 5,000 folders: refused at once, in one line."""
+    with open(os.path.join(REPO, LOG), errors="replace") as f:
+        text = f.read()
+    deep = "/" + "/".join(["d"] * 5000) + "/train.prototxt"
+    log = tmp_path / "deep.log"
+    log.write_text(text.replace("/home/zhongchong/repos/caffe-ssd/models/resnet18/own/train.prototxt", deep))
+    run = run_in_process(log, "--caffe-log", "--phase", "train", timeout=30)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1

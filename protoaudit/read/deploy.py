@@ -6,8 +6,8 @@ import os
 
 from ..errors import InputError
 
-MAX_FILES = 16  # prototxt files looked at in one folder
-MAX_BYTES = 4 << 20  # a deploy net's text; a larger file is passed over
+MAX_FILES = 8  # prototxt files looked at in one folder
+MAX_BYTES = 2 << 20  # a deploy net's text (a ResNet-152's is 0.2 MB); a larger file is passed over
 
 
 def inputs_beside(path, param):

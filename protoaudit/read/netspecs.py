@@ -141,10 +141,13 @@ def _named_file(net, log_path, schema, defines, strict):
     return f"the file it came from, '{net.source}', is found neither as named nor beside the log or above it"
 
 
+MAX_PARTS = 8  # the last parts of a logged path tried beside the log: deeper than any repository's
+
+
 def _candidates(named, log_path):
     """Where the net file a log names may be: as named (from the working directory), then its
     last one, two... parts joined to the log's folder and each folder above it, longest first."""
-    parts = [p for p in named.replace("\\", "/").split("/") if p not in ("", ".")]
+    parts = [p for p in named.replace("\\", "/").split("/") if p not in ("", ".")][-MAX_PARTS:]
     seen = [named]
     for n in range(len(parts), 0, -1):
         tail = os.path.join(*parts[-n:])
