@@ -111,7 +111,11 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # the ConvLSTM2D next-frame model, whose last layer is a Conv3D, had been within 10%
                 # only through that buffer: traced, its peak is in the second ConvLSTM2D's backward
                 # loop, where the model holds less (tf_keras -22%, Keras 3 -36%)
-                "conv_lstm_adam:b4", "conv_lstm_adam_k3:b4"}
+                "conv_lstm_adam:b4", "conv_lstm_adam_k3:b4",
+                # and a sixth, measured after all of that: the two-headed MLP with momentum SGD in
+                # both flavours (+31.5%, +44.5%: a step of 0.8 to 1.0 MB, a third of it the fixed
+                # per-step overhead) and tf_keras's siamese MLP with momentum SGD (+14.1%)
+                "two_heads_sgdm:b128", "two_heads_sgdm_k3:b128", "siamese_mlp_sgdm:b64"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -142,16 +146,16 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
 
 @pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.9, 0.03),
                                                   (("unseen",), 0.87, 0.03),
-                                                  (("shared", "new", "unseen", "seeds"), 0.88, 0.03)])
+                                                  (("shared", "new", "unseen", "seeds"), 0.89, 0.03)])
 def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
-    outside that range under 3%. Met on the shared measurements (46 of 50, 1.1%) and on the
+    outside that range under 3%. Met on the shared measurements (46 of 50, 1.0%) and on the
     configurations measured since (tests/data/keras_oracle/new: 78 of 86, 2.9%; the rules were read
-    off the traces of some of them). Not met on the 116 configurations of
-    tests/data/keras_oracle/unseen, five batches each measured after the last change before it and
-    audited before any change for it: 93 of 116 (80%) as first audited (the third batch 23 of 24,
-    the fourth 18 of 24, the fifth 17 of 24), 102 of 116 (88%) and a median of 2.4% now; nor on all
-    253 (227, 89.7%, 2.3%). Held there, so that a regression fails."""
+    off the traces of some of them). Not met on the 140 configurations of
+    tests/data/keras_oracle/unseen, six batches each measured after the last change before it and
+    audited before any change for it: 114 of 140 (81%) as first audited (the third batch 23 of 24,
+    the fourth 18, the fifth 17, the sixth 21), 123 of 140 (88%) and a median of 2.3% now; nor on
+    all 277 (248, 89.5%, 2.2%). Held there, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
