@@ -211,7 +211,8 @@ def _with_deploy_inputs(spec, options, needed):
     (protoaudit.read.deploy), each listed as an assumption; None unless every top it needs is there."""
     from .read.deploy import fill, inputs_beside
 
-    beside = inputs_beside(spec.path, spec.param) if spec.path else {}
+    tops = {top for need in needed.needs for top, _ in need.tops}
+    beside = inputs_beside(spec.path, spec.param, tops) if spec.path else {}
     shapes, said = {}, []
     for need in needed.needs:
         for top, known in need.tops:

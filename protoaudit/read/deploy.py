@@ -3,6 +3,7 @@ is not on this machine. A repository keeps `deploy.prototxt` (an input of 1x3x22
 `train_val.prototxt` whose LMDB it does not ship; the deploy net's channels, height and width are
 the ones the net was built for."""
 import os
+import re
 
 from ..errors import InputError
 
@@ -10,11 +11,12 @@ MAX_FILES = 8  # prototxt files looked at in one folder
 MAX_BYTES = 2 << 20  # a deploy net's text (a ResNet-152's is 0.2 MB); a larger file is passed over
 
 
-def inputs_beside(path, param):
+def inputs_beside(path, param, tops):
     """{top: (shape, file)} of the net inputs declared by the deploy nets of the net `param` (read
     from `path`) in its folder, those named `*deploy*` first; the first file to declare a top wins.
     A deploy net is one whose layers are this net's (_same_net): a folder of unrelated nets gives
-    none of its inputs to another."""
+    none of its inputs to another. Only files whose text names every top of `tops` and half of the
+    net's layers are parsed (a folder of a hundred nets costs a read of each, not a parse)."""
     from .netspecs import net_specs
 
     folder = os.path.dirname(os.path.abspath(path))
@@ -31,6 +33,10 @@ def inputs_beside(path, param):
         try:
             if not os.path.isfile(other) or os.path.getsize(other) > MAX_BYTES:
                 continue
+            with open(other, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+            if not _may_be_its_deploy(text, tops, param):
+                continue
             specs = net_specs(other)
         except (InputError, OSError):
             continue
@@ -39,6 +45,17 @@ def inputs_beside(path, param):
         for top, shape in _declared(specs[0].param).items():
             found.setdefault(top, (shape, name))
     return found
+
+
+def _may_be_its_deploy(text, tops, train):
+    """A read of a net's text before it is parsed: it names every top of `tops` and half of the
+    train net's layers (a deploy version names nearly all of them; an unrelated net few)."""
+    quoted = set(_QUOTED.findall(text))
+    names = {layer.name for layer in train.layer}
+    return tops <= quoted and len(names & quoted) >= len(names) / 2
+
+
+_QUOTED = re.compile(r"[\"']([^\"'\n]+)[\"']")
 
 
 def _same_net(deploy, train):
