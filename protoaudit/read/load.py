@@ -334,13 +334,13 @@ def _borrowing(readings):
     the reading that lacks the fewest, its layers made "A+B" (B's class for each type A lacks:
     protoaudit.layers.base.fork_layers), when every type it lacks has one class among the forks
     that size it; else None. The audit lists which types were borrowed (protoaudit.net.build)."""
-    from ..layers import fork_layers
+    from ..layers import fork_layers, fork_types
 
     lacking = []
     for r in readings:
         donors = []
         for t in sorted(_types_used(r[1], r[0], r[2].layers) - _known_types(r[2].layers)):
-            sizing = [f for f in FORKS if t in _known_types(f) and t not in _known_types("bvlc")]
+            sizing = [f for f in FORKS if t in fork_types(f)]  # (t is no BVLC type: r would know it)
             if len({fork_layers(f)[t] for f in sizing}) != 1:
                 break  # no fork sizes it, or forks size it otherwise
             donors.append(sizing[0])

@@ -100,9 +100,8 @@ def _log_specs(run, path, phase, schema, defines, strict=False):
             state, assumed = make_state(src.message, net.phase), ()
         role = "net" if solver is None else "train" if net.phase == "TRAIN" and k == 0 else "test"
         where = f"Caffe's log, line {net.layers[0].line}" if net.layers else ""
-        specs.append(NetSpec(role, src.message, state, src.schema, src.path if net.params.cut else path, lines,
-                             solver, own_phase=True, shapes=net.data_shapes(), shapes_from=where,
-                             skipped=src.skipped, assumed=assumed))
+        specs.append(NetSpec(role, src.message, state, src.schema, src.path, lines, solver, own_phase=True,
+                             shapes=net.data_shapes(), shapes_from=where, skipped=src.skipped, assumed=assumed))
     return specs
 
 
@@ -148,10 +147,10 @@ def _candidates(named, log_path):
     """Where the net file a log names may be: as named (from the working directory), then its
     last one, two... parts joined to the log's folder and each folder above it, longest first."""
     parts = [p for p in named.replace("\\", "/").split("/") if p not in ("", ".")][-MAX_PARTS:]
-    seen = [named]
+    folders, seen = up_from(log_path), [named]
     for n in range(len(parts), 0, -1):
         tail = os.path.join(*parts[-n:])
-        seen += [os.path.join(f, tail) for f in up_from(log_path)]
+        seen += [os.path.join(f, tail) for f in folders]
     return [shown(c) for c in dict.fromkeys(seen) if os.path.isfile(c)]
 
 

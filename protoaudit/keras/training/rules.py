@@ -171,6 +171,26 @@ class Dense(_Weighted):
         return [dx], grads
 
 
+def _taps(node, spatial_axes):
+    """The kernel's taps: the product of `kernel_size`, one size standing for every spatial axis."""
+    kernel = node.layer.config.get("kernel_size") or [1]
+    return prod(kernel) if isinstance(kernel, (list, tuple)) else kernel ** spatial_axes
+
+
+def _conv_dims(node, swapped=False):
+    """(batch, output pixels, kernel taps x input channels, output channels) of a convolution's
+    contraction; `swapped`: of a transposed convolution's kernels, whose roles of input and output
+    are a convolution's the other way round (x's pixels, taps x the layer's output channels, x's
+    channels)."""
+    x, y = node.inputs[0].spec, node.outputs[0].spec
+    if swapped:
+        x, y = y, x
+    last = node.layer.config.get("data_format", "channels_last") != "channels_first"
+    cin, cout = (x.shape[-1], y.shape[-1]) if last else (x.shape[1], y.shape[1])
+    spatial = y.shape[1:-1] if last else y.shape[2:]
+    return x.shape[0], prod(spatial), _taps(node, len(spatial)) * cin, cout
+
+
 @rule("Conv1D", "Conv2D", "Conv3D", "Convolution1D", "Convolution2D", "Convolution3D")
 class Conv(_Weighted):
     """Conv2D (Conv1D through ExpandDims, which shares memory), BiasAdd into it, the activation; the
@@ -222,7 +242,7 @@ class Conv(_Weighted):
         batch, out_image, filter_total, out_depth = self.dims(node)
         item = _item(node.outputs[0].spec)
         if self.cuboid(node):
-            in_depth = node.inputs[0].spec.shape[-1 if self.channels_last(node) else 1]
+            in_depth = filter_total // _taps(node, len(node.inputs[0].spec.shape) - 2)
             return kernels.cuboid_backprop_input(batch, out_image, filter_total, out_depth, in_depth,
                                                  self.elements(node), item)
         return kernels.conv_backprop_input(batch, out_image, filter_total, out_depth, item, s.threads)
@@ -232,18 +252,8 @@ class Conv(_Weighted):
         batch, out_image, filter_total, out_depth = self.dims(node)
         return prod(node.inputs[0].spec.shape), filter_total * out_depth, batch * out_image * out_depth
 
-    @staticmethod
-    def channels_last(node):
-        return node.layer.config.get("data_format", "channels_last") != "channels_first"
-
     def dims(self, node):
-        x, y = node.inputs[0].spec, node.outputs[0].spec
-        last = self.channels_last(node)
-        cin, cout = (x.shape[-1], y.shape[-1]) if last else (x.shape[1], y.shape[1])
-        spatial = y.shape[1:-1] if last else y.shape[2:]
-        kernel = node.layer.config.get("kernel_size") or [1]
-        kernel = kernel if isinstance(kernel, (list, tuple)) else [kernel] * len(spatial)
-        return x.shape[0], prod(spatial), prod(kernel) * cin, cout
+        return _conv_dims(node)
 
     def backward(self, s, node, keep, dys, need):
         x, act = keep
@@ -307,19 +317,14 @@ class OtherConv(_Weighted):
         x's pixels). 0 for any other convolution here, or off the CPU."""
         if s.device != "cpu" or "Transpose" not in node.layer.class_name and node.layer.class_name != "Deconvolution2D":
             return 0
-        x, y = node.inputs[0].spec, node.outputs[0].spec
-        last = node.layer.config.get("data_format", "channels_last") != "channels_first"
-        cin, cout = (x.shape[-1], y.shape[-1]) if last else (x.shape[1], y.shape[1])
-        x_pixels = prod(x.shape[1:-1] if last else x.shape[2:])
-        kernel = node.layer.config.get("kernel_size") or [1]
-        taps = prod(kernel) if isinstance(kernel, (list, tuple)) else kernel ** (len(x.shape) - 2)
-        item = _item(y)
+        batch, x_pixels, filter_total, depth = _conv_dims(node, swapped=True)
+        item = _item(node.outputs[0].spec)
         if op == "forward":
-            return kernels.conv_backprop_input(x.shape[0], x_pixels, taps * cout, cin, item, s.threads)
+            return kernels.conv_backprop_input(batch, x_pixels, filter_total, depth, item, s.threads)
         if op == "filter":
             w = next(w for w in s.weights_of(node) if w.name == "kernel")
-            return kernels.conv_backprop_filter(x_pixels, taps * cout, cin, item) + kernels.contraction_temporary(nbytes(w))
-        return kernels.matmul(x.shape[0] * x_pixels, taps * cout, cin, item)
+            return kernels.conv_backprop_filter(x_pixels, filter_total, depth, item) + kernels.contraction_temporary(nbytes(w))
+        return kernels.matmul(batch * x_pixels, filter_total, depth, item)
 
     def backward(self, s, node, keep, dys, need):
         x, mid, act = keep
