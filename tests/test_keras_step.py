@@ -145,8 +145,8 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
 
 
 @pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.9, 0.03),
-                                                  (("unseen",), 0.87, 0.03),
-                                                  (("shared", "new", "unseen", "seeds"), 0.89, 0.03)])
+                                                  (("unseen",), 0.89, 0.03),
+                                                  (("shared", "new", "unseen", "seeds"), 0.90, 0.03)])
 def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 1.0%) and on the
@@ -364,6 +364,31 @@ def test_keras3_time_distributed_adds_one_full_input_gradient_per_step():
         program = _program(name, 32, folder="unseen")
         step = next(st for st in program.steps if st.label == "time_distributed input gradient")
         assert program.bufs[step.makes[0]].bytes + step.scratch == steps * 32 * 50 * 128 * 4
+
+
+def test_global_max_pooling_makes_its_gradients_indicator_in_the_forward_pass():
+    # _MaxGrad (math_grad.py) compares the input with the max and divides the float indicator by the
+    # count of maxima: nothing there reads the output's gradient, so the executor runs it right after
+    # the Max, and the indicator lives until the backward multiplies it in. Traced (the text CNN,
+    # batch 64, tf_keras and Keras 3): `global_max_pooling1d*/Equal, Cast, Sum, truediv` run in the
+    # forward pass; at the peak the three Casts are alive, one per branch, of the (64, 198 | 197 | 196,
+    # 100) conv outputs: 5,068,800, 5,043,200 and 5,017,600 bytes.
+    for name in ("text_cnn_adam.keras", "text_cnn_adam_k3.keras"):
+        program = _program(name, 64, folder="unseen")
+        labels = [st.label for st in program.steps]
+        loss = next(i for i, label in enumerate(labels) if "loss" in label)
+        made = {program.bufs[m].label: program.bufs[m].bytes for st in program.steps[:loss] for m in st.makes}
+        assert sorted(v for k, v in made.items() if k.endswith("indicators")) == [5_017_600, 5_043_200, 5_068_800]
+
+
+def test_keras3_conv1d_filter_gradient_runs_before_its_input_gradient():
+    # Keras 3's Conv1D reshapes its gradient for Conv2D's (ExpandDims's gradient); traced (the text CNN,
+    # Adam, batch 64, branches joined by a Concatenate): in each branch Conv2DBackpropFilter runs
+    # before Conv2DBackpropInput, not set aside as a Conv2D's filter gradient is where branches join.
+    program = _program("text_cnn_adam_k3.keras", 64, folder="unseen")
+    labels = [st.label for st in program.steps]
+    for conv in ("conv1d", "conv1d_1", "conv1d_2"):
+        assert labels.index(f"{conv} Conv2DBackpropFilter") < labels.index(f"{conv} Conv2DBackpropInput")
 
 
 def test_keras3_keeps_an_embeddings_rho_v_until_its_update():

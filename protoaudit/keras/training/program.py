@@ -49,6 +49,7 @@ class StepBuilder:
         self.defer = None  # (group, every op?): weight-gradient ops (or every op) made now run after the chain
         self.deferred = {}  # step index -> group: steps that run after the input-gradient chain
         self.optimizer = None  # (name, config), or None: no updates
+        self.need = ()  # for the node being laid out: whether each input's gradient is wanted
         # whether branches of the model join (Add, Concatenate...): Keras 3's convolutions then set
         # their filter gradients aside (rules.Conv.grads_late)
         self.joins = any(node.layer.class_name in MERGING for node in graph.nodes)
@@ -135,6 +136,7 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
         own = any(w.trainable for w in s.weights_of(node))
         up = own or any(trainable_up.get(id(t), False) for t in node.inputs)
         xs = [ids[id(t)] for t in node.inputs]
+        s.need = [trainable_up.get(id(t), False) for t in node.inputs]
         outs, keep = rule.forward(s, node, xs)
         for t, o in zip(node.outputs, outs):
             ids[id(t)] = o

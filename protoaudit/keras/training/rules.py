@@ -202,7 +202,7 @@ class Conv(_Weighted):
     two ready ops the executor sets aside is not derived here: this is what the traces show."""
 
     def grads_late(self, s, node):
-        return s.flavour == "tf_keras" or s.joins
+        return s.flavour == "tf_keras" or (s.joins and len(node.inputs[0].spec.shape) != 3)
 
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
@@ -530,21 +530,25 @@ class Reshaping(Rule):
 @rule("GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPooling3D", "GlobalMaxPool1D", "GlobalMaxPool2D",
       "GlobalMaxPool3D")
 class GlobalMax(Rule):
-    """Max over axes; its gradient (_MaxGrad) compares the input with the output: a bool and a float
-    indicator of the input's size, then divides and multiplies into the float one."""
+    """Max over axes. Its gradient (_MaxGrad, math_grad.py) compares the input with the output, a bool
+    and then a float indicator of the input's size, and divides it by the count of maxima: none of
+    that reads the output's gradient, so TensorFlow's executor runs it in the forward pass, right
+    after the Max, and the indicator lives until the backward multiplies it by the gradient, into
+    its memory (traced: tf_keras's text CNN, three such indicators alive at once)."""
 
     def forward(self, s, node, xs):
         y = s.one(f"{node.layer.name} Max", [xs[0]], _size(node.outputs[0].spec))
-        return [y], (xs[0], y)
+        if not s.need[0]:
+            return [y], None
+        spec = node.inputs[0].spec
+        eq = s.one(f"{node.layer.name} equal", [xs[0], y], prod(spec.shape), kind="gradient")
+        return [y], s.one(f"{node.layer.name} indicators", [eq], _size(spec), kind="gradient")
 
     def backward(self, s, node, keep, dys, need):
         if not need[0]:
             return [None], []
-        spec = node.inputs[0].spec
-        eq = s.one(f"{node.layer.name} equal", [keep[0], keep[1]], prod(spec.shape), kind="gradient")
-        ind = s.one(f"{node.layer.name} indicators", [eq], _size(spec), kind="gradient")
-        dx = s.one(f"{node.layer.name} input gradient", [ind, dys[0]], _size(spec), forward=True, kind="gradient")
-        return [dx], []
+        return [s.one(f"{node.layer.name} input gradient", [keep, dys[0]], _size(node.inputs[0].spec),
+                      forward=True, kind="gradient")], []
 
 
 MERGING = ("Add", "Average", "Subtract", "Maximum", "Minimum", "Multiply", "Concatenate", "Dot")
