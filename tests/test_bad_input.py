@@ -179,6 +179,22 @@ def test_unknown_layer_type_of_another_fork(cli, tmp_path):
     says_what_to_do(msg)
 
 
+def test_a_type_a_shipped_fork_sizes_is_no_misspelling(cli, tmp_path):
+    """Fast R-CNN's ROIPooling is one edit from Pooling, and DeepLab's ImageSegData from ImageData: in
+    a net that no shipped fork reads whole (mscnn's deploy net; a MobileNet U-Net), the message names
+    the forks that size the type, not a misspelling (tried as a new user would: both were called
+    typos)."""
+    for kind, forks in (("ROIPooling", "--fork fastrcnn"), ("ImageSegData", "--fork deeplab_v2")):
+        other = ('layer { name: "boxes" type: "BoxOutput" bottom: "data" top: "boxes" '
+                 'box_output_param { fg_thr: 0.5 } }\n')  # mscnn's own layer, which no shipped fork reads
+        write(tmp_path, "net.prototxt", NET.replace('"Convolution"', f'"{kind}"').replace(
+            "convolution_param { num_output: 4 kernel_size: 3 }", "") + other)
+        msg = refused(cli("net.prototxt"))
+        assert f"unknown layer type '{kind}'" in msg and "did you mean" not in msg
+        assert forks in msg
+        says_what_to_do(msg)
+
+
 def test_missing_bottom(cli, tmp_path):
     write(tmp_path, "net.prototxt", NET.replace('bottom: "data"', 'bottom: "dat"'))
     msg = refused(cli("net.prototxt"))

@@ -725,10 +725,12 @@ def _loss_weights(impl, given, num_tops):
 def _typo(lp, schema):
     """An unknown layer type that is a known one misspelt: the error says which, and no more (its
     tops declared with --input would only hide the typo). None where no type is near."""
-    from ..layers import suggest
+    from ..layers import fork_layers, suggest
+    from ..read.schema import FORKS
     from ..read.whose import fork_of
 
-    hint = None if fork_of(lp) else suggest(lp.type, schema)  # (a fork's type is no misspelling)
+    forks = fork_of(lp) or any(lp.type in fork_layers(f) for f in FORKS)
+    hint = None if forks else suggest(lp.type, schema)  # (a fork's type is no misspelling)
     return InputError(f"unknown layer type '{lp.type}'", layer=lp.name, fix=f"did you mean '{hint}'?") if hint else None
 
 
