@@ -136,6 +136,29 @@ def test_a_field_is_judged_in_its_own_layer_where_names_repeat(tmp_path):
     assert "unknown layer type 'ImageFloatData'" in run.stderr and "ReLU" not in run.stderr, run.stderr
 
 
+def test_a_field_of_another_shipped_schema_is_no_forks_field(tmp_path):
+    """Andrew-Qibin/DSS's ResNet net: HED's ImageLabelmapData (reading an image_data_param `normalize`
+    no shipped schema has) beside BVLC's BatchNorm, whose batch_norm_param HED's older schema lacks.
+    BVLC's caffe.proto has that field: the file is read with it, ImageLabelmapData borrowed from HED
+    as HED defines it, and only `normalize` is named (tried as a new user would: the refusal said
+    batch_norm_param was in no caffe.proto protoaudit ships)."""
+    (tmp_path / "n.prototxt").write_text(
+        'layer { name: "data" type: "ImageLabelmapData" top: "data" top: "label"\n'
+        '  image_data_param { source: "absent.lst" batch_size: 1 normalize: true } }\n'
+        'layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"\n'
+        '  convolution_param { num_output: 4 kernel_size: 3 } }\n'
+        'layer { name: "bn" type: "BatchNorm" bottom: "conv" top: "conv"\n'
+        '  batch_norm_param { use_global_stats: false } }\n')
+    run = run_protoaudit("n.prototxt", cwd=tmp_path)
+    assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
+    assert 'field "normalize" of ImageDataParameter' in run.stderr and "batch_norm_param" not in run.stderr
+    run = run_protoaudit("n.prototxt", "--input", "data=1x3x8x8", "--input", "label=1x1x8x8",
+                         "--format", "json", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    said = " ".join(a["assumption"] for a in json.loads(run.stdout)["assumptions"])
+    assert "ImageLabelmapData as HED's Caffe" in said and "ImageDataParameter.normalize" in said
+
+
 def test_a_misspelt_solver_field_is_still_refused(tmp_path):
     (tmp_path / "n.prototxt").write_text(open(os.path.join(HERE, "plain_train_val.prototxt")).read())
     (tmp_path / "s.prototxt").write_text('net: "n.prototxt"\nbase_lrr: 0.1\n')

@@ -430,7 +430,12 @@ def _past_unknown_fields(path, text):
         skipped = lenient.parse_skipping(text, message, frozenset(other.DESCRIPTOR.fields_by_name))
         if skipped is None or (schema.predates_v2 and any(net.layer for net in _nets_of(message, kind))):
             return None
-        ranked = (not _types_used(message, kind, schema.layers) <= _known_types(schema.layers), len(skipped))
+        # a reading that skips a field another shipped schema has comes last: that field is no fork's
+        # unknown one, and the reading's other types can be borrowed (DSS: HED's ImageLabelmapData
+        # beside BVLC's BatchNorm, whose batch_norm_param HED's older schema lacks)
+        ranked = (any(_has_field(other_name, field, holder) for field, holder, _ in skipped
+                      for other_name in SCHEMA_NAMES if other_name != name),
+                  not _types_used(message, kind, schema.layers) <= _known_types(schema.layers), len(skipped))
         return ranked, ((kind, message, schema), skipped)
 
     found = [r for r in (reading(SCHEMA_NAMES[0], kind) for kind in ("net", "solver")) if r is not None]
@@ -444,7 +449,8 @@ def _past_unknown_fields(path, text):
         kinds, forks = (kind,), [name for name in forks if _may_read_better(load_schema(name), skipped, types)]
         # a fork that defines no name the file uses otherwise reads it as BVLC's schema did, and only
         # knows other types: its rank needs no pass, and it is read only if it wins
-        alike = {name: (not _types_used(message, kind, name) <= _known_types(load_schema(name).layers), len(skipped))
+        alike = {name: (False, not _types_used(message, kind, name) <= _known_types(load_schema(name).layers),
+                        len(skipped))
                  for name in forks if not _reads_otherwise(text, name) and not load_schema(name).predates_v2}
     else:  # a fork reads what BVLC's schema does not only where the file uses a name it defines otherwise
         forks = [name for name in forks if _reads_otherwise(text, name)]
@@ -459,6 +465,8 @@ def _past_unknown_fields(path, text):
     if isinstance(best, str):
         best = reading(best, kinds[0])[1]
     (kind, message, schema), found = best
+    chosen = _borrowing([best[0]]) or best[0]
+    schema = chosen[2]
     used = list(_layers_used(message, kind, schema.layers))
     layers = {layer.name: (t, layer) for t, layer in used}
     known = _known_types(schema.layers)
@@ -485,7 +493,15 @@ def _past_unknown_fields(path, text):
         if skipped.why is None and (layer is None or layer.bottom or not layer.top or holder == "LayerParameter"):
             raise skipped._replace(tops=()).refusal(path)  # --input stands only for a data source's parameter
         out.append(skipped)
-    return best[0], tuple(out)
+    return chosen, tuple(out)
+
+
+def _has_field(schema_name, field, holder):
+    """Whether the shipped schema's message `holder` has the field."""
+    try:
+        return field in load_schema(schema_name).message(holder).DESCRIPTOR.fields_by_name
+    except KeyError:
+        return False
 
 
 def _without_descendants(readings):
