@@ -118,6 +118,23 @@ def test_mobilenet_ssd_has_1917_priors():
     assert tops(net, "mbox_priorbox") == [(1, 2, 1917 * 4)]
 
 
+def test_a_prior_count_the_location_layers_do_not_match_says_whose_count_it_is(tmp_path):
+    """MobileNet-SSD's conv11_mbox_loc predicts 3 priors x 4 coordinates per location (num_output 12);
+    given 16, the location predictions no longer match the 1917 priors and DetectionOutput's CHECK
+    fails in SSD's Caffe. The message says the count is SSD's PriorBox's: sfzhang15/FaceBoxes's deploy net, whose fork makes
+    21 priors per location from three min_sizes where SSD's makes 3, was told "Caffe stops here too"
+    (tried as a new user would)."""
+    text = open(os.path.join(CORPUS, "mobilenet_ssd_deploy.prototxt")).read()
+    loc = re.search(r'name: "conv11_mbox_loc".*?num_output: 12', text, re.S)
+    assert loc is not None  # 3 priors x 4 coordinates at conv11
+    (tmp_path / "n.prototxt").write_text(text[:loc.end() - 2] + "16" + text[loc.end():])
+    with pytest.raises(InputError) as refused:
+        build_nets(str(tmp_path / "n.prototxt"), phase="TEST")
+    said = str(refused.value)
+    assert "Number of priors must match number of location predictions: 1917 priors" in said
+    assert "SSD's Caffe stops here too" in said and "FaceBoxes" in said
+
+
 # --- Permute -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("order, shape", [
