@@ -368,6 +368,24 @@ def test_a_net_whose_types_no_one_fork_knows_borrows_the_missing_one(tmp_path):
     assert "unknown layer type 'ConvolutionDepthwise'" in r.stderr and "--fork shufflenet" in r.stderr
 
 
+def test_a_borrowing_reading_takes_the_bottoms_the_file_gives(tmp_path):
+    """ChenYingpeng/caffe-yolov3's MobileNetV2-YOLOv3: ConvolutionDepthwise beside a one-bottom Upsample.
+    SegNet's, ENet's and MobileNet-YOLO's Caffe each lack only ConvolutionDepthwise, but SegNet's and
+    ENet's Upsample take the pooling mask as a second bottom: MobileNet-YOLO's reading is the one
+    taken (tried as a new user would: SegNet's was, and the one-bottom Upsample was refused).
+    MobileNet-YOLO's Upsample (upsample_layer.cpp) multiplies height and width by `scale`: 16 x 2."""
+    path = tmp_path / "yolo.prototxt"
+    path.write_text(MIXED.replace('layer { name: "relu" type: "ReLU6" bottom: "dw" top: "dw" }',
+                                  'layer { name: "up" type: "Upsample" bottom: "dw" top: "up" upsample_param { scale: 2 } }'))
+    r = run_protoaudit(str(path), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    up = next(layer for layer in report["nets"][0]["layers"] if layer["name"] == "up")
+    assert up["tops"] == [[1, 8, 32, 32]]
+    (said,) = [a["assumption"] for a in report["assumptions"] if "every layer type" in a["assumption"]]
+    assert "MobileNet-YOLO" in said and "ConvolutionDepthwise as" in said
+
+
 def test_the_fork_that_lacks_the_fewest_types_reads_the_file(tmp_path):
     """With ShuffleChannel too, MobileNet-YOLO would lack two types and the shufflenet fork one
     (ReLU6): the file is read with the shufflenet fork's, ReLU6 borrowed. ShuffleChannel keeps the

@@ -331,7 +331,7 @@ def _reading(path, raw, schema_name, strict=True):
 def _borrowing(readings):
     """Readings that each lack a layer type some shipped fork sizes (a Caffe that added one fork's
     layer to another, as MnasNet's ConvolutionDepthwise beside MobileNet-YOLO's ReLU6 and Yolov3):
-    the reading that lacks the fewest, its layers made "A+B" (B's class for each type A lacks:
+    the reading that lacks the fewest (and whose own classes take the bottoms the file gives), its layers made "A+B" (B's class for each type A lacks:
     protoaudit.layers.base.fork_layers), when every type it lacks has one class among the forks
     that size it; else None. The audit lists which types were borrowed (protoaudit.net.build)."""
     from ..layers import fork_layers, fork_types
@@ -344,8 +344,8 @@ def _borrowing(readings):
             if len({fork_layers(f)[t] for f in sizing}) != 1:
                 break  # no fork sizes it, or forks size it otherwise
             donors.append(sizing[0])
-        else:
-            lacking.append((len(donors), r, list(dict.fromkeys(donors))))
+        else:  # (a reading whose own class of a type takes other bottoms than the file gives comes last)
+            lacking.append(((not _takes_its_bottoms(r), len(donors)), r, list(dict.fromkeys(donors))))
     if not lacking:
         return None
     _, (kind, message, schema), donors = min(lacking, key=lambda x: x[0])
