@@ -38,6 +38,22 @@ def test_input_dim_inputs_and_input_overrides():
     assert [(s["shape"], s["source"]) for s in json.loads(given.stdout)["data_shapes"]] == [([2, 3, 64, 64], "--input")]
 
 
+def test_an_image_of_one_pixel_is_named_as_the_placeholder_it_is(tmp_path):
+    """OpenPose's face and hand deploy nets write `input_dim: 1 3 1 1  # Original: 368`: Caffe builds
+    them at one pixel (each 3x3 convolution padded by 1 keeps 1x1), a figure of no use to anyone who
+    runs them at 368; the Data shape line says so and gives the --input line (tried as a new user
+    would: 741 MiB, without a word). A feature vector (4096 channels at 1x1) is no image."""
+    for dims, named in (("1 3 1 1", True), ("1 4096 1 1", False), ("1 3 368 368", False)):
+        (tmp_path / "n.prototxt").write_text(
+            'input: "image"\n' + "".join(f"input_dim: {d}\n" for d in dims.split())
+            + 'layer { name: "conv" type: "Convolution" bottom: "image" top: "conv"\n'
+              '  convolution_param { num_output: 8 kernel_size: 3 pad: 1 } }\n')
+        run = run_protoaudit("n.prototxt", cwd=tmp_path)
+        assert run.returncode == 0, run.stderr
+        line = next(x for x in run.stdout.splitlines() if x.startswith("Data shape:"))
+        assert ("an image of one pixel" in line and "--input image=1x3xHxW" in line) == named, line
+
+
 def test_a_quoted_type_in_a_v1_block_names_the_enum():
     run = run_protoaudit("v1_quoted_type.prototxt", cwd=HERE)
     assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr

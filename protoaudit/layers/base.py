@@ -119,6 +119,15 @@ class ShapeOrigin(NamedTuple):
     source: str  # "the layer's parameters", "dataset PATH (first record: ...)", "assumed: ...", "--input"
 
 
+def one_pixel(top, shape):
+    """What a shape written in the file says when it is an image of one pixel (1 to 4 channels, 1 x 1):
+    the size OpenPose's deploy nets write for a net reshaped to the image at run time."""
+    if len(shape) == 4 and shape[1] <= 4 and shape[2] == shape[3] == 1:
+        return (f" (an image of one pixel: the size a deploy net reshaped at run time writes; "
+                f"give --input {top}={shape[0]}x{shape[1]}xHxW for the size you run)")
+    return ""
+
+
 class MissingShape(Exception):
     """A layer cannot know a top's shape: the net driver collects every such top of every net and
     asks for them all in one message (`tops`: (name, known dims, None where unknown))."""

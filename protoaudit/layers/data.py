@@ -14,7 +14,7 @@ What a data layer holds, beyond its tops, is in `Prefetching.touches` and `HDF5D
 """
 from ..read.datasets import MissingLibrary, reader
 from . import touch
-from .base import Layer, count, register
+from .base import Layer, count, one_pixel, register
 from .cxx import STRING, assigned
 from .sources import Source, cached, legacy_chw
 
@@ -644,8 +644,8 @@ class Input(DataSource):
                 self.note_origin(j, shape, "--input")
             return tops
         tops = [self.override(j, tuple(s.dim)) for j, s in enumerate(once_or_per_top(self, shapes, "shape"))]
-        for j, shape in enumerate(tops):
-            self.note_origin(j, shape, "the layer's input_param")
+        for j, (top, shape) in enumerate(zip(self.lp.top, tops)):
+            self.note_origin(j, shape, "the layer's input_param" + one_pixel(top, shape))
         return tops
 
     def touches(self, run):

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from .. import layers as _layers  # noqa: F401  (registers every layer type)
 from ..errors import InputError, closest
-from ..layers.base import NET_INPUT, REGISTRY, Assumption, Context, MissingShape, ShapeOrigin, count, fork_layers
+from ..layers.base import NET_INPUT, REGISTRY, Assumption, Context, MissingShape, ShapeOrigin, count, fork_layers, one_pixel
 from ..layers.data import Declared
 from ..options import INT_MAX, MAX_AXES
 from ..records import RECORD
@@ -389,6 +389,7 @@ class _Builder:
                     source = "the net's " + ("input_dim" if net.input_dim else "input_shape")
                     if in_file and shape[0] != in_file[0]:
                         source += f", batch {shape[0]} from --batch"
+                    source += one_pixel(name, shape)
                 self.ctx.origins.append(ShapeOrigin(NET_INPUT, name, shape, source))
             blob = self.new_blob(name, shape, -1)
             self.by_name[name] = blob.index
