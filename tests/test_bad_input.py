@@ -195,6 +195,20 @@ def test_a_type_a_shipped_fork_sizes_is_no_misspelling(cli, tmp_path):
         says_what_to_do(msg)
 
 
+def test_a_type_named_after_the_one_it_extends_is_no_misspelling(cli, tmp_path):
+    """cascade-rcnn's BboxAccuracy and joint-hashing's K1_EuclideanLoss are their forks' own types:
+    a misspelling keeps the length but for a letter, so neither is offered Accuracy or EuclideanLoss;
+    and two layers of one unknown type are told once, both named (tried as a new user would:
+    cascade-rcnn's train net got 'did you mean Accuracy?', its 45 layers 18 KB of message)."""
+    layers = "".join(f'layer {{ name: "{name}" type: "{kind}" bottom: "conv1" top: "{name}" }}\n'
+                     for name, kind in (("acc", "BboxAccuracy"), ("l1", "K1_EuclideanLoss"), ("l2", "K1_EuclideanLoss")))
+    write(tmp_path, "net.prototxt", NET + layers)
+    msg = refused(cli("net.prototxt"))
+    assert "did you mean" not in msg and "3 layers need a top shape" in msg
+    assert "layers 'l1' (line 16), 'l2' (line 17): unknown layer type 'K1_EuclideanLoss'" in msg
+    says_what_to_do(msg)
+
+
 def test_missing_bottom(cli, tmp_path):
     write(tmp_path, "net.prototxt", NET.replace('bottom: "data"', 'bottom: "dat"'))
     msg = refused(cli("net.prototxt"))

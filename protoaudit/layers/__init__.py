@@ -18,5 +18,8 @@ for _file in sorted(os.listdir(os.path.dirname(__file__))):  # as pkgutil.iter_m
 
 
 def suggest(type_name, schema="bvlc"):
-    """The registered type closest to a misspelt one (BVLC's and the net's fork's), or None."""
-    return closest(type_name, list(REGISTRY) + list(fork_layers(schema)))
+    """The registered type closest to a misspelt one (BVLC's and the net's fork's), or None. A
+    misspelling keeps the length but for a letter; a name longer or shorter than that is a fork's
+    own type named after the one it extends (BboxAccuracy, K1_EuclideanLoss, ROIPooling)."""
+    near = closest(type_name, list(REGISTRY) + list(fork_layers(schema)))
+    return near if near is not None and abs(len(near) - len(type_name)) <= 1 else None

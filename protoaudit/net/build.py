@@ -269,8 +269,12 @@ class ShapesNeeded(InputError):
         if len(self.needs) == 1:
             super().__init__(first.reason, file=path, line=first.line, layer=first.layer, fix=self.flags())
         else:
-            where = "; ".join(f"layer '{n.layer}'" + (f" (line {n.line})" if n.line else "") + f": {n.reason}"
-                              for n in self.needs)
+            groups = {}  # layers that need a shape for the same reason (a fork's type used 12 times) told once
+            for n in self.needs:
+                groups.setdefault(n.reason, []).append(f"'{n.layer}'" + (f" (line {n.line})" if n.line else ""))
+            where = "; ".join(("layer " if len(named) == 1 else "layers ") + ", ".join(named[:3])
+                              + (f" and {len(named) - 3} more" if len(named) > 3 else "") + f": {reason}"
+                              for reason, named in groups.items())
             super().__init__(f"{len(self.needs)} layers need a top shape protoaudit cannot find: {where}",
                              file=path, fix=self.flags())
 
