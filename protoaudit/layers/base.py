@@ -155,6 +155,7 @@ class Context:
     assumptions: list = field(default_factory=list)  # Assumption
     origins: list = field(default_factory=list)  # ShapeOrigin
     input_sources: dict = field(default_factory=dict)  # top -> where an `inputs` shape came from, if not --input
+    logged_layers: dict = field(default_factory=dict)  # layer name -> what Caffe's log says it set up (Logged)
 
 
 class Layer:

@@ -12,6 +12,8 @@ shape came from is noted for the report. `--batch` replaces the batch size.
 
 What a data layer holds, beyond its tops, is in `Prefetching.touches` and `HDF5Data.touches`.
 """
+import shlex
+
 from ..read.datasets import MissingLibrary, reader
 from . import touch
 from .base import Layer, count, one_pixel, register
@@ -708,3 +710,55 @@ class Declared(Layer):
     def asks(cls, lp):
         """Whether the user must declare this layer's tops (else it knows their shapes)."""
         return True
+
+
+# the fields of a layer's *_param that only a layer with weights has
+WEIGHT_FIELDS = ("num_output", "weight_filler", "bias_filler", "filler")
+
+
+class Logged(Declared):
+    """A layer of a type protoaudit has no rule for, in a net Caffe's log records: Caffe printed its
+    top shapes (and loss weights), so they are the log's, and the net is audited around it. Its
+    tops and their diffs are counted as any layer's; its parameter blobs and what its code
+    allocates are unknown, counted as none, and said so."""
+
+    gap = "its parameters and internal buffers (protoaudit has no rule for its type)"
+
+    @property
+    def logged(self):
+        return self.ctx.logged_layers[self.lp.name]
+
+    @classmethod
+    def asks(cls, lp):
+        return False
+
+    def reshape(self, bottoms):
+        tops = [self.override(j, shape) for j, shape in enumerate(self.logged.shapes)]
+        moved = tops != [tuple(shape) for shape in self.logged.shapes]
+        batch = f" (--batch {self.ctx.batch} taken as their first axis, as an --input shape's)" if moved else ""
+        weights = self.weights_said()
+        self.assume(f"type {self.lp.type}, no rule in protoaudit: its top shapes are Caffe's own, from the log "
+                    f"(line {self.logged.line}){batch}; its parameters and internal buffers are not counted"
+                    + (f"; it has {weights}: its weights are not counted" if weights else ""),
+                    "declare its tops as for any layer of a type protoaudit does not know: "
+                    + " ".join("--input " + shlex.quote(f"{top}={'x'.join(map(str, shape)) or 1}")
+                               for top, shape in zip(self.lp.top, tops)))
+        return tops
+
+    def loss_weights(self):
+        """The loss weights Caffe printed for its tops (a loss layer's default among them), or ()
+        where it printed none."""
+        return tuple(self.logged.weights) if any(self.logged.weights) else ()
+
+    def weights_said(self):
+        """What in the layer's parameters says it has weights (its param { } blocks, or a *_param
+        field only a layer with weights sets), in words; "" if nothing does."""
+        if self.lp.param:
+            n = len(self.lp.param)
+            return f"{n} param {{ }} block{'s' if n > 1 else ''}"
+        for fd, value in self.lp._msg.ListFields():
+            if fd.name.endswith("_param") and fd.message_type is not None and not fd.is_repeated:
+                said = [f.name for f, _ in value.ListFields() if f.name in WEIGHT_FIELDS]
+                if said:
+                    return f"{fd.name} {{ {said[0]} }}"
+        return ""

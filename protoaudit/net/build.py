@@ -9,8 +9,9 @@ from dataclasses import dataclass, field, replace
 
 from .. import layers as _layers  # noqa: F401  (registers every layer type)
 from ..errors import InputError, closest
-from ..layers.base import NET_INPUT, REGISTRY, Assumption, Context, MissingShape, ShapeOrigin, count, fork_layers, one_pixel
-from ..layers.data import Declared
+from ..layers.base import (NET_INPUT, REGISTRY, Assumption, Context, MissingShape, ShapeOrigin, count, fork_layers,
+                           one_pixel)
+from ..layers.data import Declared, Logged
 from ..options import INT_MAX, MAX_AXES
 from ..records import RECORD
 from .netstate import included, layer_phase, phase_name
@@ -119,10 +120,12 @@ class Net:
 
 
 def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=None, path=None, keep_own_batch=False,
-          root=None, logged=None, logged_from="", defines=None, read=None):
+          root=None, logged=None, logged_from="", defines=None, read=None, logged_layers=None):
     """Build the net `net_param` (V2, upgraded) for `state`, as Caffe's Net::Init would. Tops
     whose shape cannot be known are collected, and raised at the end as one ShapesNeeded.
-    `logged` are shapes a Caffe log gives for data tops (`logged_from` says where), under --input.
+    `logged` are shapes a Caffe log gives for data tops (`logged_from` says where), under --input;
+    `logged_layers` the layers the log of this very net set up, by name (a layer of a type with no
+    rule takes its tops from there: Logged).
     `read`: a dict the caller keeps for the builds of one message it does not change between them
     (a file's TRAIN and TEST nets): the layers' wiring is read from the message once, for them all."""
     given = dict(inputs or {})
@@ -149,6 +152,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
     phase = phase_name(state)
     builder = _Builder(phase, inputs, batch, schema, path, keep_own_batch, root, defines)
     builder.ctx.input_sources = dict.fromkeys(logged, logged_from or "Caffe's log")
+    builder.ctx.logged_layers = dict(logged_layers or {})
     builder.planned = planned
     builder.left_out, builder.stages = left_out, tuple(state.stage)
     builder.add_legacy_inputs(net_param)
@@ -405,7 +409,7 @@ class _Builder:
         (and a layer whose tops only the user can declare is asked for them now)."""
         if not self.unknown or not any(b in self.unknown for b in wire[2]):
             return False
-        cls = self.classes.get(lp.type)
+        cls = self._class_of(lp, lp.top)
         undeclared = [t for t in lp.top if t not in self.ctx.inputs]
         if cls is None and undeclared and (typo := _typo(lp, self.ctx.schema)) is not None:
             raise typo
@@ -419,11 +423,23 @@ class _Builder:
         self.needs.append(Need(lp.name, lp.type, line, m.reason, m.tops))
         self.unknown.update(lp.top)
 
+    def _class_of(self, lp, tops):
+        """The class that sizes a layer: its type's; for a type with none, Logged where the log of
+        this net gives its tops' shapes (unless --input declares them all), else None."""
+        cls = self.classes.get(lp.type)
+        if cls is None:
+            ctx = self.ctx
+            logged = ctx.logged_layers.get(lp.name)
+            if (logged is not None and len(logged.shapes) == len(tops)
+                    and not all(t in ctx.inputs and t not in ctx.input_sources for t in tops)):
+                return Logged
+        return cls
+
     def add_layer(self, lp, wire, line, auto, form):
         """AppendBottom, SetUp, AppendTop and AppendParam for one layer: the LayerNode, its lists
         kept as tuples of their exact size (small ones shared: most layers have the same flags)."""
         layer_name, kind, bottom, tops, weights, propagate_down, phase = wire
-        cls = self.classes.get(kind)
+        cls = self._class_of(lp, tops)
         if cls is None:
             ctx = self.ctx
             if not tops or any(t not in ctx.inputs for t in tops):
@@ -588,7 +604,7 @@ class _Builder:
         """The layer's parameter blobs (AppendParam) of these shapes (its param_shapes): names,
         sharing and lr_mult."""
         specs = lp.param
-        if len(specs) > len(shapes):
+        if len(specs) > len(shapes) and not isinstance(impl, Logged):  # (its blobs are unknown, not absent)
             raise InputError(f"gives {len(specs)} param specs but the layer has {len(shapes)} parameter blobs",
                              fix="remove the extra param { } entries")
         if not shapes:
@@ -719,7 +735,10 @@ def _check_counts(n, exact, low, high, kind):
 
 
 def _loss_weights(impl, given, num_tops):
-    """Layer::SetLossWeights, after LossLayer's default of 1 for its first top."""
+    """Layer::SetLossWeights, after LossLayer's default of 1 for its first top (for a layer sized
+    from Caffe's log, the weights the log printed)."""
+    if not given and isinstance(impl, Logged):
+        given = impl.loss_weights()
     if not given and impl.loss_by_default:
         given = (1.0,)
     if given and len(given) != num_tops:

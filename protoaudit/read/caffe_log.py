@@ -24,6 +24,7 @@ MAX_LINE = 2**20  # glog writes no line this long; a longer one is read in piece
 # belongs) is no line Caffe wrote, and is passed over as any other unknown line is.
 _TOP_SHAPE = re.compile(r"^Top shape: ((?:[0-9]{1,20} )*)\(([0-9]{1,20})\)$")
 _MEMORY = re.compile(r"^Memory required for data: ([0-9]{1,20})$")
+_LOSS_WEIGHT = re.compile(r"^with loss weight ([-+]?(?:[0-9]{1,20}\.?[0-9]{0,20})(?:e[-+]?[0-9]{1,3})?)$")  # ostream's
 _ARROW = re.compile(r"^(.+) (<-|->) (.+?)( \(in-place\))?$")
 _ITERATION = re.compile(r"^Iteration ([0-9]{1,20})(?![0-9])")
 _FRAME = re.compile(r"^\s*@\s+0x[0-9a-f]+\s+(.+?)\s*$")
@@ -48,6 +49,7 @@ class LoggedLayer:
     bottoms: list = field(default_factory=list)
     tops: list = field(default_factory=list)
     shapes: list = field(default_factory=list)
+    weights: list = field(default_factory=list)  # per top: the loss weight Caffe printed under it, else 0
 
 
 @dataclass
@@ -241,6 +243,11 @@ class _Reader:
             m = _TOP_SHAPE.match(msg)
             if m and net.layers:
                 net.layers[-1].shapes.append(tuple(int(d) for d in m.group(1).split()))
+                net.layers[-1].weights.append(0.0)
+        elif msg.lstrip().startswith("with loss weight "):
+            m = _LOSS_WEIGHT.match(msg.lstrip())
+            if m and net.layers and net.layers[-1].weights:
+                net.layers[-1].weights[-1] = float(m.group(1))
         elif msg.startswith("Memory required for data:"):
             m = _MEMORY.match(msg)
             if m:

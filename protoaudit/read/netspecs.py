@@ -1,6 +1,7 @@
 """From a loaded file to the nets Caffe would build: a net file's one net, or a solver's train and
 test nets (Solver::InitTrainNet / InitTestNets), each with its NetState and upgraded to V2."""
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 
 from google.protobuf import text_format
@@ -27,6 +28,7 @@ class NetSpec:
     own_phase: bool = False  # a net file whose own `state` sets the phase: that net alone (as Caffe logs it)
     shapes: dict = field(default_factory=dict)  # top -> shape Caffe logged (a log's data sources), under --input
     shapes_from: str = ""  # where those shapes were read
+    logged_layers: dict = field(default_factory=dict)  # layer name -> caffe_log.LoggedLayer: what Caffe set up
     read: dict = field(default_factory=dict, repr=False, compare=False)  # protoaudit.net.build's `read`, for param
     skipped: tuple = ()  # protoaudit.read.lenient.Skipped: fields of its file (and its solver's) read past
     assumed: tuple = ()  # (layer, what, override) of how it was read, for the audit's assumptions
@@ -101,8 +103,16 @@ def _log_specs(run, path, phase, schema, defines, strict=False):
         role = "net" if solver is None else "train" if net.phase == "TRAIN" and k == 0 else "test"
         where = f"Caffe's log, line {net.layers[0].line}" if net.layers else ""
         specs.append(NetSpec(role, src.message, state, src.schema, src.path, lines, solver, own_phase=True,
-                             shapes=net.data_shapes(), shapes_from=where, skipped=src.skipped, assumed=assumed))
+                             shapes=net.data_shapes(), shapes_from=where, logged_layers=_by_name(net.layers),
+                             skipped=src.skipped, assumed=assumed))
     return specs
+
+
+def _by_name(layers):
+    """The layers Caffe set up, by name; a name Caffe set up twice (Net::Init allows it) is left
+    out, as it names no one layer."""
+    times = Counter(layer.name for layer in layers)
+    return {layer.name: layer for layer in layers if times[layer.name] == 1}
 
 
 def _named_file(net, log_path, schema, defines, strict):
