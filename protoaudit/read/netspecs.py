@@ -37,11 +37,13 @@ class NetSpec:
 
 
 def _upgraded(param, schema, path, lines):
-    """Upgrade `param` in place; the start line of each resulting layer (None for made-up ones)."""
+    """Upgrade `param` in place: the start line of each resulting layer (None for made-up ones),
+    and the assumptions of how it was upgraded (the V0 fields Caffe drops, and goes on)."""
     try:
-        return upgrade(param, schema, lines)
+        lines, dropped = upgrade(param, schema, lines)
     except InputError as e:
         raise e.located(file=path) from None
+    return lines, tuple(d.assumption() for d in dropped)
 
 
 def net_specs(path, *, phase=None, stages=(), level=None, schema=None, root=None, defines=None, strict=False,
@@ -58,10 +60,10 @@ def net_specs(path, *, phase=None, stages=(), level=None, schema=None, root=None
                 for spec in _log_specs(run, path, phase, schema, defines, strict)]
     src = loader.load(path, schema, defines, strict)
     if src.kind == "net":
-        lines = _upgraded(src.message, src.schema, path, src.layer_lines[("", 0)])
+        lines, assumed = _upgraded(src.message, src.schema, path, src.layer_lines[("", 0)])
         state = make_state(src.message, phase or file_phase(src.message), stages, level)
         return [NetSpec("net", src.message, state, src.schema, path, lines,
-                        own_phase=src.message.state.HasField("phase"), skipped=src.skipped)]
+                        own_phase=src.message.state.HasField("phase"), skipped=src.skipped, assumed=assumed)]
     return _solver_specs(src, phase, stages, level, dict(root=root, schema=schema, defines=defines, strict=strict))
 
 
@@ -96,8 +98,8 @@ def _log_specs(run, path, phase, schema, defines, strict=False):
             if src.kind != "net":
                 raise InputError("the text after 'Initializing net from parameters' is not a net", file=path,
                                  line=net.params.line)
-            lines = _upgraded(src.message, src.schema, path, src.layer_lines[("", 0)])
-            state, assumed = make_state(src.message, net.phase), ()
+            lines, assumed = _upgraded(src.message, src.schema, path, src.layer_lines[("", 0)])
+            state = make_state(src.message, net.phase)
         role = "net" if solver is None else "train" if net.phase == "TRAIN" and k == 0 else "test"
         where = f"Caffe's log, line {net.layers[0].line}" if net.layers else ""
         specs.append(NetSpec(role, src.message, state, src.schema, src.path, lines, solver, own_phase=True,
@@ -121,7 +123,7 @@ def _named_file(net, log_path, schema, defines, strict):
             src = loader.load(candidate, schema, defines, strict)
             if src.kind != "net":
                 continue
-            lines = _upgraded(src.message, src.schema, candidate, src.layer_lines[("", 0)])
+            lines, upgraded = _upgraded(src.message, src.schema, candidate, src.layer_lines[("", 0)])
             state = _printed_state(net.params.text, src.message)
             names = [layer.name for layer in src.message.layer if included(layer, state)]
         except InputError:
@@ -132,7 +134,8 @@ def _named_file(net, log_path, schema, defines, strict):
             what = (f"glog cut the {net.phase} net's printed text (log line {net.params.line}); the net is read from "
                     f"{candidate}, the file the log names ('{net.source}'), whose {len(names)} layers in that state "
                     "are the ones Caffe set up")
-            return src, lines, state, (("(file)", what, "give the net file with --log LOG to choose another"),)
+            return src, lines, state, (("(file)", what, "give the net file with --log LOG to choose another"),
+                                       *upgraded)
         differs = differs or (candidate, next((f"'{a}' where the log set up '{b}'" for a, b in zip(names, kept)
                                                if a != b), f"{len(names)} layers where the log set up {len(kept)}"))
     if differs:
@@ -264,14 +267,14 @@ def _train_spec(src, stages, level, files):
         )
     field_name, file_value = given[0]
     param, schema, path, lines, skipped = _net_from(src, field_name, file_value, files=files)
-    lines = _upgraded(param, schema, path, lines)
+    lines, assumed = _upgraded(param, schema, path, lines)
     state = _solver_state(param, "TRAIN")
     _merge_state(state, s.train_state)
     state.stage.extend(stages)
     if level is not None:
         state.level = level
     # the solver's file's fields read past are told with its train net
-    return NetSpec("train", param, state, schema, path, lines, s, skipped=src.skipped + skipped)
+    return NetSpec("train", param, state, schema, path, lines, s, skipped=src.skipped + skipped, assumed=assumed)
 
 
 def _test_specs(src, stages, level, files):
@@ -287,12 +290,12 @@ def _test_specs(src, stages, level, files):
     specs = []
     for k, (field_name, file_value, index) in enumerate(found):
         param, schema, path, lines, skipped = _net_from(src, field_name, file_value, index, files)
-        lines = _upgraded(param, schema, path, lines)
+        lines, assumed = _upgraded(param, schema, path, lines)
         state = _solver_state(param, "TEST")
         if s.test_state:
             _merge_state(state, s.test_state[k])
         state.stage.extend(stages)
         if level is not None:
             state.level = level
-        specs.append(NetSpec("test", param, state, schema, path, lines, s, skipped=skipped))
+        specs.append(NetSpec("test", param, state, schema, path, lines, s, skipped=skipped, assumed=assumed))
     return specs
