@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 from google.protobuf import text_format
 
-from .folders import shown, up_from
+from .folders import shown, tails
 from .glog import is_log_file
 from . import load as loader
 from ..errors import InputError
@@ -143,18 +143,10 @@ def _named_file(net, log_path, schema, defines, strict):
     return f"the file it came from, '{net.source}', is found neither as named nor beside the log or above it"
 
 
-MAX_PARTS = 8  # the last parts of a logged path tried beside the log: deeper than any repository's
-
-
 def _candidates(named, log_path):
-    """Where the net file a log names may be: as named (from the working directory), then its
-    last one, two... parts joined to the log's folder and each folder above it, longest first."""
-    parts = [p for p in named.replace("\\", "/").split("/") if p not in ("", ".")][-MAX_PARTS:]
-    folders, seen = up_from(log_path), [named]
-    for n in range(len(parts), 0, -1):
-        tail = os.path.join(*parts[-n:])
-        seen += [os.path.join(f, tail) for f in folders]
-    return [shown(c) for c in dict.fromkeys(seen) if os.path.isfile(c)]
+    """Where the net file a log names may be: as named (from the working directory), then by the
+    last parts of its path beside the log and above it (folders.tails)."""
+    return [shown(c) for c in dict.fromkeys([named] + tails(named, log_path)) if os.path.isfile(c)]
 
 
 def _printed_state(text, param):
@@ -217,23 +209,33 @@ def _solver_specs(src, phase, stages, level, files):
 
 def _net_from(src, field_name, file_value=None, index=None, files=None):
     """A solver's net: embedded (`*_param`) or a file it names (found as load.resolve_path says):
-    (param, schema, path, lines, the fields of a file it names that were read past)."""
+    (param, schema, path, lines, the fields of a file it names that were read past, assumptions:
+    how the file was found, where that was a guess)."""
     if file_value is None:
         param = getattr(src.message, field_name)
         if index is not None:
             param = param[index]
         clone = type(param)()
         clone.CopyFrom(param)
-        return clone, src.schema, src.path, src.layer_lines.get((field_name, index or 0), ()), ()
+        return clone, src.schema, src.path, src.layer_lines.get((field_name, index or 0), ()), (), ()
     files = files or {}
-    net_path = loader.resolve_path(file_value, src.path, files.get("root"))
+    net_path, by_parts = loader.resolve_path(file_value, src.path, files.get("root"))
     net_src = loader.load(net_path, files.get("schema"), files.get("defines"), files.get("strict", False))
     if net_src.kind != "net":  # itself, or another solver (two solvers naming each other)
         line = next((i for i, text in enumerate(src.text.split("\n"), 1)
                      if f'"{file_value}"' in text or f"'{file_value}'" in text), None)
         raise InputError(f"the net it names, '{file_value}', is a solver, not a net", file=src.path, line=line,
                          fix="name the net's prototxt (train_val.prototxt) there")
-    return net_src.message, net_src.schema, net_path, net_src.layer_lines[("", 0)], net_src.skipped
+    assumed = (_found_by_parts(file_value, net_path, files.get("root")),) if by_parts else ()
+    return net_src.message, net_src.schema, net_path, net_src.layer_lines[("", 0)], net_src.skipped, assumed
+
+
+def _found_by_parts(named, path, root):
+    """The assumption of a solver's net file found only by the last parts of the path it names."""
+    return ("(file)", f"the net file the solver names, '{named}', is not found from the working directory (where "
+            "caffe train runs)" + (", --root" if root else "") + " or the solver's folder and those above it; the "
+            f"net is read from {path}, found by the last parts of that path",
+            "give --root DIR, the folder caffe train ran in, to read the file it names there")
 
 
 def _merge_state(state, extra):
@@ -266,7 +268,7 @@ def _train_spec(src, stages, level, files):
             file=src.path, fix="use one of net, net_param, train_net, train_net_param",
         )
     field_name, file_value = given[0]
-    param, schema, path, lines, skipped = _net_from(src, field_name, file_value, files=files)
+    param, schema, path, lines, skipped, located = _net_from(src, field_name, file_value, files=files)
     lines, assumed = _upgraded(param, schema, path, lines)
     state = _solver_state(param, "TRAIN")
     _merge_state(state, s.train_state)
@@ -274,7 +276,8 @@ def _train_spec(src, stages, level, files):
     if level is not None:
         state.level = level
     # the solver's file's fields read past are told with its train net
-    return NetSpec("train", param, state, schema, path, lines, s, skipped=src.skipped + skipped, assumed=assumed)
+    return NetSpec("train", param, state, schema, path, lines, s, skipped=src.skipped + skipped,
+                   assumed=located + assumed)
 
 
 def _test_specs(src, stages, level, files):
@@ -289,7 +292,7 @@ def _test_specs(src, stages, level, files):
     found += [generic] * max(n_generic, 0)
     specs = []
     for k, (field_name, file_value, index) in enumerate(found):
-        param, schema, path, lines, skipped = _net_from(src, field_name, file_value, index, files)
+        param, schema, path, lines, skipped, located = _net_from(src, field_name, file_value, index, files)
         lines, assumed = _upgraded(param, schema, path, lines)
         state = _solver_state(param, "TEST")
         if s.test_state:
@@ -297,5 +300,6 @@ def _test_specs(src, stages, level, files):
         state.stage.extend(stages)
         if level is not None:
             state.level = level
-        specs.append(NetSpec("test", param, state, schema, path, lines, s, skipped=skipped, assumed=assumed))
+        specs.append(NetSpec("test", param, state, schema, path, lines, s, skipped=skipped,
+                             assumed=located + assumed))
     return specs
