@@ -286,10 +286,10 @@ V0_CONV_PAD_POOL = """
 
 def test_v0_padding_layers_fold_into_the_conv_and_pool_they_feed():
     net = _net(V0_CONV_PAD_POOL)
-    lines = upgrade(net, BVLC, [10, 20, 30, 40, 50])
+    lines, dropped = upgrade(net, BVLC, [10, 20, 30, 40, 50])
     assert [l.name for l in net.layer] == ["input", "conv1", "pool1", "loss"]
     # the Input layer has no line; the padding layers' lines (10, 30) are gone with them
-    assert lines == [None, 20, 40, 50]
+    assert lines == [None, 20, 40, 50] and dropped == []
     conv, pool = net.layer[1], net.layer[2]
     assert list(conv.bottom) == ["data"] and list(conv.convolution_param.pad) == [2]
     assert list(pool.bottom) == ["conv1"] and pool.pooling_param.pad == 1
@@ -352,10 +352,34 @@ def test_v0_lrn_dropout_concat_and_hdf5_output_fields():
     assert out.type == "HDF5Output" and out.hdf5_output_param.file_name == "f.h5"
 
 
+def test_v0_fields_a_type_does_not_own_are_dropped_as_caffe_drops_them():
+    """UpgradeV0LayerParameter (upgrade_proto.cpp, BVLC 9b89154) logs "Unknown parameter P for layer
+    type T" for each field the layer's type does not own, in the order of its checks (shuffle_images
+    is logged as "shuffle"), and upgrades the rest of the layer; UpgradeNetAsNeeded logs "continuing
+    anyway", and ReadNetParamsFromTextFileOrDie ignores its result. So the net is built without them."""
+    net = _net("""
+        input: "x"
+        layers { layer { name: "d" type: "data" source: "db" batchsize: 8 cropsize: 5 det_context_pad: 16
+                         shuffle_images: true det_fg_threshold: 0.5 } top: "data" top: "label" }
+        layers { layer { name: "r" type: "relu" pad: 1 num_output: 3 } bottom: "x" top: "x" }""")
+    _, dropped = upgrade(net, BVLC)
+    # Caffe's order of checks, not the fields' numbers (det_fg_threshold 54, det_context_pad 58, shuffle_images 64)
+    assert [(d.layer, d.logged) for d in dropped] == [
+        ("d", "Unknown parameter shuffle for layer type data"),
+        ("d", "Unknown parameter det_fg_threshold for layer type data"),
+        ("d", "Unknown parameter det_context_pad for layer type data"),
+        ("r", "Unknown parameter num_output for layer type relu"),
+        ("r", "Unknown parameter pad for layer type relu"),
+    ]
+    data, relu = net.layer
+    assert (data.type, data.data_param.source, data.data_param.batch_size, data.transform_param.crop_size) == \
+        ("Data", "db", 8, 5)
+    assert relu.type == "ReLU" and not relu.HasField("convolution_param") and list(relu.bottom) == ["x"]
+
+
 @pytest.mark.parametrize("text,message", [
     ('layers { layer { name: "a" type: "sparkle" } bottom: "x" top: "y" }', "unknown V0 layer type 'sparkle'"),
     ('layers { layer { name: "a" } bottom: "x" top: "y" }', "unknown V0 layer type ''"),
-    ('layers { layer { name: "a" type: "relu" num_output: 3 } bottom: "x" top: "x" }', "has no `num_output`"),
     ('layers { layer { name: "p" type: "padding" pad: 1 } bottom: "x" top: "p" }'
      'layers { layer { name: "a" type: "relu" } bottom: "p" top: "p" }', "feeds this 'relu' layer"),
     ('layers { layer { name: "a" type: "relu" } bottom: "nowhere" top: "y" }', "bottom 'nowhere'"),
@@ -363,6 +387,10 @@ def test_v0_lrn_dropout_concat_and_hdf5_output_fields():
      'layers { name: "b" type: RELU bottom: "x" top: "x" }', "in V1 form in a net of V0 layers"),
 ])
 def test_v0_nets_caffe_cannot_upgrade_are_input_errors(text, message):
+    """Each stops Caffe: UpgradeV0LayerType LOG(FATAL)s on an unknown type; a layer without one (or
+    in V1 form: only its bottoms and tops are kept) upgrades to type "", on which LayerRegistry's
+    CHECK fails; UpgradeV0PaddingLayers CHECKs a padding layer's use and LOG(FATAL)s on an unknown
+    bottom."""
     net = _net('input: "x" ' + text)
     with pytest.raises(InputError, match=message.replace("(", r"\(")) as caught:
         upgrade(net, BVLC, [5, 9])
@@ -487,6 +515,53 @@ def test_legacy_lenet_gives_the_2014_logs_shapes(net_file):
             assert mine.memory == layer.memory, layer.name
     assert got.layer("mnist").shapes[0] == (64, 1, 28, 28)
     assert got.memory == logged.memory == 5169924
+
+
+CVPRW15 = os.path.join(LEGACY, "cvprw15_cifar10")
+
+
+def _cvprw15_log():
+    with open(os.path.join(CVPRW15, "log.txt")) as f:
+        return f.read()
+
+
+def _four_axes(shape):
+    """A shape as the 2015 Caffe of the log printed it: its Blob was always num x channels x height x
+    width, so a top of fewer axes (an InnerProduct's N x C, the loss's scalar) has the rest as 1."""
+    return tuple(shape) + (1,) * (4 - len(shape))
+
+
+@pytest.mark.parametrize("phase,net_file", [("TRAIN", "train_CIFAR10_48.prototxt"),
+                                            ("TEST", "test_CIFAR10_48.prototxt")])
+def test_v0_net_with_fields_caffe_drops_gives_its_logs_shapes(phase, net_file):
+    """kevinlin311tw/caffe-cvprw15's V0 nets put window-data fields (det_*) on a 'data' layer: Caffe
+    logged an error for each, went on, and trained. Built from the files, with the data layer's
+    shapes (the dataset's) from the log, every layer and top shape and Caffe's figure are the log's."""
+    (logged,) = [n for n in logparse.parse(_cvprw15_log()) if n.phase == phase]
+    run = run_in_process(os.path.join(CVPRW15, net_file), "--log", os.path.join(CVPRW15, "log.txt"),
+                         "--phase", phase.lower(), "--caffe-log")
+    assert run.returncode == 0, run.stderr
+    (got,) = logparse.parse(run.stdout)
+    assert [l.name for l in got.layers] == [l.name for l in logged.layers]
+    assert [[_four_axes(s) for s in l.shapes] for l in got.layers] == [l.shapes for l in logged.layers]
+    assert got.memory == logged.memory == {"TRAIN": 219538180, "TEST": 219539460}[phase]
+
+
+def test_fields_caffe_drops_are_listed_as_assumptions():
+    """Each field the log's Caffe dropped from the train net (its "Unknown parameter" lines before the
+    net was printed) is an assumption of the audit, on its layer, with the line Caffe logs."""
+    text = _cvprw15_log()
+    first = text[:text.index("Initializing net from parameters")]
+    caffe = [line.split("] ", 1)[1] for line in first.splitlines() if "] Unknown parameter " in line]
+    assert len(caffe) == 5
+    run = run_in_process(os.path.join(CVPRW15, "train_CIFAR10_48.prototxt"), "--format", "json")
+    assert run.returncode == 0, run.stderr
+    dropped = [a for a in json.loads(run.stdout)["assumptions"] if "Unknown parameter" in a["assumption"]]
+    assert [a["layer"] for a in dropped] == ["data"] * 5
+    assert [a["assumption"].split('"')[1] for a in dropped] == caffe
+    for fmt in ("text", "markdown", "csv", "html"):
+        out = run_in_process(os.path.join(CVPRW15, "train_CIFAR10_48.prototxt"), "--format", fmt).stdout
+        assert all(line in out for line in caffe), fmt
 
 
 def _oracle_runs():

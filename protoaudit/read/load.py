@@ -13,7 +13,7 @@ from google.protobuf import text_format
 from ..errors import InputError, closest
 from . import special
 from . import lenient, whose
-from .folders import shown, up_from
+from .folders import last_parts, shown, tails, up_from
 from .schema import FORKS, SCHEMA_NAMES, USER_PREFIX, ancestors, described, differing_names, load_schema
 from .tokens import Text, has_tokens, parse
 
@@ -692,22 +692,23 @@ def _line_text(text, line):
 def resolve_path(ref, solver_path, root=None):
     """A net path named in a solver, as Caffe resolves it (against the working directory, usually
     the Caffe root, where `caffe train` runs), then against `root` (--root), then against the
-    solver's folder and each folder above it (the solver may sit anywhere in the Caffe tree)."""
-    tried = [ref]
-    if os.path.isabs(ref):
-        candidates = [ref]
-    else:
-        bases = [os.getcwd()] + ([root] if root else []) + up_from(solver_path)
-        candidates = [os.path.join(base, ref) for base in dict.fromkeys(bases)]
-        tried = list(dict.fromkeys([ref] + [os.path.join(base, ref) for base in bases[1:3]]))
-    for candidate in candidates:
-        if os.path.isfile(candidate):
-            return shown(candidate)
+    solver's folder and each folder above it (the solver may sit anywhere in the Caffe tree); else
+    by its last parts there (folders.tails: a repository that keeps the net beside its solver).
+    (the path found, whether it was found by its last parts only: a guess the report names)."""
+    bases = [os.getcwd()] + ([root] if root else [])
+    named = [ref] if os.path.isabs(ref) else [os.path.join(base, ref) for base in bases + up_from(solver_path)]
+    for by_parts, candidates in ((False, named), (True, tails(ref, solver_path))):
+        found = next((c for c in candidates if os.path.isfile(c)), None)
+        if found:
+            return shown(found), by_parts
+    tried = [ref] if os.path.isabs(ref) else list(dict.fromkeys([ref] + named[1:3]))
+    parts = last_parts(ref)[0 if os.path.isabs(ref) else 1:]  # a relative path's whole was tried above
     lines = read_text(solver_path).splitlines()
     line = next((i + 1 for i, l in enumerate(lines) if f'"{ref}"' in l or f"'{ref}'" in l), None)
     raise InputError(
         f"the net file '{ref}' named in the solver was not found (tried {', '.join(tried)}"
-        + (" and the folders above the solver's" if not os.path.isabs(ref) else "") + ")",
+        + (" and the folders above the solver's" if not os.path.isabs(ref) else "")
+        + (f"; then {', '.join(parts)} beside the solver and above it" if parts else "") + ")",
         file=solver_path, line=line,
         fix="run protoaudit from the folder caffe train ran in, or give it with --root DIR",
     )

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from google.protobuf import text_format
 
-from .folders import shown, up_from
+from .folders import shown, tails
 from .glog import is_log_file
 from . import load as loader
 from ..errors import InputError
@@ -39,11 +39,13 @@ class NetSpec:
 
 
 def _upgraded(param, schema, path, lines):
-    """Upgrade `param` in place; the start line of each resulting layer (None for made-up ones)."""
+    """Upgrade `param` in place: the start line of each resulting layer (None for made-up ones),
+    and the assumptions of how it was upgraded (the V0 fields Caffe drops, and goes on)."""
     try:
-        return upgrade(param, schema, lines)
+        lines, dropped = upgrade(param, schema, lines)
     except InputError as e:
         raise e.located(file=path) from None
+    return lines, tuple(d.assumption() for d in dropped)
 
 
 def net_specs(path, *, phase=None, stages=(), level=None, schema=None, root=None, defines=None, strict=False,
@@ -60,10 +62,10 @@ def net_specs(path, *, phase=None, stages=(), level=None, schema=None, root=None
                 for spec in _log_specs(run, path, phase, schema, defines, strict)]
     src = loader.load(path, schema, defines, strict)
     if src.kind == "net":
-        lines = _upgraded(src.message, src.schema, path, src.layer_lines[("", 0)])
+        lines, assumed = _upgraded(src.message, src.schema, path, src.layer_lines[("", 0)])
         state = make_state(src.message, phase or file_phase(src.message), stages, level)
         return [NetSpec("net", src.message, state, src.schema, path, lines,
-                        own_phase=src.message.state.HasField("phase"), skipped=src.skipped)]
+                        own_phase=src.message.state.HasField("phase"), skipped=src.skipped, assumed=assumed)]
     return _solver_specs(src, phase, stages, level, dict(root=root, schema=schema, defines=defines, strict=strict))
 
 
@@ -98,8 +100,8 @@ def _log_specs(run, path, phase, schema, defines, strict=False):
             if src.kind != "net":
                 raise InputError("the text after 'Initializing net from parameters' is not a net", file=path,
                                  line=net.params.line)
-            lines = _upgraded(src.message, src.schema, path, src.layer_lines[("", 0)])
-            state, assumed = make_state(src.message, net.phase), ()
+            lines, assumed = _upgraded(src.message, src.schema, path, src.layer_lines[("", 0)])
+            state = make_state(src.message, net.phase)
         role = "net" if solver is None else "train" if net.phase == "TRAIN" and k == 0 else "test"
         where = f"Caffe's log, line {net.layers[0].line}" if net.layers else ""
         specs.append(NetSpec(role, src.message, state, src.schema, src.path, lines, solver, own_phase=True,
@@ -131,7 +133,7 @@ def _named_file(net, log_path, schema, defines, strict):
             src = loader.load(candidate, schema, defines, strict)
             if src.kind != "net":
                 continue
-            lines = _upgraded(src.message, src.schema, candidate, src.layer_lines[("", 0)])
+            lines, upgraded = _upgraded(src.message, src.schema, candidate, src.layer_lines[("", 0)])
             state = _printed_state(net.params.text, src.message)
             names = [layer.name for layer in src.message.layer if included(layer, state)]
         except InputError:
@@ -142,7 +144,8 @@ def _named_file(net, log_path, schema, defines, strict):
             what = (f"glog cut the {net.phase} net's printed text (log line {net.params.line}); the net is read from "
                     f"{candidate}, the file the log names ('{net.source}'), whose {len(names)} layers in that state "
                     "are the ones Caffe set up")
-            return src, lines, state, (("(file)", what, "give the net file with --log LOG to choose another"),)
+            return src, lines, state, (("(file)", what, "give the net file with --log LOG to choose another"),
+                                       *upgraded)
         differs = differs or (candidate, next((f"'{a}' where the log set up '{b}'" for a, b in zip(names, kept)
                                                if a != b), f"{len(names)} layers where the log set up {len(kept)}"))
     if differs:
@@ -150,18 +153,10 @@ def _named_file(net, log_path, schema, defines, strict):
     return f"the file it came from, '{net.source}', is found neither as named nor beside the log or above it"
 
 
-MAX_PARTS = 8  # the last parts of a logged path tried beside the log: deeper than any repository's
-
-
 def _candidates(named, log_path):
-    """Where the net file a log names may be: as named (from the working directory), then its
-    last one, two... parts joined to the log's folder and each folder above it, longest first."""
-    parts = [p for p in named.replace("\\", "/").split("/") if p not in ("", ".")][-MAX_PARTS:]
-    folders, seen = up_from(log_path), [named]
-    for n in range(len(parts), 0, -1):
-        tail = os.path.join(*parts[-n:])
-        seen += [os.path.join(f, tail) for f in folders]
-    return [shown(c) for c in dict.fromkeys(seen) if os.path.isfile(c)]
+    """Where the net file a log names may be: as named (from the working directory), then by the
+    last parts of its path beside the log and above it (folders.tails)."""
+    return [shown(c) for c in dict.fromkeys([named] + tails(named, log_path)) if os.path.isfile(c)]
 
 
 def _printed_state(text, param):
@@ -224,23 +219,33 @@ def _solver_specs(src, phase, stages, level, files):
 
 def _net_from(src, field_name, file_value=None, index=None, files=None):
     """A solver's net: embedded (`*_param`) or a file it names (found as load.resolve_path says):
-    (param, schema, path, lines, the fields of a file it names that were read past)."""
+    (param, schema, path, lines, the fields of a file it names that were read past, assumptions:
+    how the file was found, where that was a guess)."""
     if file_value is None:
         param = getattr(src.message, field_name)
         if index is not None:
             param = param[index]
         clone = type(param)()
         clone.CopyFrom(param)
-        return clone, src.schema, src.path, src.layer_lines.get((field_name, index or 0), ()), ()
+        return clone, src.schema, src.path, src.layer_lines.get((field_name, index or 0), ()), (), ()
     files = files or {}
-    net_path = loader.resolve_path(file_value, src.path, files.get("root"))
+    net_path, by_parts = loader.resolve_path(file_value, src.path, files.get("root"))
     net_src = loader.load(net_path, files.get("schema"), files.get("defines"), files.get("strict", False))
     if net_src.kind != "net":  # itself, or another solver (two solvers naming each other)
         line = next((i for i, text in enumerate(src.text.split("\n"), 1)
                      if f'"{file_value}"' in text or f"'{file_value}'" in text), None)
         raise InputError(f"the net it names, '{file_value}', is a solver, not a net", file=src.path, line=line,
                          fix="name the net's prototxt (train_val.prototxt) there")
-    return net_src.message, net_src.schema, net_path, net_src.layer_lines[("", 0)], net_src.skipped
+    assumed = (_found_by_parts(file_value, net_path, files.get("root")),) if by_parts else ()
+    return net_src.message, net_src.schema, net_path, net_src.layer_lines[("", 0)], net_src.skipped, assumed
+
+
+def _found_by_parts(named, path, root):
+    """The assumption of a solver's net file found only by the last parts of the path it names."""
+    return ("(file)", f"the net file the solver names, '{named}', is not found from the working directory (where "
+            "caffe train runs)" + (", --root" if root else "") + " or the solver's folder and those above it; the "
+            f"net is read from {path}, found by the last parts of that path",
+            "give --root DIR, the folder caffe train ran in, to read the file it names there")
 
 
 def _merge_state(state, extra):
@@ -273,15 +278,16 @@ def _train_spec(src, stages, level, files):
             file=src.path, fix="use one of net, net_param, train_net, train_net_param",
         )
     field_name, file_value = given[0]
-    param, schema, path, lines, skipped = _net_from(src, field_name, file_value, files=files)
-    lines = _upgraded(param, schema, path, lines)
+    param, schema, path, lines, skipped, located = _net_from(src, field_name, file_value, files=files)
+    lines, assumed = _upgraded(param, schema, path, lines)
     state = _solver_state(param, "TRAIN")
     _merge_state(state, s.train_state)
     state.stage.extend(stages)
     if level is not None:
         state.level = level
     # the solver's file's fields read past are told with its train net
-    return NetSpec("train", param, state, schema, path, lines, s, skipped=src.skipped + skipped)
+    return NetSpec("train", param, state, schema, path, lines, s, skipped=src.skipped + skipped,
+                   assumed=located + assumed)
 
 
 def _test_specs(src, stages, level, files):
@@ -296,13 +302,14 @@ def _test_specs(src, stages, level, files):
     found += [generic] * max(n_generic, 0)
     specs = []
     for k, (field_name, file_value, index) in enumerate(found):
-        param, schema, path, lines, skipped = _net_from(src, field_name, file_value, index, files)
-        lines = _upgraded(param, schema, path, lines)
+        param, schema, path, lines, skipped, located = _net_from(src, field_name, file_value, index, files)
+        lines, assumed = _upgraded(param, schema, path, lines)
         state = _solver_state(param, "TEST")
         if s.test_state:
             _merge_state(state, s.test_state[k])
         state.stage.extend(stages)
         if level is not None:
             state.level = level
-        specs.append(NetSpec("test", param, state, schema, path, lines, s, skipped=skipped))
+        specs.append(NetSpec("test", param, state, schema, path, lines, s, skipped=skipped,
+                             assumed=located + assumed))
     return specs

@@ -60,12 +60,13 @@ def upgrade(net, schema, lines=()):
     """Upgrade `net` (a NetParameter of `schema`) in place, in Caffe's order.
 
     `lines` are the start lines of the file's layer blocks (its legacy `layers` blocks when it has
-    any); returns the start line of each resulting V2 layer, None where Caffe made the layer up.
+    any); returns the start line of each resulting V2 layer (None where Caffe made the layer up),
+    and the V0 fields Caffe's upgrade dropped (upgrade_v0.Dropped), which it logs and goes on.
     """
-    origins = list(range(len(net.layers) if net.layers else len(net.layer)))
+    origins, dropped = list(range(len(net.layers) if net.layers else len(net.layer))), []
     try:
         if any(legacy.HasField("layer") for legacy in net.layers):
-            origins = upgrade_v0(net)
+            origins, dropped = upgrade_v0(net)
         upgrade_data_transformation(net)
         if net.layers:
             upgrade_v1(net, schema.name)
@@ -75,7 +76,7 @@ def upgrade(net, schema, lines=()):
     if schema.has_message("InputParameter") and upgrade_input(net):
         origins.insert(0, None)
     upgrade_batch_norm(net)
-    return [lines[i] if i is not None and i < len(lines) else None for i in origins]
+    return [lines[i] if i is not None and i < len(lines) else None for i in origins], dropped
 
 
 def upgrade_data_transformation(net):

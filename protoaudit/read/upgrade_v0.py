@@ -1,9 +1,13 @@
 """V0 nets (`layers { layer { type: "conv" ... } }`) to V1, as Caffe's UpgradeV0Net does.
 
 First the V0 padding layers are folded into the conv or pool layer they feed; then each V0 layer's
-flat fields move into the V1 `*_param` its type owns. Caffe drops a field the type does not own
-with an error and goes on; here that is an InputError, so nobody audits a net Caffe half-read.
+flat fields move into the V1 `*_param` its type owns. A field the type does not own is dropped,
+as UpgradeV0LayerParameter drops it: it logs "Unknown parameter ... for layer type ...", upgrades the
+rest of the layer, and Net goes on ("continuing anyway"); each one is reported as an assumption.
+Only what Caffe itself stops on (LOG(FATAL), CHECK) is refused.
 """
+from dataclasses import dataclass
+
 from ..errors import InputError
 
 # V0 type string -> V1 LayerType name (UpgradeV0LayerType)
@@ -22,8 +26,9 @@ _DATA_PARAMS = {"data": "data_param", "hdf5_data": "hdf5_data_param", "images": 
                 "window_data": "window_data_param"}
 
 # V0 field -> where it goes in the V1 layer: one path for every type, or a path per V0 type that
-# owns the field (UpgradeV0LayerParameter). Fields not here are dropped, as Caffe drops new_num and
-# new_channels; name, type, blobs, blobs_lr and weight_decay are copied on their own.
+# owns the field (UpgradeV0LayerParameter, in its order, which is the order of its error lines).
+# Fields not here are dropped silently, as Caffe drops new_num and new_channels; name, type,
+# blobs, blobs_lr and weight_decay are copied on their own.
 V0_FIELDS = {
     "num_output": {"conv": "convolution_param.num_output",
                    "innerproduct": "inner_product_param.num_output"},
@@ -62,13 +67,39 @@ V0_FIELDS = {
     "hdf5_output_param": {"hdf5_output": "hdf5_output_param"},
 }
 
+# The name UpgradeV0LayerParameter's error line gives a field, where it is not the field's own
+LOGGED_AS = {"shuffle_images": "shuffle"}
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A V0 field Caffe's upgrade drops from a layer whose type does not own it."""
+
+    layer: str
+    field: str
+    v0_type: str
+
+    @property
+    def logged(self):
+        """The error line Caffe logs for it."""
+        return f"Unknown parameter {LOGGED_AS.get(self.field, self.field)} for layer type {self.v0_type}"
+
+    def assumption(self):
+        """(layer, what, override) as an audit's assumptions list them."""
+        return (self.layer or "(unnamed)",
+                f"'{self.field}' is dropped, as Caffe drops it: a V0 '{self.v0_type}' layer has no such parameter, "
+                f"so Caffe's V0 upgrade logs \"{self.logged}\", upgrades the rest of the layer and goes on",
+                f"delete '{self.field}' from the layer: the same net, without Caffe's error")
+
+
 # What UpgradeV0Net keeps of the net itself; everything else (state, input_shape, ...) is dropped.
 KEPT_NET_FIELDS = ("name", "input", "input_dim", "force_backward")
 
 
 def upgrade_v0(net):
-    """Rewrite `net`'s V0 layers as V1 ones in place; returns, per new layer, its index in the old."""
-    kept = fold_padding(net)
+    """Rewrite `net`'s V0 layers as V1 ones in place; returns, per new layer, its index in the old,
+    and the fields dropped (Dropped), in the order Caffe logs them."""
+    kept, dropped = fold_padding(net), []
     saved = type(net)()
     for name in KEPT_NET_FIELDS:
         field = net.DESCRIPTOR.fields_by_name[name]
@@ -77,9 +108,9 @@ def upgrade_v0(net):
         elif net.HasField(name):
             setattr(saved, name, getattr(net, name))
     for index in kept:
-        saved.layers.add().CopyFrom(_upgrade_layer(net.layers[index], index))
+        saved.layers.add().CopyFrom(_upgrade_layer(net.layers[index], index, dropped))
     net.CopyFrom(saved)
-    return kept
+    return kept, dropped
 
 
 def _fail(message, index, name, fix):
@@ -125,8 +156,9 @@ def _check_padding_use(padding, connection, index):
                     index, name, fix)
 
 
-def _upgrade_layer(connection, index):
-    """UpgradeV0LayerParameter: one V0 layer (inside its V1 connection) as a V1 layer."""
+def _upgrade_layer(connection, index, dropped):
+    """UpgradeV0LayerParameter: one V0 layer (inside its V1 connection) as a V1 layer; the fields
+    its type does not own are appended to `dropped`."""
     v1 = type(connection)()
     v1.bottom.extend(connection.bottom)
     v1.top.extend(connection.top)
@@ -145,15 +177,15 @@ def _upgrade_layer(connection, index):
         v1.blobs.add().CopyFrom(blob)
     v1.blobs_lr.extend(v0.blobs_lr)
     v1.weight_decay.extend(v0.weight_decay)
-    for field, value in v0.ListFields():
-        targets = V0_FIELDS.get(field.name)
-        if targets is None:
+    given = {field.name: (field, value) for field, value in v0.ListFields()}
+    for name, targets in V0_FIELDS.items():  # in Caffe's order
+        if name not in given:
             continue
         target = targets if isinstance(targets, str) else targets.get(v0.type)
         if target is None:
-            raise _fail(f"a V0 '{v0.type}' layer has no `{field.name}`; Caffe's upgrade drops it with an "
-                        "error", index, v0.name, f"remove `{field.name}` from the layer")
-        _assign(v1, target, field, value)
+            dropped.append(Dropped(v0.name, name, v0.type))
+        else:
+            _assign(v1, target, *given[name])
     return v1
 
 
