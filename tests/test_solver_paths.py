@@ -109,6 +109,13 @@ def test_the_longest_last_parts_win(tmp_path):
     assert net_files(run) == [str(tmp_path / "repo" / "tiny" / "tiny.prototxt")]
 
 
+def test_a_file_name_alone_is_looked_for_beside_the_solver_only(tmp_path):
+    # repo/tiny.prototxt shares only the file name, and lies above the solver: some other net
+    solver = repository(tmp_path, "tiny.prototxt")
+    run = run_in_process(solver, cwd=tmp_path / "elsewhere")
+    assert run.returncode == 2 and "was not found" in run.stderr
+
+
 def test_a_net_found_as_named_is_no_assumption(tmp_path):
     root = caffe_tree(tmp_path)
     run = run_in_process("examples/tiny/solver.prototxt", "--format", "json", cwd=root)
@@ -122,5 +129,5 @@ def test_a_root_relative_net_found_nowhere_names_its_last_parts_too(tmp_path):
     assert run.returncode == 2 and "Traceback" not in run.stderr
     (line,) = run.stderr.splitlines()
     assert f"protoaudit: {solver}:1: the net file 'examples/tiny/tiny.prototxt' named in the solver was not found" in line
-    assert ("and the folders above the solver's; then tiny/tiny.prototxt, tiny.prototxt beside the solver and "
-            "above it)") in line
+    assert ("and the folders above the solver's; then tiny/tiny.prototxt beside the solver and above it, "
+            "tiny.prototxt beside it)") in line

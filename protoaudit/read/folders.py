@@ -32,6 +32,8 @@ def tails(named, path):
     """Where a file named by a path that holds elsewhere (from the Caffe root in a solver, in
     another machine's folders in a log) may be, seen from `path`, the file that names it: the
     named path's last parts joined to `path`'s folder and each folder above it, longest first (a
-    repository keeps the net beside the solver or log that names it)."""
+    repository keeps the net beside the solver or log that names it). A file name alone is looked
+    for beside `path` only: any folder above holds some train.prototxt."""
     folders = up_from(path)
-    return [os.path.join(folder, tail) for tail in last_parts(named) for folder in folders]
+    return [os.path.join(folder, tail) for tail in last_parts(named)
+            for folder in (folders if os.sep in tail else folders[:1])]

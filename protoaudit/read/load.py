@@ -689,6 +689,14 @@ def _line_text(text, line):
     return lines[line - 1] if line and 0 < line <= len(lines) else ""
 
 
+def _by_parts(parts):
+    """The refusal's clause for the last parts of a net path tried (folders.tails)."""
+    if not parts:
+        return ""
+    above = f"{', '.join(parts[:-1])} beside the solver and above it, " if parts[:-1] else ""
+    return f"; then {above}{parts[-1]} beside it"
+
+
 def resolve_path(ref, solver_path, root=None):
     """A net path named in a solver, as Caffe resolves it (against the working directory, usually
     the Caffe root, where `caffe train` runs), then against `root` (--root), then against the
@@ -708,7 +716,7 @@ def resolve_path(ref, solver_path, root=None):
     raise InputError(
         f"the net file '{ref}' named in the solver was not found (tried {', '.join(tried)}"
         + (" and the folders above the solver's" if not os.path.isabs(ref) else "")
-        + (f"; then {', '.join(parts)} beside the solver and above it" if parts else "") + ")",
+        + _by_parts(parts) + ")",
         file=solver_path, line=line,
         fix="run protoaudit from the folder caffe train ran in, or give it with --root DIR",
     )
