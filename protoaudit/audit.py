@@ -9,7 +9,7 @@ from .errors import InputError
 from .memory.buffers import Buffer, device_bytes, forget_touches, host_objects, net_buffers, runs_backward
 from .memory.host import draws_random
 from .layers.base import Assumption, MissingShape
-from .net.build import Rebuild, ShapesNeeded, build, input_dims, rebatched
+from .net.build import OtherPhase, Rebuild, ShapesNeeded, build, input_dims, rebatched
 from .read.glog import is_log_file
 from .net.netstate import keeps_the_same_layers, make_state
 from .read.netspecs import net_specs
@@ -545,6 +545,10 @@ def _nets_to_audit(path, inference, options):
         nets = build_nets(path, **options, keep_test_batch=True, specs=specs)
     except ShapesNeeded as e:
         needed, nets = e, None
+    except OtherPhase as e:
+        if not tests:  # a solver's net, or a file that sets its own phase: as Caffe, refused
+            raise
+        return _test_net_alone(path, options, e)
     same = bool(nets and tests) and keeps_the_same_layers(tests[0].param, specs[0].state, tests[0].state)
     if (nets is None or (nets and nets[0].role == "net" and not nets[0].own_phase)) and phase is None and not same:
         # the file's TEST net, beside its TRAIN net: --input shapes take the file's test batch
@@ -569,6 +573,20 @@ def _nets_to_audit(path, inference, options):
         test.role = "test"
         nets[0].role = "train"
         nets.append(test)
+    return nets
+
+
+def _test_net_alone(path, options, failed):
+    """A net file whose TRAIN net Caffe could not build, as its TEST net alone (LRCN's deploy net: its
+    input is reshaped by a TEST-only layer), said as an assumption; the TRAIN net's refusal stands
+    where the TEST net does not build either."""
+    try:
+        nets = build_nets(path, **{**options, "phase": "TEST"})[:1]
+    except InputError:
+        raise failed from None
+    nets[0].assumptions.append(Assumption(
+        "(file)", f"the file is built in the TEST phase: in the TRAIN phase, layer '{failed.layer}': {failed.message} "
+                  "(Caffe would stop there), so it is a file to deploy or test, not to train", "--phase train"))
     return nets
 
 

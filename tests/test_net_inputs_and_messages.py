@@ -54,6 +54,28 @@ def test_an_image_of_one_pixel_is_named_as_the_placeholder_it_is(tmp_path):
         assert ("an image of one pixel" in line and "--input image=1x3xHxW" in line) == named, line
 
 
+def test_a_deploy_file_whose_train_phase_cannot_build_is_its_test_net(tmp_path):
+    """LisaAnne/lisa-caffe-public's LRCN deploy net reshapes its input with a TEST-only Reshape: Caffe
+    cannot build the file in the TRAIN phase (the LSTM's bottom is made by no TRAIN layer), so it is
+    audited as its TEST net, which the report says (tried as a new user would: refused, the default
+    phase being TRAIN). Hand derivation: Reshape 4x6 -> 2x2x6; InnerProduct 2x2x6 (axis 1) -> 2x3."""
+    (tmp_path / "n.prototxt").write_text(
+        'layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 4 dim: 6 } } }\n'
+        'layer { name: "reshape" type: "Reshape" bottom: "data" top: "seq" include { phase: TEST }\n'
+        '  reshape_param { shape { dim: 2 dim: 2 dim: 6 } } }\n'
+        'layer { name: "fc" type: "InnerProduct" bottom: "seq" top: "fc" inner_product_param { num_output: 3 } }\n')
+    run = run_protoaudit("n.prototxt", "--format", "json", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    [net] = out["nets"]
+    assert net["phase"] == "TEST"
+    assert {layer["name"]: layer["tops"] for layer in net["layers"]}["fc"] == [[2, 3]]
+    [said] = [a for a in out["assumptions"] if a["layer"] == "(file)"]
+    assert "TEST phase" in said["assumption"] and "'reshape'" in said["assumption"]
+    refused = run_protoaudit("n.prototxt", "--phase", "train", cwd=tmp_path)  # the phase named is that phase
+    assert refused.returncode == 2 and "unknown bottom blob 'seq'" in refused.stderr
+
+
 def test_a_quoted_type_in_a_v1_block_names_the_enum():
     run = run_protoaudit("v1_quoted_type.prototxt", cwd=HERE)
     assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr

@@ -264,6 +264,11 @@ class Need:
     tops: list  # (top name, known dims with None where unknown)
 
 
+class OtherPhase(InputError):
+    """A bottom made only by a layer of the other phase (a deploy file whose reshaping layers are
+    TEST-only): the audit of a plain net file may build the file in that phase instead."""
+
+
 class ShapesNeeded(InputError):
     """Every top of a file's nets that needs --input, in one message with the flags to paste."""
 
@@ -652,7 +657,7 @@ class _Builder:
         maker = self.left_out.get(name)
         if maker is not None:  # made only in another phase or stage: DIGITS' nets keep their data layers so
             stages = sorted({st for rule in maker.include for st in rule.stage})
-            return InputError(
+            return (InputError if stages else OtherPhase)(
                 f"unknown bottom blob '{name}' (bottom {j}): the layer that makes it, '{maker.name}', is not in "
                 f"this net's phase ({self.ctx.phase}) and stages ({', '.join(self.stages) or 'none'})",
                 fix=(f"give its stage, as the solver or the tool that trains it does: {' or '.join(f'--stage {st}' for st in stages)}"
