@@ -116,7 +116,13 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # and a sixth, measured after all of that: the two-headed MLP with momentum SGD in
                 # both flavours (+31.5%, +44.5%: a step of 0.8 to 1.0 MB, a third of it the fixed
                 # per-step overhead) and tf_keras's siamese MLP with momentum SGD (+14.1%)
-                "two_heads_sgdm:b128", "two_heads_sgdm_k3:b128", "siamese_mlp_sgdm:b64"}
+                "two_heads_sgdm:b128", "two_heads_sgdm_k3:b128", "siamese_mlp_sgdm:b64",
+                # and a seventh, measured after the Kim's-text-CNN changes and audited before any
+                # change for it: 22 of 24 within 10%. Its misses were the SimpleRNN text model's
+                # (+63%, +53%); traced, a SimpleRNN step keeps its input and its output and nothing
+                # more: Keras 3 came within 10% (+7.2%), tf_keras fell short (-15.7%: a 640,000-byte
+                # copy of the embedding's v that its RMSprop assign made, which the model takes as adopted)
+                "simple_rnn_text_rmsprop:b64"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -146,7 +152,7 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
 
 
 @pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.9, 0.03),
-                                                  (("unseen",), 0.89, 0.03),
+                                                  (("unseen",), 0.90, 0.03),
                                                   (("shared", "new", "unseen", "seeds"), 0.90, 0.03)])
 def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
@@ -390,6 +396,18 @@ def test_keras3_conv1d_filter_gradient_runs_before_its_input_gradient():
     labels = [st.label for st in program.steps]
     for conv in ("conv1d", "conv1d_1", "conv1d_2"):
         assert labels.index(f"{conv} Conv2DBackpropFilter") < labels.index(f"{conv} Conv2DBackpropInput")
+
+
+def test_a_simple_rnn_step_keeps_its_input_and_its_output():
+    # Traced (an Embedding(5000, 32)-SimpleRNN(32) text model, 80 steps, batch 64, both flavours): at the
+    # peak, TensorLists of the 80 step inputs and the 80 step outputs, 64 x 32 x 4 = 8,192 bytes each,
+    # and the input gradient's list; the embedding's output is not held to the backward pass.
+    for name in ("simple_rnn_text_rmsprop.keras", "simple_rnn_text_rmsprop_k3.keras"):
+        program = _program(name, 64, folder="unseen")
+        [lists] = [b for b in program.bufs if b.label == "simple_rnn per-step tensors kept for the gradient"]
+        assert lists.bytes == 80 * (8_192 + 8_192)
+        loop = next(st for st in program.steps if st.label == "simple_rnn input gradient (backward loop)")
+        assert not any(program.bufs[r].label == "embedding Gather" for r in loop.reads)
 
 
 def test_keras3_keeps_an_embeddings_rho_v_until_its_update():
