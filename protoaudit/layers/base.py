@@ -60,7 +60,8 @@ FORK_MODULES = {
     "shufflenet": ("shufflenet",),
     "caffe_face": ("caffe_face",),
     "rfcn": ("rfcn",),
-    "hed": ("hed",),
+    "hed": ("hed", "rcf"),
+    "rcf": ("rcf",),
     "tsn": ("tsn",),
     "deconvnet": ("deconvnet",),
     "happynear": ("happynear",),
@@ -172,6 +173,7 @@ class Layer:
     loss_by_default = False  # LossLayer: top 0 has loss weight 1 unless loss_weight is given
     data_source = False  # has no bottoms and makes a batch: --batch and --input apply
     defines = {}  # --define names the layer reads: name -> what it means
+    walks_net = False  # its setup reads the layers that made its bottoms (walk_net): one object per layer
 
     def __init__(self, lp, ctx):
         self.lp = View(lp)
@@ -185,6 +187,12 @@ class Layer:
     def param_shapes(self, bottoms):
         """The shapes of the layer's parameter blobs (Caffe's `blobs_`), in Caffe's order."""
         return []
+
+    def walk_net(self, layers, blobs, bottoms):
+        """For a class with `walks_net`: the checks of a LayerSetUp that reads the net built so far
+        (`layers`: the LayerNodes before this one, `blobs`: the net's Blobs, `bottoms`: this
+        layer's bottom blob indices), made before `reshape`, as Caffe sets a layer up before it
+        reshapes it. What it finds may be kept on the object (each layer has its own)."""
 
     def allow_force_backward(self, bottom_index):
         return True

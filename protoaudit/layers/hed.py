@@ -2,12 +2,18 @@
 
 File and line references are to src/caffe/layers/image_labelmap_data_layer.cpp,
 base_data_layer.cpp/.cu and include/caffe/data_layers.hpp at that commit.
+
+RCF's Caffe (yun-liu/rcf at ce460ff, the fork rcf) carries the same layer, ported to a 2016 BVLC
+Caffe: its image_labelmap_data_layer.cpp differs from HED's only in whitespace, commented-out code
+and the label map converted to float before it is scaled (cpp:242-243, a transient cv::Mat), and its
+BasePrefetchingLabelmapDataLayer (include/caffe/layers/base_data_layer.hpp:54-58, 90-119,
+base_data_layer.cpp:127-211, .cu:29-46) is HED's: the class below sizes both.
 """
 from .base import register
 from .data import CopyingPrefetching, ImageData
 
 
-@register("ImageLabelmapData", fork="hed")
+@register("ImageLabelmapData", fork=("hed", "rcf"))
 class ImageLabelmapData(CopyingPrefetching, ImageData):
     """ImageLabelmapDataLayer: ImageData's image list, each line an image and its ground-truth map
     (cpp:44-46), read with image_data_param (is_color, new_height/new_width, root_folder).

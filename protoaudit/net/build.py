@@ -483,6 +483,8 @@ class _Builder:
         _check_counts(len(tops), impl.exact_tops, impl.min_tops, impl.max_tops, "top")
         if impl.equal_bottoms_tops and len(tops) != len(bottom):
             raise InputError("needs as many tops as bottoms")
+        if impl.walks_net:  # (its LayerSetUp, before Reshape)
+            impl.walk_net(self.layers, blobs, bottoms)
         shapes = made[1] if made is not None else _top_shapes(impl, bottom_shapes, tops, bottom, self.shapes)
         index = len(self.layers)
         top_indices = []
@@ -531,10 +533,12 @@ class _Builder:
         (_Builder.made): its form (which holds its type and any phase of its own), its bottoms'
         shapes, and for each top it names whether it is in place. None for a layer that reads more:
         a data source (its tops' names, --input, --batch, its files), a layer whose tops are
-        declared (their names), a layer that reads --define and notes what it assumed."""
+        declared (their names), a layer that reads --define and notes what it assumed, a layer
+        whose setup walks the net (Layer.walks_net: the layers behind its bottoms)."""
         alike = self.alike.get(cls)
         if alike is None:
-            alike = self.alike[cls] = not (cls.data_source or cls.defines or issubclass(cls, Declared))
+            alike = self.alike[cls] = not (cls.data_source or cls.defines or cls.walks_net
+                                           or issubclass(cls, Declared))
         return (form, tuple(bottom_shapes), in_place) if alike else None
 
     def _shared(self, values):
@@ -560,6 +564,8 @@ class _Builder:
         made = self.made.get(key) if key is not None else None
         if made is None:
             impl = type(node.impl)(lp, self._in_phase(layer_phase(lp)))
+            if impl.walks_net:
+                impl.walk_net(self.layers, blobs, node.bottoms)
             shapes = _top_shapes(impl, bottom_shapes, node.tops, node.bottoms, self.shapes)
             shapes_now = impl.param_shapes(list(bottom_shapes))
             if key is not None:

@@ -42,6 +42,7 @@ FORKS = {
     "deconvnet": "DeconvNet's Caffe (HyeonwooNoh/caffe)",
     "happynear": "happynear's Caffe (happynear/caffe-windows, branch ms: NormFace's and AM-Softmax's)",
     "c3d": "C3D v1.1's Caffe (facebook/C3D, C3D-v1.1)",
+    "rcf": "RCF's Caffe (yun-liu/rcf), which has AutoCrop",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
@@ -50,10 +51,12 @@ SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 # layer (their sources are the same files elsewhere). A file both read is the ancestor's: the
 # descendant is needed only for the fields and layer types it adds.
 # MobileNet-YOLO's Caffe is the SSD fork with YOLO's and MobileNet's layers added; py-R-FCN's
-# (Microsoft/caffe) keeps caffe-fast-rcnn's ROIPooling and SmoothL1Loss.
+# (Microsoft/caffe) keeps caffe-fast-rcnn's ROIPooling and SmoothL1Loss. RCF's Caffe is HED's
+# ImageLabelmapData (and its prefetching base) ported to a 2016 BVLC Caffe, with AutoCrop added.
 DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2",
                  "mobilenet_yolo": "ssd",
-                 "rfcn": "fastrcnn"}
+                 "rfcn": "fastrcnn",
+                 "rcf": "hed"}
 
 
 def described(name):
