@@ -196,12 +196,16 @@ def _audit(args):
     inputs = parse_inputs(args.input)
     if args.caffe_log:
         from .audit import build_nets
+        from .read import caffe_log
+        from .read.glog import is_log_file
 
+        logged = [n for run in caffe_log.read(args.path) for n in run.nets] if is_log_file(args.path) else []
+        per_layer = all(n.memory_per_layer for n in logged)  # (a log of the Caffe of 2014: as it printed)
         for net in build_nets(args.path, phase=args.phase, stages=args.stage, level=args.level,
                               inputs=inputs, batch=args.batch, root=args.root, schema=_schema(args),
                               defines=parse_defines(args.define), log=args.log, shapes=args.shapes,
                               strict=args.strict, every_run=True):
-            print("\n".join(_report("caffelog").caffe_log(net)))
+            print("\n".join(_report("caffelog").caffe_log(net, memory_per_layer=per_layer)))
         return EXIT_FITS
     if args.plot:  # matplotlib is imported only here; a missing one is refused before the audit
         from .report import chart

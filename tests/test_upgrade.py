@@ -547,6 +547,29 @@ def test_v0_net_with_fields_caffe_drops_gives_its_logs_shapes(phase, net_file):
     assert got.memory == logged.memory == {"TRAIN": 219538180, "TEST": 219539460}[phase]
 
 
+def test_a_2014_log_is_reprinted_as_its_caffe_printed_it():
+    """The Caffe of the log (2015, before N-D blobs reached it) printed every top with four axes, no
+    memory line per layer, and one "Memory required for data" after "Network initialization done.":
+    `protoaudit LOG --caffe-log` prints each net's lines as that Caffe did, line for line."""
+    import re
+    kept = re.compile(r"^(Setting up |Top shape: |with loss weight |Memory required for data: |Network initialization done"
+                      r"|\S+ (needs|does not need) backward computation)")
+
+    def lines(text, glog):
+        out = []
+        for line in text.splitlines():
+            line = (line.split("] ", 1)[1] if "] " in line else "") if glog else line
+            if kept.match(line.strip()):
+                out.append(line.strip())
+        return out
+
+    logged = lines(_cvprw15_log(), glog=True)
+    run = run_in_process(os.path.join(CVPRW15, "log.txt"), "--caffe-log")
+    assert run.returncode == 0, run.stderr
+    assert lines(run.stdout, glog=False) == logged
+    assert logged.count("Network initialization done.") == 2 and "Top shape: 1 1 1 1 (1)" in logged
+
+
 def test_fields_caffe_drops_are_listed_as_assumptions():
     """Each field the log's Caffe dropped from the train net (its "Unknown parameter" lines before the
     net was printed) is an assumption of the audit, on its layer, with the line Caffe logs."""

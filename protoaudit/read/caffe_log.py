@@ -64,6 +64,12 @@ class LoggedNet:
     creating: str = None  # the last layer Caffe began to create (where a failed setup stopped)
     source: str = None  # the net file the solver named for it, as the log gives it
 
+    @property
+    def memory_per_layer(self):
+        """Whether this Caffe logged "Memory required for data" after each layer (since 2015); the
+        Caffe of 2014 logged it once, after "Network initialization done.", and its blobs had four axes."""
+        return not self.done or self.memory is not None
+
     def data_shapes(self):
         """The shape Caffe logged for every top of a layer with no bottom (a data source)."""
         return {top: shape for layer in self.layers if not layer.bottoms

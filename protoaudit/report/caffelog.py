@@ -9,8 +9,11 @@ def shape_string(shape):
     return "".join(f"{d} " for d in shape) + f"({n})"
 
 
-def caffe_log(net):
-    """The lines Caffe logs while it sets up `net`, layer by layer."""
+def caffe_log(net, memory_per_layer=True):
+    """The lines Caffe logs while it sets up `net`, layer by layer; as the Caffe of 2014 logged them
+    where `memory_per_layer` is false (a log of that Caffe: four axes to every blob, and the memory
+    once, after the net is done)."""
+    four_axes = not memory_per_layer
     lines = [f"Net {net.name or '(unnamed)'}, phase {net.phase}: {net.path}"]
     for blob_index in net.inputs:
         blob = net.blobs[blob_index]
@@ -23,12 +26,15 @@ def caffe_log(net):
             lines.append(f"{layer.name} -> {net.blobs[index].name}" + (" (in-place)" if in_place else ""))
         lines.append(f"Setting up {layer.name}")
         for shape, weight in zip(layer.top_shapes, layer.loss_weights):
-            lines.append(f"Top shape: {shape_string(shape)}")
+            lines.append(f"Top shape: {shape_string(tuple(shape) + (1,) * (4 - len(shape)) if four_axes else shape)}")
             if weight:
                 lines.append(f"    with loss weight {weight:g}")
-        lines.append(f"Memory required for data: {layer.memory_after}")
+        if memory_per_layer:
+            lines.append(f"Memory required for data: {layer.memory_after}")
     for layer in reversed(net.layers):
         verdict = "needs" if layer.need_backward else "does not need"
         lines.append(f"{layer.name} {verdict} backward computation.")
     lines.append("Network initialization done.")
+    if not memory_per_layer and net.layers:
+        lines.append(f"Memory required for data: {net.layers[-1].memory_after}")
     return lines
