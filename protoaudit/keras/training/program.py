@@ -5,7 +5,7 @@ the backward pass, then the optimizer's updates. A layer's gradient ops run only
 weight lies at or upstream of it: a frozen base runs no backward and keeps none of its activations.
 The backward pass runs in the order of TensorFlow's executor on one thread (`_Executor`): one chain
 of gradients depth first, with the weight gradients of Dense layers (and of convolutions in
-tf_keras, or in Keras 3 where branches join: the rules' `grads_late`) and the other branches of a
+tf_keras without a Dropout, or in Keras 3 where branches join: the rules' `grads_late`) and the other branches of a
 fork set aside on a stack until the chain waits; what they read lives until then. Each layer's ops
 and what their gradients keep are its rule's (rules.py); the optimizer's are optimizers.py's. A
 tensor lives until its last reader, as TensorFlow's executor frees it; an op may write into an input
@@ -53,6 +53,9 @@ class StepBuilder:
         # whether branches of the model join (Add, Concatenate...): Keras 3's convolutions then set
         # their filter gradients aside (rules.Conv.grads_late)
         self.joins = any(node.layer.class_name in MERGING for node in graph.nodes)
+        # whether the model has a Dropout: tf_keras's convolutions then run their filter gradients in
+        # the chain (rules.Conv.grads_late)
+        self.dropout = any(node.layer.class_name == "Dropout" for node in graph.nodes)
 
     def update_now(self, node, grads):
         """Run the updates of these (Weight, gradient buffer) pairs now, before the rest of the

@@ -196,13 +196,15 @@ class Conv(_Weighted):
     """Conv2D (Conv1D through ExpandDims, which shares memory), BiasAdd into it, the activation; the
     gradients are Conv2DBackpropFilter (reads the input) and Conv2DBackpropInput (reads the filter),
     each with its im2col scratch (kernels.py). The filter gradient is set aside by the executor
-    (program._Executor) in tf_keras (traced: small CNN, VGG16, ResNet50, a U-Net), and in Keras 3 where
-    the model's branches join (traced: ResNet50, MobileNetV2 and V3, a CIFAR ResNet, a U-Net); in a
-    Keras 3 model without joins it runs before the layer's input gradient (traced: small CNN). Which of
-    two ready ops the executor sets aside is not derived here: this is what the traces show."""
+    (program._Executor) in tf_keras (traced: small CNN, VGG16, ResNet50, a U-Net) unless the model has
+    a Dropout (traced: the Keras 2 CIFAR-10 CNN, the image classification tutorial), and in Keras 3
+    where the model's branches join (traced: ResNet50, MobileNetV2 and V3, a CIFAR ResNet, a U-Net),
+    a Conv1D's aside (traced: the text CNN); otherwise it runs before the layer's input gradient
+    (traced: Keras 3's small CNN). Which of two ready ops the executor sets aside is not derived
+    here: this is what the traces show."""
 
     def grads_late(self, s, node):
-        return s.flavour == "tf_keras" or (s.joins and len(node.inputs[0].spec.shape) != 3)
+        return (s.flavour == "tf_keras" and not s.dropout) or (s.joins and len(node.inputs[0].spec.shape) != 3)
 
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
