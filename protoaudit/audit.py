@@ -548,7 +548,7 @@ def _nets_to_audit(path, inference, options):
     except OtherPhase as e:
         if not tests:  # a solver's net, or a file that sets its own phase: as Caffe, refused
             raise
-        return _test_net_alone(path, options, e)
+        return _test_net_alone(path, options, tests, e)
     same = bool(nets and tests) and keeps_the_same_layers(tests[0].param, specs[0].state, tests[0].state)
     if (nets is None or (nets and nets[0].role == "net" and not nets[0].own_phase)) and phase is None and not same:
         # the file's TEST net, beside its TRAIN net: --input shapes take the file's test batch
@@ -576,12 +576,12 @@ def _nets_to_audit(path, inference, options):
     return nets
 
 
-def _test_net_alone(path, options, failed):
+def _test_net_alone(path, options, tests, failed):
     """A net file whose TRAIN net Caffe could not build, as its TEST net alone (LRCN's deploy net: its
-    input is reshaped by a TEST-only layer), said as an assumption; the TRAIN net's refusal stands
-    where the TEST net does not build either."""
+    input is reshaped by a TEST-only layer; `tests`: the file's spec in the TEST state, already read),
+    said as an assumption; the TRAIN net's refusal stands where the TEST net does not build either."""
     try:
-        nets = build_nets(path, **{**options, "phase": "TEST"})[:1]
+        nets = build_nets(path, **{**options, "phase": "TEST"}, specs=tests)[:1]
     except InputError:
         raise failed from None
     nets[0].assumptions.append(Assumption(

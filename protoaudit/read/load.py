@@ -331,9 +331,9 @@ def _reading(path, raw, schema_name, strict=True):
 def _borrowing(readings):
     """Readings that each lack a layer type some shipped fork sizes (a Caffe that added one fork's
     layer to another, as MnasNet's ConvolutionDepthwise beside MobileNet-YOLO's ReLU6 and Yolov3):
-    the reading that lacks the fewest (and whose own classes take the bottoms the file gives), its layers made "A+B" (B's class for each type A lacks:
-    protoaudit.layers.base.fork_layers), when every type it lacks has one class among the forks
-    that size it; else None. The audit lists which types were borrowed (protoaudit.net.build)."""
+    the reading that lacks the fewest (and whose own classes take the bottoms the file gives), its
+    layers made "A+B" (B's class for each type A lacks: protoaudit.layers.base.fork_layers), when
+    every type it lacks has one class among the forks that size it; else None. The audit lists which types were borrowed (protoaudit.net.build)."""
     from ..layers import fork_layers, fork_types
 
     lacking = []
@@ -368,13 +368,8 @@ def _refuse_forks_that_each_lack_a_type(path, readings):
 def _may_read_better(schema, skipped, types):
     """Whether `schema` has one of the fields another reading skipped ((field, message type, line)) or
     knows one of the layer types `types`."""
-    for field, holder, _ in skipped:
-        try:
-            if field in schema.message(holder).DESCRIPTOR.fields_by_name:
-                return True
-        except KeyError:
-            continue
-    return bool(types & _known_types(schema.layers))
+    return (any(_has_field(schema, field, holder) for field, holder, _ in skipped)
+            or bool(types & _known_types(schema.layers)))
 
 
 def _reads_otherwise(text, name, accepted_only=False):
@@ -433,7 +428,7 @@ def _past_unknown_fields(path, text):
         # a reading that skips a field another shipped schema has comes last: that field is no fork's
         # unknown one, and the reading's other types can be borrowed (DSS: HED's ImageLabelmapData
         # beside BVLC's BatchNorm, whose batch_norm_param HED's older schema lacks)
-        ranked = (any(_has_field(other_name, field, holder) for field, holder, _ in skipped
+        ranked = (any(_has_field(load_schema(other_name), field, holder) for field, holder, _ in skipped
                       for other_name in SCHEMA_NAMES if other_name != name),
                   not _types_used(message, kind, schema.layers) <= _known_types(schema.layers), len(skipped))
         return ranked, ((kind, message, schema), skipped)
@@ -496,10 +491,10 @@ def _past_unknown_fields(path, text):
     return chosen, tuple(out)
 
 
-def _has_field(schema_name, field, holder):
-    """Whether the shipped schema's message `holder` has the field."""
+def _has_field(schema, field, holder):
+    """Whether the schema's message `holder` has the field."""
     try:
-        return field in load_schema(schema_name).message(holder).DESCRIPTOR.fields_by_name
+        return field in schema.message(holder).DESCRIPTOR.fields_by_name
     except KeyError:
         return False
 

@@ -36,5 +36,5 @@ def caffe_log(net, memory_per_layer=True):
         lines.append(f"{layer.name} {verdict} backward computation.")
     lines.append("Network initialization done.")
     if not memory_per_layer and net.layers:
-        lines.append(f"Memory required for data: {net.layers[-1].memory_after}")
+        lines.append(f"Memory required for data: {net.memory_required_for_data}")
     return lines

@@ -215,8 +215,8 @@ def answer_lines(audit, summary, fit=None):
                                            "and the largest batch that fits."]
     if audit.solver_type != "none" and audit.nets and all(n.forward_only for n in audit.nets):
         # a deploy net read as a train net: no loss, so nothing it holds for training is ever used
-        lines.append("Nothing here runs backward (no loss reaches a parameter that learns): the solver's state counted is what "
-                     "caffe train would still allocate; for a deployment's memory give --inference.")
+        lines.append("Nothing here runs backward (no loss reaches a parameter that learns): the solver's state "
+                     "counted is what caffe train would still allocate; for a deployment's memory give --inference.")
     lines += biggest_lines(audit, summary)
     if summary.params is not None:
         p = summary.params

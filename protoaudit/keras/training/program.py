@@ -5,8 +5,8 @@ the backward pass, then the optimizer's updates. A layer's gradient ops run only
 weight lies at or upstream of it: a frozen base runs no backward and keeps none of its activations.
 The backward pass runs in the order of TensorFlow's executor on one thread (`_Executor`): one chain
 of gradients depth first, with the weight gradients of Dense layers (and of convolutions in
-tf_keras without a Dropout, or in Keras 3 where branches join: the rules' `grads_late`) and the other branches of a
-fork set aside on a stack until the chain waits; what they read lives until then. Each layer's ops
+tf_keras without a Dropout, or in Keras 3 where branches join: the rules' `grads_late`) and the
+other branches of a fork set aside on a stack until the chain waits; what they read lives until then. Each layer's ops
 and what their gradients keep are its rule's (rules.py); the optimizer's are optimizers.py's. A
 tensor lives until its last reader, as TensorFlow's executor frees it; an op may write into an input
 it reads last (buffer forwarding).
@@ -137,14 +137,14 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
             step.unmodelled.append(node.layer.class_name)
             rule = rule_for("Identity")
         own = any(w.trainable for w in s.weights_of(node))
-        up = own or any(trainable_up.get(id(t), False) for t in node.inputs)
-        xs = [ids[id(t)] for t in node.inputs]
         s.need = [trainable_up.get(id(t), False) for t in node.inputs]
+        up = own or any(s.need)
+        xs = [ids[id(t)] for t in node.inputs]
         outs, keep = rule.forward(s, node, xs)
         for t, o in zip(node.outputs, outs):
             ids[id(t)] = o
             trainable_up[id(t)] = up
-        saved[id(node)] = (rule, keep, own, up)
+        saved[id(node)] = (rule, keep, own, up, s.need)
     grads = defaultdict(list)
     for t in graph.outputs:
         if trainable_up.get(id(t)):
@@ -155,11 +155,11 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
     for k in order:
         order.flushed(len(prog.steps))
         node = graph.nodes[k]
-        rule, keep, own, up = saved[id(node)]
+        rule, keep, own, up, need = saved[id(node)]
+        s.need = need
         dys = [_summed(s, grads.pop(canon(t), []), t) for t in node.outputs]
         if all(d is None for d in dys):
             continue
-        need = [trainable_up.get(id(t), False) for t in node.inputs]
         later = rule.grads_late(s, node)
         s.defer = (k, False) if later else None
         first = len(prog.steps)

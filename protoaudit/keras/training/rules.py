@@ -325,7 +325,8 @@ class OtherConv(_Weighted):
             return kernels.conv_backprop_input(batch, x_pixels, filter_total, depth, item, s.threads)
         if op == "filter":
             w = next(w for w in s.weights_of(node) if w.name == "kernel")
-            return kernels.conv_backprop_filter(x_pixels, filter_total, depth, item) + kernels.contraction_temporary(nbytes(w))
+            return (kernels.conv_backprop_filter(x_pixels, filter_total, depth, item)
+                    + kernels.contraction_temporary(nbytes(w)))
         return kernels.matmul(batch * x_pixels, filter_total, depth, item)
 
     def backward(self, s, node, keep, dys, need):
