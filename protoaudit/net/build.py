@@ -760,22 +760,28 @@ def _loss_weights(impl, given, num_tops):
 def _typo(lp, schema):
     """An unknown layer type that is a known one misspelt: the error says which, and no more (its
     tops declared with --input would only hide the typo). None where no type is near."""
-    from ..layers import fork_layers, suggest
-    from ..read.schema import FORKS
+    from ..layers import suggest
     from ..read.whose import fork_of
 
-    forks = fork_of(lp) or any(lp.type in fork_layers(f) for f in FORKS)
+    forks = fork_of(lp) or _forks_sizing(lp.type, schema)
     hint = None if forks else suggest(lp.type, schema)  # (a fork's type is no misspelling)
     return InputError(f"unknown layer type '{lp.type}'", layer=lp.name, fix=f"did you mean '{hint}'?") if hint else None
 
 
-def _unknown_type(lp, schema):
+def _forks_sizing(type_name, schema):
+    """The shipped forks other than `schema` whose layers size `type_name`."""
     from ..layers import fork_layers
-    from ..read.schema import FORKS, USER_PREFIX, described
+    from ..read.schema import FORKS
+
+    return [f for f in FORKS if f != schema and type_name in fork_layers(f)]
+
+
+def _unknown_type(lp, schema):
+    from ..read.schema import USER_PREFIX, described
     from ..read.whose import fork_of
 
     fork = fork_of(lp)
-    sized = [f for f in FORKS if f != schema and lp.type in fork_layers(f)]
+    sized = _forks_sizing(lp.type, schema)
     if sized:  # a shipped fork sizes it, but that fork did not read this file or lacks its other types
         message = (f"unknown layer type '{lp.type}' in {described(schema)}: protoaudit sizes it with "
                    f"{' or '.join(f'--fork {f}' for f in sized)}, which does not read this file or lacks "
