@@ -7,6 +7,7 @@ from math import prod
 from .collector import paused
 from .errors import InputError
 from .memory.buffers import Buffer, device_bytes, forget_touches, host_objects, net_buffers, runs_backward
+from .memory.cuda_pages import taken
 from .memory.host import draws_random
 from .layers.base import Assumption, MissingShape
 from .net.build import OtherPhase, Rebuild, ShapesNeeded, build, input_dims, rebatched
@@ -84,6 +85,15 @@ class Audit:
         cpu = self.mode == "cpu"
         return (sum(n.figure(("total", cpu), functools.partial(_counted, cpu=cpu)) for n in self.nets)
                 + _counted(self.extra, cpu))
+
+    @functools.cached_property
+    def cudamalloc_pages(self):
+        """In GPU mode, what cudaMalloc takes beyond the total's bytes, one call per device buffer in
+        the audit's order (protoaudit.memory.cuda_pages: measured, not yet in the total)."""
+        if self.mode != "gpu":
+            return None
+        sizes = [b.elements * b.itemsize for b in self.buffers if b.device == "device" and b.kind != "context"]
+        return taken(sizes) - sum(sizes)
 
     @property
     def batch(self):

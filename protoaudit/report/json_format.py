@@ -122,6 +122,7 @@ def to_dict(audit, summary, fit=None, many=listed):
             "layer": audit.other_engine_stops.layer, "line": audit.other_engine_stops.line,
             "message": audit.other_engine_stops.message, "fix": audit.other_engine_stops.fix}}),
         "uncounted_host_bytes": summary.host,
+        "cudamalloc_pages_bytes": audit.cudamalloc_pages,
         "by_kind": summary.by_kind,
         "by_touch": summary.by_touch,
         "params": None if summary.params is None else {

@@ -211,6 +211,9 @@ def answer_lines(audit, summary, fit=None):
     other = other_engine_clause(audit)
     if other:
         lines.append(f"  {other}")
+    if audit.cudamalloc_pages:
+        lines.append(f"  cudaMalloc's 2 MiB pages take {size(audit.cudamalloc_pages)} more on the card "
+                     "(measured on an H200; not yet in the total or the verdict)")
     lines += verdict_lines(fit, audit) or ["Give --gpu-mem with your card's memory (11G, 8G...) for a verdict "
                                            "and the largest batch that fits."]
     if audit.solver_type != "none" and audit.nets and all(n.forward_only for n in audit.nets):
