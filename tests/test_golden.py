@@ -236,6 +236,11 @@ def pages(rows):
     return taken - sum(sizes)
 
 
+def pages_clause(rows):
+    return (f"cudaMalloc's 2 MiB pages take {size(pages(rows))} more on the card (measured on an H200; not yet "
+            "in the total or the verdict)")
+
+
 def largest_batch(new):
     b = 1
     while total(seed001(new, b + 1)) <= CARD:
@@ -387,8 +392,7 @@ def answer(rows, cudnn_total):
     with their parts of a tenth of the row or more, the parameters, the data shapes."""
     t = total(rows)
     out = [f"Total: {size(t)} ({t:,} bytes) on the device", f"  with cuDNN instead: {size(cudnn_total)}",
-           f"  cudaMalloc's 2 MiB pages take {size(pages(rows))} more on the card (measured on an H200; not yet "
-           "in the total or the verdict)"]
+           f"  {pages_clause(rows)}"]
     out += verdict(rows, True) + ["Most memory:"]
     largest = sorted(rows, key=lambda r: -total([r]))[:3]
     cols = col_buffers(rows)
@@ -446,7 +450,8 @@ def audit_markdown(rows, cudnn_total):
     t, fig = total(rows), caffe_figure(rows)
     v = verdict(rows, True)
     out = [f"**protoaudit** `{NEW}`", "", describe("segnet_seed001_new", 1), "",
-           f"- **Total: {size(t)}** ({t:,} bytes) on the device; with cuDNN instead: {size(cudnn_total)}.",
+           f"- **Total: {size(t)}** ({t:,} bytes) on the device; with cuDNN instead: {size(cudnn_total)}; "
+           f"{pages_clause(rows)}.",
            f"- **{v[0]}**", f"- {v[1]}",
            f"- Caffe's own \"Memory required for data\": {fig:,} bytes ({size(fig)}).",
            f"- Grows with the batch: {size(grows)}; does not: {size(fixed)}."]

@@ -1,5 +1,5 @@
-"""protoaudit's GPU terms against a real GPU's (tests/data/gpu_measured, measured by bench/gpu/measure.py
-on an H200, driver 580, CUDA 13, cuDNN 9.19; README.md there).
+"""protoaudit's GPU terms against real GPUs' (tests/data/gpu_measured, measured by bench/gpu/measure.py
+on an H200 and an H100, driver 580, CUDA 13, cuDNN 9.19; README.md there).
 
 - cudaMalloc's pages: protoaudit.memory.cuda_pages against the drop in free memory the device showed
   for N allocations of one size, for three orders of mixed sizes, and for every device buffer of
@@ -20,6 +20,13 @@ from protoaudit.options import DEFAULT_CONTEXT_BYTES
 
 MEASURED = os.path.join(DATA, "gpu_measured")
 FACTS = json.load(open(os.path.join(MEASURED, "h200_cuda13.json")))
+CARDS = {"H200": FACTS, "H100": json.load(open(os.path.join(MEASURED, "h100_cuda13.json")))}  # same driver
+
+
+def on_each_card(pick):
+    """pytest params (card, item) for each item `pick` takes from each card's facts."""
+    return [pytest.param(card, item, id=f"{card}-{name}") for card, facts in CARDS.items()
+            for name, item in pick(facts)]
 SIZES = json.load(open(os.path.join(MEASURED, "buffers.json")))  # what the device allocated, per net
 CONVS = json.load(open(os.path.join(MEASURED, "convs.json")))  # what it asked cuDNN about
 SAMPLES = os.path.join(ROOT, "samples")
@@ -43,21 +50,22 @@ def held_after(stages, name):
 
 # --- cudaMalloc ----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("run", FACTS["malloc"]["sizes"], ids=lambda r: f"{r['size']}x{r['n']}")
-def test_n_allocations_of_one_size(run):
+@pytest.mark.parametrize("card,run", on_each_card(lambda f: [(f"{r['size']}x{r['n']}", r) for r in f["malloc"]["sizes"]]))
+def test_n_allocations_of_one_size(card, run):
     """After each allocation too: the first 1 MiB takes a page, the second shares it."""
     assert [taken([run["size"]] * (i + 1)) for i in range(run["n"])] == run["drop_after_each"]
     assert run["left_after_free"] == 0
 
 
-@pytest.mark.parametrize("run", FACTS["pages"]["slots"], ids=lambda r: f"{r['size']}x{r['n']}")
-def test_slots_in_shared_pages(run):
+@pytest.mark.parametrize("card,run", on_each_card(lambda f: [(f"{r['size']}x{r['n']}", r) for r in f["pages"]["slots"]]))
+def test_slots_in_shared_pages(card, run):
     assert taken([run["size"]] * run["n"]) == run["drop"] == run["pages"] * PAGE
 
 
-@pytest.mark.parametrize("order,taken_bytes", sorted(FACTS["pages"]["orders"].items()))
-def test_mixed_orders_take_the_fullest_page_that_fits(order, taken_bytes):
+@pytest.mark.parametrize("card,item", on_each_card(lambda f: [(k, (k, v)) for k, v in sorted(f["pages"]["orders"].items())]))
+def test_mixed_orders_take_the_fullest_page_that_fits(card, item):
     """1.0, 1.5, 0.5, 1.0 MiB: first fit would put the 0.5 beside the 1.0 and need a third page."""
+    order, taken_bytes = item
     assert taken([int(float(x) * MiB) for x in order.split(",")]) == taken_bytes == 2 * PAGE
 
 
@@ -69,12 +77,13 @@ def test_slots_are_512_bytes_by_the_count_per_page():
     assert per_page[1025] == PAGE // 1536 and per_page[4097] == PAGE // 4608
 
 
-@pytest.mark.parametrize("net", sorted(FACTS["malloc"]["nets"]))
-def test_every_buffer_of_a_net_one_cudamalloc_each(net):
+@pytest.mark.parametrize("card,net", on_each_card(lambda f: [(n, n) for n in sorted(f["malloc"]["nets"])]))
+def test_every_buffer_of_a_net_one_cudamalloc_each(card, net):
     """The device's drop for every buffer of the audit, one cudaMalloc each, to the byte: 14 runs
-    (7 nets, both engines), all but the SegNets' and ResNet-50's measured after the rule was written.
-    The sizes are protoaudit's, which test_oracle.py holds to real Caffe's on CPU."""
-    run, sizes = FACTS["malloc"]["nets"][net], SIZES[net]
+    (7 nets, both engines) on each card, all but the SegNets' and ResNet-50's on the H200 measured
+    after the rule was written. The sizes are protoaudit's, which test_oracle.py holds to real
+    Caffe's on CPU."""
+    run, sizes = CARDS[card]["malloc"]["nets"][net], SIZES[net]
     assert (len(sizes), sum(sizes)) == (run["buffers"], run["requested"])
     assert taken(sizes) == run["drop"]
     assert run["drop"] > run["requested"]
@@ -104,6 +113,9 @@ def test_context_and_handles_on_the_h200():
     lazy, eager = FACTS["context_lazy"]["stages"], FACTS["context_eager"]["stages"]
     context = held_after(lazy, "context (cudaFree(0))")
     assert context == held_after(eager, "context (cudaFree(0))") == 552_402_944  # 526.8 MiB
+    # the H100 of the same driver holds the same context and library handles, stage by stage
+    h100 = CARDS["H100"]["context_lazy"]["stages"]
+    assert [held_after(h100, s["stage"]) for s in h100[:-1]] == [held_after(lazy, s["stage"]) for s in lazy[:-1]]
     # Caffe::Caffe() makes one cuBLAS handle and one cuRAND generator: 594.8 MiB lazily loaded
     assert held_after(lazy, "cuRAND seed") == 623_706_112
     assert held_after(eager, "cuRAND seed") == 1_038_942_208  # every module loaded at once: 990.8 MiB
@@ -154,6 +166,7 @@ def test_cudnn_workspaces_against_the_estimate(label):
     workspace at all, against protoaudit's 89-101 KB. (cuDNN 9 cannot build Caffe's cuDNN code,
     which calls the cuDNN 7 API; the estimate stays, and the docs give these figures.)"""
     net, ranked = CONVS[label], FACTS["cudnn"]["nets"][label]
+    assert CARDS["H100"]["cudnn"]["nets"][label] == ranked  # the same heuristic choices on an H100
     _, result = run_json(*WORKSPACE_NETS[label], "--mode", "gpu", "--engine", "cudnn", "--context", "0")
     ours = {b["owner"]: b["bytes"] for layer in result["nets"][0]["layers"] for b in layer["buffers"]
             if b["kind"] == "workspace"}
@@ -191,3 +204,18 @@ def test_seed_001_on_its_8_gb_card_with_the_measured_terms(sample, batch, net, f
                               "--context", f"{context}B")
     assert result["total_bytes"] + result["cudamalloc_pages_bytes"] == measured
     assert result["fit"]["fits"] is fits and status == (0 if fits else 1)
+
+
+def test_a_card_the_total_fits_but_the_pages_do_not():
+    """A card 10 MiB above the old SegNet's total (no context): the verdict fits, and the line under
+    it says by how much the pages the device took do not."""
+    from protoaudit.report.units import size
+
+    run = FACTS["malloc"]["nets"]["segnet_seed001_old_b4_caffe"]
+    card = run["requested"] + 10 * MiB
+    out = run_in_process(os.path.join(SAMPLES, "segnet_seed001_old.prototxt"), "--batch", 4, "--context", "0",
+                         "--gpu-mem", f"{card}B")
+    assert out.returncode == 0
+    lines = out.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("FITS"))
+    assert lines[at + 1] == f"  but not with cudaMalloc's 2 MiB pages: {size(run['drop'] - card)} over."

@@ -112,11 +112,22 @@ def totals(summary):
     return lines
 
 
+def pages_clause(audit):
+    """What cudaMalloc's pages add on the card, beside the total (GPU mode), or None."""
+    if not audit.cudamalloc_pages:
+        return None
+    return (f"cudaMalloc's 2 MiB pages take {size(audit.cudamalloc_pages)} more on the card "
+            "(measured on an H200; not yet in the total or the verdict)")
+
+
 def verdict_lines(fit, audit):
     if fit is None:
         return []
     if fit.fits:
         lines = [f"FITS a {size(fit.budget)} card: {size(fit.total)} needed, {size(fit.headroom)} to spare."]
+        pages = audit.cudamalloc_pages or 0
+        if pages > fit.headroom:  # (the page rounding is not in the total yet)
+            lines.append(f"  but not with cudaMalloc's 2 MiB pages: {size(pages - fit.headroom)} over.")
     else:
         lines = [f"DOES NOT FIT a {size(fit.budget)} card: {size(fit.total)} needed, {size(-fit.headroom)} too much."]
     if fit.largest_batch is not None:
@@ -211,9 +222,9 @@ def answer_lines(audit, summary, fit=None):
     other = other_engine_clause(audit)
     if other:
         lines.append(f"  {other}")
-    if audit.cudamalloc_pages:
-        lines.append(f"  cudaMalloc's 2 MiB pages take {size(audit.cudamalloc_pages)} more on the card "
-                     "(measured on an H200; not yet in the total or the verdict)")
+    pages = pages_clause(audit)
+    if pages:
+        lines.append(f"  {pages}")
     lines += verdict_lines(fit, audit) or ["Give --gpu-mem with your card's memory (11G, 8G...) for a verdict "
                                            "and the largest batch that fits."]
     if audit.solver_type != "none" and audit.nets and all(n.forward_only for n in audit.nets):
