@@ -7,7 +7,6 @@ from math import prod
 from .collector import paused
 from .errors import InputError
 from .memory.buffers import Buffer, device_bytes, forget_touches, host_objects, net_buffers, runs_backward
-from .memory.cuda_pages import taken
 from .memory.host import draws_random
 from .layers.base import Assumption, MissingShape
 from .net.build import OtherPhase, Rebuild, ShapesNeeded, build, input_dims, rebatched
@@ -88,12 +87,14 @@ class Audit:
 
     @functools.cached_property
     def cudamalloc_pages(self):
-        """In GPU mode, what cudaMalloc takes beyond the total's bytes, one call per device buffer in
-        the audit's order (protoaudit.memory.cuda_pages: measured, not yet in the total)."""
+        """In GPU mode, what cudaMalloc's pages take beyond the total's bytes, one call per device
+        buffer in the audit's order (protoaudit.memory.cuda_pages, measured): in the verdict, not in
+        the total, whose sums the sweep and the batch search scale linearly."""
         if self.mode != "gpu":
             return None
-        sizes = [b.elements * b.itemsize for b in self.buffers if b.device == "device" and b.kind != "context"]
-        return taken(sizes) - sum(sizes)
+        from .memory import scaling
+
+        return scaling.pages(scaling.sizes(self))
 
     @property
     def batch(self):

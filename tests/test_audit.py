@@ -253,7 +253,7 @@ def test_json_has_the_documented_fields():
     _, result = run_json(LENET, *MNIST, "--gpu-mem", "8G")
     assert result["schema"] == 1
     for key in ("path", "mode", "engine", "solver_type", "iter_size", "total_bytes", "other_engine_total_bytes",
-                "uncounted_host_bytes", "by_kind", "by_touch", "nets", "extra", "fit"):
+                "uncounted_host_bytes", "cudamalloc_pages_bytes", "by_kind", "by_touch", "nets", "extra", "fit"):
         assert key in result, key
     for net in result["nets"]:
         assert {"name", "label", "role", "phase", "batch", "forward_only", "total_bytes",
@@ -274,7 +274,8 @@ def test_json_has_the_documented_fields():
     # the totals add up: the nets' totals (solver state is the train net's) and the process's context
     assert sum(n["total_bytes"] for n in result["nets"]) + context_bytes(result) == result["total_bytes"]
     assert sum(result["by_kind"].values()) == result["total_bytes"] == sum(result["by_touch"].values())
-    assert result["fit"]["total_bytes"] == result["total_bytes"]
+    # the verdict's figure on a GPU: the total and cudaMalloc's pages
+    assert result["fit"]["total_bytes"] == result["total_bytes"] + result["cudamalloc_pages_bytes"]
 
 
 # --- --gpu-mem sizes ----------------------------------------------------------------------------------

@@ -195,27 +195,30 @@ def test_seed_001_on_its_8_gb_card_with_the_measured_terms(sample, batch, net, f
     """The user's two nets (Caffe engine, as the user's log shows) on the 8 GB card, with the
     measured terms: what the device took for each buffer, one cudaMalloc each, and the context with
     Caffe's cuBLAS handle and cuRAND generator as an H200 holds it. The old net fits and the new one
-    does not, as the user found. protoaudit, given that context, says the same; its total and the
-    pages it gives beside it are the device's bytes."""
+    does not, as the user found. protoaudit, given that context, says the same, and its verdict's
+    figure (the total and the pages) is the device's bytes."""
     context = held_after(FACTS["context_lazy"]["stages"], "cuRAND seed")
     measured = FACTS["malloc"]["nets"][net]["drop"] + context
     assert (measured <= 8 * GiB) is fits
     status, result = run_json(os.path.join(SAMPLES, sample), "--batch", batch, "--gpu-mem", "8GiB",
                               "--context", f"{context}B")
-    assert result["total_bytes"] + result["cudamalloc_pages_bytes"] == measured
+    assert result["total_bytes"] + result["cudamalloc_pages_bytes"] == result["fit"]["total_bytes"] == measured
     assert result["fit"]["fits"] is fits and status == (0 if fits else 1)
 
 
-def test_a_card_the_total_fits_but_the_pages_do_not():
-    """A card 10 MiB above the old SegNet's total (no context): the verdict fits, and the line under
-    it says by how much the pages the device took do not."""
+def test_a_card_the_buffers_fit_but_not_with_their_pages():
+    """A card 10 MiB above the old SegNet's total (no context): its buffers would fit, but with the
+    pages the device took for them they do not, and the verdict says so, with the device's figure."""
     from protoaudit.report.units import size
 
     run = FACTS["malloc"]["nets"]["segnet_seed001_old_b4_caffe"]
     card = run["requested"] + 10 * MiB
+    _, result = run_json(os.path.join(SAMPLES, "segnet_seed001_old.prototxt"), "--batch", 4, "--context", "0",
+                         "--gpu-mem", f"{card}B")
+    assert result["total_bytes"] < card < result["fit"]["total_bytes"] == run["drop"]
+    assert result["fit"]["fits"] is False
     out = run_in_process(os.path.join(SAMPLES, "segnet_seed001_old.prototxt"), "--batch", 4, "--context", "0",
                          "--gpu-mem", f"{card}B")
-    assert out.returncode == 0
-    lines = out.stdout.splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("FITS"))
-    assert lines[at + 1] == f"  but not with cudaMalloc's 2 MiB pages: {size(run['drop'] - card)} over."
+    assert out.returncode == 1
+    assert f"DOES NOT FIT a {size(card)} card: {size(run['drop'])} needed, {size(run['drop'] - card)} too much." \
+        in out.stdout.splitlines()

@@ -4,9 +4,10 @@ says), the review
 workflow's shell step (docs/protoaudit-review.yml) on a repository with two commits of a net, and
 `protoaudit --version`.
 
-Figures: seed 001's old net needs 7.09 GiB at batch 4 (fits 11 GiB and 8 GiB), the new one 8.67
-GiB at batch 1 (fits 11 GiB, not 8 GiB); at batch 3 the new one needs 11.9 GiB (test_sweep.py's
-hand figures: 7.05 GiB fixed plus 1.62 GiB per image), more than 11 GiB.
+Figures, on the card (the buffers and cudaMalloc's pages; test_golden.py's hand derivation,
+`on_card`): seed 001's old net needs 7.12 GiB at batch 4 (fits 11 GiB and 8 GiB), the new one 8.72
+GiB at batch 1 (fits 11 GiB, not 8 GiB); at batch 3 the new one needs 12 GiB (its buffers 11.9 GiB:
+test_sweep.py's hand figures, 7.05 GiB fixed plus 1.62 GiB per image), more than 11 GiB.
 """
 import importlib.metadata
 import os
@@ -106,12 +107,12 @@ def test_hook_entry_passes_nets_that_fit_and_fails_one_that_does_not(tmp_path):
     r = run_entry(tmp_path, ["old.prototxt", "new.prototxt"], nets)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert lines[0].startswith("old.prototxt: FITS a 11 GiB card: 7.09 GiB needed")
-    assert lines[1].startswith("new.prototxt: FITS a 11 GiB card: 8.67 GiB needed")
+    assert lines[0].startswith("old.prototxt: FITS a 11 GiB card: 7.12 GiB needed")
+    assert lines[1].startswith("new.prototxt: FITS a 11 GiB card: 8.72 GiB needed")
     (nets / "new_b3.prototxt").write_text(at_batch(NEW_TEXT(), 3))
     r = run_entry(tmp_path, ["old.prototxt", "new_b3.prototxt"], nets)
     assert r.returncode == 1
-    assert r.stdout.splitlines()[1].startswith("new_b3.prototxt: DOES NOT FIT a 11 GiB card: 11.9 GiB needed")
+    assert r.stdout.splitlines()[1].startswith("new_b3.prototxt: DOES NOT FIT a 11 GiB card: 12 GiB needed")
     assert "Largest batch that fits: 2 (audited at batch 3)." in r.stdout
 
 
@@ -180,7 +181,7 @@ def test_pre_commit_runs_the_hook_from_a_config(tmp_path):
     assert re.search(r"protoaudit \(does each changed Caffe net fit the card\?\)\.+Passed", r.stdout)
     r = run("old.prototxt", "big.prototxt")
     assert r.returncode == 1, r.stdout + r.stderr
-    assert "Failed" in r.stdout and "big.prototxt: DOES NOT FIT a 11 GiB card: 11.9 GiB needed" in r.stdout
+    assert "Failed" in r.stdout and "big.prototxt: DOES NOT FIT a 11 GiB card: 12 GiB needed" in r.stdout
 
 
 # --- the review workflow ----------------------------------------------------------------------------

@@ -7,6 +7,10 @@ needs only two sums of what is on the card there, which protoaudit.audit.split_a
 without making the audit's Buffers; buffers are compared one by one only where the sums cannot
 tell. Where Caffe's shapes are not linear in the batch (a dimension hard-coded, a buffer capped),
 the batches are audited one by one around the answer instead, never read off a scaled total.
+
+On a GPU the card holds more than the buffers' bytes: cudaMalloc's pages (protoaudit.memory.
+cuda_pages). They are not linear in the batch, so the rule's batch is then checked with the pages
+of the rule's buffers at that batch, and lowered until they fit too.
 """
 import math
 from dataclasses import dataclass
@@ -37,8 +41,8 @@ class Fit:
 def check_fit(audit, budget, audit_at, split_at=None):
     """The verdict for `audit` on a card of `budget` bytes; `audit_at(batch)` audits again at a batch,
     `split_at(batch)` gives what scaling.split gives of that audit without making it (None: ask
-    audit_at; protoaudit.audit.split_at)."""
-    total = audit.total_bytes
+    audit_at; protoaudit.audit.split_at). On a GPU the card's figure is the total with its pages."""
+    total = on_card(audit)
     batch = audit.batch
     fit = Fit(budget, total, total <= budget, batch, None, None, None, None)
     if batch is None:
@@ -51,7 +55,7 @@ def check_fit(audit, budget, audit_at, split_at=None):
         if b not in totals:
             try:
                 audits[b] = audit_at(b)
-                totals[b] = audits[b].total_bytes
+                totals[b] = on_card(audits[b])
             except InputError as e:  # Caffe refuses the net at this batch (a blob over INT_MAX elements)
                 refusals[b] = e
                 totals[b] = math.inf
@@ -60,11 +64,32 @@ def check_fit(audit, budget, audit_at, split_at=None):
     fit.largest_batch = _by_the_rule(audit, budget, total_at, audits, split_at)
     if fit.largest_batch is None:
         fit.largest_batch = largest_batch(total_at, budget, batch)
+    elif audit.cudamalloc_pages is not None:
+        fit.largest_batch = _with_pages(audit, fit.largest_batch, budget)
     fit.limit = _limit(fit.largest_batch, totals, refusals, budget)
     fit.effective_batch = batch * audit.iter_size
     if fit.largest_batch:
         fit.suggested_batch, fit.suggested_iter_size = keep_effective_batch(fit.effective_batch, fit.largest_batch)
     return fit
+
+
+def on_card(audit):
+    """What `audit` takes on the card: its total, and on a GPU cudaMalloc's pages."""
+    return audit.total_bytes + (audit.cudamalloc_pages or 0)
+
+
+def _with_pages(audit, largest, budget):
+    """The largest batch up to `largest` (the rule's, by the buffers' bytes) whose buffers by the
+    rule fit `budget` with their pages (0: not even batch 1)."""
+    known = scaling.sizes(audit)
+
+    def fits(b):
+        at = scaling.scaled(known, audit.batch, b)
+        return sum(n for n, _ in at.values()) + scaling.pages(at) <= budget
+
+    if largest == 0 or fits(largest):
+        return largest
+    return _bisect(fits, 1, largest) if fits(1) else 0
 
 
 def _limit(largest, totals, refusals, budget):

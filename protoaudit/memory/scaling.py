@@ -10,6 +10,7 @@ by --sweep (protoaudit.memory.sweep) and by the largest-batch search (protoaudit
 """
 import functools
 
+from .cuda_pages import taken
 from .summary import counted_devices
 
 
@@ -98,3 +99,10 @@ def misses(known, found, base, batch):
 def scaled(known, base, batch):
     """The rule's sizes at `batch` (each growing buffer a whole multiple of the base batch: checked)."""
     return {key: (n * batch // base if grows else n, grows) for key, (n, grows) in known.items()}
+
+
+def pages(known):
+    """What cudaMalloc's pages take on the card beyond the bytes of the sizes `known` (GPU mode): one
+    call per entry, in order, the context's none (protoaudit.memory.cuda_pages)."""
+    sizes = [n for (_, _, kind), (n, _) in known.items() if kind != "context"]
+    return taken(sizes) - sum(sizes)

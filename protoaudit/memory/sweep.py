@@ -16,7 +16,7 @@ each batch on its own ("audited").
 from dataclasses import dataclass, field
 
 from ..errors import InputError
-from .scaling import misses, scaled, sizes
+from .scaling import misses, pages, scaled, sizes
 
 MOST_NAMED = 5  # buffers named when the rule fails
 
@@ -92,6 +92,10 @@ def sweep(audit, batches, audit_at, budget=None):
     if audit.mode == "gpu" and audit.other_engine_total is not None:
         other = "cudnn" if audit.engine == "caffe" else "caffe"
     engines = [e for e in (audit.engine, other) if e]
+    card = None  # whether a row's sizes fit the card: on a GPU with cudaMalloc's pages (as --gpu-mem's verdict)
+    if budget is not None:
+        paged = audit.cudamalloc_pages is not None
+        card = lambda mine, total: total + (pages(mine) if paged else 0) <= budget  # noqa: E731
     points = {}
 
     def at(b):
@@ -115,11 +119,11 @@ def sweep(audit, batches, audit_at, budget=None):
             result.broken += [m for m in misses(start.sizes[engine], p.sizes[engine], base, b)
                               if m[:3] not in named]
     if result.refused_at is None and not result.broken:
-        result.rows = [_row(_scaled(start, b), b, audit.engine, other, budget, "scaled") for b in batches]
+        result.rows = [_row(_scaled(start, b), b, audit.engine, other, card, "scaled") for b in batches]
         return result
     result.how = "audited"
     rows = {}
-    _between(batches, 0, len(batches) - 1, at, rows, audit.engine, other, budget)
+    _between(batches, 0, len(batches) - 1, at, rows, audit.engine, other, card)
     result.rows = [rows[b] for b in batches]
     return result
 
@@ -136,38 +140,39 @@ def _scaled(start, batch):
     return {engine: scaled(known, start.batch, batch) for engine, known in start.sizes.items()}
 
 
-def _row(sizes, batch, engine, other, budget, how):
+def _row(sizes, batch, engine, other, card, how):
+    """A row from each engine's sizes at `batch`; `card(sizes, total)`: whether they fit (None: no card)."""
     mine = sizes[engine]
     total = sum(n for n, _ in mine.values())
     per_sample = sum(n for n, grows in mine.values() if grows)
     return SweepRow(batch, total, sum(n for n, _ in sizes[other].values()) if other else None, per_sample,
-                    total - per_sample, None if budget is None else total <= budget, how)
+                    total - per_sample, None if card is None else card(mine, total), how)
 
 
-def _between(batches, i, j, at, rows, engine, other, budget):
+def _between(batches, i, j, at, rows, engine, other, card):
     """Rows for batches[i..j]: both ends audited; the middle one audited, and the rest read off the
     straight line between the ends when the middle one lies on it, else each half the same way."""
     for k in (i, j):
         if batches[k] not in rows:
             p = at(batches[k])
             rows[batches[k]] = (SweepRow(batches[k], refused=p.refused) if p.refused
-                                else _row(p.sizes, batches[k], engine, other, budget, "audited"))
+                                else _row(p.sizes, batches[k], engine, other, card, "audited"))
     if j - i < 2:
         return
     m = (i + j) // 2
     low, mid, high = at(batches[i]), at(batches[m]), at(batches[j])
     if not (low.refused or mid.refused or high.refused) and _on_line(low, mid, high):
-        rows[batches[m]] = _row(mid.sizes, batches[m], engine, other, budget, "audited")
+        rows[batches[m]] = _row(mid.sizes, batches[m], engine, other, card, "audited")
         for k in range(i + 1, j):
             b = batches[k]
             if b not in rows:
                 line = _line(low, high, b)
-                rows[b] = (_row(line, b, engine, other, budget, "interpolated") if line is not None
-                           else _row(at(b).sizes, b, engine, other, budget, "audited") if not at(b).refused
+                rows[b] = (_row(line, b, engine, other, card, "interpolated") if line is not None
+                           else _row(at(b).sizes, b, engine, other, card, "audited") if not at(b).refused
                            else SweepRow(b, refused=at(b).refused))
         return
-    _between(batches, i, m, at, rows, engine, other, budget)
-    _between(batches, m, j, at, rows, engine, other, budget)
+    _between(batches, i, m, at, rows, engine, other, card)
+    _between(batches, m, j, at, rows, engine, other, card)
 
 
 def _on_line(low, mid, high):

@@ -117,7 +117,7 @@ def pages_clause(audit):
     if not audit.cudamalloc_pages:
         return None
     return (f"cudaMalloc's 2 MiB pages take {size(audit.cudamalloc_pages)} more on the card "
-            "(measured on an H200; not yet in the total or the verdict)")
+            "(measured on an H200 and an H100; in the verdict, not in the total)")
 
 
 def verdict_lines(fit, audit):
@@ -125,9 +125,6 @@ def verdict_lines(fit, audit):
         return []
     if fit.fits:
         lines = [f"FITS a {size(fit.budget)} card: {size(fit.total)} needed, {size(fit.headroom)} to spare."]
-        pages = audit.cudamalloc_pages or 0
-        if pages > fit.headroom:  # (the page rounding is not in the total yet)
-            lines.append(f"  but not with cudaMalloc's 2 MiB pages: {size(pages - fit.headroom)} over.")
     else:
         lines = [f"DOES NOT FIT a {size(fit.budget)} card: {size(fit.total)} needed, {size(-fit.headroom)} too much."]
     if fit.largest_batch is not None:
