@@ -222,3 +222,22 @@ def test_a_card_the_buffers_fit_but_not_with_their_pages():
     assert out.returncode == 1
     assert f"DOES NOT FIT a {size(card)} card: {size(run['drop'])} needed, {size(run['drop'] - card)} too much." \
         in out.stdout.splitlines()
+
+
+@pytest.mark.parametrize("net,card", [
+    ("resnet50_deploy__TRAIN__b4__fb.prototxt", "11G"),  # pages 1.8-5% of the total there
+    ("squeezenet_v1.1_train_val__TRAIN__b4.prototxt", "3G"),  # batch 63's buffers fit, with their pages not
+])
+def test_the_largest_batch_with_pages_is_what_audits_at_it_say(net, card):
+    """The search reads its batch off the buffers' rule, then lowers it until the rule's buffers fit
+    with their pages: audits at that batch and the next, each with its own pages, confirm it."""
+    import protoaudit
+    from protoaudit.memory.fit import on_card
+    from protoaudit.options import parse_size
+
+    path = os.path.join(DATA, "oracle", "nets", net)
+    largest = protoaudit.audit(path, gpu_mem=card).fit.largest_batch
+    budget = parse_size(card)
+    at, after = protoaudit.audit(path, batch=largest), protoaudit.audit(path, batch=largest + 1)
+    assert on_card(at) <= budget < on_card(after)
+    assert at.total_bytes <= budget  # (and the buffers alone may fit the next batch: the pages decide)
