@@ -130,6 +130,9 @@ def test_a_run_that_died_setting_up_a_net(tmp_path):
     context = 300 * 2**20
     assert death["held_before_bytes"] == context
     assert death["held_after_bytes"] == context + 4 * (96 * 3 * 11 * 11 + 96 + 54 * 54)
+    # on the card (a GPU run): the three take 512-byte slots of one shared 2 MiB page
+    # (tests/data/gpu_measured), the context no page
+    assert death["held_after_pages_bytes"] == 2 * 2**20 - 4 * (96 * 3 * 11 * 11 + 96 + 54 * 54)
     assert death["card"] == "GeForce GTX 970" and death["card_bytes"] == 4 * 2**30
 
 

@@ -8,6 +8,8 @@ protoaudit counts for the steps before it, and with it, bound what was held when
 """
 from dataclasses import dataclass
 
+from .cuda_pages import taken
+
 STEPS = ("setup", "test forward", "clear param diffs", "forward", "backward", "update")
 
 
@@ -22,6 +24,7 @@ class Death:
     after: int  # ... and with the whole failing step
     card: int = None  # the card's bytes (--gpu-mem, or the card the log names)
     card_name: str = ""
+    after_pages: int = 0  # on a GPU, what cudaMalloc's pages take beyond `after` (protoaudit.memory.cuda_pages)
 
     @property
     def out_of_memory(self):
@@ -74,19 +77,25 @@ def explain(audit, run, card=None):
         card_name = run.gpus[0]
         card = card_bytes(card_name)
     if step == "setup":
-        before, after, where = _in_setup(audit, run, counted)
+        before, after, where, held = _in_setup(audit, run, counted)
     elif step is None:
         before, after = 0, sum(by_step.values())
+        held = [b for b, _ in counted]
         where = f"at iteration {failure.iteration or 0} (glog printed no stack saying in which step)"
     else:
         k = STEPS.index(step)
         before = sum(by_step[s] for s in STEPS[:k])
         after = before + by_step[step]
+        held = [b for b, role in counted if STEPS.index(_step_of(b, role)) <= k]
         passes = {"test forward": "the test net's forward pass", "clear param diffs": "ClearParamDiffs",
                   "forward": "the train net's forward pass", "backward": "the train net's backward pass",
                   "update": "the solver's update"}
         where = f"in {passes[step]} of iteration {failure.iteration or 0}"
-    return Death(failure.line, failure.message, where, before, after, card, card_name)
+    pages = 0
+    if audit.mode == "gpu":  # one cudaMalloc per buffer held then, the context's none
+        sizes = [b.bytes for b in held if b.kind != "context"]
+        pages = taken(sizes) - sum(sizes)
+    return Death(failure.line, failure.message, where, before, after, card, card_name, pages)
 
 
 def _in_setup(audit, run, counted):
@@ -100,17 +109,20 @@ def _in_setup(audit, run, counted):
     stop = index_of.get(logged.creating, len(names) - 1)
     earlier = set(labels[:dying])
     before = after = 0
+    held = []  # the buffers held with the failing layer
     for b, _ in counted:
         if b.touch != "setup" and b.kind != "context":
             continue
         if b.net in earlier or b.kind == "context":
             before += b.bytes
             after += b.bytes
+            held.append(b)
         elif b.net == label and b.layer in index_of:
             index = index_of[b.layer]
             if index < stop:
                 before += b.bytes
             if index <= stop:
                 after += b.bytes
+                held.append(b)
     layer = f", layer '{logged.creating}'" if logged.creating else ""
-    return before, after, f"while setting up the {logged.phase} net{layer}"
+    return before, after, f"while setting up the {logged.phase} net{layer}", held

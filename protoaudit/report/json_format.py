@@ -140,6 +140,7 @@ def to_dict(audit, summary, fit=None, many=listed):
         "death": None if audit.death is None else {
             "line": audit.death.line, "message": audit.death.message, "where": audit.death.where,
             "held_before_bytes": audit.death.before, "held_after_bytes": audit.death.after,
+            "held_after_pages_bytes": audit.death.after_pages,
             "card_bytes": audit.death.card, "card": audit.death.card_name},
         "assumptions": [{"net": net, "layer": a.layer, "assumption": a.what, "override": a.override}
                         for net, a in summary.assumptions],

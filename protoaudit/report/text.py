@@ -174,9 +174,12 @@ def death_lines(death):
     lines = [f"The run in the log died at line {death.line} ({death.message}) {death.where}."]
     held = (f"protoaudit counts {size(death.before)} held before that step and {size(death.after)} with it"
             if death.before != death.after else f"protoaudit counts {size(death.after)} held then")
+    on_card = death.after + death.after_pages
+    if death.after_pages:
+        held += f" ({size(on_card)} on the card with cudaMalloc's pages)"
     if death.card:
         card = f" ({death.card_name})" if death.card_name else ""
-        verdict = ("more than the card" if death.after > death.card else "within the card, so something else "
+        verdict = ("more than the card" if on_card > death.card else "within the card, so something else "
                    "(another process, or cuDNN's workspace) took the rest")
         lines.append(f"  {held}; the card{card} holds {size(death.card)}: {verdict}.")
     else:
