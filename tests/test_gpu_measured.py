@@ -241,3 +241,17 @@ def test_the_largest_batch_with_pages_is_what_audits_at_it_say(net, card):
     at, after = protoaudit.audit(path, batch=largest), protoaudit.audit(path, batch=largest + 1)
     assert on_card(at) <= budget < on_card(after)
     assert at.total_bytes <= budget  # (and the buffers alone may fit the next batch: the pages decide)
+
+
+def test_the_sweeps_card_column_counts_the_pages_as_the_verdict_does():
+    """SqueezeNet on 3 GiB: the sweep's card column turns at the verdict's largest batch, where the
+    buffers alone would still fit (test_the_largest_batch_with_pages_is_what_audits_at_it_say)."""
+    import protoaudit
+
+    path = os.path.join(DATA, "oracle", "nets", "squeezenet_v1.1_train_val__TRAIN__b4.prototxt")
+    result = protoaudit.audit(path, gpu_mem="3G", sweep=list(range(60, 67)))
+    largest = result.fit.largest_batch
+    assert 60 <= largest < 66
+    assert [r.fits for r in result.sweep.rows] == [r.batch <= largest for r in result.sweep.rows]
+    assert all(r.total <= 3 * GiB for r in result.sweep.rows if r.batch == largest + 1)
+    assert "counts each row's cudaMalloc pages" in result.sweep.describe()

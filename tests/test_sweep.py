@@ -144,7 +144,9 @@ def test_sweep_text_markdown_and_csv_carry_the_same_rows():
     assert lines[start + 6].endswith("does not fit") and lines[start + 5].endswith("fits")
     assert test_golden.size(fixed + 8 * per_image) in lines[start + 6]
     assert lines[start + 7] == ("Totals scaled from the audit at batch 4: every buffer that grows with the batch has it "
-                                "as its first axis and the rest stays the same, as audits at batch 1 and 8 confirm.")
+                                "as its first axis and the rest stays the same, as audits at batch 1 and 8 confirm. "
+                                "The card column counts each row's cudaMalloc pages (2 MiB pages, 512-byte slots) "
+                                "beside its total, as the verdict does.")
     md = run_in_process(OLD, "--sweep", "1,2,4,8", "--format", "markdown").stdout
     assert f"| 8 | {test_golden.size(fixed + 8 * per_image)} |" in md
     csv_out = run_in_process(OLD, "--sweep", "1..3", "--format", "csv").stdout.splitlines()

@@ -44,9 +44,15 @@ class Sweep:
     budget: int = None
     broken: list = field(default_factory=list)  # (net, owner, kind, batch, expected bytes, audited bytes)
     refused_at: int = None  # a probed batch Caffe refuses the net at: the rule could not be checked there
+    paged: bool = False  # the card column counts cudaMalloc's pages (a card, on a GPU)
 
     def describe(self):
-        """One sentence: how the totals were found."""
+        """How the totals were found, in a sentence; and, on a GPU with a card, what the card column counts."""
+        pages = (" The card column counts each row's cudaMalloc pages (2 MiB pages, 512-byte slots) beside its "
+                 "total, as the verdict does." if self.paged else "")
+        return self._how() + pages
+
+    def _how(self):
         checked = " and ".join(str(b) for b in self.checked_at if b != self.base_batch)
         if self.how == "scaled":
             if self.checked_at == [self.base_batch]:
@@ -93,8 +99,8 @@ def sweep(audit, batches, audit_at, budget=None):
         other = "cudnn" if audit.engine == "caffe" else "caffe"
     engines = [e for e in (audit.engine, other) if e]
     card = None  # whether a row's sizes fit the card: on a GPU with cudaMalloc's pages (as --gpu-mem's verdict)
+    paged = budget is not None and audit.cudamalloc_pages is not None
     if budget is not None:
-        paged = audit.cudamalloc_pages is not None
         card = lambda mine, total: total + (pages(mine) if paged else 0) <= budget  # noqa: E731
     points = {}
 
@@ -108,7 +114,7 @@ def sweep(audit, batches, audit_at, budget=None):
         start.sizes[other] = sizes(audit_at(base, other))
     points[base] = start
     probes = sorted({batches[0], batches[-1]} - {base})
-    result = Sweep([], base, "scaled", sorted({base, *probes}), audit.engine, other, budget)
+    result = Sweep([], base, "scaled", sorted({base, *probes}), audit.engine, other, budget, paged=paged)
     for b in probes:
         p = at(b)
         if p.refused:
