@@ -1,13 +1,14 @@
 """What cudaMalloc takes from the card for a run of allocations, beyond the bytes asked for.
 
 Caffe makes one cudaMalloc per buffer (SyncedMemory::to_gpu), thousands on a ResNet. Measured on an
-H200 (driver 580, CUDA 13; tests/data/gpu_measured): the driver hands out memory in 2 MiB pages.
+H200 and an H100 (driver 580, CUDA 13; tests/data/gpu_measured): the driver hands out memory in 2 MiB
+pages.
 - An allocation of more than 2 MiB takes whole pages of its own (2 MiB + 1 byte takes 4 MiB).
 - Smaller ones take 512-byte slots (513 bytes: 4,096 per page; 1,025 bytes: 1,365; 4,097: 455)
   packed into shared pages, each into the fullest page it fits (1.0, 1.5, 0.5 and 1.0 MiB take
   two pages, not the three first fit would take).
-That rule gives the drop in free memory to the byte for every device buffer of ResNet-50 and the
-seed-001 SegNets, one cudaMalloc each (tests/test_gpu_measured.py).
+That rule gives the drop in free memory to the byte, on both cards, for every device buffer of seven
+nets under both engines, one cudaMalloc each (tests/test_gpu_measured.py).
 """
 import bisect
 

@@ -98,10 +98,12 @@ def sweep(audit, batches, audit_at, budget=None):
     if audit.mode == "gpu" and audit.other_engine_total is not None:
         other = "cudnn" if audit.engine == "caffe" else "caffe"
     engines = [e for e in (audit.engine, other) if e]
-    card = None  # whether a row's sizes fit the card: on a GPU with cudaMalloc's pages (as --gpu-mem's verdict)
     paged = budget is not None and audit.cudamalloc_pages is not None
-    if budget is not None:
-        card = lambda mine, total: total + (pages(mine) if paged else 0) <= budget  # noqa: E731
+
+    def fits(mine, total):  # a row on the card: on a GPU with its cudaMalloc pages, as --gpu-mem's verdict
+        return total + (pages(mine) if paged else 0) <= budget
+
+    card = fits if budget is not None else None
     points = {}
 
     def at(b):
