@@ -153,7 +153,8 @@ def seed001(new, n, engine="caffe"):
     row, _ = conv("conv_classifier", n, 64, h, w, c_out=3, k=1, pad=0, engine=engine)
     rows += [row,
              Row("conv_classifier_conv_classifier_0_split", "Split", [(n, 3, 384, 512)] * 2, [
-                 Alloc("top diff", 2 * n * 3 * hw, "backward", True, (n * 3 * hw,) * 2)]),  # the accuracy top's, conv_classifier's
+                 # the accuracy top's, conv_classifier's
+                 Alloc("top diff", 2 * n * 3 * hw, "backward", True, (n * 3 * hw,) * 2)]),
              Row("loss", "SoftmaxWithLoss", [()], [
                  Alloc("layer buffer", n * 3 * hw, "setup", True),  # prob_'s diff
                  Alloc("top diff", 1, "setup", False),  # the loss weight

@@ -50,19 +50,24 @@ def held_after(stages, name):
 
 # --- cudaMalloc ----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("card,run", on_each_card(lambda f: [(f"{r['size']}x{r['n']}", r) for r in f["malloc"]["sizes"]]))
+def by_size(runs):
+    return [(f"{r['size']}x{r['n']}", r) for r in runs]
+
+
+@pytest.mark.parametrize("card,run", on_each_card(lambda f: by_size(f["malloc"]["sizes"])))
 def test_n_allocations_of_one_size(card, run):
     """After each allocation too: the first 1 MiB takes a page, the second shares it."""
     assert [taken([run["size"]] * (i + 1)) for i in range(run["n"])] == run["drop_after_each"]
     assert run["left_after_free"] == 0
 
 
-@pytest.mark.parametrize("card,run", on_each_card(lambda f: [(f"{r['size']}x{r['n']}", r) for r in f["pages"]["slots"]]))
+@pytest.mark.parametrize("card,run", on_each_card(lambda f: by_size(f["pages"]["slots"])))
 def test_slots_in_shared_pages(card, run):
     assert taken([run["size"]] * run["n"]) == run["drop"] == run["pages"] * PAGE
 
 
-@pytest.mark.parametrize("card,item", on_each_card(lambda f: [(k, (k, v)) for k, v in sorted(f["pages"]["orders"].items())]))
+@pytest.mark.parametrize("card,item", on_each_card(lambda f: [(k, (k, v)) for k, v in
+                                                             sorted(f["pages"]["orders"].items())]))
 def test_mixed_orders_take_the_fullest_page_that_fits(card, item):
     """1.0, 1.5, 0.5, 1.0 MiB: first fit would put the 0.5 beside the 1.0 and need a third page."""
     order, taken_bytes = item

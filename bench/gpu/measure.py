@@ -96,7 +96,8 @@ def load_cudnn():
         names.append(found)
     for root in [p for p in sys.path if p.endswith("-packages")] + ["/usr/lib/x86_64-linux-gnu", "/usr/local/cuda"]:
         names += sorted(glob.glob(os.path.join(root, "nvidia", "**", "libcudnn.so*"), recursive=True))
-        names += sorted(glob.glob(os.path.join(root, "libcudnn.so*"))) + sorted(glob.glob(os.path.join(root, "lib64", "libcudnn.so*")))
+        for folder in (root, os.path.join(root, "lib64")):
+            names += sorted(glob.glob(os.path.join(folder, "libcudnn.so*")))
     for name in names:
         try:
             lib = ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
@@ -239,7 +240,8 @@ def part_context():
           lambda: kept.update(gen=curand.createGenerator(getattr(curand, "CURAND_RNG_PSEUDO_DEFAULT", 100))))
     stage("cuRAND seed", lambda: curand.setPseudoRandomGeneratorSeed(kept["gen"], 1701))
     stage("a 1 MiB cudaMalloc", lambda: kept.update(buf=rt.malloc(MiB)))
-    stage("cuRAND generate (1 MiB)", lambda: (curand.generate(kept["gen"], kept["buf"], MiB // 4), rt.deviceSynchronize()))
+    stage("cuRAND generate (1 MiB)",
+          lambda: (curand.generate(kept["gen"], kept["buf"], MiB // 4), rt.deviceSynchronize()))
 
     def cudnn_handles(n, streams):
         for _ in range(n):
@@ -276,7 +278,8 @@ def part_torch():
     stages.append(("a cuDNN convolution forward and backward", nvml.used(), torch.cuda.memory_reserved()))
     del x
     return {"module_loading": os.environ.get("CUDA_MODULE_LOADING", "(PyTorch's default)"),
-            "versions": {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version()},
+            "versions": {"torch": torch.__version__, "cuda": torch.version.cuda,
+                         "cudnn": torch.backends.cudnn.version()},
             "stages": [{"stage": n, "nvml_used": u, "torch_reserved": r} for n, u, r in stages]}
 
 
@@ -385,7 +388,8 @@ def part_handles():
     return {"stages": rows}
 
 
-PARTS = {"pages": part_pages, "handles": part_handles, "context": part_context, "torch": part_torch, "malloc": part_malloc, "cudnn": part_cudnn}
+PARTS = {"pages": part_pages, "handles": part_handles, "context": part_context, "torch": part_torch,
+         "malloc": part_malloc, "cudnn": part_cudnn}
 RUNS = [  # (key, part, CUDA_MODULE_LOADING, seconds allowed)
     ("pages", "pages", "LAZY", 90), ("handles", "handles", "LAZY", 90), ("handles_eager", "handles", "EAGER", 90),
     ("context_lazy", "context", "LAZY", 60), ("context_eager", "context", "EAGER", 90), ("cudnn", "cudnn", "LAZY", 90),
