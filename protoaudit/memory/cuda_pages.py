@@ -36,3 +36,9 @@ def taken(sizes):
         if left:
             bisect.insort(room, left)
     return pages * PAGE
+
+
+def beyond(sizes):
+    """What the pages take beyond the bytes of `sizes` (taken, less what was asked for)."""
+    sizes = list(sizes)
+    return taken(sizes) - sum(sizes)

@@ -8,7 +8,7 @@ protoaudit counts for the steps before it, and with it, bound what was held when
 """
 from dataclasses import dataclass
 
-from .cuda_pages import taken
+from .cuda_pages import beyond
 
 STEPS = ("setup", "test forward", "clear param diffs", "forward", "backward", "update")
 
@@ -66,9 +66,10 @@ def explain(audit, run, card=None):
         return None
     counted = [(b, n.role) for n in audit.nets for b in n.buffers if audit.mode == "cpu" or b.device == "device"]
     counted += [(b, "train") for b in audit.extra if audit.mode == "cpu" or b.device == "device"]
+    stepped = [(b, _step_of(b, role)) for b, role in counted]
     by_step = dict.fromkeys(STEPS, 0)
-    for b, role in counted:
-        by_step[_step_of(b, role)] += b.bytes
+    for b, s in stepped:
+        by_step[s] += b.bytes
     step = _failing_step(failure)
     card_name = ""
     if card is None and run.gpus:
@@ -86,15 +87,13 @@ def explain(audit, run, card=None):
         k = STEPS.index(step)
         before = sum(by_step[s] for s in STEPS[:k])
         after = before + by_step[step]
-        held = [b for b, role in counted if STEPS.index(_step_of(b, role)) <= k]
+        held = [b for b, s in stepped if STEPS.index(s) <= k]
         passes = {"test forward": "the test net's forward pass", "clear param diffs": "ClearParamDiffs",
                   "forward": "the train net's forward pass", "backward": "the train net's backward pass",
                   "update": "the solver's update"}
         where = f"in {passes[step]} of iteration {failure.iteration or 0}"
-    pages = 0
-    if audit.mode == "gpu":  # one cudaMalloc per buffer held then, the context's none
-        sizes = [b.bytes for b in held if b.kind != "context"]
-        pages = taken(sizes) - sum(sizes)
+    # on a GPU, one cudaMalloc per buffer held then, the context's none
+    pages = beyond(b.bytes for b in held if b.kind != "context") if audit.mode == "gpu" else 0
     return Death(failure.line, failure.message, where, before, after, card, card_name, pages)
 
 
@@ -108,21 +107,19 @@ def _in_setup(audit, run, counted):
     index_of = {name: i for i, name in enumerate(names)}
     stop = index_of.get(logged.creating, len(names) - 1)
     earlier = set(labels[:dying])
-    before = after = 0
     held = []  # the buffers held with the failing layer
+    before = 0  # ... of which those held before it
     for b, _ in counted:
         if b.touch != "setup" and b.kind != "context":
             continue
         if b.net in earlier or b.kind == "context":
-            before += b.bytes
-            after += b.bytes
             held.append(b)
+            before += b.bytes
         elif b.net == label and b.layer in index_of:
             index = index_of[b.layer]
             if index < stop:
                 before += b.bytes
             if index <= stop:
-                after += b.bytes
                 held.append(b)
     layer = f", layer '{logged.creating}'" if logged.creating else ""
-    return before, after, f"while setting up the {logged.phase} net{layer}", held
+    return before, sum(b.bytes for b in held), f"while setting up the {logged.phase} net{layer}", held

@@ -10,7 +10,7 @@ by --sweep (protoaudit.memory.sweep) and by the largest-batch search (protoaudit
 """
 import functools
 
-from .cuda_pages import taken
+from .cuda_pages import beyond
 from .summary import counted_devices
 
 
@@ -104,5 +104,4 @@ def scaled(known, base, batch):
 def pages(known):
     """What cudaMalloc's pages take on the card beyond the bytes of the sizes `known` (GPU mode): one
     call per entry, in order, the context's none (protoaudit.memory.cuda_pages)."""
-    sizes = [n for (_, _, kind), (n, _) in known.items() if kind != "context"]
-    return taken(sizes) - sum(sizes)
+    return beyond(n for (_, _, kind), (n, _) in known.items() if kind != "context")
