@@ -9,7 +9,7 @@ from .errors import InputError
 from .memory.buffers import Buffer, device_bytes, forget_touches, host_objects, net_buffers, runs_backward
 from .memory.host import draws_random
 from .layers.base import Assumption, MissingShape
-from .net.build import OtherPhase, Rebuild, ShapesNeeded, build, input_dims, rebatched
+from .net.build import OtherPhase, Rebuild, ShapesNeeded, StageNeeded, build, input_dims, rebatched
 from .read.glog import is_log_file
 from .net.netstate import keeps_the_same_layers, make_state
 from .read.netspecs import net_specs
@@ -541,7 +541,34 @@ def _same_params(a, b):
 
 def _nets_to_audit(path, inference, options):
     """The nets an audit holds; `options` are build_nets' (phase, stages, level, inputs, batch,
-    test_batch, schema, freeze, root, defines, log, shapes, strict)."""
+    test_batch, schema, freeze, root, defines, log, shapes, strict).
+
+    A net file whose data layers are included only in a stage (DIGITS' nets: `stage: "train"` and
+    `stage: "val"`, which DIGITS sets in the solver it writes) builds in no state without one: when
+    the user gave no --stage and a single stage would include the missing top's maker, the file is
+    audited in that stage, said as an assumption. A solver's own state is never second-guessed."""
+    try:
+        return _nets_in_state(path, inference, options)
+    except StageNeeded as e:
+        if options["stages"] or len(e.stages) != 1 or not _a_net_file(path, options):
+            raise
+        nets = _nets_in_state(path, inference, {**options, "stages": list(e.stages)})
+        nets[0].assumptions.append(Assumption(
+            "(file)", f"the net is built in stage '{e.stages[0]}', the only one that includes layer '{e.maker}', "
+                      f"which makes '{e.blob}': with no stage, no layer makes it (the tool that trains the net, "
+                      "DIGITS for one, gives the stage)", f"--stage {e.stages[0]}"))
+        return nets
+
+
+def _a_net_file(path, options):
+    """Whether `path` is a net file (not a solver, whose train_state Caffe takes as it is)."""
+    specs = net_specs(path, level=options["level"], schema=options["schema"], root=options["root"],
+                      defines=options["defines"], strict=options["strict"])
+    return all(spec.role == "net" for spec in specs)
+
+
+def _nets_in_state(path, inference, options):
+    """_nets_to_audit's nets for the phase and stages `options` give."""
     phase = options["phase"]
     if inference:
         return build_nets(path, **{**options, "phase": phase or "TEST", "test_batch": None})[:1]

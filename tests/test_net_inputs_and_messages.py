@@ -154,13 +154,33 @@ layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1" convolutio
 """
 
 
-def test_a_bottom_made_only_in_another_stage_names_the_stage(tmp_path):
+def test_a_net_file_whose_data_is_in_one_stage_is_audited_in_that_stage(tmp_path):
     """DIGITS writes its data layers under `stage: "train"` and `stage: "val"` and trains with those
-    stages; read with none, as Caffe would read it, 'data' is made by no layer of the net: the
-    message says which layer makes it and the --stage that includes it (found tried as a new user would)."""
+    stages (its solver's train_state). Read with none, as Caffe would read it, 'data' is made by no
+    layer of the net (found tried as a new user would). Only stage "train" includes its maker in
+    the TRAIN phase, so the net file is audited in that stage, said as an assumption with the flag:
+    train-data's 4x3x8x8 through a 3x3 convolution of 4 outputs is 4x4x6x6."""
     (tmp_path / "net.prototxt").write_text(DIGITS_STAGES)
+    r = run_in_process("net.prototxt", "--format", "json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    said = [a for a in out["assumptions"] if "stage 'train'" in a["assumption"]]
+    assert len(said) == 1 and said[0]["override"] == "--stage train"
+    assert "includes layer 'train-data', which makes 'data'" in said[0]["assumption"]
+    conv = next(layer for layer in out["nets"][0]["layers"] if layer["name"] == "conv1")
+    assert conv["tops"] == [[4, 4, 6, 6]], conv
+    assert run_in_process("net.prototxt", "--stage", "train", "--stage", "val", cwd=tmp_path).returncode == 0
+
+
+def test_a_bottom_that_two_stages_could_make_or_a_solver_state_is_still_refused(tmp_path):
+    """Where two stages would each include the maker, protoaudit does not choose: the message names
+    the layer and both flags. A solver's own state is Caffe's, and is not second-guessed either."""
+    (tmp_path / "net.prototxt").write_text(DIGITS_STAGES.replace(
+        'include { phase: TRAIN stage: "train" }', 'include { stage: "a" } include { stage: "b" }'))
     r = run_in_process("net.prototxt", cwd=tmp_path)
     assert r.returncode == 2
-    assert "'train-data', is not in this net's phase (TRAIN) and stages (none)" in r.stderr
-    assert "--stage train" in r.stderr
-    assert run_in_process("net.prototxt", "--stage", "train", "--stage", "val", cwd=tmp_path).returncode == 0
+    assert "--stage a or --stage b" in r.stderr
+    (tmp_path / "one.prototxt").write_text(DIGITS_STAGES)
+    (tmp_path / "solver.prototxt").write_text('net: "one.prototxt"\nbase_lr: 0.01\nmax_iter: 1\n')
+    r = run_in_process("solver.prototxt", cwd=tmp_path)
+    assert r.returncode == 2 and "--stage train" in r.stderr

@@ -269,6 +269,15 @@ class OtherPhase(InputError):
     TEST-only): the audit of a plain net file may build the file in that phase instead."""
 
 
+class StageNeeded(InputError):
+    """A bottom made only by layers included in a stage the net's state lacks (DIGITS' nets keep
+    their data layers so): `stages`, the stages that would include its maker."""
+
+    def __init__(self, message, fix, stages, blob, maker):
+        super().__init__(message, fix=fix)
+        self.stages, self.blob, self.maker = stages, blob, maker
+
+
 class ShapesNeeded(InputError):
     """Every top of a file's nets that needs --input, in one message with the flags to paste."""
 
@@ -663,11 +672,12 @@ class _Builder:
         maker = self.left_out.get(name)
         if maker is not None:  # made only in another phase or stage: DIGITS' nets keep their data layers so
             stages = sorted({st for rule in maker.include for st in rule.stage})
-            return (InputError if stages else OtherPhase)(
-                f"unknown bottom blob '{name}' (bottom {j}): the layer that makes it, '{maker.name}', is not in "
-                f"this net's phase ({self.ctx.phase}) and stages ({', '.join(self.stages) or 'none'})",
-                fix=(f"give its stage, as the solver or the tool that trains it does: {' or '.join(f'--stage {st}' for st in stages)}"
-                     if stages else "give the phase it is in (--phase), or include it in this one"))
+            message = (f"unknown bottom blob '{name}' (bottom {j}): the layer that makes it, '{maker.name}', is "
+                       f"not in this net's phase ({self.ctx.phase}) and stages ({', '.join(self.stages) or 'none'})")
+            if stages:
+                return StageNeeded(message, "give its stage, as the solver or the tool that trains it does: "
+                                   + " or ".join(f"--stage {st}" for st in stages), stages, name, maker.name)
+            return OtherPhase(message, fix="give the phase it is in (--phase), or include it in this one")
         near = closest(name, [n for n in self.available if "_split_" not in n])  # not a split Caffe named
         return InputError(
             f"unknown bottom blob '{name}' (bottom {j}): no earlier layer produces it",
