@@ -360,6 +360,39 @@ def test_unknown_custom_and_lambda_layers_are_never_run():
                     "config": {"name": "d", "units": 3}}, path="m/d")
 
 
+def test_layers_keras_applications_define():
+    """ConvNeXt's LayerScale (applications/convnext.py: build() adds gamma of (projection_dim,), call
+    returns x * gamma) and InceptionResNetV2's CustomScaleLayer (inputs[0] + inputs[1] * scale, no
+    variables), as each flavour writes them: module and registered name (tf_keras registers the
+    latter as "Custom>CustomScaleLayer"), or, in an older file, the class and its config keys alone."""
+    scale = make_layer({"module": "tf_keras.src.applications.convnext", "class_name": "LayerScale",
+                        "registered_name": "LayerScale",
+                        "config": {"name": "s", "init_values": 1e-6, "projection_dim": 96}}, path="m/s")
+    assert out(scale, (2, 56, 56, 96)) == [(2, 56, 56, 96)]
+    assert weights(scale, (2, 56, 56, 96)) == {"gamma": (96,)}
+    with pytest.raises(InputError, match="projection_dim 96 does not match"):
+        out(scale, (2, 56, 56, 64))
+    residual = make_layer({"module": "tf_keras.src.applications.inception_resnet_v2", "class_name": "CustomScaleLayer",
+                           "registered_name": "Custom>CustomScaleLayer", "config": {"name": "c", "scale": 0.17}},
+                          path="m/c")
+    assert out(residual, (2, 35, 35, 320), (2, 35, 35, 320)) == [(2, 35, 35, 320)]
+    assert weights(residual, (2, 35, 35, 320), (2, 35, 35, 320)) == {}
+    old = make_layer({"class_name": "LayerScale", "config": {"name": "s", "init_values": 1e-6, "projection_dim": 8}})
+    assert weights(old, (2, 8)) == {"gamma": (8,)}
+
+
+def test_a_users_class_named_as_an_applications_layer_is_custom_code():
+    """Another module's LayerScale, or one whose config is not ConvNeXt's, is the user's: never run."""
+    with pytest.raises(InputError, match="custom code is never run"):
+        make_layer({"module": "my_model.layers", "class_name": "LayerScale", "registered_name": "LayerScale",
+                    "config": {"name": "s", "init_values": 1e-6, "projection_dim": 96}}, path="m/s")
+    with pytest.raises(InputError, match="custom code is never run"):
+        make_layer({"class_name": "LayerScale", "config": {"name": "s", "scale": 2.0}}, path="m/s")
+    with pytest.raises(InputError, match="custom code is never run"):
+        make_layer({"module": "keras.src.applications.convnext", "class_name": "CustomScaleLayer",
+                    "config": {"name": "c", "scale": 0.17}}, path="m/c")
+
+
 def test_keras3_additions():
     # RMSNormalization's docstring: built on [5, 20, 30, 10], scale (10,)
     assert weights(layer("RMSNormalization", flavour="keras3"), (5, 20, 30, 10)) == {"scale": (10,)}

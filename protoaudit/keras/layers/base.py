@@ -212,8 +212,30 @@ def deconv_output_length(length, kernel, padding, output_padding, stride, dilati
 NEVER_RUN = frozenset({"Lambda"})  # marshalled Python bytecode
 
 
+# Classes Keras's applications define in their own modules (layers/applications.py): the module each
+# lives in, and the config keys its get_config writes. An entry is Keras's own where its module is
+# that one (tf_keras's registers the class as "Custom>..."), or, in a file that writes no module (a
+# Keras before 2.13), where its config has those keys.
+APPLICATION_LAYERS = {"LayerScale": ("convnext", {"init_values", "projection_dim"}),
+                      "CustomScaleLayer": ("inception_resnet_v2", {"scale"})}
+_APPLICATION_PACKAGES = ("keras.src.applications.", "tf_keras.src.applications.", "keras.applications.")
+
+
+def application_layer(entry):
+    """Whether a layer entry is one of APPLICATION_LAYERS as Keras's applications write it."""
+    known = APPLICATION_LAYERS.get(entry.get("class_name"))
+    if known is None or not isinstance(entry.get("config"), dict):
+        return False
+    module = entry.get("module")
+    if module is not None and module not in {p + known[0] for p in _APPLICATION_PACKAGES}:
+        return False
+    return known[1] <= set(entry["config"])
+
+
 def builtin(entry):
     """Whether a layer entry names a class Keras itself ships (not user code registered under a name)."""
+    if entry.get("class_name") in APPLICATION_LAYERS:
+        return application_layer(entry)
     module = entry.get("module")
     registered = entry.get("registered_name")
     if not isinstance(registered, (str, type(None))):
@@ -254,6 +276,10 @@ def unknown_layer(entry, path):
         why = f"is a {name}: its Python code is never run"
     elif is_op(entry):
         why = f"is the operation keras.ops {name}, whose shape rule is not known here"
+    elif name in APPLICATION_LAYERS:
+        tail, keys = APPLICATION_LAYERS[name]
+        why = (f"has class {name!r} (module {entry.get('module') or 'not given'}), which is Keras's own only as "
+               f"applications/{tail}.py writes it, config {', '.join(sorted(keys))}: custom code is never run")
     elif name in REGISTRY:
         why = f"is a custom class registered as {entry.get('registered_name')!r}: user code is never run"
     else:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from ...memory.timeline import Program
 from ..layers.base import nbytes
 from . import losses, optimizers
-from .rules import MERGING, rule_for
+from .rules import JOINS, rule_for
 
 
 @dataclass
@@ -50,9 +50,9 @@ class StepBuilder:
         self.deferred = {}  # step index -> group: steps that run after the input-gradient chain
         self.optimizer = None  # (name, config), or None: no updates
         self.need = ()  # for the node being laid out: whether each input's gradient is wanted
-        # whether branches of the model join (Add, Concatenate...): Keras 3's convolutions then set
+        # whether branches of the model join (Add, Concatenate, a scaled residual...): Keras 3's convolutions then set
         # their filter gradients aside (rules.Conv.grads_late)
-        self.joins = any(node.layer.class_name in MERGING for node in graph.nodes)
+        self.joins = any(node.layer.class_name in JOINS for node in graph.nodes)
         # whether the model has a Dropout: tf_keras's convolutions then run their filter gradients in
         # the chain (rules.Conv.grads_late)
         self.dropout = any(node.layer.class_name == "Dropout" for node in graph.nodes)

@@ -555,6 +555,7 @@ class GlobalMax(Rule):
 
 
 MERGING = ("Add", "Average", "Subtract", "Maximum", "Minimum", "Multiply", "Concatenate", "Dot")
+JOINS = MERGING + ("CustomScaleLayer",)  # layers where branches of a model join
 
 
 @rule(*MERGING)
@@ -580,6 +581,42 @@ class Merge(Rule):
                 reads = [dys[0]] + (list(keep) if keep else [])
                 out.append(s.one(f"{node.layer.name} input {k} gradient", reads, _size(t.spec), kind="gradient"))
         return out, []
+
+
+@rule("CustomScaleLayer")
+class ScaledResidual(Rule):
+    """InceptionResNetV2's `inputs[0] + inputs[1] * scale`: a Mul by the constant, into the residual
+    where it reads it last, and an AddV2 into that. The gradient (math_grad.py _AddGrad, _MulGrad)
+    hands dy to the shortcut unchanged and makes dy * scale for the residual: nothing is kept."""
+
+    def forward(self, s, node, xs):
+        name = node.layer.name
+        scaled = s.one(f"{name} residual*scale", [xs[1]], _size(node.inputs[1].spec), forward=True)
+        return [s.one(f"{name} shortcut+residual", [xs[0], scaled], _size(node.outputs[0].spec), forward=True)], None
+
+    def backward(self, s, node, keep, dys, need):
+        out = node.outputs[0].spec
+        short = dys[0] if need[0] and node.inputs[0].spec.shape == out.shape else None
+        if need[0] and short is None:
+            short = s.one(f"{node.layer.name} shortcut gradient", [dys[0]], _size(node.inputs[0].spec), kind="gradient")
+        residual = (s.one(f"{node.layer.name} residual gradient", [dys[0]], _size(node.inputs[1].spec), kind="gradient")
+                    if need[1] else None)
+        return [short, residual], []
+
+
+@rule("LayerScale")
+class LayerScale(_Weighted):
+    """ConvNeXt's `x * gamma`, one Mul broadcasting gamma over the last axis. Its gradient (math_grad.py
+    _MulGrad) reads both operands, so the input is kept: the input's gradient is dy * gamma, of the
+    input's size; gamma's is x * dy, a temporary of that size, summed over every axis but the last."""
+
+    def forward(self, s, node, xs):
+        return [s.one(f"{node.layer.name} x*gamma", [xs[0]], _size(node.outputs[0].spec))], xs[0]
+
+    def backward(self, s, node, keep, dys, need):
+        size = _size(node.inputs[0].spec)
+        dx = s.one(f"{node.layer.name} input gradient", [dys[0]], size, kind="gradient") if need[0] else None
+        return [dx], self.grads(s, node, node.layer.name, [dys[0], keep], scratch=size)
 
 
 @rule("Embedding")
