@@ -609,3 +609,87 @@ def test_conv2d_forward_scratch_is_the_packing_buffer_tensorflow_allocates():
         assert n * side * side * int(r["filters"]) * 4 == int(r["output_bytes"])
         got = kernels.matmul(n * side * side, k * k * int(r["in_channels"]), int(r["filters"]), 4)
         assert got == int(r["first_block_bytes"]), r
+
+
+def _k3_program(tmp_path, layers, shape, batch=8):
+    """The step program of a Keras 3 Sequential of these layer entries on an input of `shape`, with
+    plain SGD and a mean squared error."""
+    doc = {"module": "keras", "class_name": "Sequential", "build_config": {"input_shape": [None, *shape]},
+           "config": {"name": "s", "layers": layers},
+           "compile_config": {"optimizer": {"module": "keras.optimizers", "class_name": "SGD", "config": {}},
+                              "loss": "mean_squared_error"}}
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(doc))
+    return _program_of(str(path), batch)
+
+
+def _program_of(path, batch):
+    a = audit_keras(path, batch=batch, mode="cpu")
+    return build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
+                      weights=layer_weights(a.graph, []), device="cpu").program
+
+
+def _made(program, label):
+    step = next(st for st in program.steps if st.label == label)
+    return [program.bufs[m].bytes for m in step.makes], [program.bufs[r].label for r in step.reads], step.scratch
+
+
+def test_rms_normalization_keeps_its_input_and_the_normalized_tensor(tmp_path):
+    # ops.rms_normalization on (8, 16) floats, 512 bytes: square(x) (freed by the mean), t = x * rsqrt,
+    # y = t * scale. Square's and Mul's gradients read x, the scale's Mul gradient reads t: both are
+    # kept. The scale's gradient is sum(t * dy): a 512-byte temporary summed down to 16 floats.
+    program = _k3_program(tmp_path, [
+        {"module": "keras.layers", "class_name": "RMSNormalization", "config": {"name": "rms", "axis": -1}},
+        {"module": "keras.layers", "class_name": "Dense", "config": {"name": "d", "units": 4}}], (16,))
+    assert _made(program, "rms square(x)")[0] == [512]
+    assert _made(program, "rms *scale") == ([512], ["rms x*rsqrt"], 0)
+    made, reads, scratch = _made(program, "rms scale gradient")
+    assert made == [64] and scratch == 512 and "rms x*rsqrt" in reads
+    assert any(r.startswith("input") for r in _made(program, "rms square gradient")[1])
+
+
+def test_layer_scale_keeps_its_input_and_customscale_keeps_nothing(tmp_path):
+    # LayerScale (ConvNeXt): x * gamma on (8, 4, 4, 16) floats, 8 x 256 x 4 = 8,192 bytes; _MulGrad
+    # reads both operands, so x is kept, and gamma's gradient sum(x * dy) holds an 8,192-byte temporary.
+    # CustomScaleLayer (InceptionResNetV2): a + b * 0.17; AddV2's gradient is dy for the shortcut and
+    # the Mul by a constant's is dy * 0.17 for the residual: the layer keeps nothing.
+    program = _k3_program(tmp_path, [
+        {"module": "keras.src.applications.convnext", "class_name": "LayerScale",
+         "config": {"name": "ls", "init_values": 1e-6, "projection_dim": 16}},
+        {"module": "keras.layers", "class_name": "Flatten", "config": {"name": "f"}},
+        {"module": "keras.layers", "class_name": "Dense", "config": {"name": "d", "units": 2}}], (4, 4, 16))
+    made, reads, scratch = _made(program, "ls gamma gradient")
+    assert made == [64] and scratch == 8192 and any(r.startswith("input") for r in reads)
+    inp = {"class_name": "InputLayer", "config": {"name": "a", "batch_shape": [None, 4, 4, 16]}, "name": "a",
+           "inbound_nodes": []}
+    conv = {"module": "keras.layers", "class_name": "Conv2D", "name": "c", "config": {
+        "name": "c", "filters": 16, "kernel_size": [1, 1]}, "inbound_nodes": [
+        {"args": [{"class_name": "__keras_tensor__", "config": {"shape": [None, 4, 4, 16], "keras_history": ["a", 0, 0]}}],
+         "kwargs": {}}]}
+    scale = {"module": "keras.src.applications.inception_resnet_v2", "class_name": "CustomScaleLayer", "name": "cs",
+             "config": {"name": "cs", "scale": 0.17}, "inbound_nodes": [{"args": [[
+                 {"class_name": "__keras_tensor__", "config": {"shape": [None, 4, 4, 16], "keras_history": ["a", 0, 0]}},
+                 {"class_name": "__keras_tensor__", "config": {"shape": [None, 4, 4, 16], "keras_history": ["c", 0, 0]}}]],
+                 "kwargs": {}}]}
+    doc = {"module": "keras", "class_name": "Functional", "config": {
+        "name": "m", "layers": [inp, conv, scale], "input_layers": [["a", 0, 0]], "output_layers": [["cs", 0, 0]]},
+        "compile_config": {"optimizer": "sgd", "loss": "mean_squared_error"}}
+    path = tmp_path / "functional.json"
+    path.write_text(json.dumps(doc))
+    program = _program_of(str(path), 8)
+    assert _made(program, "cs residual gradient")[0] == [8192]
+    assert not any(st.label == "cs shortcut gradient" for st in program.steps)
+    assert _made(program, "cs shortcut+residual")[1] == ["input a", "cs residual*scale"]
+
+
+def test_rnn_around_a_cell_runs_the_loop_of_that_cells_layer(tmp_path):
+    # keras.layers.RNN(LSTMCell(8)) is the loop LSTM(8) runs (Keras 3's LSTM is an RNN of an LSTMCell):
+    # per step, the step's input (4 x 5 floats) and the LSTM's 5 kept unit tensors (4 x 8 floats), over
+    # 6 steps: 6 x (80 + 5 x 128) = 4,320 bytes, whichever way the file writes it.
+    cell = {"module": "keras.layers", "class_name": "LSTMCell", "config": {"name": "cell", "units": 8}}
+    wrapped = _k3_program(tmp_path, [
+        {"module": "keras.layers", "class_name": "RNN", "config": {"name": "r", "cell": cell}}], (6, 5), batch=4)
+    plain = _k3_program(tmp_path, [
+        {"module": "keras.layers", "class_name": "LSTM", "config": {"name": "r", "units": 8}}], (6, 5), batch=4)
+    label = "r per-step tensors kept for the gradient"
+    assert _made(wrapped, label)[0] == _made(plain, label)[0] == [6 * (4 * 5 * 4 + 5 * 4 * 8 * 4)]

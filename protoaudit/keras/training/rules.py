@@ -278,8 +278,9 @@ class Conv(_Weighted):
         return [dx], grads
 
 
-@rule("DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D", "SeparableConvolution2D",
-      "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose", "Convolution2DTranspose", "Deconvolution2D")
+@rule("DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D", "SeparableConvolution1D",
+      "SeparableConvolution2D", "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose", "Convolution1DTranspose",
+      "Convolution2DTranspose", "Convolution3DTranspose", "Deconvolution2D")
 class OtherConv(_Weighted):
     """Depthwise (DepthwiseConv2dNative: small per-row scratch), separable (a depthwise then a
     pointwise Conv2D: the intermediate is kept for the pointwise filter gradient) and transposed
@@ -391,6 +392,33 @@ class Norm(_Weighted):
         dx = s.one(f"{name} input gradient", [dys[0], x, inv], size, kind="gradient") if need[0] else None
         s.one(f"{name} gradient done", [x, dys[0], inv], 0)
         return [dx], grads
+
+
+@rule("RMSNormalization")
+class RMSNorm(_Weighted):
+    """Keras 3's ops.rms_normalization: x * rsqrt(mean(square(x)) + epsilon), then * scale. Square's
+    and the first Mul's gradients read x, the second Mul's reads its input t (for the scale's
+    gradient, a temporary t * dy summed down); the mean's gradient is broadcast back to x's shape
+    (math_grad.py _SquareGrad, _MulGrad, _MeanGrad)."""
+
+    def forward(self, s, node, xs):
+        name, size = node.layer.name, _size(node.outputs[0].spec)
+        squared = s.one(f"{name} square(x)", [xs[0]], size)
+        s.one(f"{name} mean", [squared], 0)
+        t = s.one(f"{name} x*rsqrt", [xs[0]], size)
+        return [s.one(f"{name} *scale", [t], size)], (xs[0], t)
+
+    def backward(self, s, node, keep, dys, need):
+        x, t = keep
+        name, size = node.layer.name, _size(node.inputs[0].spec)
+        grads = self.grads(s, node, name, [dys[0], t], scratch=size)
+        dt = s.one(f"{name} dy*scale", [dys[0]], size, forward=True, kind="gradient")
+        s.one(f"{name} rsqrt gradient", [dt, x], 0, scratch=size)
+        direct = s.one(f"{name} dt*rsqrt", [dt], size, forward=True, kind="gradient")
+        spread = s.one(f"{name} mean gradient", [], size, kind="gradient")
+        through = s.one(f"{name} square gradient", [spread, x], size, forward=True, kind="gradient")
+        dx = s.one(f"{name} input gradient", [direct, through], size, forward=True, kind="gradient")
+        return [dx if need[0] else None], grads
 
 
 @rule("Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "ThresholdedReLU", "PReLU")
@@ -510,14 +538,24 @@ class MaxPool(Rule):
         return [dx], []
 
 
+# Preprocessing and augmentation layers that run in a training step (keras.layers; Keras 3's image
+# augmentations), each making a new tensor of its output's shape
+PREPROCESSING = ("CategoryEncoding", "Discretization", "Hashing", "IntegerLookup", "StringLookup",
+                 "RandomBrightness", "AutoContrast", "Equalization", "RandomColorJitter", "RandomErasing",
+                 "RandomGaussianBlur", "RandomGrayscale", "RandomHue", "RandomInvert", "RandomPosterization",
+                 "RandomSaturation", "RandomSharpness", "Solarization")
+
+
 @rule("AveragePooling1D", "AveragePooling2D", "AveragePooling3D", "AvgPool1D", "AvgPool2D", "AvgPool3D",
       "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAveragePooling3D", "GlobalAvgPool1D",
       "GlobalAvgPool2D", "GlobalAvgPool3D", "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D",
       "Cropping1D", "Cropping2D", "Cropping3D", "UpSampling1D", "UpSampling2D", "UpSampling3D",
-      "Permute", "RepeatVector", "Resizing", "CenterCrop", "Rescaling", "Normalization")
+      "Permute", "RepeatVector", "Resizing", "CenterCrop", "Rescaling", "Normalization",
+      *PREPROCESSING)
 class Reshaping(Rule):
     """An op that makes a new output and whose gradient needs only shapes (AvgPoolGrad, a mean's
-    broadcast, Pad's Slice, Transpose back)."""
+    broadcast, Pad's Slice, Transpose back). The PREPROCESSING layers make a new output too, and sit
+    where no gradient reaches them (before every trainable weight; a lookup's output is integers)."""
 
     def forward(self, s, node, xs):
         y = s.one(f"{node.layer.name} {node.layer.class_name}", [xs[0]], _size(node.outputs[0].spec))
@@ -639,7 +677,7 @@ class Embedding(_Weighted):
         return [None], grads
 
 
-@rule("SimpleRNN", "GRU", "LSTM", "ConvLSTM2D", "Bidirectional")
+@rule("SimpleRNN", "GRU", "LSTM", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D", "Bidirectional", "RNN")
 class Recurrent(_Weighted):
     """A while loop over time steps (the CPU code path; cuDNN's kernel is a GPU choice): the gradient
     keeps, in TensorLists, every step's tensors its ops read: the step's input, the previous state,
@@ -661,11 +699,20 @@ class Recurrent(_Weighted):
             ("keras3", "LSTM"): 5, ("keras3", "ConvLSTM2D"): 5}
 
     def cell(self, node):
-        layer = node.layer
-        if layer.class_name == "Bidirectional":
-            inner = layer.config.get("layer", {})
-            return inner.get("class_name", "LSTM"), inner.get("config", {}), 2
-        return layer.class_name, layer.config, 1
+        """(the recurrent layer's class, its config, directions): a Bidirectional's inner layer; for
+        keras.layers.RNN around a built-in cell, that cell's layer (the same loop); ConvLSTM1D and
+        ConvLSTM3D as ConvLSTM2D (the same step over one spatial axis fewer or more)."""
+        cls, config, directions = node.layer.class_name, node.layer.config, 1
+        if cls == "Bidirectional":
+            inner = config.get("layer", {})
+            cls, config, directions = inner.get("class_name", "LSTM"), inner.get("config", {}), 2
+        if cls == "RNN":
+            cell = config.get("cell") or {}
+            cls, config = CELL_LAYERS.get(cell.get("class_name"), "LSTM"), dict(
+                cell.get("config") or {}, return_sequences=config.get("return_sequences", False))
+        if cls.startswith("ConvLSTM"):
+            cls = "ConvLSTM2D"
+        return cls, config, directions
 
     def per_step(self, s, node):
         cls, config, directions = self.cell(node)
@@ -713,6 +760,7 @@ class Recurrent(_Weighted):
         return [dx if need[0] else None, *dstates], grads
 
 
+CELL_LAYERS = {"SimpleRNNCell": "SimpleRNN", "LSTMCell": "LSTM", "GRUCell": "GRU"}
 PARALLEL_ITERATIONS = 32  # tf.while_loop's default, which Keras's rnn loop keeps
 
 
