@@ -13,6 +13,7 @@ from .net.build import OtherPhase, Rebuild, ShapesNeeded, StageNeeded, build, in
 from .read.glog import is_log_file
 from .net.netstate import keeps_the_same_layers, make_state
 from .read.netspecs import net_specs
+from .read.schema import SAME_FIELDS, described
 from .read.sidecar import declared_shapes
 from .options import DEFAULT_CONTEXT_BYTES, INT_MAX, MAX_AXES, parse_batch
 
@@ -548,16 +549,48 @@ def _nets_to_audit(path, inference, options):
     the user gave no --stage and a single stage would include the missing top's maker, the file is
     audited in that stage, said as an assumption. A solver's own state is never second-guessed."""
     try:
-        return _nets_in_state(path, inference, options)
+        return _nets_of_fork(path, inference, options)
     except StageNeeded as e:
         if options["stages"] or len(e.stages) != 1 or not _a_net_file(path, options):
             raise
-        nets = _nets_in_state(path, inference, {**options, "stages": list(e.stages)})
+        nets = _nets_of_fork(path, inference, {**options, "stages": list(e.stages)})
         nets[0].assumptions.append(Assumption(
             "(file)", f"the net is built in stage '{e.stages[0]}', the only one that includes layer '{e.maker}', "
                       f"which makes '{e.blob}': with no stage, no layer makes it (the tool that trains the net, "
                       "DIGITS for one, gives the stage)", f"--stage {e.stages[0]}"))
         return nets
+
+
+def _nets_of_fork(path, inference, options):
+    """_nets_in_state's nets; where the fork the file was read with stops on one of Caffe's checks and
+    a fork of the same fields (SAME_FIELDS: FaceBoxes' densified PriorBox beside SSD's) builds it,
+    that fork's, said as an assumption."""
+    try:
+        return _nets_in_state(path, inference, options)
+    except (ShapesNeeded, StageNeeded):
+        raise
+    except InputError as failed:
+        if options["schema"]:
+            raise
+        read_as = _read_as(path, options)
+        for other in SAME_FIELDS.get(read_as, ()):
+            try:
+                nets = _nets_in_state(path, inference, {**options, "schema": other})
+            except InputError:
+                continue
+            nets[0].assumptions.append(Assumption(
+                "(file)", f"the net is read as a net of {described(other)}, whose caffe.proto is that of "
+                          f"{described(read_as)}: with that fork's layers, "
+                          + (f"layer '{failed.layer}': " if failed.layer else "") + failed.message, f"--fork {read_as}"))
+            return nets
+        raise
+
+
+def _read_as(path, options):
+    """The schema a file's nets are read with (its first net's)."""
+    specs = net_specs(path, stages=options["stages"], level=options["level"], schema=options["schema"],
+                      root=options["root"], defines=options["defines"], strict=options["strict"])
+    return specs[0].schema.name if specs else None
 
 
 def _a_net_file(path, options):

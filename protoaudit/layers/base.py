@@ -56,6 +56,7 @@ FORK_MODULES = {
     "segnet": ("segnet",),
     "sphereface": ("sphereface", "priv"),
     "ssd": ("ssd",),
+    "faceboxes": ("faceboxes",),
     "mobilenet_yolo": ("mobilenet_yolo",),
     "shufflenet": ("shufflenet",),
     "caffe_face": ("caffe_face",),

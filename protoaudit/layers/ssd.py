@@ -335,11 +335,11 @@ def predictions(layer, p, bottoms):
                 "predictions must have the same batch")
     num_priors = priors[2] // 4
     loc_classes = 1 if p.share_location else p.num_classes
-    # the priors are counted as SSD's PriorBox makes them: a fork that makes more per location from
-    # the same fields (FaceBoxes densifies its small anchors) trains such a net, which SSD's cannot
-    fix = ("SSD's Caffe stops here too, counting the priors as its PriorBox makes them; a fork whose PriorBox "
-           "makes more from the same fields (FaceBoxes' densified anchors) is not one protoaudit ships: check "
-           "the PriorBox layers and the num_output of the layers that predict locations and confidences")
+    # the priors are counted as this fork's PriorBox makes them: a fork that makes more per location
+    # from the same fields (FaceBoxes densifies its small anchors) trains a net that SSD's cannot
+    fix = ("SSD's Caffe stops here too, counting the priors as its PriorBox makes them; FaceBoxes' Caffe makes "
+           "21 per location from three min_size values (--fork faceboxes); else check the PriorBox layers and "
+           "the num_output of the layers that predict locations and confidences")
     layer.check(num_priors * loc_classes * 4 == loc[1],
                 f"Number of priors must match number of location predictions: {num_priors} priors x "
                 f"{loc_classes} x 4 != {loc[1]} (bottom 0 {tuple(bottoms[0])})", fix)

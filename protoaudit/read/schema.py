@@ -24,6 +24,7 @@ FORKS = {
     "tongcheng": "Tongcheng's memory-efficient DenseNet Caffe (Tongcheng/caffe)",
     "priv": "soeaver's caffe-priv (py-RFCN-priv), which has ceil_mode pooling",
     "ssd": "SSD (weiliu89/caffe, branch ssd)",
+    "faceboxes": "FaceBoxes' Caffe (sfzhang15/FaceBoxes: SSD's, with densified small anchors)",
     "enet": "caffe-enet (TimoSaemann/caffe-enet)",
     "deeplab_v2": "DeepLab v2 (deeplab-public-ver2)",
     "pspnet": "PSPNet's Caffe (hszhao/PSPNet)",
@@ -54,9 +55,14 @@ SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 # (Microsoft/caffe) keeps caffe-fast-rcnn's ROIPooling and SmoothL1Loss. RCF's Caffe is HED's
 # ImageLabelmapData (and its prefetching base) ported to a 2016 BVLC Caffe, with AutoCrop added.
 DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2",
-                 "mobilenet_yolo": "ssd",
+                 "mobilenet_yolo": "ssd", "faceboxes": "ssd",
                  "rfcn": "fastrcnn",
                  "rcf": "hed"}
+# Descendants whose caffe.proto is their ancestor's byte for byte, so that a file reads the same under
+# both and only a build tells them apart: where the ancestor's layers stop on one of Caffe's checks
+# and the descendant's build the net, the file is the descendant's (protoaudit.audit, said as an
+# assumption with the --fork that shows the ancestor's refusal).
+SAME_FIELDS = {"ssd": ("faceboxes",)}
 
 
 def described(name):
