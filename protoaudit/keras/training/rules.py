@@ -204,12 +204,27 @@ class Conv(_Weighted):
     here: this is what the traces show."""
 
     def grads_late(self, s, node):
+        if self.through_xla(s, node):
+            return False
         return (s.flavour == "tf_keras" and not s.dropout) or (s.joins and len(node.inputs[0].spec.shape) != 3)
+
+    @staticmethod
+    def through_xla(s, node):
+        """A grouped convolution on the CPU: both Kerases compile it with XLA (TensorFlow's CPU kernels
+        have no groups), forward and gradient each one XLA call. Traced (ConvNeXtTiny, both flavours,
+        batch 2): the gradient makes the input's and the filter's gradients in one call whose buffer
+        holds the kernel expanded to a dense one and a dense filter gradient, 2 x taps x C_in x C_out
+        floats (stage 3's 7 x 7 x 768 x 768: 231,211,008 bytes; stage 2's and 1's likewise; the
+        56 x 56 stage 0 holds less, 2.4 MB where this counts 3.6 MB); the forward call's buffer is
+        the output's size."""
+        return s.device == "cpu" and int(node.layer.config.get("groups", 1) or 1) > 1
 
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
         scratch = 0
-        if s.device == "cpu":
+        if self.through_xla(s, node):
+            scratch = _size(out)
+        elif s.device == "cpu":
             # Eigen's spatial convolution is a contraction of the image patches with the filter:
             # MatMul's packing buffer, for (batch x output pixels) by (filter) by (output channels)
             batch, out_image, filter_total, out_depth = self.dims(node)
@@ -261,6 +276,8 @@ class Conv(_Weighted):
         x, act = keep
         name = node.layer.name
         dz = act_backward(s, name, dys[0], node.outputs[0].spec, act, id(node.outputs[0]))
+        if self.through_xla(s, node):
+            return self.xla_backward(s, node, x, dz, need)
         grads = []
         for w in s.weights_of(node):
             if not w.trainable:
@@ -276,6 +293,23 @@ class Conv(_Weighted):
                        scratch=self.input_scratch(s, node), kind="gradient")
         s.one(f"{name} gradient done", [dz, x], 0)
         return [dx], grads
+
+    def xla_backward(self, s, node, x, dz, need):
+        """A grouped convolution's gradient: BiasAddGrad, then one XLA call making the filter's and
+        the input's gradients (through_xla)."""
+        name = node.layer.name
+        ws = [w for w in s.weights_of(node) if w.trainable]
+        grads = [(w, s.one(f"{name} bias gradient", [dz], nbytes(w), kind="weight gradient"))
+                 for w in ws if w.name == "bias"]
+        kernel = [w for w in ws if w.name != "bias"]
+        _, _, filter_total, out_depth = self.dims(node)
+        makes = [(nbytes(w), "weight gradient") for w in kernel]
+        if need[0]:
+            makes.append((_size(node.inputs[0].spec), "gradient"))
+        made = s.op(f"{name} gradient (XLA)", [x, dz], makes,
+                    scratch=2 * filter_total * out_depth * _item(node.outputs[0].spec))
+        grads += list(zip(kernel, made))
+        return [made[-1] if need[0] else None], grads
 
 
 @rule("DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D", "SeparableConvolution1D",
