@@ -83,3 +83,18 @@ def test_a_deploy_net_of_another_net_is_not_taken(tmp_path):
                 tmp_path / "densenet121_deploy.prototxt")
     run = run_in_process(net)
     assert run.returncode == 2 and "--input data=32xCxHxW" in run.stderr
+
+
+def test_in_a_folder_of_many_deploy_nets_the_one_named_after_the_net_is_read_first(tmp_path):
+    """A flat folder of many repositories' files: nine other deploy nets sort before this one, past
+    the eight files looked at, but `train_val_deploy.prototxt` shares the start of its name with
+    `train_val.prototxt` and is read first."""
+    net = _copy(tmp_path, "train_val.prototxt")
+    shutil.copy(os.path.join(HERE, "deploy.prototxt"), tmp_path / "train_val_deploy.prototxt")
+    for k in range(9):
+        shutil.copy(os.path.join(ROOT, "samples", "densenet121_ceil_mode_deploy.prototxt"),
+                    tmp_path / f"a{k}_deploy.prototxt")
+    run = run_in_process(net, "--format", "json")
+    assert run.returncode == 0, run.stderr
+    shapes = {(d["net"], d["top"]): d["shape"] for d in json.loads(run.stdout)["data_shapes"]}
+    assert shapes[("train", "data")] == [32, 3, 256, 256]

@@ -13,7 +13,8 @@ MAX_BYTES = 2 << 20  # a deploy net's text (a ResNet-152's is 0.2 MB); a larger 
 
 def inputs_beside(path, param, tops):
     """{top: (shape, file)} of the net inputs declared by the deploy nets of the net `param` (read
-    from `path`) in its folder, those named `*deploy*` first; the first file to declare a top wins.
+    from `path`) in its folder, those named `*deploy*` first, by the length of the start their name
+    shares with the net's; the first file to declare a top wins.
     A deploy net is one whose layers are this net's (_same_net): a folder of unrelated nets gives
     none of its inputs to another. Only files whose text names every top of `tops` and half of the
     net's layers are parsed (a folder of a hundred nets costs a read of each, not a parse)."""
@@ -24,7 +25,10 @@ def inputs_beside(path, param, tops):
         names = sorted(n for n in os.listdir(folder) if n.endswith(".prototxt"))
     except OSError:
         return {}
-    names = sorted(names, key=lambda n: "deploy" not in n.lower())[:MAX_FILES]
+    own = os.path.basename(path)
+    # deploy nets first, the one whose name shares most with the net's first (VDSR_net.prototxt's is
+    # VDSR_net_deploy.prototxt, wherever it sorts among the folder's other deploy nets)
+    names = sorted(names, key=lambda n: ("deploy" not in n.lower(), -len(os.path.commonprefix([n, own]))))[:MAX_FILES]
     found = {}
     for name in names:
         other = os.path.join(folder, name)
