@@ -138,7 +138,15 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # +0.4%; Keras 3 -15%), Keras 3's text transformer with momentum SGD (-11%) and
                 # tf_keras's MNIST MLP with Adam at batch 256 (-16%)
                 "cifar10_cnn_classic_adam:b64", "cifar10_cnn_classic_adam_k3:b64", "text_transformer_sgdm_k3:b16",
-                "mlp_mnist_adam:b256"}
+                "mlp_mnist_adam:b256",
+                # and a tenth, applications not measured before (ConvNeXtTiny, InceptionResNetV2,
+                # RegNetX002, ResNetRS50, EfficientNetB3, ResNet152V2): 8 of 10 as first audited.
+                # ConvNeXt (-41% in both flavours) came within 10% once traced (a grouped convolution
+                # runs through XLA with its kernel expanded dense: rules.Conv.xla_buffer); with XLA's
+                # buffers in place of the im2col ones that do not exist there, RegNetX002 (+3.6% as
+                # first audited) fell to -11%: TensorFlow ran its head Dense's kernel gradient and
+                # update first, with every activation alive, where the model sets them aside
+                "regnetx002_adam:b4"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -174,11 +182,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 1.0%) and on the
     configurations measured since (tests/data/keras_oracle/new: 78 of 86, 2.9%; the rules were read
-    off the traces of some of them). Not met on the 140 configurations of
-    tests/data/keras_oracle/unseen, six batches each measured after the last change before it and
-    audited before any change for it: 114 of 140 (81%) as first audited (the third batch 23 of 24,
-    the fourth 18, the fifth 17, the sixth 21), 123 of 140 (88%) and a median of 2.3% now; nor on
-    all 277 (248, 89.5%, 2.2%). Held there, so that a regression fails."""
+    off the traces of some of them). Not met on the 220 configurations of
+    tests/data/keras_oracle/unseen, ten batches each measured after the last change before it and
+    audited before any change for it: 181 of 220 (82%) as first audited, 196 of 220 (89.1%) and a
+    median of 1.8% now; nor on all 357 (321, 89.9%, 1.9%). Held there, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
@@ -710,3 +717,16 @@ def test_a_grouped_convolution_runs_through_xla_with_a_dense_kernel(tmp_path):
     made, reads, scratch = _made(program, "g gradient (XLA)")
     assert made == [3 * 3 * 1 * 16 * 4] and scratch == 18432  # the filter's gradient; no input gradient needed
     assert not any("Conv2DBackprop" in st.label for st in program.steps)
+
+
+def test_a_convolution_of_several_channels_per_group_holds_activation_sized_xla_buffers(tmp_path):
+    # RegNetX002's grouped convolutions (8 channels per group; traced in tf_keras at batch 4) hold
+    # activation-sized buffers in their XLA gradient call, twice the input's at the first stage, and
+    # no dense kernel: 16 channels in 4 groups on (8, 8, 8, 16) floats hold 2 x 32,768 = 65,536 bytes.
+    program = _k3_program(tmp_path, [
+        {"module": "keras.layers", "class_name": "Conv2D",
+         "config": {"name": "g", "filters": 16, "kernel_size": [3, 3], "padding": "same", "groups": 4}},
+        {"module": "keras.layers", "class_name": "Flatten", "config": {"name": "f"}},
+        {"module": "keras.layers", "class_name": "Dense", "config": {"name": "d", "units": 2}}], (8, 8, 16))
+    made, reads, scratch = _made(program, "g gradient (XLA)")
+    assert made == [3 * 3 * 4 * 16 * 4] and scratch == 65536

@@ -211,13 +211,22 @@ class Conv(_Weighted):
     @staticmethod
     def through_xla(s, node):
         """A grouped convolution on the CPU: both Kerases compile it with XLA (TensorFlow's CPU kernels
-        have no groups), forward and gradient each one XLA call. Traced (ConvNeXtTiny, both flavours,
-        batch 2): the gradient makes the input's and the filter's gradients in one call whose buffer
-        holds the kernel expanded to a dense one and a dense filter gradient, 2 x taps x C_in x C_out
-        floats (stage 3's 7 x 7 x 768 x 768: 231,211,008 bytes; stage 2's and 1's likewise; the
-        56 x 56 stage 0 holds less, 2.4 MB where this counts 3.6 MB); the forward call's buffer is
-        the output's size."""
+        have no groups), forward and gradient each one XLA call (xla_buffer)."""
         return s.device == "cpu" and int(node.layer.config.get("groups", 1) or 1) > 1
+
+    def xla_buffer(self, node):
+        """The buffer of a grouped convolution's XLA gradient call. One channel per group (ConvNeXt's
+        7 x 7 depthwise Conv2D; traced on ConvNeXtTiny, both flavours, batch 2): the kernel expanded
+        to a dense one and a dense filter gradient, 2 x taps x C_in x C_out floats (stage 3's
+        7 x 7 x 768 x 768: 231,211,008 bytes; stages 2 and 1 likewise; the 56 x 56 stage 0 holds
+        less, 2.4 MB where this counts 3.6 MB). Several channels per group (RegNetX002's groups of 8,
+        traced in tf_keras at batch 4): activation-sized buffers, twice the input's at the first stage."""
+        _, _, filter_total, out_depth = self.dims(node)
+        x = node.inputs[0].spec
+        channels = x.shape[-1] if node.layer.config.get("data_format", "channels_last") != "channels_first" else x.shape[1]
+        if int(node.layer.config.get("groups", 1) or 1) == channels:
+            return 2 * filter_total * out_depth * _item(node.outputs[0].spec)
+        return 2 * _size(x)
 
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
@@ -302,12 +311,10 @@ class Conv(_Weighted):
         grads = [(w, s.one(f"{name} bias gradient", [dz], nbytes(w), kind="weight gradient"))
                  for w in ws if w.name == "bias"]
         kernel = [w for w in ws if w.name != "bias"]
-        _, _, filter_total, out_depth = self.dims(node)
         makes = [(nbytes(w), "weight gradient") for w in kernel]
         if need[0]:
             makes.append((_size(node.inputs[0].spec), "gradient"))
-        made = s.op(f"{name} gradient (XLA)", [x, dz], makes,
-                    scratch=2 * filter_total * out_depth * _item(node.outputs[0].spec))
+        made = s.op(f"{name} gradient (XLA)", [x, dz], makes, scratch=self.xla_buffer(node))
         grads += list(zip(kernel, made))
         return [made[-1] if need[0] else None], grads
 
