@@ -3,6 +3,8 @@ refusals name the real cause (a V1 block with a V2 type; a concat that fails on 
 import json
 import os
 
+import pytest
+
 from conftest import DATA, run_in_process, run_protoaudit
 
 HERE = os.path.join(DATA, "net_inputs")
@@ -184,3 +186,39 @@ def test_a_bottom_that_two_stages_could_make_or_a_solver_state_is_still_refused(
     (tmp_path / "solver.prototxt").write_text('net: "one.prototxt"\nbase_lr: 0.01\nmax_iter: 1\n')
     r = run_in_process("solver.prototxt", cwd=tmp_path)
     assert r.returncode == 2 and "--stage train" in r.stderr
+
+@pytest.mark.parametrize("type_name, fork", [
+    # each type is registered (REGISTER_LAYER_CLASS) in that repository's src/caffe/layers/, read there
+    ("PoolingND", "yulequan/3D-Caffe"),  # branch 3D-Caffe, pooling_nd_layer.cpp
+    ("Lstm", "senlinuc/caffe_ocr"),  # lstm_layer_Junhyuk.cpp
+    ("WarpCTCLoss", "senlinuc/caffe_ocr"),  # warp_ctc_loss_layer.cpp
+    ("ContinuationIndicator", "warrentdrew/Caffe_SSD_LSTM_LPR"),  # continuation_indicator_layer.cpp
+    ("MultiStageMeanfield", "torrvision/crfasrnn"),  # multi_stage_meanfield.cpp
+    ("CosinAddm", "xialuxi/arcface-caffe"),  # cosin_add_m_layer.cpp
+    ("BoxOutput", "zhaoweicai/mscnn"),  # box_output_layer.cpp
+    ("BoxGroupOutput", "zhaoweicai/cascade-rcnn"),  # box_group_output_layer.cpp
+])
+def test_an_unknown_type_names_the_fork_that_registers_it(tmp_path, type_name, fork):
+    """Found tried as a new user would, on nets of those repositories: the type is named with its
+    fork and the --input line for its top, in one message."""
+    (tmp_path / "n.prototxt").write_text(
+        'layer { name: "in" type: "Input" top: "x" input_param { shape { dim: 1 dim: 4 dim: 8 dim: 8 } } }\n'
+        f'layer {{ name: "odd" type: "{type_name}" bottom: "x" top: "y" }}\n')
+    r = run_in_process("n.prototxt", cwd=tmp_path)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert f"unknown layer type '{type_name}': most likely a layer of" in r.stderr and fork in r.stderr
+    assert "--input y=" in r.stderr
+
+
+def test_3d_caffes_crop_fields_are_named_as_that_forks(tmp_path):
+    """HeartSeg's train nets (3D-Caffe's HDF5Data) crop volumes with transform_param's crop_size_l,
+    crop_size_h and crop_size_w (3D-Caffe's hdf5_data_layer.cpp:194-199); a new user was told "did you
+    mean 'crop_size'?". The field is named with its fork, and both ways out."""
+    (tmp_path / "n.prototxt").write_text(
+        'layer { name: "data" type: "HDF5Data" top: "data" top: "label" '
+        'hdf5_data_param { source: "train.list" batch_size: 4 } '
+        'transform_param { crop_size_l: 64 crop_size_h: 64 crop_size_w: 64 } }\n')
+    r = run_in_process("n.prototxt", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "crop_size_l" in r.stderr and "3D-Caffe (yulequan/3D-Caffe" in r.stderr
+    assert "did you mean" not in r.stderr and "--caffe-proto" in r.stderr and "--input data=" in r.stderr

@@ -25,6 +25,16 @@ TYPES = {
                     "happynear's Caffe, branch experiment (happynear/caffe-windows)"),
     "NdConvolution": "video-caffe (chuckcho/video-caffe: cuDNN's N-D convolution, kernel_shape)",
     "NdPooling": "video-caffe (chuckcho/video-caffe: cuDNN's N-D pooling, kernel_shape)",
+    "PoolingND": "3D-Caffe (yulequan/3D-Caffe, branch 3D-Caffe: N-D pooling)",
+    "Lstm": "caffe_ocr (senlinuc/caffe_ocr: Junhyuk Oh's LSTM, lstm_param)",
+    **dict.fromkeys(("WarpCTCLoss", "CTCGreedyDecoder"), "a CTC fork (senlinuc/caffe_ocr, with Baidu's warp-ctc)"),
+    "ContinuationIndicator": "a CRNN fork (warrentdrew/Caffe_SSD_LSTM_LPR)",
+    "MultiStageMeanfield": "CRF-as-RNN's Caffe (torrvision/crfasrnn)",
+    "CosinAddm": "arcface-caffe (xialuxi/arcface-caffe)",
+    **dict.fromkeys(("ImageGtData", "BoxOutput", "DetectionLoss", "DetectionAccuracy"),
+                    "MS-CNN's Caffe (zhaoweicai/mscnn)"),
+    **dict.fromkeys(("DetectionData", "BoxGroupOutput", "DecodeBBox", "DetectionGroupLoss",
+                     "DetectionGroupAccuracy"), "Cascade R-CNN's Caffe (zhaoweicai/cascade-rcnn)"),
 }
 # V1 enum names (a `layers` block's `type: NAME`) of forks' V1 schemas
 V1_TYPES = {
