@@ -393,6 +393,20 @@ def test_a_users_class_named_as_an_applications_layer_is_custom_code():
                     "config": {"name": "c", "scale": 0.17}}, path="m/c")
 
 
+def test_text_vectorization():
+    """TextVectorization's docstring: max_tokens 5000, output_mode "int", output_sequence_length 4 on
+    a batch of 2 strings gives (2, 4) int64; multi_hot with pad_to_max_tokens gives (batch, max_tokens).
+    Without a length (int) or the padding (other modes) the width is the data's, so it is declared."""
+    tv = layer("TextVectorization", max_tokens=5000, output_mode="int", output_sequence_length=4)
+    assert tv.output_specs([Spec((2, 1), "string")]) == [Spec((2, 4), "int64")]
+    assert weights(tv, (2, 1)) == {}
+    hot = layer("TextVectorization", max_tokens=5000, output_mode="multi_hot", pad_to_max_tokens=True)
+    assert out(hot, (2, 1)) == [(2, 5000)]
+    for config in ({"output_mode": "int"}, {"output_mode": "multi_hot", "max_tokens": 5000}):
+        with pytest.raises(InputError, match="declare its output shape"):
+            layer("TextVectorization", **config).output_specs([Spec((2, 1), "string")])
+
+
 def test_keras3_additions():
     # RMSNormalization's docstring: built on [5, 20, 30, 10], scale (10,)
     assert weights(layer("RMSNormalization", flavour="keras3"), (5, 20, 30, 10)) == {"scale": (10,)}

@@ -68,3 +68,25 @@ class ToIndices(KerasLayer):
             raise self.error(f"output_mode {mode!r}: its width depends on the vocabulary",
                              fix=f"declare its output shape, e.g. --input {self.name}=32x100")
         return [self.spec(self.one(inputs).shape)._replace(dtype="int64")]
+
+
+@register("TextVectorization")
+class TextVectorization(KerasLayer):
+    """Strings to token indices: with output_mode "int", (batch, output_sequence_length) int64 (without
+    a length, each batch's longest text decides, so it is declared instead); the other modes give
+    (batch, vocabulary size), which the config fixes only with pad_to_max_tokens (max_tokens wide).
+    The vocabulary is a lookup table, not a variable."""
+
+    def output_specs(self, inputs):
+        batch = self.one(inputs).shape[0]
+        if self.get("output_mode", "int") == "int":
+            length = self.get("output_sequence_length")
+            if not isinstance(length, int) or isinstance(length, bool):
+                raise self.error("has no output_sequence_length: each batch's longest text sets its length",
+                                 fix=f"declare its output shape, e.g. --input {self.name}={batch}x200")
+            return [self.spec((batch, length))._replace(dtype="int64")]
+        tokens = self.get("max_tokens")
+        if not self.get("pad_to_max_tokens", False) or not isinstance(tokens, int):
+            raise self.error(f"output_mode {self.get('output_mode')!r} without pad_to_max_tokens: its width is "
+                             "the vocabulary's size", fix=f"declare its output shape, e.g. --input {self.name}={batch}x10000")
+        return [self.spec((batch, tokens))]

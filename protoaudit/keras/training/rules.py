@@ -581,7 +581,7 @@ class MaxPool(Rule):
 
 # Preprocessing and augmentation layers that run in a training step (keras.layers; Keras 3's image
 # augmentations), each making a new tensor of its output's shape
-PREPROCESSING = ("CategoryEncoding", "Discretization", "Hashing", "IntegerLookup", "StringLookup",
+PREPROCESSING = ("CategoryEncoding", "Discretization", "Hashing", "IntegerLookup", "StringLookup", "TextVectorization",
                  "RandomBrightness", "AutoContrast", "Equalization", "RandomColorJitter", "RandomErasing",
                  "RandomGaussianBlur", "RandomGrayscale", "RandomHue", "RandomInvert", "RandomPosterization",
                  "RandomSaturation", "RandomSharpness", "Solarization")
