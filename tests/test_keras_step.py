@@ -730,3 +730,27 @@ def test_a_convolution_of_several_channels_per_group_holds_activation_sized_xla_
         {"module": "keras.layers", "class_name": "Dense", "config": {"name": "d", "units": 2}}], (8, 8, 16))
     made, reads, scratch = _made(program, "g gradient (XLA)")
     assert made == [3 * 3 * 4 * 16 * 4] and scratch == 65536
+
+
+def test_layer_normalization_is_fused_only_in_tf_keras_at_its_default_epsilon(tmp_path):
+    # tf_keras's LayerNormalization runs FusedBatchNormV3 where its axis is the last and epsilon is
+    # at least 1.001e-5 (layer_normalization.py, _fused_can_be_used); ConvNeXt's 1e-6 is not, and
+    # Keras 3 computes the moments on the TensorFlow backend whatever the rank (ops/nn.py,
+    # _layer_normalization: the squared differences of a (8, 4, 4, 16) input, 8,192 bytes).
+    def squared(flavour, epsilon):
+        norm = {"class_name": "LayerNormalization", "config": {"name": "ln", "axis": -1, "epsilon": epsilon}}
+        flat = {"class_name": "Flatten", "config": {"name": "f"}}
+        dense = {"class_name": "Dense", "config": {"name": "d", "units": 2}}
+        if flavour == "keras3":
+            program = _k3_program(tmp_path, [dict(e, module="keras.layers") for e in (norm, flat, dense)], (4, 4, 16))
+        else:
+            doc = {"class_name": "Sequential", "keras_version": "2.21.0", "config": {"name": "s", "layers": [
+                {"class_name": "InputLayer", "config": {"name": "x", "batch_input_shape": [None, 4, 4, 16]}},
+                norm, flat, dense]}}
+            path = tmp_path / "tfk.json"
+            path.write_text(json.dumps(doc))
+            program = _program_of(str(path), 8)
+        return [program.bufs[m].bytes for st in program.steps if st.label == "ln squared difference" for m in st.makes]
+    assert squared("tf_keras", 1e-3) == []
+    assert squared("tf_keras", 1e-6) == [8192]
+    assert squared("keras3", 1e-3) == [8192]

@@ -405,9 +405,21 @@ class Norm(_Weighted):
     input's shape, and Mul's gradient keeps it for the input gradient (traced: tf_keras
     transformer block, `layer_normalization/batchnorm/mul` alive at the peak)."""
 
+    @staticmethod
+    def fused(s, node):
+        """Whether the layer runs as FusedBatchNormV3: a 4-D input, and for LayerNormalization only in
+        tf_keras with an epsilon of at least 1.001e-5 (layer_normalization.py, _fused_can_be_used:
+        fused_batch_norm would raise a smaller one); Keras 3's ops.layer_normalization computes the
+        moments on the TensorFlow backend whatever the rank (ops/nn.py, _layer_normalization)."""
+        if len(node.outputs[0].spec.shape) != 4:
+            return False
+        if node.layer.class_name != "LayerNormalization":
+            return True
+        return s.flavour == "tf_keras" and float(node.layer.config.get("epsilon", 1e-3)) >= 1.001e-5
+
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
-        fused = len(out.shape) == 4
+        fused = self.fused(s, node)
         name = node.layer.name
         inv = None
         if not fused:
@@ -422,7 +434,7 @@ class Norm(_Weighted):
         # unfused LayerNormalization's gamma and beta gradients are Mul and Sum ops of their own
         # (FusedBatchNormGradV3 makes them with the input gradient): they run after the chain
         # (traced: tf_keras transformer block), keeping the layer's input and output gradient
-        return node.layer.class_name == "LayerNormalization" and len(node.outputs[0].spec.shape) != 4
+        return node.layer.class_name == "LayerNormalization" and not self.fused(s, node)
 
     def backward(self, s, node, keep, dys, need):
         x, fused, inv = keep
