@@ -754,3 +754,17 @@ def test_layer_normalization_is_fused_only_in_tf_keras_at_its_default_epsilon(tm
     assert squared("tf_keras", 1e-3) == []
     assert squared("tf_keras", 1e-6) == [8192]
     assert squared("keras3", 1e-3) == [8192]
+
+
+def test_spectral_normalization_assigns_a_normalized_kernel_then_runs_its_layer(tmp_path):
+    # Keras 3's SpectralNormalization(Dense(4)) on (8, 16) floats in training: kernel / sigma, a
+    # 16 x 4 float tensor (256 bytes), is assigned to the kernel, then the Dense runs: its (8, 4)
+    # output (128 bytes), the input kept for the kernel's gradient (16 x 4) and the bias's (4).
+    program = _k3_program(tmp_path, [
+        {"module": "keras.layers", "class_name": "SpectralNormalization", "config": {
+            "name": "sn", "power_iterations": 1,
+            "layer": {"module": "keras.layers", "class_name": "Dense", "config": {"name": "d", "units": 4}}}}],
+        (16,))
+    assert _made(program, "sn kernel / sigma")[0] == [256]
+    assert _made(program, "sn output")[0] == [128]
+    assert _made(program, "sn kernel gradient")[0] == [256] and _made(program, "sn bias gradient")[0] == [16]

@@ -851,6 +851,29 @@ class TimeDistributed(Rule):
         return [dx], grads
 
 
+@rule("SpectralNormalization")
+class SpectralNorm(_Weighted):
+    """Keras 3's wrapper (spectral_normalization.py): in training it assigns the kernel kernel / sigma,
+    a kernel-sized tensor made after power iterations on two vectors, then calls the wrapped layer.
+    The wrapped layer is taken as one op, as TimeDistributed's is: its output, its input kept, the
+    weight gradients reading the input and the output's gradient, the input's gradient; its own
+    kernels' scratch is not counted."""
+
+    def forward(self, s, node, xs):
+        name = node.layer.name
+        kernels = [w for w in s.weights_of(node) if w.name.endswith("kernel")]
+        if kernels:
+            t = s.one(f"{name} kernel / sigma", [], nbytes(kernels[0]), kind="optimizer temporary")
+            s.one(f"{name} assign kernel", [t], 0)
+        return [s.one(f"{name} output", [xs[0]], _size(node.outputs[0].spec))], xs[0]
+
+    def backward(self, s, node, keep, dys, need):
+        name = node.layer.name
+        grads = self.grads(s, node, name, [keep, dys[0]])
+        dx = s.one(f"{name} input gradient", [dys[0]], _size(node.inputs[0].spec), kind="gradient") if need[0] else None
+        return [dx], grads
+
+
 @rule("MultiHeadAttention", "Attention", "AdditiveAttention")
 class Attention(_Weighted):
     """Query, key and value projections, the scores (batch x heads x Tq x Tk) and their softmax (kept),
