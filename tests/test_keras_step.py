@@ -707,17 +707,22 @@ def test_rnn_around_a_cell_runs_the_loop_of_that_cells_layer(tmp_path):
     assert _made(wrapped, label)[0] == _made(plain, label)[0] == [6 * (4 * 5 * 4 + 5 * 4 * 8 * 4)]
 
 
+def _grouped_program(tmp_path, groups):
+    """The step of a 3 x 3 Conv2D of 16 filters in `groups` groups on (8, 8, 8, 16) floats."""
+    return _k3_program(tmp_path, [
+        {"module": "keras.layers", "class_name": "Conv2D",
+         "config": {"name": "g", "filters": 16, "kernel_size": [3, 3], "padding": "same", "groups": groups}},
+        {"module": "keras.layers", "class_name": "Flatten", "config": {"name": "f"}},
+        {"module": "keras.layers", "class_name": "Dense", "config": {"name": "d", "units": 2}}], (8, 8, 16))
+
+
 def test_a_grouped_convolution_runs_through_xla_with_a_dense_kernel(tmp_path):
     # Both Kerases compile a Conv2D with groups > 1 with XLA on the CPU. Traced on ConvNeXtTiny at
     # batch 2: its gradient is one call making the filter's and the input's gradients, whose buffer
-    # holds 2 x taps x C_in x C_out floats (stage 3, 7 x 7 x 768 x 768: 231,211,008 bytes). Here a
-    # 3 x 3 depthwise-style Conv2D of 16 channels in 16 groups on (8, 8, 8, 16): 2 x 9 x 16 x 16 x 4 =
-    # 18,432 bytes; its forward call's buffer is the output's 8 x 8 x 8 x 16 x 4 = 32,768 bytes.
-    program = _k3_program(tmp_path, [
-        {"module": "keras.layers", "class_name": "Conv2D",
-         "config": {"name": "g", "filters": 16, "kernel_size": [3, 3], "padding": "same", "groups": 16}},
-        {"module": "keras.layers", "class_name": "Flatten", "config": {"name": "f"}},
-        {"module": "keras.layers", "class_name": "Dense", "config": {"name": "d", "units": 2}}], (8, 8, 16))
+    # holds 2 x taps x C_in x C_out floats (stage 3, 7 x 7 x 768 x 768: 231,211,008 bytes). Here 16
+    # channels in 16 groups: 2 x 9 x 16 x 16 x 4 = 18,432 bytes; its forward call's buffer is the
+    # output's 8 x 8 x 8 x 16 x 4 = 32,768 bytes.
+    program = _grouped_program(tmp_path, 16)
     assert _made(program, "g Conv")[2] == 32768
     made, reads, scratch = _made(program, "g gradient (XLA)")
     assert made == [3 * 3 * 1 * 16 * 4] and scratch == 18432  # the filter's gradient; no input gradient needed
@@ -727,13 +732,8 @@ def test_a_grouped_convolution_runs_through_xla_with_a_dense_kernel(tmp_path):
 def test_a_convolution_of_several_channels_per_group_holds_activation_sized_xla_buffers(tmp_path):
     # RegNetX002's grouped convolutions (8 channels per group; traced in tf_keras at batch 4) hold
     # activation-sized buffers in their XLA gradient call, twice the input's at the first stage, and
-    # no dense kernel: 16 channels in 4 groups on (8, 8, 8, 16) floats hold 2 x 32,768 = 65,536 bytes.
-    program = _k3_program(tmp_path, [
-        {"module": "keras.layers", "class_name": "Conv2D",
-         "config": {"name": "g", "filters": 16, "kernel_size": [3, 3], "padding": "same", "groups": 4}},
-        {"module": "keras.layers", "class_name": "Flatten", "config": {"name": "f"}},
-        {"module": "keras.layers", "class_name": "Dense", "config": {"name": "d", "units": 2}}], (8, 8, 16))
-    made, reads, scratch = _made(program, "g gradient (XLA)")
+    # no dense kernel: 16 channels in 4 groups hold 2 x 32,768 = 65,536 bytes.
+    made, reads, scratch = _made(_grouped_program(tmp_path, 4), "g gradient (XLA)")
     assert made == [3 * 3 * 4 * 16 * 4] and scratch == 65536
 
 
