@@ -551,7 +551,7 @@ def _nets_to_audit(path, inference, options):
     try:
         return _nets_of_fork(path, inference, options)
     except StageNeeded as e:
-        if options["stages"] or len(e.stages) != 1 or not _a_net_file(path, options):
+        if options["stages"] or len(e.stages) != 1 or any(spec.role != "net" for spec in _file_specs(path, options)):
             raise
         nets = _nets_of_fork(path, inference, {**options, "stages": list(e.stages)})
         nets[0].assumptions.append(Assumption(
@@ -572,32 +572,28 @@ def _nets_of_fork(path, inference, options):
     except InputError as failed:
         if options["schema"]:
             raise
-        read_as = _read_as(path, options)
+        try:
+            specs = _file_specs(path, options)
+        except InputError:
+            raise failed from None
+        read_as = specs[0].schema.name if specs else None
         for other in SAME_FIELDS.get(read_as, ()):
             try:
                 nets = _nets_in_state(path, inference, {**options, "schema": other})
             except InputError:
                 continue
+            where = f"layer '{failed.layer}': " if failed.layer else ""
             nets[0].assumptions.append(Assumption(
                 "(file)", f"the net is read as a net of {described(other)}, whose caffe.proto is that of "
-                          f"{described(read_as)}: with that fork's layers, "
-                          + (f"layer '{failed.layer}': " if failed.layer else "") + failed.message, f"--fork {read_as}"))
+                          f"{described(read_as)}: with that fork's layers, {where}{failed.message}", f"--fork {read_as}"))
             return nets
         raise
 
 
-def _read_as(path, options):
-    """The schema a file's nets are read with (its first net's)."""
-    specs = net_specs(path, stages=options["stages"], level=options["level"], schema=options["schema"],
-                      root=options["root"], defines=options["defines"], strict=options["strict"])
-    return specs[0].schema.name if specs else None
-
-
-def _a_net_file(path, options):
-    """Whether `path` is a net file (not a solver, whose train_state Caffe takes as it is)."""
-    specs = net_specs(path, level=options["level"], schema=options["schema"], root=options["root"],
-                      defines=options["defines"], strict=options["strict"])
-    return all(spec.role == "net" for spec in specs)
+def _file_specs(path, options):
+    """The file's NetSpecs as `options` read it: its role (a net file, a solver) and its schema."""
+    return net_specs(path, stages=options["stages"], level=options["level"], schema=options["schema"],
+                     root=options["root"], defines=options["defines"], strict=options["strict"])
 
 
 def _nets_in_state(path, inference, options):
