@@ -211,3 +211,19 @@ def test_a_net_printed_empty_is_refused_not_audited_as_nothing(tmp_path):
     run = run_in_process("empty.log", cwd=tmp_path)
     assert run.returncode == 2
     assert "printed empty" in run.stderr and "--log" in run.stderr
+
+
+def test_a_2015_caffe_that_logged_the_memory_once_kept_its_blobs_shapes():
+    """qiexing/caffe-regression's log: its Caffe logged "Memory required for data" once, after
+    "Network initialization done.", as the Caffe of 2014 did, but its blobs were N-D: the HDF5 label
+    is "Top shape: 128 30 (3840)", not 128 30 1 1 (tried as a new user would). Every line matches."""
+    path = os.path.join(DATA, "logs_early_2015", "qiexing_caffe_regression.log")
+    run = run_in_process(path, "--caffe-log")
+    assert run.returncode == 0, run.stderr
+    assert "Top shape: 128 30 (3840)" in run.stdout and "Top shape: 128 30 1 1" not in run.stdout
+    with open(path) as f:
+        expected = logparse.parse(f.read())
+    got = logparse.parse(run.stdout)
+    assert len(got) == len(expected) == 2
+    for want, have in zip(expected, got):
+        assert logparse.first_difference(want, have) is None, logparse.first_difference(want, have)

@@ -70,6 +70,13 @@ class LoggedNet:
         Caffe of 2014 logged it once, after "Network initialization done.", and its blobs had four axes."""
         return not self.done or self.memory is not None
 
+    @property
+    def four_axes(self):
+        """Whether its Caffe gave every blob four axes: it logged the memory once, as the Caffe of 2014
+        did, and every shape it logged has four axes. A Caffe of early 2015 logged the memory once but
+        shapes of any rank (a (128, 30) HDF5 label: qiexing/caffe-regression's log)."""
+        return not self.memory_per_layer and all(len(shape) == 4 for layer in self.layers for shape in layer.shapes)
+
     def data_shapes(self):
         """The shape Caffe logged for every top of a layer with no bottom (a data source)."""
         return {top: shape for layer in self.layers if not layer.bottoms

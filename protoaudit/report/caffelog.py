@@ -9,11 +9,10 @@ def shape_string(shape):
     return "".join(f"{d} " for d in shape) + f"({n})"
 
 
-def caffe_log(net, memory_per_layer=True):
-    """The lines Caffe logs while it sets up `net`, layer by layer; as the Caffe of 2014 logged them
-    where `memory_per_layer` is false (a log of that Caffe: four axes to every blob, and the memory
-    once, after the net is done)."""
-    four_axes = not memory_per_layer
+def caffe_log(net, memory_per_layer=True, four_axes=False):
+    """The lines Caffe logs while it sets up `net`, layer by layer; where `memory_per_layer` is false,
+    the memory once, after the net is done, as Caffe logged it before 2015's per-layer lines; with
+    `four_axes`, every blob of four axes, as the Caffe of 2014 had them."""
     lines = [f"Net {net.name or '(unnamed)'}, phase {net.phase}: {net.path}"]
     for blob_index in net.inputs:
         blob = net.blobs[blob_index]
