@@ -177,6 +177,11 @@ def _taps(node, spatial_axes):
     return prod(kernel) if isinstance(kernel, (list, tuple)) else kernel ** spatial_axes
 
 
+def _groups(node):
+    """A convolution's `groups` (1 where the config gives none)."""
+    return int(node.layer.config.get("groups", 1) or 1)
+
+
 def _conv_dims(node, swapped=False):
     """(batch, output pixels, kernel taps x input channels, output channels) of a convolution's
     contraction; `swapped`: of a transposed convolution's kernels, whose roles of input and output
@@ -212,7 +217,7 @@ class Conv(_Weighted):
     def through_xla(s, node):
         """A grouped convolution on the CPU: both Kerases compile it with XLA (TensorFlow's CPU kernels
         have no groups), forward and gradient each one XLA call (xla_buffer)."""
-        return s.device == "cpu" and int(node.layer.config.get("groups", 1) or 1) > 1
+        return s.device == "cpu" and _groups(node) > 1
 
     def xla_buffer(self, node):
         """The buffer of a grouped convolution's XLA gradient call. One channel per group (ConvNeXt's
@@ -223,8 +228,7 @@ class Conv(_Weighted):
         traced in tf_keras at batch 4): activation-sized buffers, twice the input's at the first stage."""
         _, _, filter_total, out_depth = self.dims(node)
         x = node.inputs[0].spec
-        channels = x.shape[-1] if node.layer.config.get("data_format", "channels_last") != "channels_first" else x.shape[1]
-        if int(node.layer.config.get("groups", 1) or 1) == channels:
+        if _groups(node) * _taps(node, len(x.shape) - 2) == filter_total:  # a group per input channel
             return 2 * filter_total * out_depth * _item(node.outputs[0].spec)
         return 2 * _size(x)
 
