@@ -84,7 +84,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # the same transposed MatMul: Keras 3's wide-and-deep model at batch 512 (-19%) has
                 # two runs at 10.07 MB, where a third process, traced, held 8.05 MB (8.19 MB
                 # modelled); tf_keras's two runs of it held 8.08 and 10.12 MB
-                "wide_deep_adam_k3:b512",
+                # (it came within 10% once Keras 3 was seen to hold its batch twice: below)
                 # and a third batch measured after that: tf_keras's Conv1D-LSTM sentiment model (-16%:
                 # traced, its Adam's Unique of the embedding's ids ran after the Conv1D's filter
                 # gradient, holding the embedding's 6.5 MB output gradient across it; in Kim's text
@@ -97,7 +97,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # and its Conv1D filter gradients' traced order), tf_keras's dense autoencoder with RMSprop
                 # (-10.7%); the tutorial CNN with momentum SGD (+40%) came within 10% once tf_keras's
                 # filter gradients ran inside the chain where the model has a Dropout
-                "mlp_regression_sgd_k3:b32", "mlp_regression_sgd:b32", "two_heads_adam_k3:b64",
+                "mlp_regression_sgd_k3:b32", "two_heads_adam_k3:b64",
                 "dense_autoencoder_rmsprop:b32",
                 # and a fifth (tests/data/keras_oracle/unseen/README.md): a 3-D CNN in both flavours
                 # (+129%, +127%), and in Keras 3 VGG19 with Adam (-17.7%), a fastText model with Adam
@@ -137,7 +137,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # TensorFlow set the filter gradients aside, as the model did before the Dropout rule,
                 # +0.4%; Keras 3 -15%), Keras 3's text transformer with momentum SGD (-11%) and
                 # tf_keras's MNIST MLP with Adam at batch 256 (-16%)
-                "cifar10_cnn_classic_adam:b64", "cifar10_cnn_classic_adam_k3:b64", "text_transformer_sgdm_k3:b16",
+                "cifar10_cnn_classic_adam_k3:b64", "text_transformer_sgdm_k3:b16",
                 "mlp_mnist_adam:b256",
                 # and a tenth, applications not measured before (ConvNeXtTiny, InceptionResNetV2,
                 # RegNetX002, ResNetRS50, EfficientNetB3, ResNet152V2): 8 of 10 as first audited.
@@ -151,7 +151,16 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # between): 14 of 16, median 2.9%. Its misses: the 13-feature regression MLP with
                 # Adam at batch 128 in both flavours (+32%, +133%: a step of 0.24 to 0.42 MB, where the
                 # fixed per-step overhead, calibrated on tf_keras, is most of the figure)
-                "mlp_regression_adam:b128", "mlp_regression_adam_k3:b128"}
+                # (both came within 10%, as did tf_keras's at batch 32, once the overhead was read off
+                # each flavour's traces: STEP_OVERHEAD)
+                # Then, traced: tf_keras's CIFAR-10 CNN with Adam set its filter gradients aside despite
+                # its Dropout (within 10% once the Dropout rule was limited to optimizers with update
+                # ops that read no gradient); Keras 3 holds the batch's inputs twice, the second copy
+                # where TensorFlow does not adopt the array it is given (the two runs of Keras 3's
+                # Dropout MLP with plain SGD at batch 512 differ by exactly its input's 1,605,632
+                # bytes). Two fell out: that MLP (+10.5% of the higher run) and Keras 3's IMDB BiLSTM
+                # with Adam (-10.1%, -9.7% before)
+                "mlp_bn_dropout_sgd_k3:b512", "bilstm_imdb_adam_k3:b32"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -181,16 +190,16 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
 
 
 @pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.9, 0.03),
-                                                  (("unseen",), 0.885, 0.03),
-                                                  (("shared", "new", "unseen", "seeds"), 0.89, 0.03)])
+                                                  (("unseen",), 0.895, 0.03),
+                                                  (("shared", "new", "unseen", "seeds"), 0.9, 0.03)])
 def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
-    outside that range under 3%. Met on the shared measurements (46 of 50, 1.0%) and on the
-    configurations measured since (tests/data/keras_oracle/new: 78 of 86, 2.9%; the rules were read
-    off the traces of some of them). Not met on the 236 configurations of
-    tests/data/keras_oracle/unseen, eleven batches each measured after the last change before it and
-    audited before any change for it: 195 of 236 (83%) as first audited, 210 of 236 (89.0%) and a
-    median of 1.8% now; nor on all 373 (335, 89.8%, 1.9%). Held there, so that a regression fails."""
+    outside that range under 3%. Met on the shared measurements (46 of 50, 1.0%), on the
+    configurations measured since (tests/data/keras_oracle/new: 79 of 86, 2.1%; the rules were read
+    off the traces of some of them) and on all 373 (338, 90.6%, 1.7%). Not met on the 236
+    configurations of tests/data/keras_oracle/unseen, eleven batches each measured after the last
+    change before it and audited before any change for it: 195 of 236 (83%) as first audited, 212 of
+    236 (89.8%) and a median of 1.7% now. Held there, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
@@ -418,16 +427,49 @@ def test_global_max_pooling_makes_its_gradients_indicator_in_the_forward_pass():
 
 def test_tf_keras_runs_filter_gradients_inside_the_chain_where_the_model_has_a_dropout():
     # Traced (tf_keras, the Keras 2 CIFAR-10 CNN with three Dropouts, RMSprop, batch 32; the image
-    # classification tutorial, Adam, batch 32): each convolution's Conv2DBackpropFilter ran before
-    # its Conv2DBackpropInput, its update after it; in models without a Dropout (the small CNN, VGG16,
-    # ResNet50, a U-Net) the executor set the filter gradients aside. Why a Dropout's random ops
-    # change the order is not derived here: this is what the traces show.
+    # classification tutorial, momentum SGD, batch 16): each convolution's Conv2DBackpropFilter ran
+    # before its Conv2DBackpropInput, its update after it; in models without a Dropout (the small CNN,
+    # VGG16, ResNet50, a U-Net) the executor set the filter gradients aside, and so it did with Adam
+    # in the same CIFAR-10 CNN at batch 64 (traced: every Conv2DBackpropInput first, then the filter
+    # gradients). Both traced optimizers with the filter gradients inside have an update op that
+    # reads no gradient (m * momentum, rho * v); why that and a Dropout's random ops change the
+    # order is not derived here: this is what the traces show.
     program = _program("cifar10_cnn_classic_rmsprop.keras", 32, folder="unseen")
     labels = [st.label for st in program.steps]
     for conv in ("conv2d_1", "conv2d_2", "conv2d_3"):
         assert labels.index(f"{conv} Conv2DBackpropFilter") < labels.index(f"{conv} Conv2DBackpropInput")
     small = [st.label for st in _program("small_cnn_adam.keras", 64).steps]
     assert small.index("conv2d_1 Conv2DBackpropInput") < small.index("conv2d_1 Conv2DBackpropFilter")
+    adam = [st.label for st in _program("cifar10_cnn_classic_adam.keras", 64, folder="unseen").steps]
+    last_input = max(adam.index(f"{conv} Conv2DBackpropInput") for conv in ("conv2d_1", "conv2d_2", "conv2d_3"))
+    for conv in ("conv2d_1", "conv2d_2", "conv2d_3"):
+        assert adam.index(f"{conv} Conv2DBackpropFilter") > last_input
+
+
+def test_keras3_holds_the_batch_inputs_twice_and_tf_keras_once():
+    # Traced (Keras 3's dense autoencoder, Adam, batch 256): at the step's peak, four blocks of
+    # 256 x 784 x 4 = 802,816 bytes that are neither activations nor gradients: x and y, each the
+    # array Keras passes and TensorFlow's copy; tf_keras's MNIST MLP (batch 256) holds its x once. The
+    # copy is TensorFlow's where it cannot adopt the array: the two runs of Keras 3's Dropout MLP with
+    # plain SGD at batch 512 are 1,605,632 bytes apart, its input's 512 x 784 x 4.
+    def inputs(name, batch, folder):
+        program = _program(name, batch, folder=folder)
+        return sorted(b.bytes for b in program.bufs if b.kind == "input" and not b.label.startswith("labels"))
+
+    assert inputs("dense_autoencoder_adam_k3.keras", 256, "new") == [802_816, 802_816]
+    assert inputs("mlp_mnist_adam.keras", 256, "unseen") == [802_816]
+
+
+def test_each_output_has_its_own_loss():
+    # The two-headed model compiled with ["sparse_categorical_crossentropy", "mse"] (batch 64): the
+    # class head's labels are 64 int32 ids, 256 bytes, and its loss the fused softmax cross-entropy,
+    # whose backprop is 64 x 10 floats, 2,560 bytes; the value head's labels are its (64, 1) floats,
+    # 256 bytes, and its loss a difference of that size, no cross-entropy.
+    program = _program("two_heads_adam.keras", 64, folder="unseen")
+    labels = {b.label: b.bytes for b in program.bufs if b.label.startswith("labels")}
+    assert labels == {"labels for two_heads/cls": 256, "labels for two_heads/reg": 256}
+    assert [st.label for st in program.steps].count("SoftmaxCrossEntropyWithLogits") == 1
+    assert _made(program, "loss difference")[0] == [256]
 
 
 def test_keras3_conv1d_filter_gradient_runs_before_its_input_gradient():

@@ -17,10 +17,11 @@ from .layers.base import nbytes
 from .training import optimizers
 from .training.program import build_step
 
-# What one step holds beyond its tensors: the executor's and the function call's own allocations,
-# read off the smallest oracle models (TensorFlow 2.21 on CPU: lc3_F200 at batch 8 holds 332 KB
-# beside its one 10.4 MB convolution scratch).
-STEP_OVERHEAD = 330_000
+# What one step holds beyond its tensors, by flavour: the executor's and the function call's own
+# allocations, read off the traces and runs of the smallest oracle models (TensorFlow 2.21 on CPU, the
+# 13-feature regression MLP with SGD and Adam): about 200 KB in tf_keras, among them a 131,968-byte
+# block allocated at each step's start, and about 10 KB in Keras 3.
+STEP_OVERHEAD = {"tf_keras": 200_000, "keras3": 10_000}
 # On a GPU (estimates): TensorFlow's BFC allocator rounds every allocation up to 256 bytes; the CUDA
 # context and cuDNN/cuBLAS handles take a few hundred MiB before the first tensor.
 BFC_ROUNDING = 256
@@ -169,7 +170,7 @@ def audit_keras(path, *, batch=None, optimizer=None, loss=None, mode="cpu", inpu
     low = step.other.peak(rounding=rounding).bytes if step.other is not None else peak.bytes
     result.peak = peak
     result.unmodelled = sorted(set(step.unmodelled))
-    result.step_peak_bytes = peak.bytes + STEP_OVERHEAD
+    result.step_peak_bytes = peak.bytes + STEP_OVERHEAD[model.flavour]
     result.step_peak_low_bytes = result.step_peak_bytes - max(0, peak.bytes - low)
     result.grows = sum(peak.live.get(kind, 0) for kind in GROWING)
     if mode == "gpu":

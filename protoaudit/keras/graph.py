@@ -49,6 +49,7 @@ class Graph:
     flavour: str
     policy: str
     gaps: List[str] = field(default_factory=list)  # paths of layers whose outputs were declared
+    output_names: List[str] = field(default_factory=list)  # the outputs' names, as compile's dict of losses keys them
 
 
 def build_graph(model_file, batch=None, inputs=None):
@@ -146,9 +147,12 @@ class _Builder:
             tensors.append(Tensor(name, spec, None))
         policy = policy_name(self._config(top).get("dtype"))
         outputs = self.expand(top, tensors, root, True, policy)
+        listed = self._config(top).get("output_layers")
+        names = [name for name, _, _ in self._refs_list(listed, "output_layers", root)] if listed else []
         return Graph(nodes=self.nodes, inputs=tensors, outputs=outputs, weights=self.weights, batch=self.batch,
                      batch_from=self.batch_from, flavour=self.file.flavour,
-                     policy=policy or (self.nodes[0].layer.policy if self.nodes else "float32"), gaps=self.gaps)
+                     policy=policy or (self.nodes[0].layer.policy if self.nodes else "float32"), gaps=self.gaps,
+                     output_names=names if len(names) == len(outputs) else [t.name for t in outputs])
 
     @staticmethod
     def _show(shape):

@@ -49,9 +49,9 @@ def _batch_from(a):
 
 
 def _loss(a):
-    from ..keras.training.losses import loss_name
+    from ..keras.training.losses import describe
 
-    return loss_name(a.loss) or "mse"
+    return describe(a.loss) or "mse"
 
 
 def _verdict(a):

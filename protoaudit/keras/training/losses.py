@@ -17,10 +17,33 @@ BINARY_CE = {"binary_crossentropy", "BinaryCrossentropy"}
 def loss_name(loss):
     """The loss's name as a file stores it: a string, or a {"class_name": ...} dict."""
     if isinstance(loss, dict):
-        return loss.get("class_name") or loss.get("config", {}).get("name")
-    if isinstance(loss, (list, tuple)) and loss:
-        return loss_name(loss[0])
+        return loss.get("class_name") or (loss.get("config") or {}).get("name")
     return loss if isinstance(loss, str) else None
+
+
+def _by_output(loss):
+    """Whether `loss` gives one loss per output: a list in the outputs' order, or a dict by output name
+    (a serialized loss is a dict too, with its class_name)."""
+    return isinstance(loss, (list, tuple)) or (isinstance(loss, dict) and "class_name" not in loss)
+
+
+def of_output(loss, k, name):
+    """The loss of the model's k-th output, named `name` (its layer's name), as Keras's compile reads a
+    list or a dict of losses; None where that output is given none (it hands back no gradient)."""
+    if isinstance(loss, (list, tuple)):
+        return loss[k] if k < len(loss) else None
+    if _by_output(loss):
+        return loss.get(name, next(iter(loss.values())) if len(loss) == 1 else None)
+    return loss
+
+
+def describe(loss):
+    """The loss as a report names it: one name, or each output's."""
+    if isinstance(loss, (list, tuple)):
+        return ", ".join(str(loss_name(x)) for x in loss)
+    if _by_output(loss):
+        return ", ".join(f"{k}: {loss_name(v)}" for k, v in loss.items())
+    return loss_name(loss)
 
 
 def labels_bytes(tensor, loss):

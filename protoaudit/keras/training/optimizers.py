@@ -66,17 +66,21 @@ def slots_per_variable(flavour, optimizer):
     return 2
 
 
+def reads_no_gradient(flavour, optimizer):
+    """The op of each update that reads no gradient (its label), or None where there is none."""
+    if optimizer is None:
+        return None
+    name, config = optimizer
+    if name == "SGD" and (flavour == "tf_keras" or float(config.get("momentum") or 0)):
+        return "m*momentum"
+    if name == "RMSprop":
+        return "rho*v"
+    return None
+
+
 def early(s, weights, optimizer):
     """The updates' ops that read no gradient, run at the step's start: {(id(layer), weight name): buffer}."""
-    if optimizer is None:
-        return {}
-    name, config = optimizer
-    momentum = float(config.get("momentum") or 0)
-    what = None
-    if name == "SGD" and (s.flavour == "tf_keras" or momentum):
-        what = "m*momentum"
-    elif name == "RMSprop":
-        what = "rho*v"
+    what = reads_no_gradient(s.flavour, optimizer)
     if what is None:
         return {}
     from ..layers.base import nbytes

@@ -54,7 +54,7 @@ class StepBuilder:
         # their filter gradients aside (rules.Conv.grads_late)
         self.joins = any(node.layer.class_name in JOINS for node in graph.nodes)
         # whether the model has a Dropout: tf_keras's convolutions then run their filter gradients in
-        # the chain (rules.Conv.grads_late)
+        # the chain where the optimizer has update ops that read no gradient (rules.Conv.grads_late)
         self.dropout = any(node.layer.class_name == "Dropout" for node in graph.nodes)
 
     def update_now(self, node, grads):
@@ -117,6 +117,8 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
     for t in graph.inputs:
         ids[id(t)] = s.one(f"input {t.name}", size=nbytes(t.spec), kind="input")
         prog.hold(ids[id(t)])
+        if flavour == "keras3":
+            prog.hold(s.one(f"input copy {t.name}", size=nbytes(t.spec), kind="input"))
     trainable_up = {}  # id(tensor): a trainable weight lies at or upstream of it
     for t in graph.inputs:
         trainable_up[id(t)] = False
@@ -146,9 +148,10 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
             trainable_up[id(t)] = up
         saved[id(node)] = (rule, keep, own, up, s.need)
     grads = defaultdict(list)
-    for t in graph.outputs:
-        if trainable_up.get(id(t)):
-            grads[canon(t)].append(losses.loss_ops(s, t, ids[id(t)], loss))
+    for k, t in enumerate(graph.outputs):
+        its_loss = losses.of_output(loss, k, graph.output_names[k])
+        if trainable_up.get(id(t)) and (its_loss is not None or loss is None):
+            grads[canon(t)].append(losses.loss_ops(s, t, ids[id(t)], its_loss))
     weight_grads = []  # (layer, Weight, buffer id) in the order they are made
     start = len(prog.steps)
     order = _Executor(graph, saved, trainable_up, grads, canon)

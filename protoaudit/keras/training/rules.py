@@ -12,7 +12,7 @@ last forward reader. Classes without a rule are listed in the report (rule_for r
 from math import prod
 
 from ..layers.base import DTYPE_BYTES, nbytes
-from . import kernels
+from . import kernels, optimizers
 
 RULES = {}
 
@@ -211,7 +211,8 @@ class Conv(_Weighted):
     def grads_late(self, s, node):
         if self.through_xla(s, node):
             return False
-        return (s.flavour == "tf_keras" and not s.dropout) or (s.joins and len(node.inputs[0].spec.shape) != 3)
+        in_chain = s.dropout and optimizers.reads_no_gradient(s.flavour, s.optimizer) is not None
+        return (s.flavour == "tf_keras" and not in_chain) or (s.joins and len(node.inputs[0].spec.shape) != 3)
 
     @staticmethod
     def through_xla(s, node):
