@@ -57,6 +57,7 @@ FORK_MODULES = {
     "sphereface": ("sphereface", "priv"),
     "ssd": ("ssd",),
     "faceboxes": ("faceboxes",),
+    "refinedet": ("refinedet",),
     "mobilenet_yolo": ("mobilenet_yolo",),
     "shufflenet": ("shufflenet",),
     "caffe_face": ("caffe_face",),

@@ -166,7 +166,8 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
         except MissingShape as m:
             builder.missing(lp, line, m)
         except InputError as e:
-            e.fix = _behind_check(builder.ctx, lp, e.fix)  # a layer's own CHECK: say what stands behind it
+            if not isinstance(e, Unwired):  # a layer's own CHECK: say what stands behind it
+                e.fix = _behind_check(builder.ctx, lp, e.fix, builder.upstream(lp))
             raise e.located(file=path, line=line, layer=lp.name) from None
     if builder.needs:
         raise ShapesNeeded(builder.needs, path)
@@ -197,11 +198,12 @@ class Rebuild(Exception):
     """A net `rebatched` cannot make again from the built one: build it from its file."""
 
 
-def _behind_check(ctx, lp, fix):
+def _behind_check(ctx, lp, fix, upstream):
     """What stands behind a layer's failed CHECK, after the layer's own `fix` (if any): a shape
-    protoaudit assumed for a data source (a Python data layer's defaults), which the user's real
-    sizes replace; else, with no fix of its own, the file itself."""
-    assumed = {o.layer for o in ctx.origins if o.source.startswith("assumed")}
+    protoaudit assumed for a data source that feeds it (a Python data layer's defaults; `upstream`,
+    the names of the layers it reads from), which the user's real sizes replace; else, with no fix
+    of its own, the file itself."""
+    assumed = {o.layer for o in ctx.origins if o.source.startswith("assumed") and o.layer in upstream}
     guesses = [a for a in ctx.assumptions if a.layer in assumed]
     if not guesses:
         return fix or f"Caffe stops here too: fix this {lp.type} layer's parameters or the layers that feed it"
@@ -264,12 +266,16 @@ class Need:
     tops: list  # (top name, known dims with None where unknown)
 
 
-class OtherPhase(InputError):
+class Unwired(InputError):
+    """A bottom no earlier layer makes: the file's wiring, which no assumed size explains."""
+
+
+class OtherPhase(Unwired):
     """A bottom made only by a layer of the other phase (a deploy file whose reshaping layers are
     TEST-only): the audit of a plain net file may build the file in that phase instead."""
 
 
-class StageNeeded(InputError):
+class StageNeeded(Unwired):
     """A bottom made only by layers included in a stage the net's state lacks (DIGITS' nets keep
     their data layers so): `stages`, the stages that would include its maker."""
 
@@ -664,7 +670,7 @@ class _Builder:
                               fix="Caffe inserts splits only for tops used by several layers; check the names")
         later = next((wire[0] for _, wire, _ in self.planned[len(self.layers) + 1:] if name in wire[3]), None)
         if later is not None:
-            return InputError(
+            return Unwired(
                 f"bottom '{name}' (bottom {j}) is produced only by a later layer, '{later}'",
                 fix="Caffe builds layers in file order and a net cannot have a cycle: move the producing "
                 "layer before this one, or break the cycle",
@@ -679,12 +685,25 @@ class _Builder:
                                    + " or ".join(f"--stage {st}" for st in stages), stages, name, maker.name)
             return OtherPhase(message, fix="give the phase it is in (--phase), or include it in this one")
         near = closest(name, [n for n in self.available if "_split_" not in n])  # not a split Caffe named
-        return InputError(
+        return Unwired(
             f"unknown bottom blob '{name}' (bottom {j}): no earlier layer produces it",
             fix=(f"did you mean '{near}'? " if near else "") + "Caffe builds layers in file order: check the name, "
             "make sure the producing layer comes first and is included in this phase and stage, and that the net "
             "has no cycle",
         )
+
+    def upstream(self, lp):
+        """The names of the layers built so far whose tops `lp` reads, directly or through others (a
+        net-level input by NET_INPUT)."""
+        wanted = {self.by_name[b] for b in lp.bottom if b in self.by_name}
+        names = set()
+        for node in reversed(self.layers):
+            if wanted.intersection(node.tops):
+                names.add(node.name)
+                wanted.update(node.bottoms)
+        if wanted.intersection(self.inputs):  # (blob indexes of the net-level inputs)
+            names.add(NET_INPUT)
+        return names
 
     def backward_pass(self, force_backward):
         """Net::Init's backward walk: which layers contribute to a loss; then force_backward."""

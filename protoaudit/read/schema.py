@@ -25,6 +25,8 @@ FORKS = {
     "priv": "soeaver's caffe-priv (py-RFCN-priv), which has ceil_mode pooling",
     "ssd": "SSD (weiliu89/caffe, branch ssd)",
     "faceboxes": "FaceBoxes' Caffe (sfzhang15/FaceBoxes: SSD's, with densified small anchors)",
+    "refinedet": "RefineDet's Caffe (sfzhang15/RefineDet: SSD's, whose loss and detection output read the "
+                 "anchor refinement module's outputs)",
     "enet": "caffe-enet (TimoSaemann/caffe-enet)",
     "deeplab_v2": "DeepLab v2 (deeplab-public-ver2)",
     "pspnet": "PSPNet's Caffe (hszhao/PSPNet)",
@@ -55,7 +57,7 @@ SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 # (Microsoft/caffe) keeps caffe-fast-rcnn's ROIPooling and SmoothL1Loss. RCF's Caffe is HED's
 # ImageLabelmapData (and its prefetching base) ported to a 2016 BVLC Caffe, with AutoCrop added.
 DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2",
-                 "mobilenet_yolo": "ssd", "faceboxes": "ssd",
+                 "mobilenet_yolo": "ssd", "faceboxes": "ssd", "refinedet": "ssd",
                  "rfcn": "fastrcnn",
                  "rcf": "hed"}
 # Descendants whose caffe.proto is their ancestor's byte for byte, so that a file reads the same under
@@ -127,7 +129,9 @@ class Schema(NamedTuple):
 
 def load_schema(name):
     """The schema of that name: compiled as protoaudit/read/schemas/<name>.desc, or a user's
-    file compiled with user_schema."""
+    file compiled with user_schema. "A+B" (fork A with layer types borrowed from B: fork_layers) is
+    A's: B lends classes, not fields."""
+    name = name.split("+", 1)[0]
     if name in _USER_SCHEMAS:
         return _USER_SCHEMAS[name]
     return _shipped(name)
