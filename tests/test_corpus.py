@@ -17,6 +17,7 @@ from conftest import DATA, run_in_process
 from test_fork_cls import CORPUS_HELP
 from test_fork_seg import CORPUS_RUNS as SEG_FORK_RUNS
 from test_fork_ssd import CORPUS_HELP as SSD_CORPUS
+from protoaudit.read.datasets.examples import example
 
 CORPUS = os.path.join(DATA, "corpus")
 with open(os.path.join(CORPUS, "oracle_shapes.json")) as f:
@@ -113,8 +114,17 @@ def _crops(file):
         return ASKING_TYPES[file] in ("Data", "DATA") and re.search(r"crop_size\s*:\s*[1-9]", f.read()) is not None
 
 
+def _names_an_example(file):
+    """Whether the file's first data source is named as a database of Caffe's example scripts
+    (mnist_train_lmdb, cifar10_train_leveldb...: protoaudit.read.datasets.examples)."""
+    with open(path_of(file)) as f:
+        source = re.search(r'source\s*:\s*"([^"]+)"', f.read())
+    return source is not None and example(source.group(1)) is not None
+
+
 CROPPING = sorted(f for f in ASKING if _crops(f))
-ASKING_STILL = sorted(f for f in ASKING if not _crops(f))
+EXAMPLES = sorted(f for f in ASKING if not _crops(f) and _names_an_example(f))
+ASKING_STILL = sorted(f for f in ASKING if not _crops(f) and f not in EXAMPLES)
 
 
 @pytest.mark.parametrize("file", CROPPING)
@@ -139,6 +149,17 @@ def test_cropping_data_layer_is_sized_by_its_parameters(file):
         assert origin == "the layer's parameters; 3 channels assumed", origin
         assert re.search(rf"Assumed: .*layer '{re.escape(layer)}': top '{re.escape(tops[0])}' has 3 channels .*"
                          rf"--input {re.escape(tops[0])}={got[0]}xCx{got[2]}x{got[3]}", text.stdout), text.stdout[-600:]
+
+
+@pytest.mark.parametrize("run", [r for r in BVLC_RUNS if r["phase"] == "TRAIN" and r["file"] in EXAMPLES], ids=run_id)
+def test_a_data_layer_reading_caffes_example_database_gets_its_records_shape(run):
+    """With no dataset on disk, a Data layer whose source is named as a database of Caffe's example
+    scripts (MNIST 1x28x28, CIFAR-10 3x32x32, the siamese pairs 2x28x28) gets the shapes real Caffe
+    gave these nets (the oracle's), and the report says the shape was assumed, with the flag."""
+    r = run_in_process(path_of(run["file"]), "--caffe-log", *oracle_args(run, inputs=False))
+    assert blob_shapes(built(r)) == [(name, tuple(shape)) for name, shape in run["blobs"]]
+    text = run_in_process(path_of(run["file"]), "--phase", "train", "--batch", str(run["batch"]))
+    assert "by its name it is the database examples/" in text.stdout
 
 
 @pytest.mark.parametrize("file", ASKING_STILL)

@@ -9,6 +9,7 @@ ran in, as the README says.
 """
 import csv
 import os
+import re
 
 import pytest
 
@@ -186,3 +187,23 @@ def test_a_librarys_state_is_counted_once_per_process(tmp_path):
     result = audit(str(path), mode="cpu", root=FOLDER)
     assert len(result.nets) == 2
     assert by_owner(result.buffers, "process.OpenCV codec registry") == 453134
+
+
+EXAMPLE_RUNS = [r for r in RUNS if r["data_layer"] == "Data"
+                and re.search(r"data/(mnist|cifar10)", r["data_source"])]
+
+
+@pytest.mark.parametrize("run", EXAMPLE_RUNS, ids=[r["run"] for r in EXAMPLE_RUNS])
+def test_caffes_example_databases_are_known_by_name_where_they_are_absent(run, tmp_path, monkeypatch):
+    """The same nets, run where their databases are not (a copy of the net file in an empty folder):
+    each database is named as Caffe's example scripts name theirs (mnist_train_lmdb, cifar10_train_lmdb,
+    mnist_siamese_train_leveldb...), whose converters write 1x28x28, 3x32x32 and 2x28x28 records
+    (read.datasets.examples); the whole net is still real Caffe's, to the byte, which read the
+    databases (records of those shapes), and the report says the shape was assumed."""
+    copy = tmp_path / os.path.basename(run["file"])
+    copy.write_text(open(os.path.join(FOLDER, run["file"])).read())
+    monkeypatch.chdir(tmp_path)
+    result = audited(str(copy), run["phase"])
+    assert result.total_bytes == int(run["backward_live"])
+    said = [a for net in result.nets for a in net.net.assumptions if "example" in a.what or "by its name" in a.what]
+    assert said and "is not on this machine" in said[0].what

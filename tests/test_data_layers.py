@@ -110,14 +110,32 @@ def test_a_mean_file_gives_channels_and_the_stored_size(here):
 
 
 def test_no_dataset_and_no_size_asks_for_input_with_what_is_known(here):
-    path = write_net(here, data_layer("mnist_train_lmdb", 64, "scale: 0.00390625"))
+    path = write_net(here, data_layer("digits_train_lmdb", 64, "scale: 0.00390625"))
     with pytest.raises(ShapesNeeded) as e:
         build_nets(path)
     message = str(e.value)
-    assert "source 'mnist_train_lmdb' is not found from" in message and "--root" in message
+    assert "source 'digits_train_lmdb' is not found from" in message and "--root" in message
     assert "--input data=64xCxHxW" in message
     path = write_net(here, data_layer("nope", 64, "mean_value: 1 mean_value: 2 mean_value: 3"), "mv.prototxt")
     assert "--input data=64x3xHxW" in refused(path)
+
+
+def test_caffes_example_database_names_give_their_records_shape_where_the_layer_agrees(here):
+    """examples/mnist/create_mnist.sh writes mnist_train_lmdb with convert_mnist_data.cpp: 1x28x28
+    records; create_cifar10.sh's cifar10_train_lmdb 3x32x32 (convert_cifar_data.cpp, kCIFARSize). A
+    layer that crops 24 of them is 24 x 24. A crop larger than the records, or three mean values for
+    MNIST's one channel, says the database was made otherwise: the layer is sized as for any missing
+    database (crop x crop, 3 channels assumed), or asks for its size."""
+    got, net = shapes(write_net(here, data_layer("examples/mnist/mnist_train_lmdb", 64, "scale: 0.00390625")))
+    assert got["data"] == (64, 1, 28, 28) and got["label"] == (64,)
+    assert [a.override for a in net.assumptions] == ["--input data=64x1x28x28 (your data's size)"]
+    got, _ = shapes(write_net(here, data_layer("/x/cifar10_test_lmdb/", 10, "crop_size: 24"), "c.prototxt"))
+    assert got["data"] == (10, 3, 24, 24)
+    got, net = shapes(write_net(here, data_layer("cifar10_train_lmdb", 10, "crop_size: 227"), "big.prototxt"))
+    assert got["data"] == (10, 3, 227, 227) and "3 channels (colour images)" in net.assumptions[0].what
+    with pytest.raises(ShapesNeeded):
+        build_nets(write_net(here, data_layer("mnist_train_lmdb", 8, "mean_value: 1 mean_value: 2 mean_value: 3"),
+                             "mv.prototxt"))
 
 
 def test_image_data_parameters(here):

@@ -15,6 +15,7 @@ What a data layer holds, beyond its tops, is in `Prefetching.touches` and `HDF5D
 import shlex
 
 from ..read.datasets import MissingLibrary, reader
+from ..read.datasets.examples import example
 from . import touch
 from .base import Layer, count, one_pixel, register
 from .cxx import STRING, assigned
@@ -382,12 +383,35 @@ class Data(Prefetching):
                 self.check_transform(*record.shape, f"the first record ({record.describe()})")
                 shape = (record.channels, crop or record.height, crop or record.width)
                 return shape, f"dataset {self.files.shown(found, source)} (first record: {record.describe()})"
+        elif (shape := self.of_example(source, batch, channels)) is not None:
+            return shape
         elif height is None:
             self.missing(batch, (channels, None, None), self.files.not_found("source", source))
         if channels is None:
             channels = self.assume_colour(batch, height, width, f"source '{source}' is not on disk")
             origin += "; 3 channels assumed"
         return (channels, height, width), origin
+
+    def of_example(self, source, batch, channels):
+        """(shape, origin) of a database of Caffe's examples that is not on disk (read.datasets.examples):
+        its records' shape, cropped as the layer says, said as an assumption; None where the source
+        names none, or where the layer's parameters do not fit that shape (a database of the same
+        name made otherwise: a crop larger than its records, other channels, another mean's shape)."""
+        known = example(source)
+        tp = self.lp.transform_param
+        c, h, w = known.shape if known else (0, 0, 0)
+        if (known is None or channels not in (None, c) or tp.crop_size > min(h, w)
+                or (self.mean_shape is not None and self.mean_shape != known.shape)
+                or len(tp.mean_value) not in (0, 1, c)):
+            return None
+        self.stored = known.shape
+        crop = self.lp.transform_param.crop_size
+        shape = (known.shape[0], crop or known.shape[1], crop or known.shape[2])
+        top = self.lp.top[0]
+        self.assume(f"source '{source}' is not on this machine; by its name it is the database {known.made_by} "
+                    f"makes, whose records are {'x'.join(map(str, known.shape))}",
+                    f"--input {top}={batch}x{'x'.join(map(str, shape))} (your data's size)")
+        return shape, f"assumed: Caffe's example database ({known.made_by})"
 
     def mean_elements(self):
         if self.lp.transform_param.mean_file and self.mean_shape is None and self.stored is None:

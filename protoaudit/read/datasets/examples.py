@@ -1,0 +1,37 @@
+"""The databases Caffe's own example scripts make, by the name each script gives its output: a net
+copied from Caffe's examples names them, and a user who has not run the script yet still has a net
+whose input is known. Each shape is what the script's converter writes in every record's Datum
+(raw bytes, one per pixel and channel):
+- examples/mnist/create_mnist.sh: convert_mnist_data.cpp, channels 1 and the MNIST files' 28 x 28
+  (datum.set_channels(1), set_height(rows), set_width(cols));
+- examples/cifar10/create_cifar10.sh: convert_cifar_data.cpp, 3 x 32 x 32 (kCIFARSize);
+- examples/siamese/create_mnist_siamese.sh: convert_mnist_siamese_data.cpp, two MNIST images as
+  the channels of one record, 2 x 28 x 28.
+Caffe's scripts of 2014 wrote mnist-train-leveldb and cifar-train-leveldb (inside cifar10-leveldb)
+with the same converters.
+"""
+import os
+from typing import NamedTuple
+
+
+class Example(NamedTuple):
+    shape: tuple  # (channels, height, width) of every record
+    made_by: str  # the script and converter, for the report
+
+
+MNIST = Example((1, 28, 28), "examples/mnist/create_mnist.sh (convert_mnist_data.cpp)")
+CIFAR10 = Example((3, 32, 32), "examples/cifar10/create_cifar10.sh (convert_cifar_data.cpp)")
+SIAMESE = Example((2, 28, 28), "examples/siamese/create_mnist_siamese.sh (convert_mnist_siamese_data.cpp)")
+
+DATABASES = {
+    **{f"mnist_{split}_{backend}": MNIST for split in ("train", "test") for backend in ("lmdb", "leveldb")},
+    **{f"cifar10_{split}_{backend}": CIFAR10 for split in ("train", "test") for backend in ("lmdb", "leveldb")},
+    **{f"mnist_siamese_{split}_leveldb": SIAMESE for split in ("train", "test")},
+    "mnist-train-leveldb": MNIST, "mnist-test-leveldb": MNIST,
+    "cifar-train-leveldb": CIFAR10, "cifar-test-leveldb": CIFAR10,
+}
+
+
+def example(source):
+    """The Example a database path names by its last part, or None."""
+    return DATABASES.get(os.path.basename(os.path.normpath(source.replace("\\", "/"))) if source else None)
