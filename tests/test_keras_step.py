@@ -160,7 +160,10 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # Dropout MLP with plain SGD at batch 512 differ by exactly its input's 1,605,632
                 # bytes). Two fell out: that MLP (+10.5% of the higher run) and Keras 3's IMDB BiLSTM
                 # with Adam (-10.1%, -9.7% before)
-                "mlp_bn_dropout_sgd_k3:b512", "bilstm_imdb_adam_k3:b32"}
+                "mlp_bn_dropout_sgd_k3:b512", "bilstm_imdb_adam_k3:b32",
+                # and a twelfth, measured after those changes and audited before any change for it:
+                # 24 of 26, median 2.9%. Its misses: the siamese MLP with RMSprop (+11.8%, +20.6%)
+                "siamese_mlp_rmsprop:b32", "siamese_mlp_rmsprop_k3:b32"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -190,16 +193,16 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
 
 
 @pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.9, 0.03),
-                                                  (("unseen",), 0.895, 0.03),
+                                                  (("unseen",), 0.9, 0.03),
                                                   (("shared", "new", "unseen", "seeds"), 0.9, 0.03)])
 def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 1.0%), on the
     configurations measured since (tests/data/keras_oracle/new: 79 of 86, 2.1%; the rules were read
-    off the traces of some of them) and on all 373 (338, 90.6%, 1.7%). Not met on the 236
-    configurations of tests/data/keras_oracle/unseen, eleven batches each measured after the last
-    change before it and audited before any change for it: 195 of 236 (83%) as first audited, 212 of
-    236 (89.8%) and a median of 1.7% now. Held there, so that a regression fails."""
+    off the traces of some of them), on the 262 configurations of tests/data/keras_oracle/unseen,
+    twelve batches each measured after the last change before it and audited before any change for
+    it (219, 84%, as first audited; 236, 90.1%, and a median of 1.7% now), and on all 399 (362,
+    90.7%, 1.8%). Held there, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
