@@ -117,7 +117,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # and a sixth, measured after all of that: the two-headed MLP with momentum SGD in
                 # both flavours (+31.5%, +44.5%: a step of 0.8 to 1.0 MB, a third of it the fixed
                 # per-step overhead) and tf_keras's siamese MLP with momentum SGD (+14.1%)
-                "two_heads_sgdm:b128", "two_heads_sgdm_k3:b128", "siamese_mlp_sgdm:b64",
+                "two_heads_sgdm:b128", "two_heads_sgdm_k3:b128",
                 # and a seventh, measured after the Kim's-text-CNN changes and audited before any
                 # change for it: 22 of 24 within 10%. Its misses were the SimpleRNN text model's
                 # (+63%, +53%); traced, a SimpleRNN step keeps its input and its output and nothing
@@ -162,8 +162,11 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # with Adam (-10.1%, -9.7% before)
                 "mlp_bn_dropout_sgd_k3:b512", "bilstm_imdb_adam_k3:b32",
                 # and a twelfth, measured after those changes and audited before any change for it:
-                # 24 of 26, median 2.9%. Its misses: the siamese MLP with RMSprop (+11.8%, +20.6%)
-                "siamese_mlp_rmsprop:b32", "siamese_mlp_rmsprop_k3:b32"}
+                # 24 of 26, median 2.9%. Its misses, the siamese MLP with RMSprop (+11.8%, +20.6%), came
+                # within 10% once traced, with the same model's momentum SGD (+10.2%): a layer called
+                # twice runs its weight gradients beside each call's input gradient, adds them up and
+                # updates as soon as the last is made (program.py, optimizers.after_gradient)
+                }
 
 
 @functools.lru_cache(maxsize=None)
@@ -201,8 +204,8 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     configurations measured since (tests/data/keras_oracle/new: 79 of 86, 2.1%; the rules were read
     off the traces of some of them), on the 262 configurations of tests/data/keras_oracle/unseen,
     twelve batches each measured after the last change before it and audited before any change for
-    it (219, 84%, as first audited; 236, 90.1%, and a median of 1.7% now), and on all 399 (362,
-    90.7%, 1.8%). Held there, so that a regression fails."""
+    it (219, 84%, as first audited; 239, 91.2%, and a median of 1.6% now), and on all 399 (365,
+    91.5%, 1.7%). Held there, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
@@ -447,6 +450,23 @@ def test_tf_keras_runs_filter_gradients_inside_the_chain_where_the_model_has_a_d
     last_input = max(adam.index(f"{conv} Conv2DBackpropInput") for conv in ("conv2d_1", "conv2d_2", "conv2d_3"))
     for conv in ("conv2d_1", "conv2d_2", "conv2d_3"):
         assert adam.index(f"{conv} Conv2DBackpropFilter") > last_input
+
+
+def test_a_layer_called_twice_adds_its_gradients_and_updates_after_its_last_call():
+    # Traced (the siamese MLP, one tower of Dense(256) and Dense(128) on two 784-float inputs; tf_keras
+    # with RMSprop at batch 32 and momentum SGD at batch 64, Keras 3 with RMSprop): each call's kernel
+    # gradients run beside its input gradient, not after the chain (the first Dense's gradient of the
+    # tower's second call before the first call's chain goes on), and as soon as the last call's
+    # gradient of a kernel is made, AddN adds the two and the update runs (AddN_4 and the dense_1
+    # update between the two calls' dense_1 gradients and the first Dense's).
+    program = _program("siamese_mlp_rmsprop.keras", 32, folder="unseen")
+    labels = [st.label for st in program.steps]
+    firsts = [k for k, label in enumerate(labels) if label == "dense kernel gradient"]
+    assert len(firsts) == 2 and firsts[0] < labels.index("subtract input 0 gradient")
+    added = labels.index("AddN dense/kernel gradient")
+    assert firsts[1] < added and labels[added + 1] == "dense/kernel square(g)"
+    assert _made(program, "AddN dense/kernel gradient")[0] == [784 * 256 * 4]
+    assert labels.index("AddN dense_1/kernel gradient") < firsts[1]
 
 
 def test_keras3_holds_the_batch_inputs_twice_and_tf_keras_once():

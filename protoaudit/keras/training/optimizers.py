@@ -107,18 +107,29 @@ def after_gradient(s, layer, weight, grad, optimizer, read_later=False):
     updates the variable before that gradient runs, so its AssignAdd/AssignSub copies the variable
     first and the old buffer is freed once the input gradient is made (traced on ResNet50: 8,981,504
     bytes of such copies at the peak); tf_keras's order leaves that copy to chance (524,288 bytes in
-    a traced MLP, none on VGG16's 411 MB fc1 kernel), and it is not counted."""
-    if optimizer is not None and not s.shared_layers.get(id(layer)):  # a shared layer's: after all its calls
-        copy = None
-        if read_later and s.flavour == "keras3" and weight.name in ("kernel", "depthwise_kernel", "recurrent_kernel"):
-            from ..layers.base import nbytes
+    a traced MLP, none on VGG16's 411 MB fc1 kernel), and it is not counted. A layer called more
+    than once adds its calls' gradients and updates once the last call's gradient is made (traced: the
+    siamese MLP's tower, both flavours, AddN and the update right after the second call's kernel
+    gradient); a call that runs no backward leaves its layer to `apply`."""
+    if optimizer is None:
+        return
+    grads = [grad]
+    calls = s.shared_layers.get(id(layer))
+    if calls:
+        grads = s.shared_grads.setdefault((id(layer), weight.name), [])
+        grads.append(grad)
+        if len(grads) < calls:
+            return
+    copy = None
+    if read_later and s.flavour == "keras3" and weight.name in ("kernel", "depthwise_kernel", "recurrent_kernel"):
+        from ..layers.base import nbytes
 
-            copy = s.one(f"{layer.name}/{weight.name} copy of the variable", [], nbytes(weight),
-                         kind="optimizer temporary")
-        _update(s, layer, weight, [grad], optimizer)
-        if copy is not None:
-            s.one(f"{layer.name}/{weight.name} old value released", [copy], 0)
-        s.applied.add(grad)
+        copy = s.one(f"{layer.name}/{weight.name} copy of the variable", [], nbytes(weight),
+                     kind="optimizer temporary")
+    _update(s, layer, weight, grads, optimizer)
+    if copy is not None:
+        s.one(f"{layer.name}/{weight.name} old value released", [copy], 0)
+    s.applied.update(grads)
 
 
 def apply(s, weight_grads, optimizer):

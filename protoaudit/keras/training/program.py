@@ -44,7 +44,8 @@ class StepBuilder:
         self.logits = set()  # id(output tensor) whose loss took the logits under its softmax/sigmoid
         self.sparse = {}  # IndexedSlices gradient buffer -> its variable's bytes
         self.applied = set()  # weight gradient buffers already applied (streamed updates)
-        self.shared_layers = {}  # id(layer) -> True for a layer called more than once
+        self.shared_layers = {}  # id(layer) -> its calls, for a layer called more than once
+        self.shared_grads = {}  # (id(layer), weight name) -> the gradients its calls have made so far
         self._weights = {}
         self.defer = None  # (group, every op?): weight-gradient ops (or every op) made now run after the chain
         self.deferred = {}  # step index -> group: steps that run after the input-gradient chain
@@ -107,7 +108,7 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
     calls = defaultdict(int)
     for node in graph.nodes:
         calls[id(node.layer)] += 1
-    s.shared_layers = {k: True for k, n in calls.items() if n > 1}
+    s.shared_layers = {k: n for k, n in calls.items() if n > 1}
     prog = s.prog
     step = Step(prog)
     ids = {}
@@ -163,7 +164,7 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
         dys = [_summed(s, grads.pop(canon(t), []), t) for t in node.outputs]
         if all(d is None for d in dys):
             continue
-        later = rule.grads_late(s, node)
+        later = rule.grads_late(s, node) and not s.shared_layers.get(id(node.layer))
         s.defer = (k, False) if later else None
         first = len(prog.steps)
         dxs, dws = rule.backward(s, node, keep, dys, need)
