@@ -166,7 +166,10 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # within 10% once traced, with the same model's momentum SGD (+10.2%): a layer called
                 # twice runs its weight gradients beside each call's input gradient, adds them up and
                 # updates as soon as the last is made (program.py, optimizers.after_gradient)
-                }
+                # and a thirteenth, measured after that and audited before any change for it: 16 of
+                # 20, median 1.9%. Its misses: tf_keras's fastText with momentum SGD (+25.7%), Keras
+                # 3's GRU tagger (-21.4%), tiny ViT with RMSprop (-28.2%) and Conv1D-LSTM (-10.5%)
+                "fasttext_sgdm:b128", "gru_tagger_sgdm_k3:b16", "vit_tiny_rmsprop_k3:b8", "cnn_lstm_sgdm_k3:b32"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -202,10 +205,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 1.0%), on the
     configurations measured since (tests/data/keras_oracle/new: 79 of 86, 2.1%; the rules were read
-    off the traces of some of them), on the 262 configurations of tests/data/keras_oracle/unseen,
-    twelve batches each measured after the last change before it and audited before any change for
-    it (219, 84%, as first audited; 239, 91.2%, and a median of 1.6% now), and on all 399 (365,
-    91.5%, 1.7%). Held there, so that a regression fails."""
+    off the traces of some of them), on the 282 configurations of tests/data/keras_oracle/unseen,
+    thirteen batches each measured after the last change before it and audited before any change
+    for it (235, 83%, as first audited; 255, 90.4%, and a median of 1.6% now), and on all 419 (381,
+    90.9%, 1.7%). Held there, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
