@@ -137,7 +137,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # TensorFlow set the filter gradients aside, as the model did before the Dropout rule,
                 # +0.4%; Keras 3 -15%), Keras 3's text transformer with momentum SGD (-11%) and
                 # tf_keras's MNIST MLP with Adam at batch 256 (-16%)
-                "cifar10_cnn_classic_adam_k3:b64", "text_transformer_sgdm_k3:b16",
+                "cifar10_cnn_classic_adam_k3:b64",
                 "mlp_mnist_adam:b256",
                 # and a tenth, applications not measured before (ConvNeXtTiny, InceptionResNetV2,
                 # RegNetX002, ResNetRS50, EfficientNetB3, ResNet152V2): 8 of 10 as first audited.
@@ -169,7 +169,10 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # and a thirteenth, measured after that and audited before any change for it: 16 of
                 # 20, median 1.9%. Its misses: tf_keras's fastText with momentum SGD (+25.7%), Keras
                 # 3's GRU tagger (-21.4%), tiny ViT with RMSprop (-28.2%) and Conv1D-LSTM (-10.5%)
-                "fasttext_sgdm:b128", "gru_tagger_sgdm_k3:b16", "vit_tiny_rmsprop_k3:b8", "cnn_lstm_sgdm_k3:b32"}
+                # fastText and the Conv1D-LSTM came within 10% once traced (an embedding's gradient is
+                # its output gradient, no copy; Keras 3's momentum makes it dense beside m * momentum),
+                # as did Keras 3's text transformer with momentum SGD of the ninth batch (-12.2%)
+                "gru_tagger_sgdm_k3:b16", "vit_tiny_rmsprop_k3:b8"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -207,8 +210,8 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     configurations measured since (tests/data/keras_oracle/new: 79 of 86, 2.1%; the rules were read
     off the traces of some of them), on the 282 configurations of tests/data/keras_oracle/unseen,
     thirteen batches each measured after the last change before it and audited before any change
-    for it (235, 83%, as first audited; 255, 90.4%, and a median of 1.6% now), and on all 419 (381,
-    90.9%, 1.7%). Held there, so that a regression fails."""
+    for it (235, 83%, as first audited; 258, 91.5%, and a median of 1.6% now), and on all 419 (384,
+    91.6%, 1.7%). Held there, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
@@ -360,6 +363,22 @@ def test_tf_keras_sparse_sgd_copies_the_momentum_and_the_embedding_once_each():
     program = _program("gru_text_sgd.keras", 16)
     step = next(st for st in program.steps if st.label == "embedding/embeddings assign_add m")
     assert step.scratch == 2 * 10_000 * 64 * 4
+
+
+def test_an_embeddings_gradient_is_its_output_gradient_and_keras3_momentum_makes_it_dense():
+    # Traced (the fastText model: Embedding(20000, 64) on 200 ids, batch 128, momentum SGD): the
+    # IndexedSlices' values are the embedding's output gradient itself, 128 x 200 x 64 x 4 = 6,553,600
+    # bytes, no copy (tf_keras and Keras 3 alike); Keras 3's m.assign(m * momentum - lr * g) makes the
+    # slices dense, an UnsortedSegmentSum of the variable's 20000 x 64 x 4 = 5,120,000 bytes, while
+    # m * momentum (as large, made at the step's start) is alive: the peak of its step, 17.2 MB.
+    for name in ("fasttext_sgdm.keras", "fasttext_sgdm_k3.keras"):
+        program = _program(name, 128, folder="unseen")
+        step = next(st for st in program.steps if st.label == "embedding embeddings gradient (IndexedSlices)")
+        (made,) = step.makes
+        assert program.bufs[made].bytes == 6_553_600 and step.forward  # takes the output gradient's memory
+    k3 = _program("fasttext_sgdm_k3.keras", 128, folder="unseen")
+    assert _made(k3, "embedding/embeddings -lr*g made dense")[0] == [5_120_000]
+    assert "embedding/embeddings m*momentum" in _made(k3, "embedding/embeddings m*momentum - lr*g")[1]
 
 
 def _filter_order(program):
