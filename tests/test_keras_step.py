@@ -172,7 +172,13 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # fastText and the Conv1D-LSTM came within 10% once traced (an embedding's gradient is
                 # its output gradient, no copy; Keras 3's momentum makes it dense beside m * momentum),
                 # as did Keras 3's text transformer with momentum SGD of the ninth batch (-12.2%)
-                "gru_tagger_sgdm_k3:b16", "vit_tiny_rmsprop_k3:b8"}
+                "gru_tagger_sgdm_k3:b16", "vit_tiny_rmsprop_k3:b8",
+                # and a fourteenth, measured after those rules and audited before any change for it:
+                # 15 of 20, median 2.9%. Its misses: the SimpleRNN text model with momentum SGD (-18.6%,
+                # -25.2%), Keras 3's GRU text model with momentum SGD (+22.7%), the two-headed MLP with
+                # plain SGD (+10.3%, -10.3%)
+                "simple_rnn_text_sgdm:b32", "simple_rnn_text_sgdm_k3:b32", "gru_text_sgdm_k3:b32",
+                "two_heads_sgd:b64", "two_heads_sgd_k3:b64"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -208,10 +214,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 1.0%), on the
     configurations measured since (tests/data/keras_oracle/new: 79 of 86, 2.1%; the rules were read
-    off the traces of some of them), on the 282 configurations of tests/data/keras_oracle/unseen,
-    thirteen batches each measured after the last change before it and audited before any change
-    for it (235, 83%, as first audited; 258, 91.5%, and a median of 1.6% now), and on all 419 (384,
-    91.6%, 1.7%). Held there, so that a regression fails."""
+    off the traces of some of them), on the 302 configurations of tests/data/keras_oracle/unseen,
+    fourteen batches each measured after the last change before it and audited before any change
+    for it (250, 83%, as first audited; 273, 90.4%, and a median of 1.8% now), and on all 439 (399,
+    90.9%, 1.8%). Held there, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
