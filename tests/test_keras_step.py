@@ -521,6 +521,12 @@ def test_each_output_has_its_own_loss():
     assert labels == {"labels for two_heads/cls": 256, "labels for two_heads/reg": 256}
     assert [st.label for st in program.steps].count("SoftmaxCrossEntropyWithLogits") == 1
     assert _made(program, "loss difference")[0] == [256]
+    # the same losses as a dict by output name (Keras's compile takes either), in the other order
+    a = audit_keras(os.path.join(ORACLE, "unseen", "models", "two_heads_adam.keras"), batch=64, mode="cpu",
+                    loss={"reg": "mse", "cls": "sparse_categorical_crossentropy"})
+    by_name = build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
+                         weights=layer_weights(a.graph, []), device="cpu").program
+    assert [st.label for st in by_name.steps] == [st.label for st in program.steps]
 
 
 def test_keras3_conv1d_filter_gradient_runs_before_its_input_gradient():
