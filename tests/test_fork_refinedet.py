@@ -99,3 +99,14 @@ def test_a_refinedet_net_with_a_borrowed_layer_type_audits(tmp_path):
     r = run_in_process("n.prototxt", "--format", "json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "DepthwiseConvolution as MobileNet-YOLO's Caffe" in r.stdout
+
+
+def test_a_check_names_only_the_assumptions_that_feed_its_layer(tmp_path):
+    """arm_loss given three bottoms and four propagate_down fails Net::Init's check; the label size
+    protoaudit assumed (one box per image) feeds no blob it reads, so the message does not blame it."""
+    text = open(TRAIN).read()
+    at = text.index('name: "arm_loss"')
+    (tmp_path / "n.prototxt").write_text(text[:at] + text[at:].replace('  bottom: "label"\n', "", 1))
+    r = run_in_process("n.prototxt", cwd=tmp_path)
+    assert r.returncode == 2 and "propagate_down must be given either 0 or bottom_size times" in r.stderr
+    assert "Caffe stops here too" in r.stderr and "assumed" not in r.stderr

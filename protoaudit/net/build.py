@@ -200,10 +200,10 @@ class Rebuild(Exception):
 
 def _behind_check(ctx, lp, fix, upstream):
     """What stands behind a layer's failed CHECK, after the layer's own `fix` (if any): a shape
-    protoaudit assumed for a data source that feeds it (a Python data layer's defaults; `upstream`,
-    the names of the layers it reads from), which the user's real sizes replace; else, with no fix
-    of its own, the file itself."""
-    assumed = {o.layer for o in ctx.origins if o.source.startswith("assumed") and o.layer in upstream}
+    protoaudit assumed for a data top that feeds it (a Python data layer's defaults; `upstream`, the
+    names of the blobs it reads, directly or not), which the user's real sizes replace; else, with
+    no fix of its own, the file itself."""
+    assumed = {o.layer for o in ctx.origins if o.source.startswith("assumed") and o.top in upstream}
     guesses = [a for a in ctx.assumptions if a.layer in assumed]
     if not guesses:
         return fix or f"Caffe stops here too: fix this {lp.type} layer's parameters or the layers that feed it"
@@ -693,17 +693,12 @@ class _Builder:
         )
 
     def upstream(self, lp):
-        """The names of the layers built so far whose tops `lp` reads, directly or through others (a
-        net-level input by NET_INPUT)."""
+        """The names of the blobs `lp` reads, directly or through the layers built so far."""
         wanted = {self.by_name[b] for b in lp.bottom if b in self.by_name}
-        names = set()
         for node in reversed(self.layers):
             if wanted.intersection(node.tops):
-                names.add(node.name)
                 wanted.update(node.bottoms)
-        if wanted.intersection(self.inputs):  # (blob indexes of the net-level inputs)
-            names.add(NET_INPUT)
-        return names
+        return {self.blobs[i].name for i in wanted}
 
     def backward_pass(self, force_backward):
         """Net::Init's backward walk: which layers contribute to a loss; then force_backward."""
