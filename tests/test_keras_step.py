@@ -103,7 +103,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # (+129%, +127%), and in Keras 3 VGG19 with Adam (-17.7%), a fastText model with Adam
                 # (-22.4%), a LayerNorm MLP (+24.3%), a GRU time-series model (-11.4%) and a Conv1D
                 # autoencoder (-11.8%)
-                "vgg19_adam_k3:b1", "deep_mlp_ln_sgdm_k3:b128", "gru_timeseries_rmsprop_k3:b64",
+                "vgg19_adam_k3:b1", "deep_mlp_ln_sgdm_k3:b128",
                 # (the Conv1D autoencoder came within 10% once a transposed convolution's im2col
                 # buffers were traced: rules.OtherConv.transposed_scratch)
                 # (the fastText model came within 10% once traced: Keras 3's Adam makes a sparse
@@ -160,7 +160,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # Dropout MLP with plain SGD at batch 512 differ by exactly its input's 1,605,632
                 # bytes). Two fell out: that MLP (+10.5% of the higher run) and Keras 3's IMDB BiLSTM
                 # with Adam (-10.1%, -9.7% before)
-                "mlp_bn_dropout_sgd_k3:b512", "bilstm_imdb_adam_k3:b32",
+                "mlp_bn_dropout_sgd_k3:b512",
                 # and a twelfth, measured after those changes and audited before any change for it:
                 # 24 of 26, median 2.9%. Its misses, the siamese MLP with RMSprop (+11.8%, +20.6%), came
                 # within 10% once traced, with the same model's momentum SGD (+10.2%): a layer called
@@ -172,13 +172,18 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # fastText and the Conv1D-LSTM came within 10% once traced (an embedding's gradient is
                 # its output gradient, no copy; Keras 3's momentum makes it dense beside m * momentum),
                 # as did Keras 3's text transformer with momentum SGD of the ninth batch (-12.2%)
-                "gru_tagger_sgdm_k3:b16", "vit_tiny_rmsprop_k3:b8",
+                "vit_tiny_rmsprop_k3:b8",
                 # and a fourteenth, measured after those rules and audited before any change for it:
                 # 15 of 20, median 2.9%. Its misses: the SimpleRNN text model with momentum SGD (-18.6%,
                 # -25.2%), Keras 3's GRU text model with momentum SGD (+22.7%), the two-headed MLP with
                 # plain SGD (+10.3%, -10.3%)
-                "simple_rnn_text_sgdm:b32", "simple_rnn_text_sgdm_k3:b32", "gru_text_sgdm_k3:b32",
-                "two_heads_sgd:b64", "two_heads_sgd_k3:b64"}
+                "simple_rnn_text_sgdm_k3:b32", "gru_text_sgdm_k3:b32",
+                "two_heads_sgd:b64", "two_heads_sgd_k3:b64",
+                # Then, traced, the while loop's state per iteration in flight (rules.LOOP_STATE): the
+                # GRU time-series and tagger, the IMDB BiLSTM and tf_keras's SimpleRNN text model with
+                # momentum came within 10%; Keras 3's bidirectional LSTM text model with plain SGD of
+                # the new set went from +5.1% to +14.3%
+                "bilstm_text_sgd_k3:b16"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -212,12 +217,12 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
                                                   (("shared", "new", "unseen", "seeds"), 0.9, 0.03)])
 def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
-    outside that range under 3%. Met on the shared measurements (46 of 50, 1.0%), on the
-    configurations measured since (tests/data/keras_oracle/new: 79 of 86, 2.1%; the rules were read
+    outside that range under 3%. Met on the shared measurements (46 of 50, 1.3%), on the
+    configurations measured since (tests/data/keras_oracle/new: 78 of 86, 2.1%; the rules were read
     off the traces of some of them), on the 302 configurations of tests/data/keras_oracle/unseen,
     fourteen batches each measured after the last change before it and audited before any change
-    for it (250, 83%, as first audited; 273, 90.4%, and a median of 1.8% now), and on all 439 (399,
-    90.9%, 1.8%). Held there, so that a regression fails."""
+    for it (250, 83%, as first audited; 277, 91.7%, and a median of 1.6% now), and on all 439 (402,
+    91.6%, 1.7%). Held there, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
@@ -537,6 +542,21 @@ def test_keras3_conv1d_filter_gradient_runs_before_its_input_gradient():
     labels = [st.label for st in program.steps]
     for conv in ("conv1d", "conv1d_1", "conv1d_2"):
         assert labels.index(f"{conv} Conv2DBackpropFilter") < labels.index(f"{conv} Conv2DBackpropInput")
+
+
+def test_a_recurrent_loop_holds_the_state_of_its_iterations_in_flight():
+    # Traced: beside the tensors, each loop's iterations in flight hold raw heap blocks of one size,
+    # 26 to 32 of them at the peak (parallel_iterations 32): two stacked SimpleRNNs on 30 steps, blocks
+    # of 4,904 to 6,632 bytes in both flavours; the stock model's LSTMs on 60 steps, 8,120 to 9,848.
+    # Counted: min(32, steps) x 6,000 (SimpleRNN) or 9,500 (LSTM, GRU) per layer and direction, held
+    # from the forward loop to the step's end.
+    def states(name, batch):
+        program = _program(name, batch, folder="unseen")
+        return [b.bytes for b in program.bufs if b.kind == "loop state"]
+
+    assert states("simple_rnn_stacked_adam.keras", 32) == [30 * 6_000, 30 * 6_000]
+    assert states("lstm_stock_adam_k3.keras", 32) == [32 * 9_500, 32 * 9_500]
+    assert states("bilstm_imdb_adam.keras", 32) == [2 * 32 * 9_500] * 2  # two Bidirectional LSTMs, two loops each
 
 
 def test_a_simple_rnn_step_keeps_its_input_and_its_output():
