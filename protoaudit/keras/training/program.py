@@ -114,11 +114,14 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
     ids = {}
     s.early = optimizers.early(s, weights, optimizer) if early else {}
     step.early = bool(s.early)
-    # the batch: train_on_batch's data adapter holds it (as tensors) for the whole step
+    # the batch: train_on_batch's data adapter holds it (as tensors) for the whole step. Keras 3 holds
+    # each input twice on the CPU, the array it passes and TensorFlow's copy, made where TensorFlow
+    # cannot adopt the array (traced: its dense autoencoder and Dropout MLP; two runs of the MLP differ
+    # by exactly one input). On a GPU the host's arrays are not the device's.
     for t in graph.inputs:
         ids[id(t)] = s.one(f"input {t.name}", size=nbytes(t.spec), kind="input")
         prog.hold(ids[id(t)])
-        if flavour == "keras3":
+        if flavour == "keras3" and device == "cpu":
             prog.hold(s.one(f"input copy {t.name}", size=nbytes(t.spec), kind="input"))
     trainable_up = {}  # id(tensor): a trainable weight lies at or upstream of it
     for t in graph.inputs:

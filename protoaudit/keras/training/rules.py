@@ -796,12 +796,12 @@ class Recurrent(_Weighted):
         # the LSTM's and GRU's counts were measured with the layer's input held to the backward pass
         cls, _, directions = self.cell(node)
         held = None if cls == "SimpleRNN" else xs[0]
-        # the executor's state of the while loop's iterations in flight, up to parallel_iterations at
-        # once: raw heap blocks beside the tensors, alive from the forward loop to the step's end
-        frames = s.one(f"{name} while-loop iteration state", [],
-                       directions * min(PARALLEL_ITERATIONS, steps) * LOOP_STATE.get(cls, LOOP_STATE["LSTM"]),
-                       kind="loop state")
-        s.prog.hold(frames)
+        if s.device == "cpu":  # the executor's state of the while loop's iterations in flight, up to
+            # parallel_iterations at once: host heap blocks beside the tensors, from the forward loop to the step's end
+            frames = s.one(f"{name} while-loop iteration state", [],
+                           directions * min(PARALLEL_ITERATIONS, steps) * LOOP_STATE.get(cls, LOOP_STATE["LSTM"]),
+                           kind="loop state")
+            s.prog.hold(frames)
         return [y, *states], (held, lists)
 
     def backward(self, s, node, keep, dys, need):
