@@ -183,7 +183,13 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # GRU time-series and tagger, the IMDB BiLSTM and tf_keras's SimpleRNN text model with
                 # momentum came within 10%; Keras 3's bidirectional LSTM text model with plain SGD of
                 # the new set went from +5.1% to +14.3%
-                "bilstm_text_sgd_k3:b16"}
+                "bilstm_text_sgd_k3:b16",
+                # and a fifteenth, measured after that and audited before any change for it: 14 of 18,
+                # median 2.5%. Its misses: the stacked SimpleRNNs with RMSprop (-25.1%, -11.2%),
+                # tf_keras's stock LSTM with momentum SGD (-12.7%), Keras 3's mini-Xception with
+                # RMSprop (+14.1%)
+                "simple_rnn_stacked_rmsprop:b64", "simple_rnn_stacked_rmsprop_k3:b64", "lstm_stock_sgdm:b32",
+                "mini_xception_rmsprop_k3:b32"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -219,10 +225,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 1.3%), on the
     configurations measured since (tests/data/keras_oracle/new: 78 of 86, 2.1%; the rules were read
-    off the traces of some of them), on the 302 configurations of tests/data/keras_oracle/unseen,
-    fourteen batches each measured after the last change before it and audited before any change
-    for it (250, 83%, as first audited; 277, 91.7%, and a median of 1.6% now), and on all 439 (402,
-    91.6%, 1.7%). Held there, so that a regression fails."""
+    off the traces of some of them), on the 320 configurations of tests/data/keras_oracle/unseen,
+    fifteen batches each measured after the last change before it and audited before any change
+    for it (264, 82.5%, as first audited; 291, 90.9%, and a median of 1.6% now), and on all 457 (416,
+    91.0%, 1.7%). Held there, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
