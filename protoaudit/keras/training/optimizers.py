@@ -160,9 +160,7 @@ def _update(s, layer, weight, grads, optimizer):
         # m.assign(m * momentum - lr * g): the subtraction makes the IndexedSlices dense (UnsortedSegmentSum,
         # the variable's size) while m * momentum, made at the step's start, is alive (traced: the fastText
         # model at batch 128, both 5,120,000 bytes beside the 6,553,600-byte output gradient at the peak)
-        u = s.early.get((id(layer), weight.name))
-        if u is None:
-            u = s.one(f"{label} m*momentum", [], size, kind="optimizer temporary")
+        u = _no_gradient_op(s, layer, weight, "m*momentum", size)
         d = s.one(f"{label} -lr*g made dense", [g], size, kind="optimizer temporary")
         t = s.one(f"{label} m*momentum - lr*g", [u, d], size, forward=True, kind="optimizer temporary")
         s.one(f"{label} assign m", [t], 0)
@@ -180,9 +178,7 @@ def _update(s, layer, weight, grads, optimizer):
         momentum = float(config.get("momentum") or 0)
         if s.flavour == "tf_keras" or momentum:
             t = s.one(f"{label} -g*lr", [g], size, forward=True, kind="optimizer temporary")
-            u = s.early.get((id(layer), weight.name))
-            if u is None:
-                u = s.one(f"{label} m*momentum", [], size, kind="optimizer temporary")
+            u = _no_gradient_op(s, layer, weight, "m*momentum", size)
             t = s.one(f"{label} -g*lr + m*momentum", [t, u], size, forward=True, kind="optimizer temporary")
             s.one(f"{label} assign m", [t], 0)
         else:
@@ -190,9 +186,7 @@ def _update(s, layer, weight, grads, optimizer):
             s.one(f"{label} assign_sub", [t], 0)
         return
     if name == "RMSprop":
-        a = s.early.get((id(layer), weight.name))
-        if a is None:
-            a = s.one(f"{label} rho*v", [], size, kind="optimizer temporary")
+        a = _no_gradient_op(s, layer, weight, "rho*v", size)
         b = s.one(f"{label} square(g)", [g], size, kind="optimizer temporary")
         c = s.one(f"{label} v update", [a, b], size, forward=True, kind="optimizer temporary")
         s.one(f"{label} assign v", [c], 0)
@@ -213,6 +207,15 @@ def _update(s, layer, weight, grads, optimizer):
     d = s.one(f"{label} sqrt(v)", [], size, kind="optimizer temporary")
     e = s.one(f"{label} step", [c, d], size, forward=True, kind="optimizer temporary")
     s.one(f"{label} assign_sub", [e], 0)
+
+
+def _no_gradient_op(s, layer, weight, what, size):
+    """The update's op that reads no gradient (`what`: m*momentum, rho*v): the one run at the step's
+    start where there is one (`early`), else made now."""
+    made = s.early.get((id(layer), weight.name))
+    if made is None:
+        made = s.one(f"{layer.name}/{weight.name} {what}", [], size, kind="optimizer temporary")
+    return made
 
 
 def _sparse_two_moments(s, label, g, size):
