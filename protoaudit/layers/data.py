@@ -398,15 +398,15 @@ class Data(Prefetching):
         names none, or where the layer's parameters do not fit that shape (a database of the same
         name made otherwise: a crop larger than its records, other channels, another mean's shape)."""
         known = example(source)
+        if known is None:
+            return None
         tp = self.lp.transform_param
-        c, h, w = known.shape if known else (0, 0, 0)
-        if (known is None or channels not in (None, c) or tp.crop_size > min(h, w)
-                or (self.mean_shape is not None and self.mean_shape != known.shape)
+        c, h, w = known.shape
+        if (channels not in (None, c) or tp.crop_size > min(h, w) or self.mean_shape not in (None, known.shape)
                 or len(tp.mean_value) not in (0, 1, c)):
             return None
         self.stored = known.shape
-        crop = self.lp.transform_param.crop_size
-        shape = (known.shape[0], crop or known.shape[1], crop or known.shape[2])
+        shape = (c, tp.crop_size or h, tp.crop_size or w)
         top = self.lp.top[0]
         self.assume(f"source '{source}' is not on this machine; by its name it is the database {known.made_by} "
                     f"makes, whose records are {'x'.join(map(str, known.shape))}",

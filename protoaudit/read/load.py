@@ -580,10 +580,10 @@ def _parse_failure(path, text, failures):
         detail = detail.split(" : ", 1)[-1]
     detail = " ".join(detail.split())  # protobuf may quote the line it stopped in, newline included
     fix = _near(detail, load_schema(schema).pool) or _parse_fix(detail, _line_text(text.text, line))
-    found = _NO_FIELD.search(detail)
+    found = _NO_FIELD.search(detail) if len({s for _, s, _ in failures}) == 1 else None  # one schema tried (--fork)
     having = [name for name in SCHEMA_NAMES if found and name != schema
               and _has_field(load_schema(name), found.group(2), found.group(1).rsplit(".", 1)[-1])]
-    if len({s for _, s, _ in failures}) == 1 and having:  # one schema tried (--fork), and others have the field
+    if having:  # other shipped schemas have the field --fork's lacks
         detail = f"{detail.rstrip('.')} in the caffe.proto of {described(schema)}, which --fork chose"
         fix = f"{', '.join(having)} {'has' if len(having) == 1 else 'have'} the field: leave --fork out, or name it"
     elif schema != "bvlc" and ("has no field named" in detail or "should not have multiple" in detail):
