@@ -72,7 +72,6 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # bidirectional-GRU tagger (-16%, the recurrent partial gradients again); Kim's text
                 # CNN (-11%) came within 10% once its max-pool gradients' indicators were made in the
                 # forward pass, as traced
-                "gru_tagger_adam:b32",
                 # and a second batch measured after that (the same folder): a VGG-style CNN with batch
                 # norm and no joins (tf_keras +16%, Keras 3 -17%: TensorFlow ran its filter gradients
                 # in the order the model gives the other flavour); its wide-and-deep model (+27%,
@@ -123,14 +122,13 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # (+63%, +53%); traced, a SimpleRNN step keeps its input and its output and nothing
                 # more: Keras 3 came within 10% (+7.2%), tf_keras fell short (-15.7%: a 640,000-byte
                 # copy of the embedding's v that its RMSprop assign made, which the model takes as adopted)
-                "simple_rnn_text_rmsprop:b64",
                 # and an eighth, measured after that and audited before any change for it: 17 of 22.
                 # Its misses: two stacked SimpleRNNs (-29%, -41%: traced, the tensors are TensorFlow's
                 # to 1%, 0.98 MB, and the rest of the 1.9 to 2.2 MB step is the heap of two while loops'
                 # 30 iterations, which the fixed per-step overhead does not count), tf_keras's two-LSTM
                 # stock model (-17%), and the Keras 2 CIFAR-10 CNN (+29%, +12%; tf_keras's came within
                 # 10% with the Dropout rule above, traced: its filter gradients run inside the chain)
-                "simple_rnn_stacked_adam:b32", "simple_rnn_stacked_adam_k3:b32", "lstm_stock_adam:b32",
+                "simple_rnn_stacked_adam:b32",
                 "cifar10_cnn_classic_rmsprop_k3:b32",
                 # and a ninth, measured after that rule and audited before any change: 20 of 24, median
                 # 1.1%. Its misses: the same CIFAR-10 CNN with Adam at batch 64 (tf_keras -24%: there
@@ -177,7 +175,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # 15 of 20, median 2.9%. Its misses: the SimpleRNN text model with momentum SGD (-18.6%,
                 # -25.2%), Keras 3's GRU text model with momentum SGD (+22.7%), the two-headed MLP with
                 # plain SGD (+10.3%, -10.3%)
-                "simple_rnn_text_sgdm_k3:b32", "gru_text_sgdm_k3:b32",
+                "gru_text_sgdm_k3:b32",
                 "two_heads_sgd:b64", "two_heads_sgd_k3:b64",
                 # Then, traced, the while loop's state per iteration in flight (rules.LOOP_STATE): the
                 # GRU time-series and tagger, the IMDB BiLSTM and tf_keras's SimpleRNN text model with
@@ -188,8 +186,26 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # median 2.5%. Its misses: the stacked SimpleRNNs with RMSprop (-25.1%, -11.2%),
                 # tf_keras's stock LSTM with momentum SGD (-12.7%), Keras 3's mini-Xception with
                 # RMSprop (+14.1%)
-                "simple_rnn_stacked_rmsprop:b64", "simple_rnn_stacked_rmsprop_k3:b64", "lstm_stock_sgdm:b32",
-                "mini_xception_rmsprop_k3:b32"}
+                "simple_rnn_stacked_rmsprop:b64",
+                "mini_xception_rmsprop_k3:b32",
+                # Then, traced, a recurrent layer's gradient loop holds its iterations' state as its
+                # forward loop does (rules.LOOP_STATE): the stacked SimpleRNNs with Adam in Keras 3 and
+                # with RMSprop in Keras 3, the SimpleRNN text models with RMSprop in tf_keras and with
+                # momentum in Keras 3, tf_keras's stock LSTM with Adam and momentum and its GRU tagger
+                # with Adam came within 10%; four fell out: Keras 3's SimpleRNN text model with RMSprop
+                # (+10.2%) and stock LSTM with momentum (+11.2%), tf_keras's IMDB BiLSTM with Adam
+                # (+10.2%) and GRU time-series model with Adam (+12.7%)
+                "simple_rnn_text_rmsprop_k3:b64", "lstm_stock_sgdm_k3:b32", "bilstm_imdb_adam:b32",
+                "gru_timeseries_adam:b32",
+                # and a sixteenth, measured after the fifteenth and audited before any change for it:
+                # 16 of 20, median 3.6%. Its misses: a Kaggle MNIST CNN of Conv2D/BatchNorm pairs
+                # (-13.2%, -12.9%: traced in both flavours, TensorFlow set aside the filter gradients of
+                # the convolutions after its first Dropout and ran those before it in the chain, where
+                # the model runs all of them in the chain), Keras 3's LSTM with self-attention (+10.7%:
+                # traced, its gradient loop holds no partial weight gradients at its peak) and Keras 3's
+                # VGG19 with momentum SGD (-15.9%)
+                "conv_bn_mnist_rmsprop:b64", "conv_bn_mnist_rmsprop_k3:b64", "lstm_attention_adam_k3:b32",
+                "vgg19_sgdm_k3:b2"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -225,10 +241,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 1.3%), on the
     configurations measured since (tests/data/keras_oracle/new: 78 of 86, 2.1%; the rules were read
-    off the traces of some of them), on the 320 configurations of tests/data/keras_oracle/unseen,
-    fifteen batches each measured after the last change before it and audited before any change
-    for it (264, 82.5%, as first audited; 291, 90.9%, and a median of 1.6% now), and on all 457 (416,
-    91.0%, 1.7%). Held there, so that a regression fails."""
+    off the traces of some of them), on the 340 configurations of tests/data/keras_oracle/unseen,
+    sixteen batches each measured after the last change before it and audited before any change
+    for it (280, 82.4%, as first audited; 310, 91.2%, and a median of 1.9% now), and on all 477 (435,
+    91.2%, 1.9%). Held there, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
@@ -554,15 +570,27 @@ def test_a_recurrent_loop_holds_the_state_of_its_iterations_in_flight():
     # Traced: beside the tensors, each loop's iterations in flight hold raw heap blocks of one size,
     # 26 to 32 of them at the peak (parallel_iterations 32): two stacked SimpleRNNs on 30 steps, blocks
     # of 4,904 to 6,632 bytes in both flavours; the stock model's LSTMs on 60 steps, 8,120 to 9,848.
-    # Counted: min(32, steps) x 6,000 (SimpleRNN) or 9,500 (LSTM, GRU) per layer and direction, held
-    # from the forward loop to the step's end.
+    # The gradient loop holds as many: at the stacked SimpleRNNs' peak (the first layer's backward
+    # loop, both flavours) four loops' blocks are alive, 27 to 32 each, the second layer's gradient
+    # loop's among them; in Keras 3's stacked GRUs its gradient loops' blocks are alive already during
+    # the forward pass (the loop counter runs ahead of the data); after a single layer's backward loop
+    # only its forward loop's remain (the SimpleRNN text model's peak at its update, tf_keras).
+    # Counted: min(32, steps) x 6,000 (SimpleRNN) or 9,500 (LSTM, GRU) per layer, direction and loop:
+    # the forward loop's held to the step's end, the gradient loop's until its layer's backward is done.
     def states(name, batch):
         program = _program(name, batch, folder="unseen")
-        return [b.bytes for b in program.bufs if b.kind == "loop state"]
+        return program, [b for b in program.bufs if b.kind == "loop state"]
 
-    assert states("simple_rnn_stacked_adam.keras", 32) == [30 * 6_000, 30 * 6_000]
-    assert states("lstm_stock_adam_k3.keras", 32) == [32 * 9_500, 32 * 9_500]
-    assert states("bilstm_imdb_adam.keras", 32) == [2 * 32 * 9_500] * 2  # two Bidirectional LSTMs, two loops each
+    program, bufs = states("simple_rnn_stacked_adam.keras", 32)
+    assert [b.bytes for b in bufs] == [30 * 6_000] * 4
+    held = [b for b in bufs if b.held]
+    assert [b.label for b in held] == ["simple_rnn while-loop iteration state", "simple_rnn_1 while-loop iteration state"]
+    done = next(k for k, st in enumerate(program.steps) if st.label == "simple_rnn_1 gradient done")
+    [back] = [k for k, b in enumerate(program.bufs) if b.label == "simple_rnn_1 gradient while-loop iteration state"]
+    assert back in program.steps[done].reads and not program.bufs[back].held
+    assert [b.bytes for b in states("lstm_stock_adam_k3.keras", 32)[1]] == [32 * 9_500] * 4
+    # two Bidirectional LSTMs, two directions each
+    assert [b.bytes for b in states("bilstm_imdb_adam.keras", 32)[1]] == [2 * 32 * 9_500] * 4
 
 
 def test_a_simple_rnn_step_keeps_its_input_and_its_output():

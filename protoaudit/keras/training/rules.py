@@ -796,18 +796,21 @@ class Recurrent(_Weighted):
         # the LSTM's and GRU's counts were measured with the layer's input held to the backward pass
         cls, _, directions = self.cell(node)
         held = None if cls == "SimpleRNN" else xs[0]
-        if s.device == "cpu":  # the executor's state of the while loop's iterations in flight, up to
-            # parallel_iterations at once: host heap blocks beside the tensors, from the forward loop to the step's end
-            frames = s.one(f"{name} while-loop iteration state", [],
-                           directions * min(PARALLEL_ITERATIONS, steps) * LOOP_STATE.get(cls, LOOP_STATE["LSTM"]),
-                           kind="loop state")
-            s.prog.hold(frames)
-        return [y, *states], (held, lists)
+        if s.device == "cpu":  # the executor's state of the while loops' iterations in flight, up to
+            # parallel_iterations at once: host heap blocks beside the tensors. The forward loop's from the
+            # loop to the step's end; the gradient loop's (its counter runs ahead of the data) until its
+            # layer's backward pass is done
+            state = directions * min(PARALLEL_ITERATIONS, steps) * LOOP_STATE.get(cls, LOOP_STATE["LSTM"])
+            s.prog.hold(s.one(f"{name} while-loop iteration state", [], state, kind="loop state"))
+            back = s.one(f"{name} gradient while-loop iteration state", [], state, kind="loop state")
+        else:
+            back = None
+        return [y, *states], (held, lists, back)
 
     def backward(self, s, node, keep, dys, need):
         """The backward loop reads every output's gradient (the sequence's and the final states') and
         makes the input's and, for initial_state tensors, each state's gradient."""
-        x, lists = keep
+        x, lists, back = keep
         steps, per_step, unit = self.per_step(s, node)
         name = node.layer.name
         # the gradient while loop runs up to parallel_iterations (32) steps at once, each holding a
@@ -823,17 +826,18 @@ class Recurrent(_Weighted):
         grads = self.grads(s, node, name, [dx])
         dstates = [s.one(f"{name} initial state gradient", [dx], _size(t.spec), kind="gradient") if n else None
                    for t, n in zip(node.inputs[1:], need[1:])]
-        s.one(f"{name} gradient done", [lists, x, dx] if not need[0] else [lists, x], 0)
+        s.one(f"{name} gradient done", [lists, x, back] + ([] if need[0] else [dx]), 0)
         return [dx if need[0] else None, *dstates], grads
 
 
 CELL_LAYERS = {"SimpleRNNCell": "SimpleRNN", "LSTMCell": "LSTM", "GRUCell": "GRU"}
 PARALLEL_ITERATIONS = 32  # tf.while_loop's default, which Keras's rnn loop keeps
 # Bytes of the executor's own state per in-flight iteration of a recurrent layer's loop, by the loop's
-# step function (its ops' inputs and pending counts). Traced, in blocks of one size per loop, 26 to 32
-# of them alive at the peak: SimpleRNN 4,904-6,632 (two stacked SimpleRNNs and a text SimpleRNN, both
-# flavours), LSTM 8,120-9,848 (the stock model, both flavours), GRU 9,608-10,376 (the tagger in
-# tf_keras, the time-series model in Keras 3).
+# step function (its ops' inputs and pending counts), for its forward loop and its gradient loop alike.
+# Traced, in blocks of one size per loop, 26 to 32 of them alive at the peak: SimpleRNN 4,904-6,632
+# (two stacked SimpleRNNs and a text SimpleRNN, both flavours: at the stacked model's peak four loops'
+# blocks, both layers' forward and gradient loops), LSTM 8,120-9,848 (the stock model, both flavours),
+# GRU 9,608-10,376 (the tagger in tf_keras, the time-series model in Keras 3).
 LOOP_STATE = {"SimpleRNN": 6_000, "LSTM": 9_500, "GRU": 9_500, "ConvLSTM2D": 9_500}
 
 
