@@ -231,8 +231,15 @@ def test_an_unknown_axis_must_be_declared(tmp_path):
     with pytest.raises(InputError, match="input 'a'.*declare it") as e:
         _graph(tmp_path, doc)
     assert "\n" not in str(e.value)
+    assert "--input a=32xD1" in str(e.value)  # the default batch, a letter for the unknown axis
     graph = _graph(tmp_path, doc, inputs={"a": (16, 50)})
     assert (graph.batch, graph.batch_from, graph.outputs[0].spec.shape) == (16, "input", (16, 50, 4))
+    # an image of unknown size (keras.applications.MobileNetV3Small(weights=None) saves (None, None, None, 3)):
+    # the example keeps the channels and names the image's axes
+    image = _k2_model([_k2_input("x", [None, None, None, 3]), _k2_layer("Conv2D", "c", [[("x", 0, 0)]], filters=2,
+                                                                      kernel_size=3)], [["x", 0, 0]], [["c", 0, 0]])
+    with pytest.raises(InputError, match=r"--input x=8xHxWx3\b"):
+        _graph(tmp_path, image, batch=8)
 
 
 def test_sequential_without_an_input_layer(tmp_path):

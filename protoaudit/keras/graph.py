@@ -141,7 +141,7 @@ class _Builder:
         for name, shape, dtype in inputs:
             if any(not isinstance(d, int) or d <= 0 for d in shape[1:]):
                 raise self.error(f"input '{name}' has shape {self._show(shape)}: every axis but the batch must be "
-                                 "known", fix=f"declare it, e.g. --input {name}=32x...")
+                                 "known", fix=f"declare it, e.g. --input {name}={self._example(shape)}")
             spec = Spec((self.batch,) + tuple(shape[1:]), dtype)
             self._check(spec, name)
             tensors.append(Tensor(name, spec, None))
@@ -153,6 +153,14 @@ class _Builder:
                      batch_from=self.batch_from, flavour=self.file.flavour,
                      policy=policy or (self.nodes[0].layer.policy if self.nodes else "float32"), gaps=self.gaps,
                      output_names=names if len(names) == len(outputs) else [t.name for t in outputs])
+
+    def _example(self, shape):
+        """An --input value for this shape: the audit's batch, the known axes as they are, a letter
+        for each unknown one (H and W for an image's)."""
+        image = len(shape) == 4 and not all(isinstance(d, int) and d > 0 for d in shape[1:3])
+        axes = [str(d) if isinstance(d, int) and d > 0 else ("H", "W")[k - 1] if image and k in (1, 2) else f"D{k}"
+                for k, d in enumerate(shape) if k]
+        return "x".join([str(self.batch)] + axes)
 
     @staticmethod
     def _show(shape):
