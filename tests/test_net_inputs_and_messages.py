@@ -189,7 +189,6 @@ def test_a_bottom_that_two_stages_could_make_or_a_solver_state_is_still_refused(
 
 @pytest.mark.parametrize("type_name, fork", [
     # each type is registered (REGISTER_LAYER_CLASS) in that repository's src/caffe/layers/, read there
-    ("PoolingND", "yulequan/3D-Caffe"),  # branch 3D-Caffe, pooling_nd_layer.cpp
     ("Lstm", "senlinuc/caffe_ocr"),  # lstm_layer_Junhyuk.cpp
     ("WarpCTCLoss", "senlinuc/caffe_ocr"),  # warp_ctc_loss_layer.cpp
     ("ContinuationIndicator", "warrentdrew/Caffe_SSD_LSTM_LPR"),  # continuation_indicator_layer.cpp
@@ -208,17 +207,3 @@ def test_an_unknown_type_names_the_fork_that_registers_it(tmp_path, type_name, f
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert f"unknown layer type '{type_name}': most likely a layer of" in r.stderr and fork in r.stderr
     assert "--input y=" in r.stderr
-
-
-def test_3d_caffes_crop_fields_are_named_as_that_forks(tmp_path):
-    """HeartSeg's train nets (3D-Caffe's HDF5Data) crop volumes with transform_param's crop_size_l,
-    crop_size_h and crop_size_w (3D-Caffe's hdf5_data_layer.cpp:194-199); a new user was told "did you
-    mean 'crop_size'?". The field is named with its fork, and both ways out."""
-    (tmp_path / "n.prototxt").write_text(
-        'layer { name: "data" type: "HDF5Data" top: "data" top: "label" '
-        'hdf5_data_param { source: "train.list" batch_size: 4 } '
-        'transform_param { crop_size_l: 64 crop_size_h: 64 crop_size_w: 64 } }\n')
-    r = run_in_process("n.prototxt", cwd=tmp_path)
-    assert r.returncode == 2
-    assert "crop_size_l" in r.stderr and "3D-Caffe (yulequan/3D-Caffe" in r.stderr
-    assert "did you mean" not in r.stderr and "--caffe-proto" in r.stderr and "--input data=" in r.stderr

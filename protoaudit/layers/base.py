@@ -68,6 +68,7 @@ FORK_MODULES = {
     "deconvnet": ("deconvnet",),
     "happynear": ("happynear",),
     "c3d": ("c3d",),
+    "caffe3d": ("caffe3d",),
 }
 _IMPORTED_FORKS = set()
 

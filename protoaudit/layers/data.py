@@ -570,11 +570,26 @@ class HDF5Data(DataSource):
     def reshape(self, bottoms):
         self.check(not self.lp.HasField("transform_param"), "HDF5Data does not transform data",
                    fix="remove transform_param")
+        return self.dataset_tops()
+
+    def row_dims(self):
+        """A row's dimensions the parameters give, None where unknown, for the --input asked for."""
+        return (None, None, None)
+
+    def row_shape(self, shape):
+        """A top's row (its shape after the batch) from its dataset's `shape` in the first file."""
+        return tuple(shape[1:])
+
+    def held_elements(self):
+        """The floats hdf_blobs_ holds: the first file's datasets."""
+        return sum(count(d.shape) for d in self.sets)
+
+    def dataset_tops(self):
+        """Each top: batch_size rows of its dataset in the first listed file, or --input."""
         batch = self.batch_size()
         tops = list(self.lp.top)
         declared = all(t in self.ctx.inputs for t in tops)
-        # each top is batch_size rows of its dataset: only the first dimension is known
-        known = {t: (batch if self.ctx.batch is None else self.ctx.batch, None, None, None) for t in tops}
+        known = {t: (batch if self.ctx.batch is None else self.ctx.batch,) + self.row_dims() for t in tops}
         try:
             self.sets, origin = self.read_first_file()
         except MissingLibrary as e:
@@ -585,7 +600,7 @@ class HDF5Data(DataSource):
             self.need_input(origin, known=known)
         shapes = []
         for j, top in enumerate(tops):
-            own = (batch,) + self.sets[j].shape[1:] if self.sets else None
+            own = (batch,) + self.row_shape(self.sets[j].shape) if self.sets else None
             shape = self.override(j, own, own_batch=batch)
             if shape is None:
                 self.need_input(origin, known=known)
@@ -617,7 +632,7 @@ class HDF5Data(DataSource):
         t.append(touch.process("HDF5 library", HDF5_LIBRARY_BYTES, "initialised on first use"))
         if self.sets:
             rows = self.sets[0].shape[0]
-            t.append(touch.buffer("hdf_blobs_", sum(count(d.shape) for d in self.sets), "setup", per_sample=False,
+            t.append(touch.buffer("hdf_blobs_", self.held_elements(), "setup", per_sample=False,
                                   note=f"the first file: {rows:,} rows", device="host"))
             files = self.file_count or reader("lists").Entries(1, 0, True)
             capacity = 1 << max(0, files.count - 1).bit_length()

@@ -25,7 +25,9 @@ def pooling_geometry(layer, param, shape):
         layer.check((not one and h and w) or (not h and not w),
                     f"{name} is {name} OR {name}_h and {name}_w (both of them)")
     if len(shape) != 4:
-        layer.fail(f"Pooling needs a 4-axis bottom (num, channels, height, width), got {tuple(shape)}")
+        layer.fail(f"Pooling needs a 4-axis bottom (num, channels, height, width), got {tuple(shape)}",
+                   fix="Caffe stops here too, but 3D-Caffe's Pooling pools any number of axes: if the net is that "
+                       "fork's (yulequan/3D-Caffe), give --fork caffe3d")
     if param.global_pooling:
         kernel = (shape[2], shape[3])
     elif has("kernel_size"):

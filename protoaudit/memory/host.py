@@ -16,11 +16,11 @@ tests/data/host_objects/README.md): summing each class's members by hand would o
 compiler's layout. Everything is linear in the layers and blobs.
 
 Not modelled: the members of a fork's layer types (they count as a plain Layer<Dtype> with their
-LayerParameter, blobs and params; the prefetching data layers of SSD and DeepLab v2 are derived
-from their sources) and of RNN, LSTM, LSTMUnit and SPP (inner nets and layers); a data layer's
-thread, RNGs, database handle and libraries are its own model's (protoaudit/layers/data.py). The
-core classes are BVLC's: a fork built on an older Caffe (caffe-segnet, caffe-fast-rcnn) holds a
-little less.
+LayerParameter, blobs and params; the prefetching data layers of SSD and DeepLab v2 and 3D-Caffe's
+N-D pooling are derived from their sources) and of RNN, LSTM, LSTMUnit and SPP (inner nets and
+layers); a data layer's thread, RNGs, database handle and libraries are its own model's
+(protoaudit/layers/data.py). The core classes are BVLC's: a fork built on an older Caffe
+(caffe-segnet, caffe-fast-rcnn) holds a little less.
 """
 from google.protobuf.descriptor import FieldDescriptor as F
 
@@ -398,11 +398,35 @@ def _inner_product(node, lp_bytes):
 
 
 def _pooling(node, lp_bytes):
-    """pooling_layer.cpp:111-120: max_idx_ (MAX, one top) or rand_idx_ (STOCHASTIC, TRAIN), 4 axes."""
+    """pooling_layer.cpp:111-120: max_idx_ (MAX, one top) or rand_idx_ (STOCHASTIC, TRAIN), 4 axes.
+    3D-Caffe's N-D pooling (its Pooling and PoolingND, `geometry_blobs`) is _nd_pooling."""
+    if getattr(node.impl, "geometry_blobs", False):
+        return _nd_pooling(node)
     pool = node.impl.lp.pooling_param.pool
     if (pool == 0 and len(node.tops) == 1) or (pool == 2 and node.impl.ctx.phase == "TRAIN"):
         return blob(4)
     return 0
+
+
+# sizeof 3D-Caffe's PoolingLayer and PoolingNDLayer (their headers' lines 47-67), derived as BVLC's
+# Pooling's 944 is from its members: Layer<Dtype>, five Blob<int>, six ints, a bool (padded to 8),
+# rand_idx_ and max_idx_
+ND_POOLING_BYTES = LAYER + 5 * BLOB + 6 * 4 + 8 + 2 * BLOB
+
+
+def _nd_pooling(node):
+    """3D-Caffe's N-D pooling: its object (ND_POOLING_BYTES, where LAYER_BYTES holds BVLC's Pooling or a
+    plain layer); kernel_shape_, pad_, stride_, output_shape_ (n ints) and input_shape_ (n + 1), Blob<int>
+    of one axis written at setup and reshape (pooling_layer.cpp:29-170); max_idx_ (MAX, one top) or
+    rand_idx_ (STOCHASTIC, either phase), reshaped to the top (:202-210)."""
+    impl = node.impl
+    p = impl.param
+    top = node.top_shapes[0]
+    n = len(top) - p.axis % len(top) - 1
+    total = ND_POOLING_BYTES - LAYER_BYTES.get(node.type, LAYER) + 5 * blob(1) + 4 * (5 * n + 1)
+    if (p.pool == 0 and len(node.tops) == 1) or p.pool == 2:
+        total += blob(len(top))
+    return total
 
 
 def _batch_norm(node, lp_bytes):
@@ -700,6 +724,7 @@ MEMBERS = {
     "Data": _data, "ImageData": _prefetching, "WindowData": _window_data, "AnnotatedData": _prefetching,
     "ImageSegData": _prefetching, "HDF5Data": _hdf5_data,
     "Convolution": _conv, "Deconvolution": _conv, "InnerProduct": _inner_product, "Pooling": _pooling,
+    "PoolingND": _pooling,
     "BatchNorm": _batch_norm, "Scale": _scale, "Bias": _bias, "Softmax": _softmax,
     "SoftmaxWithLoss": _softmax_with_loss, "SigmoidCrossEntropyLoss": _sigmoid_cross_entropy,
     "EuclideanLoss": _euclidean, "ContrastiveLoss": _contrastive, "InfogainLoss": _infogain,

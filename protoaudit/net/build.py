@@ -321,8 +321,9 @@ class ShapesNeeded(InputError):
 
 
 def input_dims(known):
-    """NxCxHxW with the known dimensions written in: (64, 3, None, None) -> 64x3xHxW."""
-    letters = "NCHW" if len(known) <= 4 else [f"D{i}" for i in range(len(known))]
+    """NxCxHxW with the known dimensions written in: (64, 3, None, None) -> 64x3xHxW; a volume's
+    five axes NxCxDxHxW."""
+    letters = "NCHW" if len(known) <= 4 else "NCDHW" if len(known) == 5 else [f"D{i}" for i in range(len(known))]
     known = tuple(known) or (None, None, None, None)
     return "x".join(str(d) if d is not None else letters[i] for i, d in enumerate(known))
 

@@ -34,8 +34,6 @@ FIELD_FORKS = {
     ("VideoDataParameter", "num_segments"): "yjxiong/caffe (TSN's Caffe)",
     ("LayerParameter", "center_loss_param"): "caffe-face (ydwen/caffe-face)",
     ("SolverParameter", "device_id"): "yjxiong/caffe (TSN's Caffe), where it is a list",
-    **{("TransformationParameter", field): "3D-Caffe (yulequan/3D-Caffe, branch 3D-Caffe), whose HDF5Data crops "
-       "volumes with it" for field in ("crop_size_l", "crop_size_h", "crop_size_w")},
     **{(message, field): "video-caffe (chuckcho/video-caffe), whose NdConvolution and NdPooling read it"
        for message in ("ConvolutionParameter", "PoolingParameter") for field in ("kernel_shape", "pad_shape",
                                                                                 "stride_shape")},

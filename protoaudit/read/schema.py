@@ -46,6 +46,7 @@ FORKS = {
     "happynear": "happynear's Caffe (happynear/caffe-windows, branch ms: NormFace's and AM-Softmax's)",
     "c3d": "C3D v1.1's Caffe (facebook/C3D, C3D-v1.1)",
     "rcf": "RCF's Caffe (yun-liu/rcf), which has AutoCrop",
+    "caffe3d": "3D-Caffe (yulequan/3D-Caffe, branch 3D-Caffe: N-D pooling, HDF5Data cropping volumes)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
