@@ -205,7 +205,18 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # traced, its gradient loop holds no partial weight gradients at its peak) and Keras 3's
                 # VGG19 with momentum SGD (-15.9%)
                 "conv_bn_mnist_rmsprop:b64", "conv_bn_mnist_rmsprop_k3:b64", "lstm_attention_adam_k3:b32",
-                "vgg19_sgdm_k3:b2"}
+                "vgg19_sgdm_k3:b2",
+                # and a seventeenth, measured after that change and audited before any change for it:
+                # 14 of 20, median 3.1%. Its misses: a TCN of causal dilated Conv1Ds (-18.0%, -27.5%;
+                # traced, within 10% once its Pad, SpaceToBatchND and BatchToSpaceND were counted:
+                # rules.Conv.reshaped), two GRUs with recurrent_dropout (-62.0%, -53.1%: traced, the
+                # cell's own loop, without the fused path, keeps each step's kernel slices, masked
+                # inputs and gates, which the model does not count), tf_keras's Embedding-Flatten
+                # model with RMSprop (+84%: traced, its Dense kernel gradients ran in the chain and
+                # its sparse update summed the gradient's rows by id first) and Keras 3's small
+                # MobileNet-style CNN with momentum SGD (-17.2%)
+                "embedding_flatten_rmsprop:b128", "gru_dropout_rmsprop:b32", "gru_dropout_rmsprop_k3:b32",
+                "mobile_small_sgdm_k3:b32"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -241,10 +252,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 1.3%), on the
     configurations measured since (tests/data/keras_oracle/new: 78 of 86, 2.1%; the rules were read
-    off the traces of some of them), on the 340 configurations of tests/data/keras_oracle/unseen,
-    sixteen batches each measured after the last change before it and audited before any change
-    for it (280, 82.4%, as first audited; 310, 91.2%, and a median of 1.9% now), and on all 477 (435,
-    91.2%, 1.9%). Held there, so that a regression fails."""
+    off the traces of some of them), on the 360 configurations of tests/data/keras_oracle/unseen,
+    seventeen batches each measured after the last change before it and audited before any change
+    for it (294, 81.7%, as first audited; 326, 90.6%, and a median of 2.0% now), and on all 497 (451,
+    90.7%, 1.9%). Held there, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
@@ -591,6 +602,23 @@ def test_a_recurrent_loop_holds_the_state_of_its_iterations_in_flight():
     assert [b.bytes for b in states("lstm_stock_adam_k3.keras", 32)[1]] == [32 * 9_500] * 4
     # two Bidirectional LSTMs, two directions each
     assert [b.bytes for b in states("bilstm_imdb_adam.keras", 32)[1]] == [2 * 32 * 9_500] * 4
+
+
+def test_a_causal_dilated_conv1d_pads_and_cuts_its_input_into_blocks():
+    # Traced (a TCN: causal Conv1D(32, 3) dilated 1, 2, 4, 8 on 256 steps, batch 64, tf_keras): the
+    # second block's first convolution (dilation 2) runs Pad (64, 260, 32), SpaceToBatchND (128, 130,
+    # 32), Conv2D to (128, 1, 128, 32) and BatchToSpaceND to (64, 256, 32); its gradient
+    # SpaceToBatchND (128, 128, 32), Conv2DBackpropInput (128, 1, 130, 32), BatchToSpaceND (64, 260,
+    # 32) and the Pad's Slice (64, 256, 32). The first (dilation 1) only pads: (64, 258, 32).
+    program = _program("tcn_adam.keras", 64, folder="unseen")
+    sizes = {b.label: b.bytes for b in program.bufs}
+    f = 4 * 32
+    assert [sizes[f"conv1d_3 {op}"] for op in ("Pad", "SpaceToBatchND", "Conv", "BatchToSpaceND")] == [
+        64 * 260 * f, 128 * 130 * f, 128 * 128 * f, 64 * 256 * f]
+    assert [sizes[f"conv1d_3 {op}"] for op in ("SpaceToBatchND gradient", "Conv2DBackpropInput",
+                                              "BatchToSpaceND gradient", "Pad gradient (Slice)")] == [
+        128 * 128 * f, 128 * 130 * f, 64 * 260 * f, 64 * 256 * f]
+    assert sizes["conv1d_1 Pad"] == 64 * 258 * f and "conv1d_1 SpaceToBatchND" not in sizes
 
 
 def test_a_simple_rnn_step_keeps_its_input_and_its_output():

@@ -204,15 +204,17 @@ class Conv(_Weighted):
     (program._Executor) in tf_keras (traced: small CNN, VGG16, ResNet50, a U-Net) unless the model has
     a Dropout (traced: the Keras 2 CIFAR-10 CNN, the image classification tutorial), and in Keras 3
     where the model's branches join (traced: ResNet50, MobileNetV2 and V3, a CIFAR ResNet, a U-Net),
-    a Conv1D's aside (traced: the text CNN); otherwise it runs before the layer's input gradient
-    (traced: Keras 3's small CNN). Which of two ready ops the executor sets aside is not derived
+    a Conv1D's aside (traced: the text CNN) unless it is dilated (traced: a TCN, whose dilated
+    Conv1Ds' filter gradients wait and its undilated ones' do not); otherwise it runs before the
+    layer's input gradient (traced: Keras 3's small CNN). Which of two ready ops the executor sets aside is not derived
     here: this is what the traces show."""
 
     def grads_late(self, s, node):
         if self.through_xla(s, node):
             return False
         in_chain = s.dropout and optimizers.reads_no_gradient(s.flavour, s.optimizer) is not None
-        return (s.flavour == "tf_keras" and not in_chain) or (s.joins and len(node.inputs[0].spec.shape) != 3)
+        conv2d = len(node.inputs[0].spec.shape) != 3 or self.reshaped(node)[1] is not None
+        return (s.flavour == "tf_keras" and not in_chain) or (s.joins and conv2d)
 
     @staticmethod
     def through_xla(s, node):
@@ -235,6 +237,7 @@ class Conv(_Weighted):
 
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
+        name = node.layer.name
         scratch = 0
         if self.through_xla(s, node):
             scratch = _size(out)
@@ -244,11 +247,50 @@ class Conv(_Weighted):
             batch, out_image, filter_total, out_depth = self.dims(node)
             scratch = (kernels.cuboid_forward(batch * out_image, filter_total, out_depth, _item(out))
                        if self.cuboid(node) else kernels.matmul(batch * out_image, filter_total, out_depth, _item(out)))
-        z = s.one(f"{node.layer.name} Conv", [xs[0]], _size(out), scratch=scratch)
+        x = xs[0]
+        padded, blocks = self.reshaped(node)
+        if padded is not None:
+            x = s.one(f"{name} Pad", [x], padded)
+        if blocks is not None:
+            x = s.one(f"{name} SpaceToBatchND", [x], blocks[0])
+            z = s.one(f"{name} Conv", [x], blocks[1], scratch=scratch)
+            z = s.one(f"{name} BatchToSpaceND", [z], _size(out))
+        else:
+            z = s.one(f"{name} Conv", [x], _size(out), scratch=scratch)
         if node.layer.config.get("use_bias", True):
-            z = s.one(f"{node.layer.name} BiasAdd", [z], _size(out), forward=True)
-        y, act = act_forward(s, node.layer.name, z, out, node.layer.config.get("activation"))
-        return [y], (xs[0], act)
+            z = s.one(f"{name} BiasAdd", [z], _size(out), forward=True)
+        y, act = act_forward(s, name, z, out, node.layer.config.get("activation"))
+        return [y], (x, act)
+
+    def reshaped(self, node):
+        """What a causal or dilated convolution runs around its Conv2D (traced: a TCN of causal
+        Conv1Ds dilated 1 to 8, both flavours). Causal padding is a Pad of the input by (k - 1) x d at
+        the start (its gradient a Slice); a dilation over 1 goes through SpaceToBatchND (the padded
+        input cut into d interleaved sequences, each rounded up to a multiple of d, batch x d of
+        them), a VALID Conv2D over them and BatchToSpaceND back (nn_ops.py, with_space_to_batch),
+        whose gradients run the other way. Returns (the padded input's bytes or None, (the blocks'
+        bytes, the Conv2D's output bytes) or None)."""
+        config = node.layer.config
+        x = node.inputs[0].spec
+        rank = len(x.shape) - 2
+        if config.get("data_format", "channels_last") == "channels_first" or self.cuboid(node):
+            return None, None
+        dilation = config.get("dilation_rate") or 1
+        dilation = list(dilation) if isinstance(dilation, (list, tuple)) else [dilation] * rank
+        kernel = config.get("kernel_size") or 1
+        kernel = list(kernel) if isinstance(kernel, (list, tuple)) else [kernel] * rank
+        padding = config.get("padding", "valid")
+        item, batch, channels = _item(x), x.shape[0], x.shape[-1]
+        sizes = [n + (k - 1) * d if padding in ("same", "causal") else n
+                 for n, k, d in zip(x.shape[1:-1], kernel, dilation)]
+        padded = batch * prod(sizes) * channels * item if padding == "causal" else None
+        if all(d == 1 for d in dilation):
+            return padded, None
+        blocks = [-(-n // d) for n, d in zip(sizes, dilation)]
+        out = [b - k + 1 for b, k in zip(blocks, kernel)]
+        filters = node.outputs[0].spec.shape[-1]
+        return padded, (batch * prod(dilation) * prod(blocks) * channels * item,
+                        batch * prod(dilation) * prod(out) * filters * item)
 
     @staticmethod
     def cuboid(node):
@@ -293,19 +335,31 @@ class Conv(_Weighted):
         if self.through_xla(s, node):
             return self.xla_backward(s, node, x, dz, need)
         grads = []
+        padded, blocks = self.reshaped(node)
+        dzb = dz
+        if blocks is not None:
+            dzb = s.one(f"{name} SpaceToBatchND gradient", [dz], blocks[1], kind="gradient")
         for w in s.weights_of(node):
             if not w.trainable:
                 continue
             if w.name == "bias":
                 grads.append((w, s.one(f"{name} bias gradient", [dz], nbytes(w), kind="weight gradient")))
             else:
-                grads.append((w, s.one(f"{name} Conv2DBackpropFilter", [x, dz], nbytes(w),
+                grads.append((w, s.one(f"{name} Conv2DBackpropFilter", [x, dzb], nbytes(w),
                                        scratch=self.filter_scratch(s, node, w), kind="weight gradient")))
         dx = None
         if need[0]:
-            dx = s.one(f"{name} Conv2DBackpropInput", [dz], _size(node.inputs[0].spec),
-                       scratch=self.input_scratch(s, node), kind="gradient")
-        s.one(f"{name} gradient done", [dz, x], 0)
+            if blocks is not None:
+                dx = s.one(f"{name} Conv2DBackpropInput", [dzb], blocks[0], scratch=self.input_scratch(s, node),
+                           kind="gradient")
+                dx = s.one(f"{name} BatchToSpaceND gradient", [dx], padded or _size(node.inputs[0].spec),
+                           kind="gradient")
+            else:
+                dx = s.one(f"{name} Conv2DBackpropInput", [dzb], padded or _size(node.inputs[0].spec),
+                           scratch=self.input_scratch(s, node), kind="gradient")
+            if padded is not None:
+                dx = s.one(f"{name} Pad gradient (Slice)", [dx], _size(node.inputs[0].spec), kind="gradient")
+        s.one(f"{name} gradient done", [dz, dzb, x], 0)
         return [dx], grads
 
     def xla_backward(self, s, node, x, dz, need):
