@@ -71,6 +71,7 @@ class KerasAudit:
     grows: int = 0  # of the step's peak, the bytes that grow with the batch (a second audit at batch+1)
     peak: object = None  # protoaudit.memory.timeline.Peak
     unmodelled: list = field(default_factory=list)
+    undercounted: list = field(default_factory=list)  # (layer, what its rule leaves out): the peak is low
     rows: list = field(default_factory=list)
     recipe_bytes: int = 0  # the hand recipe: (outputs x batch + params) x 4 bytes
     frozen: list = field(default_factory=list)
@@ -170,6 +171,7 @@ def audit_keras(path, *, batch=None, optimizer=None, loss=None, mode="cpu", inpu
     low = step.other.peak(rounding=rounding).bytes if step.other is not None else peak.bytes
     result.peak = peak
     result.unmodelled = sorted(set(step.unmodelled))
+    result.undercounted = step.undercounted
     result.step_peak_bytes = peak.bytes + STEP_OVERHEAD[model.flavour]
     result.step_peak_low_bytes = result.step_peak_bytes - max(0, peak.bytes - low)
     result.grows = sum(peak.live.get(kind, 0) for kind in GROWING)

@@ -91,6 +91,8 @@ def peak_lines(a):
     if a.unmodelled:
         lines.append("Layers whose ops are not modelled (taken as passing their input through): "
                      + ", ".join(a.unmodelled))
+    for layer, what in a.undercounted:
+        lines.append(f"The step's peak is low for layer '{layer}': {what}.")
     if a.mode == "gpu":
         lines.append("GPU figures are estimates until a device confirms them: TensorFlow's BFC allocator "
                      "reserves most of the card at start unless memory growth is on; cuDNN's workspaces are "
@@ -148,6 +150,7 @@ def to_dict(a):
                     "weight_bytes": r.weight_bytes, "gradient_bytes": r.gradient_bytes, "slot_bytes": r.slot_bytes}
                    for r in a.rows],
         "frozen": a.frozen, "unmodelled": a.unmodelled,
+        "undercounted": [{"layer": layer, "what": what} for layer, what in a.undercounted],
         "fit": None if fit is None else {"budget": fit.budget, "total": fit.total, "fits": fit.fits,
                                          "largest_batch": fit.largest_batch},
         "sweep": None if not a.sweep else [{"batch": b, "total": t, "fits": f} for b, t, f in a.sweep],

@@ -29,6 +29,7 @@ class Step:
     early: bool = False  # some update ops read no gradient and run at the step's start
     other: Program = None  # the same step in the other order TensorFlow's executor can take, where there is one
     unmodelled: list = field(default_factory=list)  # class names without a rule (taken as pass-through)
+    undercounted: list = field(default_factory=list)  # layers whose rule leaves out what a setting adds: why
 
 
 class StepBuilder:
@@ -51,6 +52,7 @@ class StepBuilder:
         self.deferred = {}  # step index -> group: steps that run after the input-gradient chain
         self.optimizer = None  # (name, config), or None: no updates
         self.need = ()  # for the node being laid out: whether each input's gradient is wanted
+        self.undercounted = []  # (layer name, what its rule leaves out)
         # whether branches of the model join (Add, Concatenate, a scaled residual...): Keras 3's convolutions then set
         # their filter gradients aside (rules.Conv.grads_late)
         self.joins = any(node.layer.class_name in JOINS for node in graph.nodes)
@@ -182,6 +184,7 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
             if g not in s.applied:  # (unless the rule ran it: update_now)
                 optimizers.after_gradient(s, node.layer, w, g, optimizer, read_later=any(need) and not later)
         s.defer = None
+    step.undercounted = s.undercounted
     _place_deferred(s, start, order.flush_at)
     optimizers.apply(s, weight_grads, optimizer)
     return step
