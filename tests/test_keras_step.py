@@ -67,7 +67,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # traced in both, the encoder's backward loop holds a partial recurrent-kernel
                 # gradient for each of its 20 steps and one to four of the input kernel's, where the
                 # model counts every weight's for up to 32 steps in Keras 3 and none in tf_keras)
-                "seq2seq_lstm_adam:b64", "seq2seq_lstm_adam_k3:b64",
+                "seq2seq_lstm_adam:b64",
                 # measured last, after every change above (tests/data/keras_oracle/unseen): tf_keras's
                 # bidirectional-GRU tagger (-16%, the recurrent partial gradients again); Kim's text
                 # CNN (-11%) came within 10% once its max-pool gradients' indicators were made in the
@@ -175,7 +175,6 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # 15 of 20, median 2.9%. Its misses: the SimpleRNN text model with momentum SGD (-18.6%,
                 # -25.2%), Keras 3's GRU text model with momentum SGD (+22.7%), the two-headed MLP with
                 # plain SGD (+10.3%, -10.3%)
-                "gru_text_sgdm_k3:b32",
                 "two_heads_sgd:b64", "two_heads_sgd_k3:b64",
                 # Then, traced, the while loop's state per iteration in flight (rules.LOOP_STATE): the
                 # GRU time-series and tagger, the IMDB BiLSTM and tf_keras's SimpleRNN text model with
@@ -195,7 +194,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # with Adam came within 10%; four fell out: Keras 3's SimpleRNN text model with RMSprop
                 # (+10.2%) and stock LSTM with momentum (+11.2%), tf_keras's IMDB BiLSTM with Adam
                 # (+10.2%) and GRU time-series model with Adam (+12.7%)
-                "simple_rnn_text_rmsprop_k3:b64", "lstm_stock_sgdm_k3:b32", "bilstm_imdb_adam:b32",
+                "simple_rnn_text_rmsprop_k3:b64", "bilstm_imdb_adam:b32",
                 "gru_timeseries_adam:b32",
                 # and a sixteenth, measured after the fifteenth and audited before any change for it:
                 # 16 of 20, median 3.6%. Its misses: a Kaggle MNIST CNN of Conv2D/BatchNorm pairs
@@ -204,7 +203,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # the model runs all of them in the chain), Keras 3's LSTM with self-attention (+10.7%:
                 # traced, its gradient loop holds no partial weight gradients at its peak) and Keras 3's
                 # VGG19 with momentum SGD (-15.9%)
-                "conv_bn_mnist_rmsprop:b64", "conv_bn_mnist_rmsprop_k3:b64", "lstm_attention_adam_k3:b32",
+                "conv_bn_mnist_rmsprop:b64", "conv_bn_mnist_rmsprop_k3:b64",
                 "vgg19_sgdm_k3:b2",
                 # and a seventeenth, measured after that change and audited before any change for it:
                 # 14 of 20, median 3.1%. Its misses: a TCN of causal dilated Conv1Ds (-18.0%, -27.5%;
@@ -227,7 +226,16 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # Keras 3 (+52.3%) and a CNN with a class head and a box head (+33.3%, -23.7%: the
                 # flavours' filter gradients in the order the model gives the other flavour)
                 "lstm_imdb_dropout_adam:b32", "bn_relu_cnn_sgdm:b32", "separable_cnn_adam_k3:b32",
-                "gru_dense3d_rmsprop_k3:b32", "cnn_two_outputs_adam:b32", "cnn_two_outputs_adam_k3:b32"}
+                "cnn_two_outputs_adam:b32", "cnn_two_outputs_adam_k3:b32",
+                # Then, traced on its GRU tagger (no weight-sized partial gradient in its loop at the
+                # peak, 60 unit-sized ones), Keras 3's gradient loop holds about three unit-sized
+                # gradients per iteration in flight and four iterations' weight gradients (not 32):
+                # the tagger (+52.3%), the attention LSTM, the seq2seq LSTM, the GRU text model with
+                # momentum and the stock LSTM with momentum came within 10%; the IMDB BiLSTM at three
+                # optimizers (-19.3% to -26.6%) and the GRU text model with Adam at batch 32 (-10.4%)
+                # went out
+                "bilstm_imdb_adam_k3:b32", "bilstm_imdb_sgd_k3:b16", "bilstm_imdb_sgdm_k3:b16",
+                "gru_text_adam_k3:b32"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -257,16 +265,16 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
 
 
 @pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.9, 0.03),
-                                                  (("unseen",), 0.895, 0.03),
+                                                  (("unseen",), 0.9, 0.03),
                                                   (("shared", "new", "unseen", "seeds"), 0.9, 0.03)])
 def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 1.3%), on the
     configurations measured since (tests/data/keras_oracle/new: 78 of 86, 2.1%; the rules were read
-    off the traces of some of them), on all 517 (466, 90.1%, 1.97%). Not met on the 380 configurations
-    of tests/data/keras_oracle/unseen, eighteen batches each measured after the last change before it
-    and audited before any change for it: 306 (80.5%) as first audited, 341 (89.7%) now, a median of
-    2.0%. Held where they stand, so that a regression fails."""
+    off the traces of some of them), on the 380 configurations of tests/data/keras_oracle/unseen,
+    eighteen batches each measured after the last change before it and audited before any change
+    for it (306, 80.5%, as first audited; 342, 90.0%, and a median of 2.0% now), and on all 517 (467,
+    90.3%, 1.9%). Held there, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values

@@ -900,13 +900,17 @@ class Recurrent(_Weighted):
         x, lists, back = keep
         steps, per_step, unit = self.per_step(s, node)
         name = node.layer.name
-        # the gradient while loop runs up to parallel_iterations (32) steps at once, each holding a
-        # partial gradient of every weight: traced on Keras 3's GRU and LSTM (and counted there). The
-        # tf_keras traces show them too, but with them its per-step counts above over-predict two of
-        # its three measured recurrent models, so they are left out there (docs/keras.md)
+        # the gradient while loop runs up to parallel_iterations (32) steps at once. In Keras 3 each
+        # iteration in flight holds a few unit-sized gradients (traced at the peak: 60 of them in a
+        # GRU tagger's loop, 80 in an attention LSTM's, 32 iterations in flight), and the weights'
+        # partial gradients wait for the accumulation for a few iterations (traced: four of the
+        # stock LSTM's recurrent kernel). The tf_keras traces show such tensors too, but with them
+        # its per-step counts above over-predict two of its three measured recurrent models, so
+        # they are left out there (docs/keras.md)
         weights = sum(nbytes(w) for w in s.weights_of(node) if w.trainable)
         partials = s.flavour == "keras3" and self.cell(node)[0] != "SimpleRNN"
-        loop = (min(PARALLEL_ITERATIONS, steps) * weights if partials else 0) + 8 * unit
+        loop = 8 * unit + (IN_FLIGHT_UNITS * min(PARALLEL_ITERATIONS, steps) * unit
+                           + PARTIALS_WAITING * weights if partials else 0)
         path = self.cell_path(s, node)
         if path is not None:
             # each iteration in flight holds the gradient of every slice of a kernel, each the whole
@@ -931,6 +935,8 @@ class Recurrent(_Weighted):
 
 CELL_LAYERS = {"SimpleRNNCell": "SimpleRNN", "LSTMCell": "LSTM", "GRUCell": "GRU"}
 PARALLEL_ITERATIONS = 32  # tf.while_loop's default, which Keras's rnn loop keeps
+IN_FLIGHT_UNITS = 3  # unit-sized gradients per iteration in flight, Keras 3 (Recurrent.backward)
+PARTIALS_WAITING = 4  # iterations whose weight gradients wait for the accumulation, Keras 3
 # Bytes of the executor's own state per in-flight iteration of a recurrent layer's loop, by the loop's
 # step function (its ops' inputs and pending counts), for its forward loop and its gradient loop alike.
 # Traced, in blocks of one size per loop, 26 to 32 of them alive at the peak: SimpleRNN 4,904-6,632
