@@ -1017,3 +1017,10 @@ def test_recurrent_dropout_runs_the_cells_own_step(tmp_path):
         "name": "r", "units": 8, "recurrent_dropout": 0.2}}], [12, 4]), batch=8, mode="cpu")
     assert [layer for layer, _ in a.undercounted] == ["r"]
     assert audited(os.path.join(ORACLE, "unseen", "models", "gru_dropout_rmsprop.keras"), 32).undercounted == []
+    # a Bidirectional's both directions: GRU(8) on 12 steps of 4, batch 8, no input dropout. Slices'
+    # gradients 3 x 2 x (8 x 24 + 4 x 24) x 4 = 6,912 per iteration; its steps 2 x (8 x 4 x 4 + 7 x 256 +
+    # 3 x 8 x 8 x 4) = 5,376; 12 iterations in flight; 8 unit tensors of 2 x 256
+    program = _k3_program(tmp_path, [{"class_name": "Bidirectional", "config": {"name": "b", "layer": {
+        "class_name": "GRU", "config": {"name": "g", "units": 8, "recurrent_dropout": 0.2}}}}], [12, 4])
+    loop = next(st for st in program.steps if st.label == "b input gradient (backward loop)")
+    assert loop.scratch == 12 * (6_912 - 5_376) + 8 * 512

@@ -206,8 +206,8 @@ class Conv(_Weighted):
     where the model's branches join (traced: ResNet50, MobileNetV2 and V3, a CIFAR ResNet, a U-Net),
     a Conv1D's aside (traced: the text CNN) unless it is dilated (traced: a TCN, whose dilated
     Conv1Ds' filter gradients wait and its undilated ones' do not); otherwise it runs before the
-    layer's input gradient (traced: Keras 3's small CNN). Which of two ready ops the executor sets aside is not derived
-    here: this is what the traces show."""
+    layer's input gradient (traced: Keras 3's small CNN). Which of two ready ops the executor sets
+    aside is not derived here: this is what the traces show."""
 
     def grads_late(self, s, node):
         if self.through_xla(s, node):
@@ -908,21 +908,24 @@ class Recurrent(_Weighted):
         # stock LSTM's recurrent kernel). The tf_keras traces show such tensors too, but with them
         # its per-step counts above over-predict two of its three measured recurrent models, so
         # they are left out there (docs/keras.md)
-        weights = sum(nbytes(w) for w in s.weights_of(node) if w.trainable)
-        partials = s.flavour == "keras3" and self.cell(node)[0] != "SimpleRNN"
-        loop = 8 * unit + (IN_FLIGHT_UNITS * min(PARALLEL_ITERATIONS, steps) * unit
-                           + PARTIALS_WAITING * weights if partials else 0)
         path = self.cell_path(s, node)
-        if path is not None:
+        if path is None:
+            weights = sum(nbytes(w) for w in s.weights_of(node) if w.trainable)
+            partials = s.flavour == "keras3" and self.cell(node)[0] != "SimpleRNN"
+            loop = 8 * unit + (IN_FLIGHT_UNITS * min(PARALLEL_ITERATIONS, steps) * unit
+                               + PARTIALS_WAITING * weights if partials else 0)
+        else:
             # each iteration in flight holds the gradient of every slice of a kernel, each the whole
             # kernel's size (StridedSliceGrad; the LSTM's split kernel one concat), until the
             # accumulation, one iteration after the other, takes it: traced, 96 of the GRU's 64 x 192
             # recurrent kernel and 92 of its kernel, 128 of the LSTM's recurrent kernel and 30 of its
             # kernel, at the peak, both flavours. The iterations in flight have popped their steps'
             # tensors from the lists, which go as each iteration ends
-            sizes = {w.name: nbytes(w) for w in s.weights_of(node)}
+            ws = s.weights_of(node)  # a Bidirectional's both directions': forward_kernel, backward_kernel, ...
+            recurrent = sum(nbytes(w) for w in ws if w.name.endswith("recurrent_kernel"))
+            kernel = sum(nbytes(w) for w in ws if w.name.endswith("kernel")) - recurrent
             kernel_slices = path[1] if path[2] == 0 else 1
-            partial = path[1] * sizes.get("recurrent_kernel", 0) + kernel_slices * sizes.get("kernel", 0)
+            partial = path[1] * recurrent + kernel_slices * kernel
             loop = min(PARALLEL_ITERATIONS, steps) * max(0, partial - per_step) + 8 * unit
         dys = [d for d in dys if d is not None]
         dx = s.one(f"{name} input gradient (backward loop)", [*dys, lists, x], _size(node.inputs[0].spec),
