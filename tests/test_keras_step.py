@@ -248,8 +248,9 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # emotion CNN with momentum in Keras 3 (-11.0%), tf_keras's recurrent-dropout GRUs with
                 # Adam (-15.1%) and IMDB LSTM with RMSprop (+12.9%), the SeparableConv2D CNN with plain
                 # SGD in both flavours (-15.7%, -10.1%)
-                "tcn_rmsprop_k3:b32", "fer_cnn_sgdm_k3:b32", "gru_dropout_adam:b64", "lstm_imdb_dropout_rmsprop:b16",
-                "separable_cnn_sgd:b16", "separable_cnn_sgd_k3:b16"}
+                "tcn_rmsprop_k3:b32", "fer_cnn_sgdm_k3:b32", "gru_dropout_adam:b64", "lstm_imdb_dropout_rmsprop:b16"}
+                # (the SeparableConv2D CNN with plain SGD came within 10%, -6.7% and -0.2%, once its
+                # pointwise Conv2D's gradients held Conv2D's im2col buffers, as traced)
 
 
 @functools.lru_cache(maxsize=None)
@@ -279,16 +280,16 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
 
 
 @pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.9, 0.03),
-                                                  (("unseen",), 0.885, 0.03),
-                                                  (("shared", "new", "unseen", "seeds"), 0.89, 0.03)])
+                                                  (("unseen",), 0.89, 0.03),
+                                                  (("shared", "new", "unseen", "seeds"), 0.895, 0.03)])
 def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 1.3%), on the
     configurations measured since (tests/data/keras_oracle/new: 78 of 86, 2.1%; the rules were read
     off the traces of some of them). Not met on the 420 configurations of
     tests/data/keras_oracle/unseen, twenty batches each measured after the last change before it and
-    audited before any change for it: 337 (80.2%) as first audited, 373 (88.8%) now, a median of
-    2.0%; nor on all 557 (498, 89.4%, 1.9%). Held where they stand, so that a regression fails."""
+    audited before any change for it: 337 (80.2%) as first audited, 375 (89.3%) now, a median of
+    2.0%; nor on all 557 (500, 89.8%, 1.9%). Held where they stand, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
@@ -652,6 +653,17 @@ def test_a_causal_dilated_conv1d_pads_and_cuts_its_input_into_blocks():
                                               "BatchToSpaceND gradient", "Pad gradient (Slice)")] == [
         128 * 128 * f, 128 * 130 * f, 64 * 260 * f, 64 * 256 * f]
     assert sizes["conv1d_1 Pad"] == 64 * 258 * f and "conv1d_1 SpaceToBatchND" not in sizes
+
+
+def test_a_separable_convolutions_pointwise_gradients_hold_conv2ds_buffers():
+    # Traced (tf_keras's SeparableConv2D CNN, plain SGD, batch 16): the second SeparableConv2D(128) on
+    # 16 x 16 x 64 runs its pointwise 1 x 1 Conv2D's filter gradient with an im2col buffer of
+    # 138 x 256 x 64 floats, 9,043,968 bytes, at the step's peak: shard = ceil(7,864,320 / (256 x 64 +
+    # 256 x 128 + 64 x 128)) = 138 images of 256 pixels by 64 channels; beside it the contraction's
+    # temporary, the 64 x 128 kernel's 32,768 bytes and 64
+    program = _program("separable_cnn_sgd.keras", 16, folder="unseen")
+    step = next(st for st in program.steps if st.label == "separable_conv2d_1 pointwise_kernel gradient")
+    assert step.scratch == 138 * 256 * 64 * 4 + 32_768 + 64
 
 
 def test_a_simple_rnn_step_keeps_its_input_and_its_output():
