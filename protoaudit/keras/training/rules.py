@@ -182,6 +182,21 @@ def _groups(node):
     return int(node.layer.config.get("groups", 1) or 1)
 
 
+def _conv2d_kernel(s, kernel, dims, item, weight_bytes=0):
+    """What one of TensorFlow's CPU Conv2D kernels holds besides its output (kernels.py), for a
+    contraction of `dims` = (batch, output pixels, taps x input channels, filters): Conv2D packs
+    MatMul's blocks; Conv2DBackpropFilter holds im2col's buffer and the contraction's temporary of
+    the filter's `weight_bytes`; Conv2DBackpropInput holds im2col's buffer. 0 off the CPU."""
+    if s.device != "cpu":
+        return 0
+    batch, pixels, filter_total, depth = dims
+    if kernel == "Conv2D":
+        return kernels.matmul(batch * pixels, filter_total, depth, item)
+    if kernel == "Conv2DBackpropFilter":
+        return kernels.conv_backprop_filter(pixels, filter_total, depth, item) + kernels.contraction_temporary(weight_bytes)
+    return kernels.conv_backprop_input(batch, pixels, filter_total, depth, item, s.threads)
+
+
 def _conv_dims(node, swapped=False):
     """(batch, output pixels, kernel taps x input channels, output channels) of a convolution's
     contraction; `swapped`: of a transposed convolution's kernels, whose roles of input and output
@@ -246,7 +261,7 @@ class Conv(_Weighted):
             # MatMul's packing buffer, for (batch x output pixels) by (filter) by (output channels)
             batch, out_image, filter_total, out_depth = self.dims(node)
             scratch = (kernels.cuboid_forward(batch * out_image, filter_total, out_depth, _item(out))
-                       if self.cuboid(node) else kernels.matmul(batch * out_image, filter_total, out_depth, _item(out)))
+                       if self.cuboid(node) else _conv2d_kernel(s, "Conv2D", self.dims(node), _item(out)))
         x = xs[0]
         padded, blocks = self.reshaped(node)
         if padded is not None:
@@ -305,8 +320,7 @@ class Conv(_Weighted):
         item = _item(node.outputs[0].spec)
         if self.cuboid(node):
             return kernels.cuboid_backprop_filter(batch, out_image, filter_total, out_depth, self.elements(node), item)
-        return (kernels.conv_backprop_filter(out_image, filter_total, out_depth, item)
-                + kernels.contraction_temporary(nbytes(w)))
+        return _conv2d_kernel(s, "Conv2DBackpropFilter", self.dims(node), item, nbytes(w))
 
     def input_scratch(self, s, node):
         """What the input gradient holds besides itself on the CPU (kernels.py)."""
@@ -318,7 +332,7 @@ class Conv(_Weighted):
             in_depth = filter_total // _taps(node, len(node.inputs[0].spec.shape) - 2)
             return kernels.cuboid_backprop_input(batch, out_image, filter_total, out_depth, in_depth,
                                                  self.elements(node), item)
-        return kernels.conv_backprop_input(batch, out_image, filter_total, out_depth, item, s.threads)
+        return _conv2d_kernel(s, "Conv2DBackpropInput", self.dims(node), item)
 
     def elements(self, node):
         """Elements of the input, the filter and the output (gradient), as the 3-D kernels weigh them."""
@@ -420,32 +434,21 @@ class OtherConv(_Weighted):
         x's pixels). 0 for any other convolution here, or off the CPU."""
         if s.device != "cpu" or "Transpose" not in node.layer.class_name and node.layer.class_name != "Deconvolution2D":
             return 0
-        batch, x_pixels, filter_total, depth = _conv_dims(node, swapped=True)
-        item = _item(node.outputs[0].spec)
-        if op == "forward":
-            return kernels.conv_backprop_input(batch, x_pixels, filter_total, depth, item, s.threads)
-        if op == "filter":
-            w = next(w for w in s.weights_of(node) if w.name == "kernel")
-            return (kernels.conv_backprop_filter(x_pixels, filter_total, depth, item)
-                    + kernels.contraction_temporary(nbytes(w)))
-        return kernels.matmul(batch * x_pixels, filter_total, depth, item)
+        kernel = {"forward": "Conv2DBackpropInput", "filter": "Conv2DBackpropFilter", "input": "Conv2D"}[op]
+        w = next(w for w in s.weights_of(node) if w.name == "kernel")
+        return _conv2d_kernel(s, kernel, _conv_dims(node, swapped=True), _item(node.outputs[0].spec), nbytes(w))
 
     def pointwise_scratch(self, s, node, op):
         """A separable convolution's pointwise 1 x 1 Conv2D on the CPU: its forward pass packs MatMul's
         blocks, its gradients hold Conv2D's im2col buffers over the output's pixels by the depthwise
         channels (traced: tf_keras's SeparableConv2D CNN at batch 16, a 138 x 256 x 64-float buffer of
         the second one's filter gradient at the step's peak)."""
-        if s.device != "cpu":
-            return 0
         x, out = node.inputs[0].spec, node.outputs[0].spec
-        batch, pixels, filters, item = out.shape[0], prod(out.shape[1:-1]), out.shape[-1], _item(out)
         channels = x.shape[-1] * int(node.layer.config.get("depth_multiplier", 1) or 1)
-        if op == "forward":
-            return kernels.matmul(batch * pixels, channels, filters, item)
-        if op == "filter":
-            w = next(w for w in s.weights_of(node) if w.name == "pointwise_kernel")
-            return kernels.conv_backprop_filter(pixels, channels, filters, item) + kernels.contraction_temporary(nbytes(w))
-        return kernels.conv_backprop_input(batch, pixels, channels, filters, item, s.threads)
+        kernel = {"forward": "Conv2D", "filter": "Conv2DBackpropFilter", "input": "Conv2DBackpropInput"}[op]
+        w = next(w for w in s.weights_of(node) if w.name == "pointwise_kernel")
+        return _conv2d_kernel(s, kernel, (out.shape[0], prod(out.shape[1:-1]), channels, out.shape[-1]), _item(out),
+                              nbytes(w))
 
     def backward(self, s, node, keep, dys, need):
         x, mid, act = keep
@@ -891,21 +894,21 @@ class Recurrent(_Weighted):
     def forward(self, s, node, xs):
         steps, per_step, unit = self.per_step(s, node)
         name = node.layer.name
-        cls, config, _ = self.cell(node)
-        if float(config.get("recurrent_dropout") or 0) and self.cell_path(s, node) is None:
+        cls, config, directions = self.cell(node)
+        path = self.cell_path(s, node)
+        if float(config.get("recurrent_dropout") or 0) and path is None:
             s.undercounted.append((name, f"recurrent_dropout on a {cls}: the masks its cell's own step keeps are "
                                          "not counted (measured only on GRU and LSTM)"))
         lists = s.one(f"{name} per-step tensors kept for the gradient", xs, steps * per_step)
         y = s.one(f"{name} output", [lists], _size(node.outputs[0].spec))
         states = [s.one(f"{name} final state", [lists], _size(t.spec)) for t in node.outputs[1:]]
         # the LSTM's and GRU's counts were measured with the layer's input held to the backward pass
-        directions = self.cell(node)[2]
         held = None if cls == "SimpleRNN" else xs[0]
         if s.device == "cpu":  # the executor's state of the while loops' iterations in flight, up to
             # parallel_iterations at once: host heap blocks beside the tensors. The forward loop's from the
             # loop to the step's end; the gradient loop's (its counter runs ahead of the data) until its
             # layer's backward pass is done
-            each = CELL_LOOP_STATE if self.cell_path(s, node) is not None else LOOP_STATE.get(cls, LOOP_STATE["LSTM"])
+            each = CELL_LOOP_STATE if path is not None else LOOP_STATE.get(cls, LOOP_STATE["LSTM"])
             state = directions * min(PARALLEL_ITERATIONS, steps) * each
             s.prog.hold(s.one(f"{name} while-loop iteration state", [], state, kind="loop state"))
             back = s.one(f"{name} gradient while-loop iteration state", [], state, kind="loop state")
