@@ -68,11 +68,15 @@ class NDPooling(Layer):
         (pooling_nd_layer.hpp:32-35), whose pool is MAX unless the layer sets it."""
         return 2 if self.lp.pooling_param.pool == MAX else 1
 
+    def spatial_axes(self, shape):
+        """The axes it pools: those after `axis` (the channels)."""
+        return len(shape) - canonical_axis(self, self.param.axis, len(shape)) - 1
+
     def geometry(self, shape):
         """(axis, kernel, pad, stride), one value per spatial axis, with LayerSetUp's CHECKs."""
         p, has = self.param, self.param.HasField
         axis = canonical_axis(self, p.axis, len(shape))
-        n = len(shape) - axis - 1
+        n = self.spatial_axes(shape)
         self.check(n >= 1, f"{self.lp.type} pools the axes after axis {axis}; the bottom {tuple(shape)} has none "
                    "(CHECK_GE(num_spatial_axes_, 1))")
         if p.global_pooling:
@@ -136,7 +140,7 @@ class NDPooling(Layer):
                                     "stops on 'Unknown pooling method.' (util/cudnn.hpp:214-223)",
                                     fix="set engine: CAFFE in its pooling_param, or audit with --engine caffe"))
             return t  # cuDNN keeps no argmax and reads the geometry on the host
-        n = len(run.bottoms[0]) - canonical_axis(self, p.axis, len(run.bottoms[0])) - 1
+        n = self.spatial_axes(run.bottoms[0])
         if run.mode == "cpu" and (p.pool == STOCHASTIC or n not in (2, 3)):
             what = "STOCHASTIC pooling" if p.pool == STOCHASTIC else f"pooling over {n} spatial axes"
             t.append(touch.stop("forward", f"the fork's {self.lp.type} has no CPU code for {what} (its "

@@ -419,10 +419,9 @@ def _nd_pooling(node):
     plain layer); kernel_shape_, pad_, stride_, output_shape_ (n ints) and input_shape_ (n + 1), Blob<int>
     of one axis written at setup and reshape (pooling_layer.cpp:29-170); max_idx_ (MAX, one top) or
     rand_idx_ (STOCHASTIC, either phase), reshaped to the top (:202-210)."""
-    impl = node.impl
-    p = impl.param
+    p = node.impl.param
     top = node.top_shapes[0]
-    n = len(top) - p.axis % len(top) - 1
+    n = node.impl.spatial_axes(top)
     total = ND_POOLING_BYTES - LAYER_BYTES.get(node.type, LAYER) + 5 * blob(1) + 4 * (5 * n + 1)
     if (p.pool == 0 and len(node.tops) == 1) or p.pool == 2:
         total += blob(len(top))
