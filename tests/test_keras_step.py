@@ -180,7 +180,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # GRU time-series and tagger, the IMDB BiLSTM and tf_keras's SimpleRNN text model with
                 # momentum came within 10%; Keras 3's bidirectional LSTM text model with plain SGD of
                 # the new set went from +5.1% to +14.3%
-                "bilstm_text_sgd_k3:b16",
+                # (it came within 10%, +5.1%, with the traced fused step below)
                 # and a fifteenth, measured after that and audited before any change for it: 14 of 18,
                 # median 2.5%. Its misses: the stacked SimpleRNNs with RMSprop (-25.1%, -11.2%),
                 # tf_keras's stock LSTM with momentum SGD (-12.7%), Keras 3's mini-Xception with
@@ -235,8 +235,9 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # momentum and the stock LSTM with momentum came within 10%; the IMDB BiLSTM at three
                 # optimizers (-19.3% to -26.6%) and the GRU text model with Adam at batch 32 (-10.4%)
                 # went out
-                "bilstm_imdb_adam_k3:b32", "bilstm_imdb_sgd_k3:b16", "bilstm_imdb_sgdm_k3:b16",
                 "gru_text_adam_k3:b32",
+                # (the IMDB BiLSTM came within 10% at all three, -1.4% to +3.8%, once Keras 3's fused
+                # step was traced: Recurrent.listed, in_flight)
                 # and a nineteenth, measured after that and audited before any change for it: 17 of
                 # 20, median 2.9%. Its misses: an emotion-recognition CNN with Dropout in Keras 3
                 # (-12.6%), an Embedding-BiLSTM classifier in tf_keras (+13.5%) and the CIFAR CNN
@@ -248,9 +249,20 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # emotion CNN with momentum in Keras 3 (-11.0%), tf_keras's recurrent-dropout GRUs with
                 # Adam (-15.1%) and IMDB LSTM with RMSprop (+12.9%), the SeparableConv2D CNN with plain
                 # SGD in both flavours (-15.7%, -10.1%)
-                "tcn_rmsprop_k3:b32", "fer_cnn_sgdm_k3:b32", "gru_dropout_adam:b64", "lstm_imdb_dropout_rmsprop:b16"}
+                "tcn_rmsprop_k3:b32", "fer_cnn_sgdm_k3:b32", "gru_dropout_adam:b64", "lstm_imdb_dropout_rmsprop:b16",
                 # (the SeparableConv2D CNN with plain SGD came within 10%, -6.7% and -0.2%, once its
                 # pointwise Conv2D's gradients held Conv2D's im2col buffers, as traced)
+                # Then, traced on four Keras 3 models (an LSTM text model, the IMDB BiLSTM, two stacked
+                # LSTMs, a GRU text model), its fused LSTM and GRU steps keep 7 and 6 unit tensors, the
+                # input's gradient is a list of zeros made after the forward loop, and an LSTM's gradient
+                # loop holds 32 iterations' partial weight gradients (Recurrent.listed, in_flight): the
+                # IMDB BiLSTM at three optimizers and the bidirectional text model with plain SGD came
+                # within 10%; two went out: the stacked LSTMs with
+                # momentum (+10.5%: traced, two loops' iteration state alive at the peak where the model
+                # holds four) and the seq2seq LSTM (+31.8%: its traced process held 64.5 MB, the
+                # encoder's and the decoder's partials alive at once, where its two measured runs held
+                # 32.4 and 41.5 MB)
+                "lstm_timeseries_sgdm_k3:b32", "seq2seq_lstm_adam_k3:b64"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -281,15 +293,15 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
 
 @pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.9, 0.03),
                                                   (("unseen",), 0.89, 0.03),
-                                                  (("shared", "new", "unseen", "seeds"), 0.895, 0.03)])
+                                                  (("shared", "new", "unseen", "seeds"), 0.9, 0.03)])
 def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
-    outside that range under 3%. Met on the shared measurements (46 of 50, 1.3%), on the
-    configurations measured since (tests/data/keras_oracle/new: 78 of 86, 2.1%; the rules were read
-    off the traces of some of them). Not met on the 420 configurations of
-    tests/data/keras_oracle/unseen, twenty batches each measured after the last change before it and
-    audited before any change for it: 337 (80.2%) as first audited, 375 (89.3%) now, a median of
-    2.0%; nor on all 557 (500, 89.8%, 1.9%). Held where they stand, so that a regression fails."""
+    outside that range under 3%. Met on the shared measurements (46 of 50, 1.2%), on the
+    configurations measured since (tests/data/keras_oracle/new: 78 of 86, 1.8%; the rules were read
+    off the traces of some of them), and on all 557 (502, 90.1%, 1.8%). Not met on the 420
+    configurations of tests/data/keras_oracle/unseen, twenty batches each measured after the last
+    change before it and audited before any change for it: 337 (80.2%) as first audited, 377 (89.8%)
+    now, a median of 1.9%. Held where they stand, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
@@ -638,6 +650,41 @@ def test_a_recurrent_loop_holds_the_state_of_its_iterations_in_flight():
     assert [b.bytes for b in states("bilstm_imdb_adam.keras", 32)[1]] == [2 * 32 * 9_500] * 4
 
 
+def test_keras3_lstm_gradient_loop_against_its_trace():
+    # Traced (Keras 3, the oracle's lstm_text: Embedding(10000, 128) on 200 tokens, LSTM(64), Adam,
+    # batch 64; TensorFlow's allocation log beside the exact heap; peak 39,997,016 bytes above the
+    # step's start, 40,007,658 measured). Unit tensors are 64 x 64 floats, 16,384 bytes; a step's
+    # input 64 x 128, 32,768.
+    # - each step keeps 7 unit tensors: split's 4 buffers (i, f, o and the candidate, which the
+    #   activations take over), Mul's 2 (c and h), Tanh's 1 (tanh(c)); and its input, the list the
+    #   loop reads (TensorListFromTensor): at the peak 672 split, 334 Mul, 168 Tanh, 169 inputs, 200
+    #   steps less the 31 the gradient iterations in flight had popped;
+    # - zeros_like of every step's input, the input gradient's list: 200 x 32,768 (made right after
+    #   the forward loop, traced on a bidirectional LSTM);
+    # - the gradient loop's 32 iterations in flight: 32 partial kernels (128 x 256), 32 partial
+    #   recurrent kernels (64 x 256) and bias, 31 step input gradients (64 x 128).
+    a = audit_keras(os.path.join(ORACLE, "shared", "models", "config_only", "lstm_text_adam_k3.keras"),
+                    batch=64, mode="cpu")
+    program = build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
+                         weights=layer_weights(a.graph, []), device="cpu").program
+    unit, step_in = 64 * 64 * 4, 64 * 128 * 4
+    sizes = {b.label: b.bytes for b in program.bufs}
+    assert sizes["lstm per-step tensors kept for the gradient"] == 200 * (7 * unit + step_in)
+    assert sizes["lstm input gradient list (zeros until each step sets its own)"] == 200 * step_in
+    weights = (128 * 256 + 64 * 256 + 256) * 4
+    made, reads, scratch = _made(program, "lstm backward loop")
+    assert scratch == 8 * unit + 32 * weights + 31 * step_in - 31 * (7 * unit + step_in)
+    assert "lstm per-step tensors kept for the gradient" in reads and "embedding Gather" not in reads
+    # the stacked input gradient is made once the loop has run: the step tensors are gone by then
+    lists = next(k for k, b in enumerate(program.bufs) if b.label == "lstm per-step tensors kept for the gradient")
+    stacked = next(k for k, st in enumerate(program.steps) if st.label == "lstm input gradient (stacked)")
+    assert all(lists not in st.reads for st in program.steps[stacked:])
+    # a GRU's loops were traced with one to fifteen partial recurrent kernels at their peak, or none:
+    # none is counted, only what its iterations in flight add beyond the steps they popped (none here)
+    made, reads, scratch = _made(_program("gru_text_adam_k3.keras", 32), "gru backward loop")
+    assert scratch == 8 * 32 * 64 * 4
+
+
 def test_a_causal_dilated_conv1d_pads_and_cuts_its_input_into_blocks():
     # Traced (a TCN: causal Conv1D(32, 3) dilated 1, 2, 4, 8 on 256 steps, batch 64, tf_keras): the
     # second block's first convolution (dilation 2) runs Pad (64, 260, 32), SpaceToBatchND (128, 130,
@@ -927,15 +974,15 @@ def test_layer_scale_keeps_its_input_and_customscale_keeps_nothing(tmp_path):
 
 def test_rnn_around_a_cell_runs_the_loop_of_that_cells_layer(tmp_path):
     # keras.layers.RNN(LSTMCell(8)) is the loop LSTM(8) runs (Keras 3's LSTM is an RNN of an LSTMCell):
-    # per step, the step's input (4 x 5 floats) and the LSTM's 5 kept unit tensors (4 x 8 floats), over
-    # 6 steps: 6 x (80 + 5 x 128) = 4,320 bytes, whichever way the file writes it.
+    # per step, the step's input (4 x 5 floats) and the LSTM's 7 kept unit tensors (4 x 8 floats), over
+    # 6 steps: 6 x (80 + 7 x 128) = 5,856 bytes, whichever way the file writes it.
     cell = {"module": "keras.layers", "class_name": "LSTMCell", "config": {"name": "cell", "units": 8}}
     wrapped = _k3_program(tmp_path, [
         {"module": "keras.layers", "class_name": "RNN", "config": {"name": "r", "cell": cell}}], (6, 5), batch=4)
     plain = _k3_program(tmp_path, [
         {"module": "keras.layers", "class_name": "LSTM", "config": {"name": "r", "units": 8}}], (6, 5), batch=4)
     label = "r per-step tensors kept for the gradient"
-    assert _made(wrapped, label)[0] == _made(plain, label)[0] == [6 * (4 * 5 * 4 + 5 * 4 * 8 * 4)]
+    assert _made(wrapped, label)[0] == _made(plain, label)[0] == [6 * (4 * 5 * 4 + 7 * 4 * 8 * 4)]
 
 
 def _grouped_program(tmp_path, groups):

@@ -822,16 +822,17 @@ class Recurrent(_Weighted):
     # unit-sized tensors each step keeps for the gradient, besides the step's input. tf_keras's
     # standard_lstm step: h_tm1, i, f, c_tm1, tanh(z2), o, tanh(c) (what Mul, MatMul, Sigmoid and Tanh's
     # gradients read), plus the outputs TensorArray written every step: 8; its GRU (reset_after):
-    # h_tm1, z, r, the recurrent projection, hh, plus the outputs: 6. Keras 3 writes only the last
-    # output when return_sequences is off; its LSTM holds 5 per step and its GRU 4 (the measured slope
-    # of the oracle's lstm_text: 462 floats per step and sample, 128 of them the input).
+    # h_tm1, z, r, the recurrent projection, hh, plus the outputs: 6. Keras 3's fused LSTM step keeps
+    # 7: i, f, o and the candidate (split's buffers, which the activations take over), c, tanh(c) and
+    # h; its GRU 6 (two of split's, two Mul's, a strided_slice and 1 - z): traced, an LSTM text model,
+    # a bidirectional LSTM, two stacked LSTMs, a GRU text model.
     # A SimpleRNN step keeps one: its output, which the next step's recurrent MatMul and its tanh's
     # gradient read (traced in both flavours, an Embedding-SimpleRNN text model at batch 64: at the
     # peak, 80 step inputs, 80 step outputs and the 80 zeros of the input's gradient list, 655,360
     # bytes each, and no more: neither the layer's input nor a partial weight gradient per iteration).
     KEPT = {("tf_keras", "SimpleRNN"): 1, ("tf_keras", "GRU"): 6, ("tf_keras", "LSTM"): 8,
-            ("tf_keras", "ConvLSTM2D"): 8, ("keras3", "SimpleRNN"): 1, ("keras3", "GRU"): 4,
-            ("keras3", "LSTM"): 5, ("keras3", "ConvLSTM2D"): 5}
+            ("tf_keras", "ConvLSTM2D"): 8, ("keras3", "SimpleRNN"): 1, ("keras3", "GRU"): 6,
+            ("keras3", "LSTM"): 7, ("keras3", "ConvLSTM2D"): 5}
 
     def cell(self, node):
         """(the recurrent layer's class, its config, directions): a Bidirectional's inner layer; for
@@ -891,6 +892,26 @@ class Recurrent(_Weighted):
         kept = self.KEPT.get((s.flavour, cls), 9)
         return steps, directions * (step_in + kept * unit_bytes), directions * unit_bytes
 
+    def listed(self, s, node):
+        """Whether the input's gradient is a list of zeros, one per step, made as soon as the forward
+        loop ends and set step by step by the gradient loop (Keras 3's fused LSTM and GRU; traced:
+        zeros_like of every step's input, alive until the layer's gradient loop has run)."""
+        return s.flavour == "keras3" and self.cell(node)[0] in ("LSTM", "GRU") and self.cell_path(s, node) is None
+
+    def in_flight(self, s, node, steps, per_step):
+        """What the gradient loop holds with its iterations in flight, beyond the lists, where the input's
+        gradient is listed: each iteration's partial weight gradients (an LSTM's: kernel, recurrent
+        kernel and bias, one direction at a time) and all but one iteration's step input gradient, less
+        the step tensors those iterations have popped. Traced in Keras 3 at the peak, 31 or 32 of each
+        partial (an LSTM text model, a bidirectional LSTM's forward direction with the backward's lists
+        whole, two stacked LSTMs); a GRU's loops held one to fifteen recurrent-kernel partials (a GRU text
+        model) or none (a GRU tagger, a GRU with a Dense on its sequence), so none is counted for it."""
+        cls, _, directions = self.cell(node)
+        flight = min(PARALLEL_ITERATIONS, steps)
+        weights = sum(nbytes(w) for w in s.weights_of(node) if w.trainable) if cls == "LSTM" else 0
+        step_in = _size(node.inputs[0].spec) // steps
+        return max(0, flight * weights // directions + (flight - 1) * (step_in - per_step // directions))
+
     def forward(self, s, node, xs):
         steps, per_step, unit = self.per_step(s, node)
         name = node.layer.name
@@ -902,8 +923,10 @@ class Recurrent(_Weighted):
         lists = s.one(f"{name} per-step tensors kept for the gradient", xs, steps * per_step)
         y = s.one(f"{name} output", [lists], _size(node.outputs[0].spec))
         states = [s.one(f"{name} final state", [lists], _size(t.spec)) for t in node.outputs[1:]]
-        # the LSTM's and GRU's counts were measured with the layer's input held to the backward pass
-        held = None if cls == "SimpleRNN" else xs[0]
+        # tf_keras's LSTM and GRU counts were measured with the layer's input held to the backward pass
+        held = None if cls == "SimpleRNN" or self.listed(s, node) else xs[0]
+        zeros = (s.one(f"{name} input gradient list (zeros until each step sets its own)", [lists],
+                       directions * _size(node.inputs[0].spec), kind="gradient") if self.listed(s, node) else None)
         if s.device == "cpu":  # the executor's state of the while loops' iterations in flight, up to
             # parallel_iterations at once: host heap blocks beside the tensors. The forward loop's from the
             # loop to the step's end; the gradient loop's (its counter runs ahead of the data) until its
@@ -914,23 +937,24 @@ class Recurrent(_Weighted):
             back = s.one(f"{name} gradient while-loop iteration state", [], state, kind="loop state")
         else:
             back = None
-        return [y, *states], (held, lists, back)
+        return [y, *states], (held, lists, back, zeros)
 
     def backward(self, s, node, keep, dys, need):
         """The backward loop reads every output's gradient (the sequence's and the final states') and
         makes the input's and, for initial_state tensors, each state's gradient."""
-        x, lists, back = keep
+        x, lists, back, zeros = keep
         steps, per_step, unit = self.per_step(s, node)
         name = node.layer.name
-        # the gradient while loop runs up to parallel_iterations (32) steps at once. In Keras 3 each
-        # iteration in flight holds a few unit-sized gradients (traced at the peak: 60 of them in a
-        # GRU tagger's loop, 80 in an attention LSTM's, 32 iterations in flight), and the weights'
-        # partial gradients wait for the accumulation for a few iterations (traced: four of the
-        # stock LSTM's recurrent kernel). The tf_keras traces show such tensors too, but with them
-        # its per-step counts above over-predict two of its three measured recurrent models, so
-        # they are left out there (docs/keras.md)
+        # the gradient while loop runs up to parallel_iterations (32) steps at once
         path = self.cell_path(s, node)
-        if path is None:
+        if zeros is not None:
+            loop = 8 * unit + self.in_flight(s, node, steps, per_step)
+        elif path is None:
+            # Keras 3's ConvLSTM2D: a few unit-sized gradients per iteration in flight, and the
+            # weights' partial gradients of four iterations waiting for the accumulation (traced on
+            # the LSTMs before their fused step was counted as below). The tf_keras traces show such
+            # tensors too, but with them its per-step counts above over-predict two of its three
+            # measured recurrent models, so they are left out there (docs/keras.md)
             weights = sum(nbytes(w) for w in s.weights_of(node) if w.trainable)
             partials = s.flavour == "keras3" and self.cell(node)[0] != "SimpleRNN"
             loop = 8 * unit + (IN_FLIGHT_UNITS * min(PARALLEL_ITERATIONS, steps) * unit
@@ -949,8 +973,13 @@ class Recurrent(_Weighted):
             partial = path[1] * recurrent + kernel_slices * kernel
             loop = min(PARALLEL_ITERATIONS, steps) * max(0, partial - per_step) + 8 * unit
         dys = [d for d in dys if d is not None]
-        dx = s.one(f"{name} input gradient (backward loop)", [*dys, lists, x], _size(node.inputs[0].spec),
-                   scratch=loop, kind="gradient")
+        if zeros is not None:
+            s.one(f"{name} backward loop", [*dys, lists, x, back, zeros], 0, scratch=loop, kind="gradient")
+            dx = s.one(f"{name} input gradient (stacked)", [zeros], _size(node.inputs[0].spec), kind="gradient")
+            lists = x = None
+        else:
+            dx = s.one(f"{name} input gradient (backward loop)", [*dys, lists, x], _size(node.inputs[0].spec),
+                       scratch=loop, kind="gradient")
         grads = self.grads(s, node, name, [dx])
         dstates = [s.one(f"{name} initial state gradient", [dx], _size(t.spec), kind="gradient") if n else None
                    for t, n in zip(node.inputs[1:], need[1:])]
