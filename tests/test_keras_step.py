@@ -135,7 +135,6 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # TensorFlow set the filter gradients aside, as the model did before the Dropout rule,
                 # +0.4%; Keras 3 -15%), Keras 3's text transformer with momentum SGD (-11%) and
                 # tf_keras's MNIST MLP with Adam at batch 256 (-16%)
-                "cifar10_cnn_classic_adam_k3:b64",
                 "mlp_mnist_adam:b256",
                 # and a tenth, applications not measured before (ConvNeXtTiny, InceptionResNetV2,
                 # RegNetX002, ResNetRS50, EfficientNetB3, ResNet152V2): 8 of 10 as first audited.
@@ -203,7 +202,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # the model runs all of them in the chain), Keras 3's LSTM with self-attention (+10.7%:
                 # traced, its gradient loop holds no partial weight gradients at its peak) and Keras 3's
                 # VGG19 with momentum SGD (-15.9%)
-                "conv_bn_mnist_rmsprop:b64", "conv_bn_mnist_rmsprop_k3:b64",
+                "conv_bn_mnist_rmsprop:b64",
                 "vgg19_sgdm_k3:b2",
                 # and a seventeenth, measured after that change and audited before any change for it:
                 # 14 of 20, median 3.1%. Its misses: a TCN of causal dilated Conv1Ds (-18.0%, -27.5%;
@@ -242,14 +241,14 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # 20, median 2.9%. Its misses: an emotion-recognition CNN with Dropout in Keras 3
                 # (-12.6%), an Embedding-BiLSTM classifier in tf_keras (+13.5%) and the CIFAR CNN
                 # with batch norm and plain SGD in tf_keras (+21.8%)
-                "fer_cnn_adam_k3:b64", "embedding_bilstm_cls_adam:b64", "cifar_cnn_sgd:b32",
+                "embedding_bilstm_cls_adam:b64", "cifar_cnn_sgd:b32",
                 # and a twentieth, measured after the recurrent-dropout rules and audited before any
                 # change for it (ten models of the four batches before, at other optimizers and
                 # batches): 14 of 20, median 5.3%. Its misses: Keras 3's TCN with RMSprop (+10.7%), the
                 # emotion CNN with momentum in Keras 3 (-11.0%), tf_keras's recurrent-dropout GRUs with
                 # Adam (-15.1%) and IMDB LSTM with RMSprop (+12.9%), the SeparableConv2D CNN with plain
                 # SGD in both flavours (-15.7%, -10.1%)
-                "tcn_rmsprop_k3:b32", "fer_cnn_sgdm_k3:b32", "gru_dropout_adam:b64", "lstm_imdb_dropout_rmsprop:b16",
+                "tcn_rmsprop_k3:b32", "gru_dropout_adam:b64", "lstm_imdb_dropout_rmsprop:b16",
                 # (the SeparableConv2D CNN with plain SGD came within 10%, -6.7% and -0.2%, once its
                 # pointwise Conv2D's gradients held Conv2D's im2col buffers, as traced)
                 # Then, traced on four Keras 3 models (an LSTM text model, the IMDB BiLSTM, two stacked
@@ -262,7 +261,13 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # holds four) and the seq2seq LSTM (+31.8%: its traced process held 64.5 MB, the
                 # encoder's and the decoder's partials alive at once, where its two measured runs held
                 # 32.4 and 41.5 MB)
-                "lstm_timeseries_sgdm_k3:b32", "seq2seq_lstm_adam_k3:b64"}
+                "lstm_timeseries_sgdm_k3:b32", "seq2seq_lstm_adam_k3:b64",
+                # Then, traced on Keras 3's emotion CNN and CIFAR-10 CNN, the filter gradients of the
+                # convolutions after the first Dropout wait for the chain, as the MNIST CNN's of the
+                # sixteenth batch did (Conv.grads_late): the emotion CNN at two optimizers, the CIFAR-10
+                # CNN with Adam and the MNIST CNN came within 10%; the CIFAR-10 CNN with momentum went
+                # out (+11.4%; traced, the same order, the peak at the same op, 43.7 MB)
+                "cifar10_cnn_classic_sgdm_k3:b32"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -292,16 +297,16 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
 
 
 @pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.9, 0.03),
-                                                  (("unseen",), 0.89, 0.03),
+                                                  (("unseen",), 0.9, 0.03),
                                                   (("shared", "new", "unseen", "seeds"), 0.9, 0.03)])
 def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 1.2%), on the
     configurations measured since (tests/data/keras_oracle/new: 78 of 86, 1.8%; the rules were read
-    off the traces of some of them), and on all 557 (502, 90.1%, 1.8%). Not met on the 420
+    off the traces of some of them), and on all 557 (505, 90.7%, 1.8%). Not met, as first audited, on the 420
     configurations of tests/data/keras_oracle/unseen, twenty batches each measured after the last
-    change before it and audited before any change for it: 337 (80.2%) as first audited, 377 (89.8%)
-    now, a median of 1.9%. Held where they stand, so that a regression fails."""
+    change before it and audited before any change for it, as first audited: 337 (80.2%); now 380
+    (90.5%), a median of 1.8%. Held where they stand, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
@@ -611,6 +616,27 @@ def test_each_output_has_its_own_loss():
     by_name = build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
                          weights=layer_weights(a.graph, []), device="cpu").program
     assert [st.label for st in by_name.steps] == [st.label for st in program.steps]
+
+
+def test_keras3_sets_aside_the_filter_gradients_of_convolutions_after_the_first_dropout():
+    # Traced (Keras 3; an emotion-recognition CNN of three blocks [Conv2D, Conv2D, MaxPooling2D,
+    # Dropout], momentum SGD, batch 32; the Keras 2 CIFAR-10 CNN, momentum SGD, batch 32; a Kaggle MNIST
+    # CNN of Conv2D/BatchNorm pairs in both flavours): at the peak conv2d_1's Conv2DBackpropFilter runs
+    # (its im2col buffer, 11 x 2304 x 288 floats in the emotion CNN) with the activation gradients of
+    # every later convolution still alive (dz2 in Conv2DBackpropInput's buffer, dz3 and dz5 in
+    # MaxPoolGrad's) and their inputs: those filter gradients wait until the chain is done; the
+    # convolutions before the first Dropout run theirs in the chain. In models without a Dropout or a
+    # join (the small CNN) every filter gradient runs in the chain. Why the Dropout's ops change the
+    # order is not derived here: this is what the traces show.
+    program = _program("fer_cnn_sgdm_k3.keras", 32, folder="unseen")
+    labels = [st.label for st in program.steps]
+    last_input = labels.index("conv2d_1 Conv2DBackpropInput")
+    assert labels.index("conv2d_1 Conv2DBackpropFilter") < last_input
+    assert labels.index("conv2d Conv2DBackpropFilter") < labels.index("conv2d gradient done")
+    for conv in ("conv2d_2", "conv2d_3", "conv2d_4", "conv2d_5"):
+        assert labels.index(f"{conv} Conv2DBackpropFilter") > last_input
+    small = [st.label for st in _program("small_cnn_adam_k3.keras", 64).steps]
+    assert small.index("conv2d_1 Conv2DBackpropFilter") < small.index("conv2d_1 Conv2DBackpropInput")
 
 
 def test_keras3_conv1d_filter_gradient_runs_before_its_input_gradient():

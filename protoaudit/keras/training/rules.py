@@ -220,8 +220,10 @@ class Conv(_Weighted):
     a Dropout (traced: the Keras 2 CIFAR-10 CNN, the image classification tutorial), and in Keras 3
     where the model's branches join (traced: ResNet50, MobileNetV2 and V3, a CIFAR ResNet, a U-Net),
     a Conv1D's aside (traced: the text CNN) unless it is dilated (traced: a TCN, whose dilated
-    Conv1Ds' filter gradients wait and its undilated ones' do not); otherwise it runs before the
-    layer's input gradient (traced: Keras 3's small CNN). Which of two ready ops the executor sets
+    Conv1Ds' filter gradients wait and its undilated ones' do not), and in Keras 3 after the model's
+    first Dropout (traced: an emotion CNN, the Keras 2 CIFAR-10 CNN, an MNIST CNN, whose convolutions
+    before it ran theirs in the chain); otherwise it runs before the layer's input gradient (traced:
+    Keras 3's small CNN). Which of two ready ops the executor sets
     aside is not derived here: this is what the traces show."""
 
     def grads_late(self, s, node):
@@ -229,7 +231,8 @@ class Conv(_Weighted):
             return False
         in_chain = s.dropout and optimizers.reads_no_gradient(s.flavour, s.optimizer) is not None
         conv2d = len(node.inputs[0].spec.shape) != 3 or self.reshaped(node)[1] is not None
-        return (s.flavour == "tf_keras" and not in_chain) or (s.joins and conv2d)
+        return ((s.flavour == "tf_keras" and not in_chain) or (s.joins and conv2d)
+                or (s.flavour == "keras3" and id(node) in s.after_dropout))
 
     @staticmethod
     def through_xla(s, node):
