@@ -193,7 +193,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # with Adam came within 10%; four fell out: Keras 3's SimpleRNN text model with RMSprop
                 # (+10.2%) and stock LSTM with momentum (+11.2%), tf_keras's IMDB BiLSTM with Adam
                 # (+10.2%) and GRU time-series model with Adam (+12.7%)
-                "simple_rnn_text_rmsprop_k3:b64", "bilstm_imdb_adam:b32",
+                "simple_rnn_text_rmsprop_k3:b64",
                 "gru_timeseries_adam:b32",
                 # and a sixteenth, measured after the fifteenth and audited before any change for it:
                 # 16 of 20, median 3.6%. Its misses: a Kaggle MNIST CNN of Conv2D/BatchNorm pairs
@@ -241,7 +241,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # 20, median 2.9%. Its misses: an emotion-recognition CNN with Dropout in Keras 3
                 # (-12.6%), an Embedding-BiLSTM classifier in tf_keras (+13.5%) and the CIFAR CNN
                 # with batch norm and plain SGD in tf_keras (+21.8%)
-                "embedding_bilstm_cls_adam:b64", "cifar_cnn_sgd:b32",
+                "cifar_cnn_sgd:b32",
                 # and a twentieth, measured after the recurrent-dropout rules and audited before any
                 # change for it (ten models of the four batches before, at other optimizers and
                 # batches): 14 of 20, median 5.3%. Its misses: Keras 3's TCN with RMSprop (+10.7%), the
@@ -273,8 +273,17 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # and character LSTM (-25.7%), a CIFAR-100 CNN in both flavours (+26.7%, -25.7%: each
                 # flavour's filter gradients in the order the model gives the other), Keras 3's
                 # heartbeat Conv1D (-13.6%) and tf_keras's tabular MLP (-13.1%, a 0.7 MB step)
-                "bilstm_ner_rmsprop:b32", "char_lstm_rmsprop:b128", "cnn_cifar100_gap_sgdm:b64",
-                "cnn_cifar100_gap_sgdm_k3:b64", "conv1d_ecg_adam_k3:b64", "mlp_tabular_adam:b256"}
+                "cnn_cifar100_gap_sgdm:b64", "cnn_cifar100_gap_sgdm_k3:b64", "conv1d_ecg_adam_k3:b64",
+                "mlp_tabular_adam:b256",
+                # Then, traced on its character LSTM (every step's tensors alive at the peak, with 32
+                # partial recurrent kernels and 31 partial kernels), tf_keras's LSTM step keeps 7 unit
+                # tensors and not the layer's input, and its gradient loop a partial gradient of every
+                # weight per iteration in flight: the character LSTM (-25.7%), the BiLSTM tagger
+                # (-22.1%), the IMDB BiLSTM with Adam (+10.2%) and the Embedding-BiLSTM classifier
+                # (+13.5%) came within 10%; three went out: an LSTM text model with RMSprop at 128
+                # (-11.9%), the stacked LSTMs with momentum (+10.3%) and the LSTM autoencoder (+22.4%;
+                # traced, its decoder's loop held one partial of each kernel, not 32)
+                "lstm_text_rmsprop:b128", "lstm_timeseries_sgdm:b32", "lstm_autoencoder_adam:b64"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -305,15 +314,15 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
 
 @pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.9, 0.03),
                                                   (("unseen",), 0.89, 0.03),
-                                                  (("shared", "new", "unseen", "seeds"), 0.895, 0.03)])
+                                                  (("shared", "new", "unseen", "seeds"), 0.9, 0.03)])
 def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
-    outside that range under 3%. Met on the shared measurements (46 of 50, 1.2%), on the
+    outside that range under 3%. Met on the shared measurements (46 of 50, 0.9%), on the
     configurations measured since (tests/data/keras_oracle/new: 78 of 86, 1.8%; the rules were read
-    off the traces of some of them). Not met on the 440 configurations of
-    tests/data/keras_oracle/unseen, twenty-one batches each measured after the last change before it
-    and audited before any change for it: 351 (79.8%) as first audited, 394 (89.5%) now, a median of
-    1.9%; nor on all 577 (519, 89.9%, 1.8%). Held where they stand, so that a regression fails."""
+    off the traces of some of them) and on all 577 (520, 90.1%, 1.8%). Not met on the 440
+    configurations of tests/data/keras_oracle/unseen, twenty-one batches each measured after the last
+    change before it and audited before any change for it: 351 (79.8%) as first audited, 395 (89.8%)
+    now, a median of 1.9%. Held where they stand, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
@@ -716,6 +725,22 @@ def test_keras3_lstm_gradient_loop_against_its_trace():
     # none is counted, only what its iterations in flight add beyond the steps they popped (none here)
     made, reads, scratch = _made(_program("gru_text_adam_k3.keras", 32), "gru backward loop")
     assert scratch == 8 * 32 * 64 * 4
+
+
+def test_tf_keras_lstm_gradient_loop_against_its_trace():
+    # Traced (tf_keras, Keras's character-level text generation: LSTM(128) on 40 one-hot steps of 57,
+    # RMSprop, batch 128; peak 34,407,968 bytes above the step's start, 35,552,551 measured). Unit
+    # tensors are 128 x 128 floats, 65,536 bytes; a step's input 128 x 57, 29,184. At the peak, inside
+    # the gradient loop: 160 of split's buffers, 79 Mul's, 39 Tanh's and 40 step inputs (every step's,
+    # read from the lists, not popped), 32 partial recurrent kernels (128 x 512) and 31 partial kernels
+    # (57 x 512); no copy of the layer's input.
+    program = _program("char_lstm_rmsprop.keras", 128, folder="unseen")
+    unit, step_in = 128 * 128 * 4, 128 * 57 * 4
+    sizes = {b.label: b.bytes for b in program.bufs}
+    assert sizes["lstm per-step tensors kept for the gradient"] == 40 * (7 * unit + step_in)
+    made, reads, scratch = _made(program, "lstm input gradient (backward loop)")
+    assert scratch == 8 * unit + 32 * (57 * 512 + 128 * 512 + 512) * 4
+    assert reads == ["dense input gradient", "lstm per-step tensors kept for the gradient"]
 
 
 def test_a_causal_dilated_conv1d_pads_and_cuts_its_input_into_blocks():

@@ -823,8 +823,8 @@ class Recurrent(_Weighted):
     the backward loop makes the input's gradient and accumulates the weights'."""
 
     # unit-sized tensors each step keeps for the gradient, besides the step's input. tf_keras's
-    # standard_lstm step: h_tm1, i, f, c_tm1, tanh(z2), o, tanh(c) (what Mul, MatMul, Sigmoid and Tanh's
-    # gradients read), plus the outputs TensorArray written every step: 8; its GRU (reset_after):
+    # standard_lstm step: 7, split's 4 (i, f, o and the candidate), Mul's 2, Tanh's 1 (traced: a
+    # character LSTM, a bidirectional LSTM, an LSTM autoencoder; the layer's input is not kept); its GRU (reset_after):
     # h_tm1, z, r, the recurrent projection, hh, plus the outputs: 6. Keras 3's fused LSTM step keeps
     # 7: i, f, o and the candidate (split's buffers, which the activations take over), c, tanh(c) and
     # h; its GRU 6 (two of split's, two Mul's, a strided_slice and 1 - z): traced, an LSTM text model,
@@ -833,7 +833,7 @@ class Recurrent(_Weighted):
     # gradient read (traced in both flavours, an Embedding-SimpleRNN text model at batch 64: at the
     # peak, 80 step inputs, 80 step outputs and the 80 zeros of the input's gradient list, 655,360
     # bytes each, and no more: neither the layer's input nor a partial weight gradient per iteration).
-    KEPT = {("tf_keras", "SimpleRNN"): 1, ("tf_keras", "GRU"): 6, ("tf_keras", "LSTM"): 8,
+    KEPT = {("tf_keras", "SimpleRNN"): 1, ("tf_keras", "GRU"): 6, ("tf_keras", "LSTM"): 7,
             ("tf_keras", "ConvLSTM2D"): 8, ("keras3", "SimpleRNN"): 1, ("keras3", "GRU"): 6,
             ("keras3", "LSTM"): 7, ("keras3", "ConvLSTM2D"): 5}
 
@@ -926,8 +926,8 @@ class Recurrent(_Weighted):
         lists = s.one(f"{name} per-step tensors kept for the gradient", xs, steps * per_step)
         y = s.one(f"{name} output", [lists], _size(node.outputs[0].spec))
         states = [s.one(f"{name} final state", [lists], _size(t.spec)) for t in node.outputs[1:]]
-        # tf_keras's LSTM and GRU counts were measured with the layer's input held to the backward pass
-        held = None if cls == "SimpleRNN" or self.listed(s, node) else xs[0]
+        # tf_keras's GRU counts were measured with the layer's input held to the backward pass
+        held = None if cls in ("SimpleRNN", "LSTM") or self.listed(s, node) else xs[0]
         zeros = (s.one(f"{name} input gradient list (zeros until each step sets its own)", [lists],
                        directions * _size(node.inputs[0].spec), kind="gradient") if self.listed(s, node) else None)
         if s.device == "cpu":  # the executor's state of the while loops' iterations in flight, up to
@@ -955,13 +955,19 @@ class Recurrent(_Weighted):
         elif path is None:
             # Keras 3's ConvLSTM2D: a few unit-sized gradients per iteration in flight, and the
             # weights' partial gradients of four iterations waiting for the accumulation (traced on
-            # the LSTMs before their fused step was counted as below). The tf_keras traces show such
-            # tensors too, but with them its per-step counts above over-predict two of its three
-            # measured recurrent models, so they are left out there (docs/keras.md)
+            # the LSTMs before their fused step was counted as listed). The tf_keras GRU's and
+            # SimpleRNN's traces show such tensors too, but with them the per-step counts above
+            # over-predict, so they are left out there (docs/keras.md)
             weights = sum(nbytes(w) for w in s.weights_of(node) if w.trainable)
             partials = s.flavour == "keras3" and self.cell(node)[0] != "SimpleRNN"
             loop = 8 * unit + (IN_FLIGHT_UNITS * min(PARALLEL_ITERATIONS, steps) * unit
                                + PARTIALS_WAITING * weights if partials else 0)
+            if s.flavour == "tf_keras" and self.cell(node)[0] == "LSTM":
+                # a partial gradient of every weight per iteration in flight (one direction at a time),
+                # its steps' tensors read from the lists, not popped: traced, 31 to 32 of each kernel's
+                # with every step's tensors alive (a character LSTM, a bidirectional LSTM); an LSTM
+                # autoencoder's decoder held one of each, so this is the high end
+                loop = 8 * unit + min(PARALLEL_ITERATIONS, steps) * weights // self.cell(node)[2]
         else:
             # each iteration in flight holds the gradient of every slice of a kernel, each the whole
             # kernel's size (StridedSliceGrad; the LSTM's split kernel one concat), until the
