@@ -194,7 +194,6 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # (+10.2%) and stock LSTM with momentum (+11.2%), tf_keras's IMDB BiLSTM with Adam
                 # (+10.2%) and GRU time-series model with Adam (+12.7%)
                 "simple_rnn_text_rmsprop_k3:b64",
-                "gru_timeseries_adam:b32",
                 # and a sixteenth, measured after the fifteenth and audited before any change for it:
                 # 16 of 20, median 3.6%. Its misses: a Kaggle MNIST CNN of Conv2D/BatchNorm pairs
                 # (-13.2%, -12.9%: traced in both flavours, TensorFlow set aside the filter gradients of
@@ -261,7 +260,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # holds four) and the seq2seq LSTM (+31.8%: its traced process held 64.5 MB, the
                 # encoder's and the decoder's partials alive at once, where its two measured runs held
                 # 32.4 and 41.5 MB)
-                "lstm_timeseries_sgdm_k3:b32", "seq2seq_lstm_adam_k3:b64",
+                "seq2seq_lstm_adam_k3:b64",
                 # Then, traced on Keras 3's emotion CNN and CIFAR-10 CNN, the filter gradients of the
                 # convolutions after the first Dropout wait for the chain, as the MNIST CNN's of the
                 # sixteenth batch did (Conv.grads_late): the emotion CNN at two optimizers, the CIFAR-10
@@ -283,7 +282,12 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # (+13.5%) came within 10%; three went out: an LSTM text model with RMSprop at 128
                 # (-11.9%), the stacked LSTMs with momentum (+10.3%) and the LSTM autoencoder (+22.4%;
                 # traced, its decoder's loop held one partial of each kernel, not 32)
-                "lstm_text_rmsprop:b128", "lstm_timeseries_sgdm:b32", "lstm_autoencoder_adam:b64"}
+                "lstm_text_rmsprop:b128", "lstm_autoencoder_adam:b64",
+                # Then, read off those traces (six LSTM models, three GRU models), an LSTM's or GRU's
+                # forward loop state is gone by the peak: the stacked LSTMs with momentum in both
+                # flavours and tf_keras's GRU time-series model came within 10%; tf_keras's GRU tagger
+                # (-11.3%) and the Conv-BiGRU speech model with momentum (-10.3%) went out
+                "gru_tagger_adam:b32", "conv_bigru_speech_sgdm:b64"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -319,10 +323,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 0.9%), on the
     configurations measured since (tests/data/keras_oracle/new: 78 of 86, 1.8%; the rules were read
-    off the traces of some of them) and on all 577 (520, 90.1%, 1.8%). Not met on the 440
+    off the traces of some of them) and on all 577 (521, 90.3%, 1.9%). Not met, as first audited, on the 440
     configurations of tests/data/keras_oracle/unseen, twenty-one batches each measured after the last
-    change before it and audited before any change for it: 351 (79.8%) as first audited, 395 (89.8%)
-    now, a median of 1.9%. Held where they stand, so that a regression fails."""
+    change before it and audited before any change for it, as first audited: 351 (79.8%); now 396
+    (90.0%), a median of 1.9%. Held where they stand, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
@@ -675,7 +679,9 @@ def test_a_recurrent_loop_holds_the_state_of_its_iterations_in_flight():
     # the forward pass (the loop counter runs ahead of the data); after a single layer's backward loop
     # only its forward loop's remain (the SimpleRNN text model's peak at its update, tf_keras).
     # Counted: min(32, steps) x 6,000 (SimpleRNN) or 9,500 (LSTM, GRU) per layer, direction and loop:
-    # the forward loop's held to the step's end, the gradient loop's until its layer's backward is done.
+    # a SimpleRNN's forward loop's held to the step's end, the gradient loop's until its layer's
+    # backward is done. At the peaks of six LSTM and three GRU models traced later (both flavours),
+    # only the gradient loops' groups were alive: an LSTM's or GRU's forward loop state is not held.
     def states(name, batch):
         program = _program(name, batch, folder="unseen")
         return program, [b for b in program.bufs if b.kind == "loop state"]
@@ -687,7 +693,8 @@ def test_a_recurrent_loop_holds_the_state_of_its_iterations_in_flight():
     done = next(k for k, st in enumerate(program.steps) if st.label == "simple_rnn_1 gradient done")
     [back] = [k for k, b in enumerate(program.bufs) if b.label == "simple_rnn_1 gradient while-loop iteration state"]
     assert back in program.steps[done].reads and not program.bufs[back].held
-    assert [b.bytes for b in states("lstm_stock_adam_k3.keras", 32)[1]] == [32 * 9_500] * 4
+    lstm = states("lstm_stock_adam_k3.keras", 32)[1]
+    assert [b.bytes for b in lstm] == [32 * 9_500] * 4 and not any(b.held for b in lstm)
     # two Bidirectional LSTMs, two directions each
     assert [b.bytes for b in states("bilstm_imdb_adam.keras", 32)[1]] == [2 * 32 * 9_500] * 4
 

@@ -931,12 +931,17 @@ class Recurrent(_Weighted):
         zeros = (s.one(f"{name} input gradient list (zeros until each step sets its own)", [lists],
                        directions * _size(node.inputs[0].spec), kind="gradient") if self.listed(s, node) else None)
         if s.device == "cpu":  # the executor's state of the while loops' iterations in flight, up to
-            # parallel_iterations at once: host heap blocks beside the tensors. The forward loop's from the
-            # loop to the step's end; the gradient loop's (its counter runs ahead of the data) until its
-            # layer's backward pass is done
+            # parallel_iterations at once: host heap blocks beside the tensors. A SimpleRNN's forward
+            # loop's from the loop to the step's end (traced, four loops' blocks at the stacked SimpleRNNs'
+            # peak); an LSTM's or GRU's only while it runs (traced at the peaks of six LSTM models and
+            # three GRU models, both flavours: one group of blocks per gradient loop, none of a forward
+            # loop); the gradient loop's (its counter runs ahead of the data) until its layer's backward
+            # pass is done
             each = CELL_LOOP_STATE if path is not None else LOOP_STATE.get(cls, LOOP_STATE["LSTM"])
             state = directions * min(PARALLEL_ITERATIONS, steps) * each
-            s.prog.hold(s.one(f"{name} while-loop iteration state", [], state, kind="loop state"))
+            fwd = s.one(f"{name} while-loop iteration state", [], state, kind="loop state")
+            if cls not in ("LSTM", "GRU") or path is not None:
+                s.prog.hold(fwd)
             back = s.one(f"{name} gradient while-loop iteration state", [], state, kind="loop state")
         else:
             back = None
