@@ -58,10 +58,10 @@ class StepBuilder:
         self.joins = any(node.layer.class_name in JOINS for node in graph.nodes)
         # whether the model has a Dropout: tf_keras's convolutions then run their filter gradients in
         # the chain where the optimizer has update ops that read no gradient (rules.Conv.grads_late)
-        self.dropout = any(node.layer.class_name == "Dropout" for node in graph.nodes)
+        first = next((k for k, node in enumerate(graph.nodes) if node.layer.class_name == "Dropout"), None)
+        self.dropout = first is not None
         # the nodes after the first Dropout, in the graph's order: Keras 3's convolutions there set their
         # filter gradients aside (rules.Conv.grads_late)
-        first = next((k for k, node in enumerate(graph.nodes) if node.layer.class_name == "Dropout"), None)
         self.after_dropout = set() if first is None else {id(node) for node in graph.nodes[first + 1:]}
 
     def update_now(self, node, grads):

@@ -909,11 +909,19 @@ class Recurrent(_Weighted):
         partial (an LSTM text model, a bidirectional LSTM's forward direction with the backward's lists
         whole, two stacked LSTMs); a GRU's loops held one to fifteen recurrent-kernel partials (a GRU text
         model) or none (a GRU tagger, a GRU with a Dense on its sequence), so none is counted for it."""
-        cls, _, directions = self.cell(node)
+        directions = self.cell(node)[2]
         flight = min(PARALLEL_ITERATIONS, steps)
-        weights = sum(nbytes(w) for w in s.weights_of(node) if w.trainable) if cls == "LSTM" else 0
         step_in = _size(node.inputs[0].spec) // steps
-        return max(0, flight * weights // directions + (flight - 1) * (step_in - per_step // directions))
+        return max(0, self.partials(s, node, steps) + (flight - 1) * (step_in - per_step // directions))
+
+    def partials(self, s, node, steps):
+        """An LSTM's partial weight gradients, one of each weight per gradient-loop iteration in flight,
+        one direction of a Bidirectional at a time; none for a GRU (traced: see in_flight)."""
+        cls, _, directions = self.cell(node)
+        if cls != "LSTM":
+            return 0
+        weights = sum(nbytes(w) for w in s.weights_of(node) if w.trainable)
+        return min(PARALLEL_ITERATIONS, steps) * weights // directions
 
     def forward(self, s, node, xs):
         steps, per_step, unit = self.per_step(s, node)
@@ -926,10 +934,12 @@ class Recurrent(_Weighted):
         lists = s.one(f"{name} per-step tensors kept for the gradient", xs, steps * per_step)
         y = s.one(f"{name} output", [lists], _size(node.outputs[0].spec))
         states = [s.one(f"{name} final state", [lists], _size(t.spec)) for t in node.outputs[1:]]
-        # tf_keras's GRU counts were measured with the layer's input held to the backward pass
-        held = None if cls in ("SimpleRNN", "LSTM") or self.listed(s, node) else xs[0]
+        # the counts of tf_keras's GRU, of the cell's own step and of ConvLSTM2D were measured with the
+        # layer's input held to the backward pass; an LSTM's and a listed GRU's traces show it gone
+        listed = self.listed(s, node)
+        held = None if cls in ("SimpleRNN", "LSTM") or listed else xs[0]
         zeros = (s.one(f"{name} input gradient list (zeros until each step sets its own)", [lists],
-                       directions * _size(node.inputs[0].spec), kind="gradient") if self.listed(s, node) else None)
+                       directions * _size(node.inputs[0].spec), kind="gradient") if listed else None)
         if s.device == "cpu":  # the executor's state of the while loops' iterations in flight, up to
             # parallel_iterations at once: host heap blocks beside the tensors. A SimpleRNN's forward
             # loop's from the loop to the step's end (traced, four loops' blocks at the stacked SimpleRNNs'
@@ -955,8 +965,15 @@ class Recurrent(_Weighted):
         name = node.layer.name
         # the gradient while loop runs up to parallel_iterations (32) steps at once
         path = self.cell_path(s, node)
+        cls = self.cell(node)[0]
         if zeros is not None:
             loop = 8 * unit + self.in_flight(s, node, steps, per_step)
+        elif path is None and s.flavour == "tf_keras" and cls == "LSTM":
+            # a partial gradient of every weight per iteration in flight, its steps' tensors read from
+            # the lists, not popped: traced, 31 to 32 of each kernel's with every step's tensors alive
+            # (a character LSTM, a bidirectional LSTM); an LSTM autoencoder's decoder held one of each,
+            # so this is the high end
+            loop = 8 * unit + self.partials(s, node, steps)
         elif path is None:
             # Keras 3's ConvLSTM2D: a few unit-sized gradients per iteration in flight, and the
             # weights' partial gradients of four iterations waiting for the accumulation (traced on
@@ -964,15 +981,9 @@ class Recurrent(_Weighted):
             # SimpleRNN's traces show such tensors too, but with them the per-step counts above
             # over-predict, so they are left out there (docs/keras.md)
             weights = sum(nbytes(w) for w in s.weights_of(node) if w.trainable)
-            partials = s.flavour == "keras3" and self.cell(node)[0] != "SimpleRNN"
+            partials = s.flavour == "keras3" and cls != "SimpleRNN"
             loop = 8 * unit + (IN_FLIGHT_UNITS * min(PARALLEL_ITERATIONS, steps) * unit
                                + PARTIALS_WAITING * weights if partials else 0)
-            if s.flavour == "tf_keras" and self.cell(node)[0] == "LSTM":
-                # a partial gradient of every weight per iteration in flight (one direction at a time),
-                # its steps' tensors read from the lists, not popped: traced, 31 to 32 of each kernel's
-                # with every step's tensors alive (a character LSTM, a bidirectional LSTM); an LSTM
-                # autoencoder's decoder held one of each, so this is the high end
-                loop = 8 * unit + min(PARALLEL_ITERATIONS, steps) * weights // self.cell(node)[2]
         else:
             # each iteration in flight holds the gradient of every slice of a kernel, each the whole
             # kernel's size (StridedSliceGrad; the LSTM's split kernel one concat), until the
