@@ -483,12 +483,18 @@ def test_corpus_net_audits_to_the_end_with_only_the_help_it_needs(name):
     assert run_in_process(corpus(name), *help_, timeout=120).returncode == 0
 
 
-def test_template_nets_ask_for_num_labels_alone():
+def test_template_nets_take_num_labels_from_deeplabs_script():
     """Every other ${...} of DeepLab's files sits inside a string (names, paths), which Caffe reads
-    as it is; ${NUM_LABELS} is a number (num_output): the one --define needed."""
+    as it is; ${NUM_LABELS} is a number (num_output). Left unset it is 21, the value DeepLab's
+    run_pascal.sh gives it for PASCAL VOC 2012, said as assumed: the same audit as --define
+    NUM_LABELS=21."""
     for name in ("deeplabv2_vgg16_largefov_train", "v1_deeplab_v1_vgg128_noup_train"):
-        run = run_in_process(corpus(name))
-        assert run.returncode == 2 and "--define NUM_LABELS=VALUE)" in run.stderr, run.stderr
+        run = run_in_process(corpus(name), "--format", "json")
+        given = run_in_process(corpus(name), "--format", "json", *VOC)
+        assert run.returncode == 0 and given.returncode == 0, run.stderr
+        plain, defined = json.loads(run.stdout), json.loads(given.stdout)
+        assert plain["total_bytes"] == defined["total_bytes"]
+        assert any("${NUM_LABELS}" in a["assumption"] and "21" in a["assumption"] for a in plain["assumptions"])
 
 
 # --- samples/: one published net per fork family ------------------------------------------------------

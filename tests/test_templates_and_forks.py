@@ -16,11 +16,27 @@ layer { name: "fc8_${EXP}" type: "InnerProduct" bottom: "data" top: "fc8"
 
 
 def test_every_unset_template_outside_a_string_is_asked_for_at_once(tmp_path):
+    (tmp_path / "net.prototxt").write_text(TEMPLATE.replace("${NUM_LABELS}", "${CLASSES}"))
+    run = run_in_process("net.prototxt", cwd=tmp_path)
+    assert run.returncode == 2
+    assert run.stderr == ("protoaudit: net.prototxt:2: the file is a template: ${BATCH}, ${CLASSES} must be "
+                          "given a value (give --define BATCH=VALUE --define CLASSES=VALUE)\n")
+
+
+def test_deeplabs_num_labels_left_unset_is_its_scripts_stock_value_and_said(tmp_path):
+    """DeepLab's run_pascal.sh (v1 and v2) sets NUM_LABELS=21 for its stock experiment, EXP=voc12:
+    the 20 PASCAL VOC classes and the background. Left unset, that is the value, listed as assumed;
+    a placeholder without a stock value is still asked for alone."""
+    (tmp_path / "net.prototxt").write_text(TEMPLATE.replace("${BATCH}", "2"))
+    (net,) = build_nets(str(tmp_path / "net.prototxt"))
+    assert list(net.layer("fc8_${EXP}").top_shapes) == [(2, 21)]
+    (said,) = [a for a in net.assumptions if "NUM_LABELS" in a.what]
+    assert "net.prototxt:4" in said.what and "--define NUM_LABELS=N" in said.override
     (tmp_path / "net.prototxt").write_text(TEMPLATE)
     run = run_in_process("net.prototxt", cwd=tmp_path)
     assert run.returncode == 2
-    assert run.stderr == ("protoaudit: net.prototxt:2: the file is a template: ${BATCH}, ${NUM_LABELS} must be "
-                          "given a value (give --define BATCH=VALUE --define NUM_LABELS=VALUE)\n")
+    assert run.stderr == ("protoaudit: net.prototxt:2: the file is a template: ${BATCH} must be given a value "
+                          "(give --define BATCH=VALUE)\n")
 
 
 def test_define_fills_the_templates_and_strings_may_keep_theirs(tmp_path):

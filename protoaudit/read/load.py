@@ -51,6 +51,7 @@ class Source(NamedTuple):
     text: str
     layer_lines: dict  # see layer_lines
     skipped: tuple = ()  # protoaudit.read.lenient.Skipped: fields no shipped schema has, read past
+    assumed: tuple = ()  # (layer, what, override): the template values taken where the file gave none
 
 
 def read_text(path):
@@ -90,27 +91,42 @@ def looks_binary(head):
 
 _TEMPLATE = re.compile(r"\$\{(\w+)\}")
 _QUOTED_OR_COMMENT = re.compile(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|#.*""")
+# Placeholders a template's own script gives one value in its stock setting: name -> (value, what it is).
+# DeepLab's run_pascal.sh (v1 and v2) sets NUM_LABELS=21 for its stock experiment, EXP=voc12.
+TEMPLATE_DEFAULTS = {
+    "NUM_LABELS": ("21", "the classes DeepLab's run_pascal.sh gives its nets for PASCAL VOC 2012 (EXP=voc12): "
+                         "20 and the background"),
+}
 
 
-def substitute(text, defines, path):
-    """`${NAME}` templates (DeepLab's nets are written for a script that runs sed over them)
-    replaced by `defines`. Caffe itself reads no templates, so one left outside a quoted string
+def substitute(text, defines, path, first_line=1):
+    """(text, assumptions): `${NAME}` templates (DeepLab's nets are written for a script that runs
+    sed over them) replaced by `defines`, else by the stock value its script gives (TEMPLATE_DEFAULTS,
+    each an assumption). Caffe itself reads no templates, so any other left outside a quoted string
     cannot parse: every such name is asked for at once. Inside strings (paths) one may stay."""
     if "${" not in text:
-        return text
+        return text, ()
     for name, value in defines.items():
         text = text.replace("${" + name + "}", value)
-    unset, first = {}, None
-    for number, line in enumerate(text.split("\n"), 1):
+    unset = {}
+    for number, line in enumerate(text.split("\n"), first_line):
         for name in _TEMPLATE.findall(_QUOTED_OR_COMMENT.sub("", line)):
             unset.setdefault(name, number)
-            first = first or number
-    if unset:
-        names = ", ".join("${" + n + "}" for n in unset)
+    asked = {n: line for n, line in unset.items() if n not in TEMPLATE_DEFAULTS}
+    if asked:
+        names = ", ".join("${" + n + "}" for n in asked)
         raise InputError(f"the file is a template: {names} must be given a value",
-                         file=path, line=first, fix=" ".join(f"give --define {n}=VALUE" if i == 0 else
-                                                             f"--define {n}=VALUE" for i, n in enumerate(unset)))
-    return text
+                         file=path, line=min(asked.values()),
+                         fix=" ".join(f"give --define {n}=VALUE" if i == 0 else
+                                      f"--define {n}=VALUE" for i, n in enumerate(asked)))
+    assumed = []
+    for name, line in unset.items():
+        value, what = TEMPLATE_DEFAULTS[name]
+        text = text.replace("${" + name + "}", value)
+        assumed.append(("(file)", f"${{{name}}} ({os.path.basename(path)}:{line}) is taken as {value}: {what}; "
+                                  "the file is a template its script fills in",
+                        f"--define {name}=N gives your value"))
+    return text, tuple(assumed)
 
 
 def outline(text, until=None):
@@ -237,17 +253,18 @@ def load(path, schema_name=None, defines=None, strict=False):
     if schema_name is not None and schema_name not in SCHEMA_NAMES and not schema_name.startswith(USER_PREFIX):
         raise InputError(f"--fork {schema_name}: protoaudit knows {', '.join(SCHEMA_NAMES)}",
                          fix="or give your fork's caffe.proto with --caffe-proto")
-    text = substitute(read_text(path), defines or {}, path)
+    text, assumed = substitute(read_text(path), defines or {}, path)
     kind, data, schema, lines, skipped = _read(path, text, schema_name, strict)
-    return Source(path, kind, _message(schema, kind, data), schema, text, lines, skipped)
+    return Source(path, kind, _message(schema, kind, data), schema, text, lines, skipped, assumed)
 
 
 def load_text(text, path, first_line=1, schema_name=None, defines=None, strict=False):
     """A net or solver printed inside another file (a Caffe log), read as `load` reads a file;
     its lines keep their numbers in that file, for error messages."""
-    padded = "\n" * (first_line - 1) + substitute(text, defines or {}, path)
+    text, assumed = substitute(text, defines or {}, path, first_line)
+    padded = "\n" * (first_line - 1) + text
     kind, data, schema, lines, skipped = _read(path, padded, schema_name, strict)
-    return Source(path, kind, _message(schema, kind, data), schema, padded, lines, skipped)
+    return Source(path, kind, _message(schema, kind, data), schema, padded, lines, skipped, assumed)
 
 
 def _message(schema, kind, data):

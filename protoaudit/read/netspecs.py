@@ -65,7 +65,8 @@ def net_specs(path, *, phase=None, stages=(), level=None, schema=None, root=None
         lines, assumed = _upgraded(src.message, src.schema, path, src.layer_lines[("", 0)])
         state = make_state(src.message, phase or file_phase(src.message), stages, level)
         return [NetSpec("net", src.message, state, src.schema, path, lines,
-                        own_phase=src.message.state.HasField("phase"), skipped=src.skipped, assumed=assumed)]
+                        own_phase=src.message.state.HasField("phase"), skipped=src.skipped,
+                        assumed=src.assumed + assumed)]
     return _solver_specs(src, phase, stages, level, dict(root=root, schema=schema, defines=defines, strict=strict))
 
 
@@ -106,7 +107,7 @@ def _log_specs(run, path, phase, schema, defines, strict=False):
         where = f"Caffe's log, line {net.layers[0].line}" if net.layers else ""
         specs.append(NetSpec(role, src.message, state, src.schema, src.path, lines, solver, own_phase=True,
                              shapes=net.data_shapes(), shapes_from=where, logged_layers=_by_name(net.layers),
-                             skipped=src.skipped, assumed=assumed))
+                             skipped=src.skipped, assumed=src.assumed + assumed))
     return specs
 
 
@@ -227,7 +228,7 @@ def _net_from(src, field_name, file_value=None, index=None, files=None):
             param = param[index]
         clone = type(param)()
         clone.CopyFrom(param)
-        return clone, src.schema, src.path, src.layer_lines.get((field_name, index or 0), ()), (), ()
+        return clone, src.schema, src.path, src.layer_lines.get((field_name, index or 0), ()), (), src.assumed
     files = files or {}
     net_path, by_parts = loader.resolve_path(file_value, src.path, files.get("root"))
     net_src = loader.load(net_path, files.get("schema"), files.get("defines"), files.get("strict", False))
@@ -236,7 +237,7 @@ def _net_from(src, field_name, file_value=None, index=None, files=None):
                      if f'"{file_value}"' in text or f"'{file_value}'" in text), None)
         raise InputError(f"the net it names, '{file_value}', is a solver, not a net", file=src.path, line=line,
                          fix="name the net's prototxt (train_val.prototxt) there")
-    assumed = (_found_by_parts(file_value, net_path, files.get("root")),) if by_parts else ()
+    assumed = ((_found_by_parts(file_value, net_path, files.get("root")),) if by_parts else ()) + net_src.assumed
     return net_src.message, net_src.schema, net_path, net_src.layer_lines[("", 0)], net_src.skipped, assumed
 
 
