@@ -287,7 +287,12 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # forward loop state is gone by the peak: the stacked LSTMs with momentum in both
                 # flavours and tf_keras's GRU time-series model came within 10%; tf_keras's GRU tagger
                 # (-11.3%) and the Conv-BiGRU speech model with momentum (-10.3%) went out
-                "gru_tagger_adam:b32", "conv_bigru_speech_sgdm:b64"}
+                "gru_tagger_adam:b32", "conv_bigru_speech_sgdm:b64",
+                # and a twenty-second, queued and audited after those, before any change for it: 19 of
+                # 20, median 2.2%. Its miss: Keras 3's deep MLP with Dropout and momentum at batch 512
+                # (+20.4%; traced, TensorFlow's peak came one Dense earlier in the chain than the
+                # model's, with the same momentum products alive)
+                "mlp_dropout_deep_sgdm_k3:b512"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -323,10 +328,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 0.9%), on the
     configurations measured since (tests/data/keras_oracle/new: 78 of 86, 1.8%; the rules were read
-    off the traces of some of them) and on all 577 (521, 90.3%, 1.9%). Not met, as first audited, on the 440
-    configurations of tests/data/keras_oracle/unseen, twenty-one batches each measured after the last
-    change before it and audited before any change for it, as first audited: 351 (79.8%); now 396
-    (90.0%), a median of 1.9%. Held where they stand, so that a regression fails."""
+    off the traces of some of them) and on all 597 (540, 90.5%, 1.9%). Not met, as first audited, on the 460
+    configurations of tests/data/keras_oracle/unseen, twenty-two batches each measured after the last
+    change before it and audited before any change for it, as first audited: 370 (80.4%; the last
+    batch 19 of 20); now 415 (90.2%), a median of 1.9%. Held where they stand, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
