@@ -2,8 +2,9 @@
 
 A Python layer's tops are shaped by Python code. The user declares them (`--input`, or a shapes
 file beside the net: protoaudit.read.sidecar); for the well-known layers of py-faster-rcnn and of
-the FCN models, protoaudit knows the shapes their published code gives and uses them, each shown
-as an assumption with the flag that changes it. Their tops and diffs are counted as Caffe
+the FCN models, protoaudit knows the shapes their published code gives and uses them; for a layer
+whose module is beside the net, it reads the shapes off the module's source where they are plain
+(protoaudit.layers.python_source). Each is shown as an assumption with the flag that changes it. Their tops and diffs are counted as Caffe
 allocates them; what the Python code itself holds (numpy arrays, a prefetch process) is a gap the
 report lists.
 
@@ -21,6 +22,7 @@ from ..read.sidecar import SUFFIX
 from . import touch
 from .base import register
 from .data import Declared
+from .python_source import SourceShapes, Unread, module_file, read_lines
 
 KNOWN = {}  # (python_param.module, python_param.layer) -> class
 
@@ -45,7 +47,9 @@ class Python(Declared):
     def __new__(cls, lp, ctx):
         if cls is Python:
             p = lp.python_param
-            cls = KNOWN.get((p.module, p.layer), Python)
+            cls = KNOWN.get((p.module, p.layer))
+            if cls is None:
+                cls = FromSource if p.module and module_file(p.module, ctx.path, ctx.root) else Python
         return super().__new__(cls)
 
     @classmethod
@@ -93,13 +97,17 @@ class Known(Python):
             if not declared[j]:
                 assumed.append((top, shape))
             if self.data_source:
-                self.note_origin(j, shape, "--input" if declared[j] else f"assumed: {self.source}'s defaults")
+                self.note_origin(j, shape, "--input" if declared[j] else self.origin(reason))
             tops.append(shape)
         what = ", ".join(f"{top} {'x'.join(map(str, s))}" for top, s in assumed)
         flags = " ".join(f"--input {top}={'x'.join(map(str, s))}" for top, s in assumed)
         beside = f"{os.path.basename(self.ctx.path)}{SUFFIX}" if self.ctx.path else f"the net's {SUFFIX} file"
         self.assume(f"{self.source} tops {what}: {reason}", f"{flags}, or those lines in {beside}")
         return tops
+
+    def origin(self, reason):
+        """Where a data top's shape came from, when the layer itself gave it."""
+        return f"assumed: {self.source}'s defaults"
 
     def touches(self, run):
         """PythonLayer's forward runs the Python code, which writes every top's data (`top[i].data[...] =`)
@@ -142,6 +150,29 @@ class Known(Python):
         self.check(key in params, f"param_str has no '{key}', which {self.source} reads ({where})",
                    fix=f"add '{key}' to param_str")
         return params[key]
+
+
+class FromSource(Known):
+    """A Python layer whose module is found beside the net (its folder or one above, or --root):
+    the tops' shapes its setup and reshape give with plain values, read off the source
+    (python_source); where they are not plain, its tops are asked for as any Python layer's."""
+
+    def defaults(self, bottoms):
+        p = self.lp.python_param
+        path = module_file(p.module, self.ctx.path, self.ctx.root)
+        lines = read_lines(path)
+        try:
+            if lines is None:
+                raise Unread(f"{os.path.basename(path)} is over a MiB")
+            shapes, where = SourceShapes(path, lines, p.layer).shapes(len(self.lp.top), bottoms, p.param_str)
+        except Unread as e:
+            self.need_input(f"{self.why(self.lp)}; its source was read, not run: {e}")
+        name = os.path.relpath(path, os.path.dirname(os.path.abspath(self.ctx.path or path)))
+        said = ", ".join(sorted({str(n) for n in where}, key=int))
+        return shapes, f"read off its source, {name} (line {said}), never run"
+
+    def origin(self, reason):
+        return f"assumed: {self.source}, {reason}"
 
 
 # --- py-faster-rcnn --------------------------------------------------------------------------------

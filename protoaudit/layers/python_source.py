@@ -1,0 +1,346 @@
+"""A Python layer's top shapes read off its source, never run.
+
+Many training repositories (MTCNN's, most of all) ship their own Python layers beside the net. Their
+`setup` or `reshape` usually shapes each top with one `top[i].reshape(...)` whose arguments are
+numbers, names given a number in the same method, `param_str` entries, or the bottoms' shapes. This
+module finds the layer's class in its file, reads those two methods line by line with `ast` (which
+parses, and evaluates nothing), and works out such arguments. Anything else (a branch, a loop, a
+value made by a call it does not know, a name given two values) leaves the shape unknown, and the
+user is asked for it as before. Python 2 sources are read too: tabs count to the next multiple of 8.
+"""
+import ast
+import functools
+import os
+import re
+
+import yaml
+
+MAX_SOURCE_BYTES = 2**20  # a layer module larger than this is not read
+_UP = 4  # folders above the net's searched for the module, as PYTHONPATH usually names one of them
+_PARAM_READERS = {"load", "safe_load", "eval", "loads", "literal_eval", "full_load"}
+
+
+class Unread(Exception):
+    """The shape cannot be read off the source; the message says why."""
+
+
+def module_file(module, net_path, root=None):
+    """The file `module` (dotted) is imported from: under --root, the net's folder or one of the
+    few above it; None where none has it."""
+    if not re.fullmatch(r"\w+(\.\w+)*", module):
+        return None
+    rel = os.path.join(*module.split(".")) + ".py"
+    folders = [root] if root else []
+    here = os.path.dirname(os.path.abspath(net_path)) if net_path else None
+    for _ in range(_UP + 1):
+        if here is None:
+            break
+        folders.append(here)
+        parent = os.path.dirname(here)
+        here = parent if parent != here else None
+    for folder in folders:
+        path = os.path.join(folder, rel)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def read_lines(path):
+    """The module's lines, tabs expanded as Python 2 counts them; None for a file too large. Read
+    once per file and version (a net's Python layers often share one module)."""
+    stat = os.stat(path)
+    return _lines(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=16)
+def _lines(path, mtime, size):
+    if size > MAX_SOURCE_BYTES:
+        return None
+    with open(path, "rb") as f:
+        text = f.read(MAX_SOURCE_BYTES).decode("utf-8", errors="replace")
+    return tuple(line.expandtabs(8) for line in text.split("\n"))
+
+
+def _indent(line):
+    return len(line) - len(line.lstrip(" "))
+
+
+def _block(lines, start):
+    """(first, end) line indexes of the body of the block opened on line `start`."""
+    base, end = _indent(lines[start]), start + 1
+    while end < len(lines):
+        text = lines[end].strip()
+        if text and not text.startswith("#") and _indent(lines[end]) <= base:
+            break
+        end += 1
+    return start + 1, end
+
+
+def _statements(lines, first, end):
+    """(line number, indentation, source) of each logical line in lines[first:end], with
+    bracketed continuations joined."""
+    k = first
+    while k < end:
+        text = lines[k].strip()
+        if not text or text.startswith("#"):
+            k += 1
+            continue
+        number, indent, parts = k + 1, _indent(lines[k]), [text]
+        while k + 1 < end and (_open_brackets(" ".join(parts)) > 0 or parts[-1].endswith("\\")):
+            k += 1
+            parts.append(lines[k].strip().rstrip("\\"))
+        k += 1
+        yield number, indent, " ".join(p.rstrip("\\") for p in parts)
+
+
+def _open_brackets(text):
+    text = re.sub(r"'[^']*'|\"[^\"]*\"|#.*", "", text)
+    return sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
+
+
+class SourceShapes:
+    """The tops' shapes one Python layer class gives, read off its module's source."""
+
+    def __init__(self, path, lines, layer):
+        self.path = path
+        self.lines = lines
+        self.methods, self.elsewhere = self._methods(layer)
+
+    def _methods(self, layer):
+        """{method name: (bottom's name, top's name, first, end)} of the class's setup and reshape,
+        and what its other methods change: the attributes they assign ('self.n'), and 'forward'
+        where forward reshapes a top (each batch's own shape, known only when it runs)."""
+        head = re.compile(r"^\s*class\s+" + re.escape(layer) + r"\s*[(:]")
+        start = next((k for k, line in enumerate(self.lines) if head.match(line)), None)
+        if start is None:
+            raise Unread(f"no class {layer} in {os.path.basename(self.path)}")
+        first, end = _block(self.lines, start)
+        found, elsewhere = {}, set()
+        sig = re.compile(r"^\s*def\s+(\w+)\s*\(\s*self\s*(?:,\s*(\w+)\s*,\s*(\w+)\s*)?[,)]")
+        for k in range(first, end):
+            m = sig.match(self.lines[k])
+            if not m or _indent(self.lines[k]) <= _indent(self.lines[start]):
+                continue
+            body = _block(self.lines, k)
+            if m.group(1) in ("setup", "reshape") and m.group(3):
+                found[m.group(1)] = (m.group(2), m.group(3), *body)
+                continue
+            text = "\n".join(self.lines[body[0]:body[1]])
+            elsewhere.update("self." + a for a in re.findall(r"\bself\.(\w+)\s*(?:[-+*/]?=)(?!=)", text))
+            if m.group(1) == "forward" and m.group(3) and _reshapes(text, m.group(3)):
+                elsewhere.add("forward")
+        return found, elsewhere
+
+    def shapes(self, tops, bottoms, param_str):
+        """One shape per top, and the source line of each; Caffe runs setup, then reshape, so a
+        top reshape shapes wins over setup's."""
+        if "forward" in self.elsewhere:
+            raise Unread(f"its forward reshapes its tops to each batch ({os.path.basename(self.path)})")
+        shaped, lines = [None] * tops, [None] * tops
+        env = {name: _UNKNOWN for name in self.elsewhere}  # set by code protoaudit does not follow
+        for method in ("setup", "reshape"):
+            if method in self.methods:
+                self._read(self.methods[method], env, shaped, lines, bottoms, param_str)
+        missing = [j for j in range(tops) if shaped[j] is None]
+        if missing:
+            raise Unread(f"top {missing[0]} is given no shape that can be read off "
+                         f"{os.path.basename(self.path)} (setup and reshape)")
+        return shaped, lines
+
+    def _read(self, method, env, shaped, lines, bottoms, param_str):
+        bottom, top, first, end = method
+        base = None
+        for number, indent, text in _statements(self.lines, first, end):
+            base = indent if base is None else base
+            try:
+                node = ast.parse(text).body[0]
+            except (SyntaxError, IndexError, ValueError):
+                if _reshapes(text, top):
+                    raise Unread(f"line {number} of {os.path.basename(self.path)} is not read as Python 3 can parse")
+                continue
+            deeper = indent > base
+            call = _reshape_call(node, top)
+            if call is not None:
+                index, args = call
+                if deeper:
+                    raise Unread(f"top {index} is shaped inside a branch or loop ({os.path.basename(self.path)}:"
+                                 f"{number})")
+                if index >= len(shaped):
+                    raise Unread(f"{os.path.basename(self.path)}:{number} shapes top {index}, which the net does "
+                                 "not name")
+                shaped[index] = self._shape(args, env, bottom, bottoms, param_str, number)
+                lines[index] = number
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+                name = _target(node.targets[0])
+                if name is None:
+                    continue
+                value = _UNKNOWN if deeper or name in env else self._value(node.value, env, bottom, bottoms,
+                                                                            param_str)
+                if name not in self.elsewhere:
+                    env[name] = value
+
+    def _shape(self, args, env, bottom, bottoms, param_str, number):
+        dims = []
+        for arg in args:
+            if isinstance(arg, ast.Starred):
+                value = self._value(arg.value, env, bottom, bottoms, param_str)
+                if not isinstance(value, tuple):
+                    value = _UNKNOWN
+                dims.extend(value if value is not _UNKNOWN else [_UNKNOWN])
+            else:
+                dims.append(self._value(arg, env, bottom, bottoms, param_str))
+        if len(dims) == 1 and isinstance(dims[0], tuple):
+            dims = list(dims[0])
+        if not dims or any(not isinstance(d, int) or isinstance(d, bool) or d < 0 for d in dims):
+            raise Unread(f"the shape on {os.path.basename(self.path)}:{number} depends on values only the "
+                         "running code has")
+        return tuple(dims)
+
+    def _value(self, node, env, bottom, bottoms, param_str):
+        """The value of an expression made of numbers, known names, param_str entries and the
+        bottoms' shapes; _UNKNOWN for anything else."""
+        ev = lambda n: self._value(n, env, bottom, bottoms, param_str)  # noqa: E731
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str)):
+            return node.value
+        if isinstance(node, (ast.Name, ast.Attribute)) and _target(node) in env:
+            return env[_target(node)]
+        if isinstance(node, ast.Attribute) and node.attr in ("param_str", "param_str_"):
+            return _Params(param_str)
+        if isinstance(node, ast.Tuple):
+            items = tuple(ev(e) for e in node.elts)
+            return _UNKNOWN if _UNKNOWN in items else items
+        if isinstance(node, ast.BinOp):
+            return _arith(node.op, ev(node.left), ev(node.right))
+        blob = _bottom_blob(node, bottom, bottoms)
+        if blob is not None:
+            return blob
+        if isinstance(node, ast.Subscript):
+            return _index(ev(node.value), ev(node.slice))
+        if isinstance(node, ast.Call):
+            return self._call(node, ev, bottom, bottoms)
+        return _UNKNOWN
+
+    def _call(self, node, ev, bottom, bottoms):
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        args = [ev(a) for a in node.args]
+        if name == "len" and len(args) == 1 and isinstance(args[0], _Blob):
+            return args[0].shape[0] if args[0].shape else _UNKNOWN
+        if name == "int" and len(args) == 1 and isinstance(args[0], (int, float)):
+            return int(args[0])
+        if name in _PARAM_READERS and len(args) >= 1 and isinstance(args[0], _Params):
+            return args[0].read()
+        if name == "get" and isinstance(node.func, ast.Attribute):
+            params = ev(node.func.value)
+            if isinstance(params, dict) and args and args[0] is not _UNKNOWN:
+                return params.get(args[0], args[1] if len(args) > 1 else _UNKNOWN)
+        return _UNKNOWN
+
+
+class _Unknown:
+    def __repr__(self):
+        return "unknown"
+
+
+_UNKNOWN = _Unknown()
+
+
+class _Params(str):
+    """The layer's param_str, as code reads it (YAML, a Python literal, JSON)."""
+
+    def read(self):
+        text = str(self).strip()
+        if not text:
+            return {}
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            try:
+                value = yaml.safe_load(text)
+            except yaml.YAMLError:
+                return _UNKNOWN
+        return value if isinstance(value, dict) else _UNKNOWN
+
+
+class _Blob:
+    """A bottom's data or diff, whose shape is known."""
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+
+def _bottom_blob(node, bottom, bottoms):
+    """bottom[i], bottom[i].data/.diff (a _Blob), .shape (a tuple), .num/.channels/.height/.width/.count."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == bottom:
+        index = node.slice
+        if isinstance(index, ast.Constant) and isinstance(index.value, int) and 0 <= index.value < len(bottoms):
+            return _Blob(bottoms[index.value])
+        return None
+    if isinstance(node, ast.Attribute):
+        blob = _bottom_blob(node.value, bottom, bottoms)
+        if isinstance(blob, _Blob):
+            s = blob.shape
+            legacy = {"num": 0, "channels": 1, "height": 2, "width": 3}
+            if node.attr in ("data", "diff"):
+                return blob
+            if node.attr == "shape":
+                return s
+            if node.attr in legacy:
+                return s[legacy[node.attr]] if len(s) > legacy[node.attr] else 1
+            if node.attr == "count":
+                count = 1
+                for d in s:
+                    count *= d
+                return count
+    return None
+
+
+def _index(value, key):
+    if isinstance(value, tuple) and isinstance(key, int) and -len(value) <= key < len(value):
+        return value[key]
+    if isinstance(value, dict) and isinstance(key, (str, int)) and key in value:
+        return value[key]
+    return _UNKNOWN
+
+
+def _arith(op, a, b):
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b)):
+        return _UNKNOWN
+    if isinstance(op, ast.Add):
+        return a + b
+    if isinstance(op, ast.Sub):
+        return a - b
+    if isinstance(op, ast.Mult):
+        return a * b
+    if isinstance(op, ast.FloorDiv) and b:
+        return a // b
+    if isinstance(op, ast.Div) and b:  # Python 2 divides integers to an integer
+        return a // b if isinstance(a, int) and isinstance(b, int) else a / b
+    return _UNKNOWN
+
+
+def _target(node):
+    """'x' for a name, 'self.x' for an attribute of self; None for anything else."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return "self." + node.attr
+    return None
+
+
+def _reshapes(text, top):
+    return re.search(r"\b" + re.escape(top) + r"\s*\[[^\]]*\]\s*\.\s*reshape\s*\(", text) is not None
+
+
+def _reshape_call(node, top):
+    """(top index, the call's arguments) of a statement `top[i].reshape(...)`, else None."""
+    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
+        return None
+    func = node.value.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "reshape" and isinstance(func.value, ast.Subscript)):
+        return None
+    sub = func.value
+    if not (isinstance(sub.value, ast.Name) and sub.value.id == top):
+        return None
+    if not (isinstance(sub.slice, ast.Constant) and isinstance(sub.slice.value, int)):
+        return None
+    return sub.slice.value, node.value.args

@@ -1,0 +1,142 @@
+"""Python layers whose module is beside the net: top shapes read off the module's source (parsed with
+ast, never imported or run), and every case where the source does not say, which asks as before.
+
+Expected shapes are read by hand off the sources below: the real MTCNN training net of
+CongWeilin/mtcnn-caffe (tests/data/python_source, SOURCES.md) and small modules written here.
+"""
+import json
+import os
+
+from conftest import DATA, run_in_process
+from protoaudit import build_nets
+
+MTCNN = os.path.join(DATA, "python_source", "mtcnn_caffe_12net")
+
+
+def test_mtcnns_python_layers_are_read_off_their_source():
+    """pythonLayer.py (Python 2, tabs and spaces mixed), by hand:
+    Data_Layer_train.setup: self.batch_size = 64 (line 21), net_side = 12 (line 22); top[0].reshape(
+    self.batch_size, 3, net_side, net_side) (line 30): 64x3x12x12; top[1..3] 64x1, 64x4, 64x10
+    (lines 31-33); its reshape is `pass`. cls_Layer_fc.reshape: top[0].reshape(len(bottom[1].data),
+    2,1,1) (line 233): bottom 1 is `label`, 64 rows: 64x2x1x1; top[1] 64x1 (line 234).
+    regression_Layer.reshape: top[0].reshape(1) (line 204)."""
+    (train,) = [n for n in build_nets(os.path.join(MTCNN, "train12.prototxt")) if n.phase == "TRAIN"]
+    assert list(train.layer("PythonLayer").top_shapes) == [(64, 3, 12, 12), (64, 1), (64, 4), (64, 10)]
+    assert list(train.layer("cls_bridge").top_shapes) == [(64, 2, 1, 1), (64, 1)]
+    assert list(train.layer("roi_loss").top_shapes) == [(1,)]
+    said = {a.layer: a for a in train.assumptions}
+    assert "read off its source, pythonLayer.py (line 30, 31, 32, 33), never run" in said["PythonLayer"].what
+    assert said["PythonLayer"].override.startswith("--input data=64x3x12x12 --input label=64x1")
+    assert "pythonLayer.py (line 233, 234)" in said["cls_bridge"].what
+
+
+def test_mtcnns_net_audits_with_no_flags_and_batch_moves_the_data_layer():
+    run = run_in_process(os.path.join(MTCNN, "train12.prototxt"), "--format", "json", "--batch", "8")
+    assert run.returncode == 0, run.stderr
+    shapes = {(d["net"], d["top"]): d["shape"] for d in json.loads(run.stdout)["data_shapes"]}
+    assert shapes[("train", "data")] == [8, 3, 12, 12]  # --batch moves the train net's data source
+    assert shapes[("test", "data")] == [64, 3, 12, 12]  # the test net keeps the layer's own batch
+
+
+LAYER = """import caffe
+import numpy as np
+
+class Data(caffe.Layer):
+    def setup(self, bottom, top):
+        params = eval(self.param_str)
+        self.batch = int(params['batch'])
+        size = params.get('size', 24)
+        top[0].reshape(self.batch, 3, size, size)
+        top[1].reshape(self.batch)
+    def reshape(self, bottom, top):
+        pass
+    def forward(self, bottom, top):
+        top[0].data[...] = 0
+
+class Copy(caffe.Layer):
+    def setup(self, bottom, top):
+        pass
+    def reshape(self, bottom, top):
+        top[0].reshape(*bottom[0].data.shape)
+        top[1].reshape(bottom[0].num, bottom[0].channels * 2)
+"""
+
+NET = """name: "n"
+layer { name: "data" type: "Python" top: "data" top: "label"
+  python_param { module: "mylayers" layer: "Data" param_str: "{'batch': 16}" } }
+layer { name: "copy" type: "Python" bottom: "data" top: "a" top: "b"
+  python_param { module: "mylayers" layer: "Copy" } }
+layer { name: "fc" type: "InnerProduct" bottom: "a" top: "fc" inner_product_param { num_output: 2 } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "fc" bottom: "label" top: "loss" }
+"""
+
+
+def _net(tmp_path, layer_source, net=NET, folder="."):
+    (tmp_path / folder).mkdir(exist_ok=True)
+    (tmp_path / folder / "mylayers.py").write_text(layer_source)
+    (tmp_path / "net.prototxt").write_text(net)
+    return str(tmp_path / "net.prototxt")
+
+
+def test_param_str_entries_defaults_and_bottom_shapes_are_followed(tmp_path):
+    """Data: batch = int(eval(param_str)['batch']) = 16, size = .get('size', 24) = 24: 16x3x24x24
+    and 16. Copy: *bottom[0].data.shape = 16x3x24x24; bottom[0].num x channels * 2 = 16x6."""
+    (net,) = build_nets(_net(tmp_path, LAYER))
+    assert list(net.layer("data").top_shapes) == [(16, 3, 24, 24), (16,)]
+    assert list(net.layer("copy").top_shapes) == [(16, 3, 24, 24), (16, 6)]
+
+
+def test_a_module_one_folder_up_is_found(tmp_path):
+    """PYTHONPATH usually names the repository's root; the net sits in a folder below it."""
+    (tmp_path / "proto").mkdir()
+    (tmp_path / "layers").mkdir()
+    (tmp_path / "layers" / "mylayers.py").write_text(LAYER)
+    (tmp_path / "proto" / "net.prototxt").write_text(NET.replace('"mylayers"', '"layers.mylayers"'))
+    (net,) = build_nets(str(tmp_path / "proto" / "net.prototxt"))
+    assert list(net.layer("data").top_shapes) == [(16, 3, 24, 24), (16,)]
+
+
+def _asks(tmp_path, source):
+    run = run_in_process(_net(tmp_path, source), cwd=tmp_path)
+    assert run.returncode == 2, run.stdout
+    assert "--input data=" in run.stderr and "Traceback" not in run.stderr
+    return run.stderr
+
+
+def test_what_only_running_code_knows_is_asked_for(tmp_path):
+    # a shape set again by forward, batch by batch
+    stderr = _asks(tmp_path, LAYER.replace("top[0].data[...] = 0", "top[0].reshape(7, 3, 9, 9)"))
+    assert "its forward reshapes its tops to each batch" in stderr
+    # a value another method sets (a training script calls it)
+    stderr = _asks(tmp_path, LAYER.replace("    def forward(self, bottom, top):",
+                                           "    def set_batch(self, n):\n        self.batch = n\n"
+                                           "    def forward(self, bottom, top):"))
+    assert "depends on values only the running code has" in stderr
+    # a shape inside a branch
+    stderr = _asks(tmp_path, LAYER.replace("        top[1].reshape(self.batch)",
+                                           "        if size > 12:\n            top[1].reshape(self.batch)"))
+    assert "top 1 is shaped inside a branch or loop" in stderr
+    # a value made by a function protoaudit does not follow
+    stderr = _asks(tmp_path, LAYER.replace("size = params.get('size', 24)", "size = config.size(params)"))
+    assert "depends on values only the running code has" in stderr
+    # no such class in the module
+    stderr = _asks(tmp_path, LAYER.replace("class Data(", "class Other("))
+    assert "no class Data in mylayers.py" in stderr
+
+
+def test_the_module_is_never_run(tmp_path):
+    """Its top level would write a file if imported; the audit reads it and the file never appears."""
+    marker = tmp_path / "ran"
+    source = f"open({str(marker)!r}, 'w').write('x')\n" + LAYER
+    (net,) = build_nets(_net(tmp_path, source))
+    assert list(net.layer("data").top_shapes)[0] == (16, 3, 24, 24)
+    assert not marker.exists()
+
+
+def test_without_the_module_the_layer_is_asked_for_as_before(tmp_path):
+    (tmp_path / "net.prototxt").write_text(NET)
+    run = run_in_process("net.prototxt", cwd=tmp_path)
+    assert run.returncode == 2
+    assert "Python layer (mylayers.Data): its top shapes are set by Python code, which protoaudit never runs" \
+        in run.stderr
+    assert "its source was read" not in run.stderr
