@@ -552,6 +552,21 @@ def test_unknown_type_in_a_forks_net_names_that_fork(cli, tmp_path):
     says_what_to_do(msg)
 
 
+def test_an_unknown_type_no_fork_has_takes_the_fork_of_the_files_other_types(cli, tmp_path):
+    """caffe_ocr's nets beside their Lstm (whose: caffe_ocr, by name) carry Transpose and Reverse, which
+    no fork protoaudit knows names: the message points them to the fork the file's Lstm comes from."""
+    write(tmp_path, "net.prototxt", """name: "ocr"
+layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 2 dim: 3 dim: 32 dim: 96 } } }
+layer { name: "t" type: "Transpose" bottom: "data" top: "t" }
+layer { name: "l1" type: "Lstm" bottom: "t" top: "l1" }
+layer { name: "l2" type: "Lstm" bottom: "l1" top: "l2" }
+""")
+    msg = refused(cli("net.prototxt"))
+    assert ("unknown layer type 'Transpose': no fork protoaudit knows has it; most likely a layer of the fork this "
+            "file's 'Lstm' comes from, caffe_ocr (senlinuc/caffe_ocr") in msg
+    says_what_to_do(msg)
+
+
 def test_a_python_without_the_dependencies_is_told_to_install_them(tmp_path):
     """`python -m protoaudit` run from the project's folder with a Python that lacks protobuf (here
     a `google` package without it stands first on the path): one line, exit status 2, and what to

@@ -4,6 +4,7 @@ This follows net.cpp step by step (InsertSplits, AppendBottom/AppendTop/AppendPa
 loss-contribution pass, force_backward) so the layer list, the names and the order are Caffe's.
 """
 import functools
+from collections import Counter
 from math import prod
 from dataclasses import dataclass, field, replace
 
@@ -435,10 +436,14 @@ class _Builder:
         if cls is None and undeclared and (typo := _typo(lp, self.ctx.schema)) is not None:
             raise typo
         if cls is None or (issubclass(cls, Declared) and undeclared and cls.asks(lp)):
-            reason = _unknown_type(lp, self.ctx.schema).message if cls is None else cls.why(lp)
+            reason = _unknown_type(lp, self.ctx.schema, self.unsized()).message if cls is None else cls.why(lp)
             self.missing(lp, line, MissingShape(reason, [(t, ()) for t in undeclared]))
         self.unknown.update(lp.top)
         return True
+
+    def unsized(self):
+        """The net's layers of types no class sizes."""
+        return [lp for lp, _, _ in self.planned if lp.type not in self.classes]
 
     def missing(self, lp, line, m):
         self.needs.append(Need(lp.name, lp.type, line, m.reason, m.tops))
@@ -467,7 +472,7 @@ class _Builder:
                 typo = _typo(lp, ctx.schema)
                 if typo is not None:
                     raise typo
-                e = _unknown_type(lp, ctx.schema)
+                e = _unknown_type(lp, ctx.schema, self.unsized())
                 if not tops:
                     raise e
                 raise MissingShape(e.message, [(t, ()) for t in tops if t not in ctx.inputs])
@@ -801,18 +806,26 @@ def _forks_sizing(type_name, schema):
     return [f for f in FORKS if f != schema and type_name in fork_layers(f)]
 
 
-def _unknown_type(lp, schema):
+def _unknown_type(lp, schema, beside=()):
+    """The refusal of a layer of a type no class sizes: which fork most likely has it (by its name or
+    its fields, else the one fork the file's other unknown types, `beside`, point to)."""
     from ..read.schema import USER_PREFIX, described
     from ..read.whose import fork_of
 
     fork = fork_of(lp)
     sized = _forks_sizing(lp.type, schema)
+    others = Counter() if fork or sized else Counter(fork_of(o) for o in beside if o.type != lp.type and fork_of(o))
+    named = {f: o.type for o in reversed(beside) if (f := fork_of(o)) in others}  # the first type naming each
     if sized:  # a shipped fork sizes it, but that fork did not read this file or lacks its other types
         message = (f"unknown layer type '{lp.type}' in {described(schema)}: protoaudit sizes it with "
                    f"{' or '.join(f'--fork {f}' for f in sized)}, which does not read this file or lacks "
                    "another of its layer types")
     elif fork:
         message = f"unknown layer type '{lp.type}': most likely a layer of {fork}, which protoaudit has no rule for"
+    elif others:  # the fork most of the file's other unknown layers point to
+        fork = others.most_common(1)[0][0]
+        message = (f"unknown layer type '{lp.type}': no fork protoaudit knows has it; most likely a layer of the "
+                   f"fork this file's '{named[fork]}' comes from, {fork}, which protoaudit has no rule for")
     else:
         # the schema's description ends the clause, whatever its length or parentheses
         message = f"unknown layer type '{lp.type}': protoaudit has no rule for it in {described(schema)}; "
