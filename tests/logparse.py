@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 
 # glog's prefix: severity+date, time, thread id, file:line]
-GLOG_PREFIX = re.compile(r"^[IWEF]\d{4}\s+\d\d:\d\d:\d\d\.\d+\s+\S+\s+[\w.\-]+:\d+\]\s?")
+GLOG_PREFIX = re.compile(r"^[IWEF]\d{4}\s+\d\d:\d\d:\d\d\.\d+\s+(\S+)\s+[\w.\-]+:\d+\]\s?")
 SETTING_UP = re.compile(r"^Setting up (\S+)$")
 TOP_SHAPE = re.compile(r"^Top shape: ((?:\d+ )*)\((\d+)\)$")
 MEMORY = re.compile(r"^Memory required for data: (\d+)$")
@@ -122,6 +122,22 @@ def parse(text):
         if n.phase is None:  # Caffe's default NetState phase is TEST; a solver builds TRAIN first
             n.phase = "TRAIN" if k == 0 else "TEST"
     return nets
+
+
+def parse_by_thread(text):
+    """Every net of a log into which several processes wrote at once, their lines interleaved:
+    each thread's lines (glog's thread id; a line with no prefix goes with the line before) are
+    parsed alone, and the nets put in the order of their "Initializing net" lines."""
+    lines, order, thread = {}, [], None
+    for raw in text.splitlines():
+        m = GLOG_PREFIX.match(raw)
+        if m:
+            thread = m.group(1)
+            if raw[m.end():].startswith("Initializing net from parameters"):
+                order.append(thread)
+        lines.setdefault(thread, []).append(raw)
+    nets = {t: iter(parse("\n".join(kept))) for t, kept in lines.items()}
+    return [next(nets[t]) for t in order]
 
 
 def first_difference(expected, got):

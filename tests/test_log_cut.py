@@ -107,3 +107,80 @@ def test_a_logged_path_of_thousands_of_parts_is_looked_up_in_its_last_few(tmp_pa
     run = run_in_process(log, "--caffe-log", "--phase", "train", timeout=30)
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
+
+
+GOOGLENET = os.path.join(DATA, "logs_cut", "kaggle_googlenet")
+DGD = os.path.join(DATA, "logs_cut", "dgd_person_reid")
+
+
+def _printed_net(path):
+    """The lines of the first net text Net::Init printed, up to the next glog line, and the glog
+    line that began it."""
+    with open(path) as f:
+        lines = f.read().split("\n")
+    start = next(k for k, line in enumerate(lines) if "Initializing net from parameters" in line)
+    end = next(k for k in range(start + 1, len(lines)) if logparse.GLOG_PREFIX.match(lines[k]))
+    return lines[start], lines[start + 1:end]
+
+
+def test_an_unindented_copy_of_a_log_still_shows_glogs_cut():
+    """The premise: this copy of the log lost the net text's indentation, so the TRAIN net's text
+    is under 25,000 bytes, yet it ends inside a layer. With protobuf's two spaces a level put back,
+    the prefixed message comes to glog's 29,999 bytes (logging.h's kMaxLogMessageLen, 30,000, less
+    the byte for its newline) with the next line's indentation: glog cut it there."""
+    first, text = _printed_net(os.path.join(GOOGLENET, "caffe_output.log"))
+    assert not any(line.startswith(" ") for line in text)
+    assert len("\n".join(text).encode()) < 25000
+    depth = size = 0
+    for line in text:
+        size += len(line) + 1 + 2 * (depth - 1 if line.startswith("}") else depth)
+        depth += line.count("{") - line.count("}")
+    size += len(first) + len(" \n")  # glog's line and the space Net::Init prints after "parameters:"
+    assert depth == 3 and text[-1] == "bias_filler {"
+    assert size + 2 * depth == 29999
+
+
+def test_a_cut_unindented_log_is_reproduced_from_the_net_file_it_names():
+    run = run_in_process(os.path.join(GOOGLENET, "caffe_output.log"), "--caffe-log")
+    assert run.returncode == 0, run.stderr
+    with open(os.path.join(GOOGLENET, "caffe_output.log")) as f:
+        expected = logparse.parse(f.read())
+    got = logparse.parse(run.stdout)
+    assert len(expected) == len(got) == 2
+    for want, have in zip(expected, got):
+        assert logparse.first_difference(want, have) is None, logparse.first_difference(want, have)
+    # the log's own last "Memory required for data" of each net (its lines 3129 and 6465)
+    assert [n.memory for n in got] == [1794708748, 897355352]
+    report = run_in_process(os.path.join(GOOGLENET, "caffe_output.log"))
+    assert report.returncode == 0 and "glog cut the TRAIN net's printed text" in report.stdout
+
+
+def test_without_the_file_it_names_an_unindented_cut_is_refused_naming_it(tmp_path):
+    shutil.copy(os.path.join(GOOGLENET, "caffe_output.log"), tmp_path)
+    run = run_in_process(tmp_path / "caffe_output.log", "--caffe-log")
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+    assert "glog cut the printed text of the TRAIN and TEST nets" in run.stderr
+    assert "protoaudit train_val.prototxt --log" in run.stderr
+
+
+def test_a_file_two_nets_came_from_that_is_not_the_net_is_told_once():
+    """Both nets of Cysu's CUHK01 run came from one file, which the repository has since changed
+    (the log set up 'gather_global_pool_to_fc7', the file has 'fc7'): one reason, told once."""
+    run = run_in_process(os.path.join(DGD, "archived", "individually_cuhk01.log"), "--caffe-log")
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert "glog cut the printed text of the TRAIN and TEST nets" in run.stderr
+    assert run.stderr.count("is not the net Caffe ran") == 1
+    assert "'fc7' where the log set up 'gather_global_pool_to_fc7'" in run.stderr
+
+
+def test_two_nets_with_two_reasons_are_each_told_theirs(tmp_path):
+    """The GoogLeNet file with its TRAIN-only and TEST-only data layers renamed: each net is told
+    what differs in it."""
+    shutil.copytree(GOOGLENET, tmp_path / "job")
+    path = tmp_path / "job" / "train_val.prototxt"
+    path.write_text(path.read_text().replace('"train-data"', '"train-data2"').replace('"val-data"', '"val-data2"'))
+    run = run_in_process(tmp_path / "job" / "caffe_output.log", "--caffe-log")
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert "for the TRAIN net, " in run.stderr and "'train-data2' where the log set up 'train-data'" in run.stderr
+    assert "for the TEST net, " in run.stderr and "'val-data2' where the log set up 'val-data'" in run.stderr

@@ -2,9 +2,10 @@
 initialised (their text, as `Net::Init` printed it), the shape of every top it set up, and where
 the run died if it died.
 
-A log may hold several runs (a job restarted into the same file); the run audited is the last one
-that built a net. glog cuts any message at 30,000 bytes, so a long net's text may be cut: its
-layer lines (`Top shape:`) are still whole, and `protoaudit NET --log LOG` takes them instead.
+A log may hold several runs (a job restarted into the same file, or processes writing into it at
+once, their lines told apart by glog's thread id); the run audited is the last one that built a net.
+glog cuts any message at 30,000 bytes, so a long net's text may be cut: its layer lines
+(`Top shape:`) are still whole, and `protoaudit NET --log LOG` takes them instead.
 """
 import functools
 import os
@@ -13,12 +14,10 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from . import special
-from .glog import GLOG
+from .glog import GLOG, MAX_LOG_BYTES
 
 # glog truncates a message to 30,000 bytes (LogMessage::kMaxLogMessageLen, its newline included)
 GLOG_MAX_MESSAGE = 30000
-# A training log is read line by line and never held whole; past this it is not a Caffe log.
-MAX_LOG_BYTES = 2 * 2**30
 MAX_LINE = 2**20  # glog writes no line this long; a longer one is read in pieces
 # The numbers Caffe prints are at most 64-bit; a line with longer ones (or with no number where one
 # belongs) is no line Caffe wrote, and is passed over as any other unknown line is.
@@ -27,6 +26,7 @@ _MEMORY = re.compile(r"^Memory required for data: ([0-9]{1,20})$")
 _LOSS_WEIGHT = re.compile(r"^with loss weight ([-+]?(?:[0-9]{1,20}\.?[0-9]{0,20})(?:e[-+]?[0-9]{1,3})?)$")  # ostream's
 _ARROW = re.compile(r"^(.+) (<-|->) (.+?)( \(in-place\))?$")
 _ITERATION = re.compile(r"^Iteration ([0-9]{1,20})(?![0-9])")
+_QUOTED = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'""")
 _FRAME = re.compile(r"^\s*@\s+0x[0-9a-f]+\s+(.+?)\s*$")
 # solver.cpp names the file each net comes from just before Net::Init prints it
 _NET_FILE = re.compile(r"^Creating (?:training|test) net .*? file: (.+)$")
@@ -104,6 +104,7 @@ class Run:
     """One `caffe train` (or pycaffe) process in the log."""
 
     line: int
+    thread: str = None  # glog's thread id of the line that began it
     solver: Text = None
     nets: list = field(default_factory=list)
     failure: Failure = None
@@ -159,12 +160,15 @@ class _Reader:
     def __init__(self):
         self.runs = []
         self.run = None
-        self.text = None  # (kind, lines, first line, size) of a multi-line message being read
-        self.layers = {}  # name -> LoggedLayer being created (net.cpp prints <- and -> before "Setting up")
+        self.text = None  # [kind, lines, first line, size, thread] of a multi-line message being read
+        # thread -> (the net it sets up, {name: LoggedLayer being created}: net.cpp prints <- and ->
+        # before "Setting up"). Processes writing into one log (a script's workers each building a
+        # net) interleave their lines; glog's thread id tells whose each is.
+        self.building = {}
         self.iteration = None
         self.solving = self.testing = False
         self.gpus = []  # card names caffe.cpp prints before the solver starts the run
-        self.source = None  # the net file solver.cpp said the next net comes from
+        self.sources = {}  # thread -> the net file solver.cpp said its next net comes from
 
     def read(self, lines):
         for number, raw in enumerate(lines, 1):
@@ -187,39 +191,39 @@ class _Reader:
                 continue
             if m is None:
                 continue
-            self._message(line[m.end():], m.group(1), number, len(raw))
+            self._message(line[m.end():], m.group(1), m.group(2), number, len(raw))
         if self.text is not None:
             self._end_text()
         return self.runs
 
-    def _new_run(self, number):
-        self.run = Run(number, gpus=self.gpus)
+    def _new_run(self, number, thread):
+        self.run = Run(number, thread, gpus=self.gpus)
         self.gpus = []
         self.runs.append(self.run)
         self.iteration, self.solving, self.testing = None, False, False
 
     def _end_text(self):
-        kind, lines, first, size = self.text
+        kind, lines, first, size, thread = self.text
         self.text = None
-        text = Text("\n".join(lines), first, cut=size >= GLOG_MAX_MESSAGE - 1)
+        text = Text("\n".join(lines), first, cut=size >= GLOG_MAX_MESSAGE - 1 or _opened(lines))
         if kind == "solver":
             self.run.solver = text
         else:
-            net = LoggedNet(text, _state_phase(lines), source=self.source)
-            self.source = None
+            net = LoggedNet(text, _state_phase(lines), source=self.sources.pop(thread, None))
             self.run.nets.append(net)
-            self.layers = {}
+            self.building[thread] = (net, {})
 
-    def _message(self, msg, severity, number, size):
+    def _message(self, msg, severity, thread, number, size):
         msg = msg.rstrip()
         if msg.startswith("Initializing solver from parameters"):
-            self._new_run(number)
-            self.text = ["solver", [], number + 1, size]
+            self._new_run(number, thread)
+            self.text = ["solver", [], number + 1, size, thread]
             return
         if msg.startswith("Initializing net from parameters"):
-            if self.run is None or (self.run.solver is None and self.run.failure is not None):
-                self._new_run(number)  # a pycaffe process builds nets with no solver
-            self.text = ["net", [], number + 1, size]
+            if (self.run is None or self.run.thread != thread
+                    or (self.run.solver is None and self.run.failure is not None)):
+                self._new_run(number, thread)  # a pycaffe process builds nets with no solver
+            self.text = ["net", [], number + 1, size, thread]
             return
         if msg.startswith("GPU ") and ": " in msg:
             (self.run.gpus if self.run is not None and not self.run.nets else self.gpus).append(msg.split(": ", 1)[1])
@@ -228,7 +232,7 @@ class _Reader:
             return
         m = _NET_FILE.match(msg)
         if m:
-            self.source = m.group(1).strip()
+            self.sources[thread] = m.group(1).strip()
             return
         if severity == "F":
             if self.run.failure is None:
@@ -242,16 +246,16 @@ class _Reader:
             self.iteration = int(m.group(1))
             self.testing = "Testing net" in msg
             return
-        net = self.run.nets[-1] if self.run.nets else None
+        net, creating = self.building.get(thread, (None, None))
         if net is None or net.done:
             return
         if msg.startswith("Creating Layer "):
             name = msg[len("Creating Layer "):].strip()
-            self.layers[name] = LoggedLayer(name, number)
+            creating[name] = LoggedLayer(name, number)
             net.creating = name
         elif msg.startswith("Setting up "):
             name = msg[len("Setting up "):].strip()
-            net.layers.append(self.layers.pop(name, None) or LoggedLayer(name, number))
+            net.layers.append(creating.pop(name, None) or LoggedLayer(name, number))
         elif msg.startswith("Top shape:"):
             m = _TOP_SHAPE.match(msg)
             if m and net.layers:
@@ -269,9 +273,20 @@ class _Reader:
             net.done = True
         else:
             m = _ARROW.match(msg)
-            if m and m.group(1) in self.layers:
-                layer = self.layers[m.group(1)]
+            if m and m.group(1) in creating:
+                layer = creating[m.group(1)]
                 (layer.bottoms if m.group(2) == "<-" else layer.tops).append(m.group(3))
+
+
+def _opened(lines):
+    """Whether a printed message ends inside one of its messages: glog cut it (its 30,000 bytes
+    counted before a log's copy lost the text's indentation, or in bytes its characters
+    outnumber)."""
+    depth = 0
+    for line in lines:
+        line = _QUOTED.sub("", line)
+        depth += line.count("{") - line.count("}")
+    return depth > 0
 
 
 def _state_phase(lines):

@@ -82,12 +82,7 @@ def _log_specs(run, path, phase, schema, defines, strict=False):
     files = {id(n): _named_file(n, path, schema, defines, strict) for n in nets if n.params.cut}
     cut = [n for n in nets if n.params.cut and not isinstance(files[id(n)], tuple)]
     if cut:
-        why = "; ".join(files[id(n)] for n in cut)
-        raise InputError(
-            f"glog cut the printed text of the {' and '.join(n.phase for n in cut)} net{'s' if len(cut) > 1 else ''} "
-            f"at its 30,000-byte limit, and {why}",
-            file=path, line=cut[0].params.line,
-            fix=f"give the net file, with this log for its data shapes: protoaudit NET.prototxt --log {path}")
+        raise _cut_unread(cut, files, path)
     specs = []
     for k, net in enumerate(nets):
         if net.layers and not net.params.text.strip():
@@ -109,6 +104,24 @@ def _log_specs(run, path, phase, schema, defines, strict=False):
                              shapes=net.data_shapes(), shapes_from=where, logged_layers=_by_name(net.layers),
                              skipped=src.skipped, assumed=src.assumed + assumed))
     return specs
+
+
+def _cut_unread(cut, files, path):
+    """The refusal of nets whose text glog cut and whose files were not found as Caffe ran them:
+    each reason once (two nets from one file share it), the file to give where the log names one."""
+    whys = {}
+    for n in cut:
+        whys.setdefault(files[id(n)], []).append(n.phase)
+    why = next(iter(whys)) if len(whys) == 1 else "; ".join(
+        f"for the {' and '.join(phases)} net{'s' if len(phases) > 1 else ''}, {clause}"
+        for clause, phases in whys.items())
+    named = {n.source for n in cut}
+    net = os.path.basename(named.pop()) if len(named) == 1 and None not in named else None
+    give = f"the net file, {net} as Caffe ran it," if net else "the net file,"
+    return InputError(
+        f"glog cut the printed text of the {' and '.join(n.phase for n in cut)} net{'s' if len(cut) > 1 else ''} "
+        f"at its 30,000-byte limit, and {why}", file=path, line=cut[0].params.line,
+        fix=f"give {give} with this log for its data shapes: protoaudit {net or 'NET.prototxt'} --log {path}")
 
 
 def _by_name(layers):
@@ -150,8 +163,8 @@ def _named_file(net, log_path, schema, defines, strict):
         differs = differs or (candidate, next((f"'{a}' where the log set up '{b}'" for a, b in zip(names, kept)
                                                if a != b), f"{len(names)} layers where the log set up {len(kept)}"))
     if differs:
-        return f"the file found for it, {differs[0]}, is not the net Caffe ran (it has {differs[1]})"
-    return f"the file it came from, '{net.source}', is found neither as named nor beside the log or above it"
+        return f"the file found, {differs[0]}, is not the net Caffe ran (it has {differs[1]})"
+    return f"the file the log names, '{net.source}', is found neither as named nor beside the log or above it"
 
 
 def _candidates(named, log_path):
