@@ -166,7 +166,8 @@ class FromSource(Known):
                 raise Unread(f"{os.path.basename(path)} is over a MiB")
             shapes, where = SourceShapes(path, lines, p.layer).shapes(len(self.lp.top), bottoms, p.param_str)
         except Unread as e:
-            self.need_input(f"{self.why(self.lp)}; its source was read, not run: {e}")
+            self.need_input(f"{self.why(self.lp)}; its source was read, not run: {e}",
+                            [t for t in self.lp.top if t not in self.ctx.inputs])
         name = os.path.relpath(path, os.path.dirname(os.path.abspath(self.ctx.path or path)))
         said = ", ".join(sorted({str(n) for n in where}, key=int))
         return shapes, f"read off its source, {name} (line {said}), never run"

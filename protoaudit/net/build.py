@@ -100,12 +100,14 @@ class Net:
 
     @property
     def batch(self):
-        """The first dimension of the first data source's first top (or net input): the batch."""
+        """The first dimension of the first data source's first top (or net input): the batch. A layer
+        of no bottoms whose tops are declared or logged (a Python data layer's) is a data source too."""
         for index in self.inputs:
             if self.blobs[index].shape:
                 return self.blobs[index].shape[0]
         for node in self.layers:
-            if getattr(node.impl, "data_source", False) and node.top_shapes and node.top_shapes[0]:
+            source = getattr(node.impl, "data_source", False) or (not node.bottoms and isinstance(node.impl, Declared))
+            if source and node.top_shapes and node.top_shapes[0]:
                 return node.top_shapes[0][0]
         return None
 
