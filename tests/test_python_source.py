@@ -140,3 +140,13 @@ def test_without_the_module_the_layer_is_asked_for_as_before(tmp_path):
     assert "Python layer (mylayers.Data): its top shapes are set by Python code, which protoaudit never runs" \
         in run.stderr
     assert "its source was read" not in run.stderr
+
+
+def test_a_declared_python_data_layer_gives_the_nets_batch(tmp_path):
+    """Its module absent, the data layer's tops given with --input: the batch is their first axis."""
+    (tmp_path / "net.prototxt").write_text("\n".join(
+        line for line in NET.replace('bottom: "a" top: "fc"', 'bottom: "data" top: "fc"').split("\n")
+        if "copy" not in line and "Copy" not in line))
+    run = run_in_process("net.prototxt", "--input", "data=16x3x24x24", "--input", "label=16", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "(batch 16, forward and backward)" in run.stdout.splitlines()[1]
