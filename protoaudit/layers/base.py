@@ -201,6 +201,12 @@ class Layer:
         return True
 
     @classmethod
+    def version(cls, lp):
+        """The class whose code runs the layer `lp`: its type's, unless the fork ships two versions
+        of the type that the file tells apart (caffe-fast-rcnn's SmoothL1Loss of three bottoms)."""
+        return cls
+
+    @classmethod
     def sized_as(cls, lp):
         """The class that sizes the layer `lp` (a message of this class's schema). A fork's version of
         a BVLC type answers BVLC's class where the layer does not use what the fork changes, so two
