@@ -62,6 +62,7 @@ FORK_MODULES = {
     "shufflenet": ("shufflenet",),
     "caffe_face": ("caffe_face",),
     "rfcn": ("rfcn",),
+    "rfcn_matlab": ("rfcn_matlab",),
     "hed": ("hed", "rcf"),
     "rcf": ("rcf",),
     "tsn": ("tsn",),

@@ -36,6 +36,7 @@ FORKS = {
     "shufflenet": "BVLC Caffe with farmingyard's ShuffleChannel and ConvolutionDepthwise "
                   "(ShuffleNet, caffe-mobilenet)",
     "rfcn": "py-R-FCN's Caffe (Microsoft/caffe at 1a2be8e)",
+    "rfcn_matlab": "R-FCN's MATLAB Caffe (daijifeng001/caffe-rfcn, the Caffe of daijifeng001/R-FCN)",
     "caffe_face": "caffe-face (ydwen/caffe-face), which has CenterLoss",
     "hed": "HED's Caffe (s9xie/hed)",
     "lim0606": "lim0606's Caffe (lim0606/caffe, GoogLeNet-BN's)",
@@ -57,15 +58,18 @@ SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 # MobileNet-YOLO's Caffe is the SSD fork with YOLO's and MobileNet's layers added; py-R-FCN's
 # (Microsoft/caffe) keeps caffe-fast-rcnn's ROIPooling and SmoothL1Loss. RCF's Caffe is HED's
 # ImageLabelmapData (and its prefetching base) ported to a 2016 BVLC Caffe, with AutoCrop added.
+# R-FCN's MATLAB Caffe is the elder, but py-R-FCN's reads its nets' fields alike and keeps its layers
+# (as the OHEM ones): a file both read and build is py-R-FCN's, as it always was here.
 DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2",
                  "mobilenet_yolo": "ssd", "faceboxes": "ssd", "refinedet": "ssd",
-                 "rfcn": "fastrcnn",
+                 "rfcn": "fastrcnn", "rfcn_matlab": "rfcn",
                  "rcf": "hed"}
-# Descendants whose caffe.proto is their ancestor's byte for byte, so that a file reads the same under
-# both and only a build tells them apart: where the ancestor's layers stop on one of Caffe's checks
-# and the descendant's build the net, the file is the descendant's (protoaudit.audit, said as an
-# assumption with the --fork that shows the ancestor's refusal).
-SAME_FIELDS = {"ssd": ("faceboxes",)}
+# Descendants whose caffe.proto reads a file as their ancestor's does (FaceBoxes' is SSD's byte for
+# byte; R-FCN's MATLAB Caffe's has py-R-FCN's fields by the same names), so that only a build tells
+# them apart: where the ancestor's layers stop on one of Caffe's checks and the descendant's build the
+# net, the file is the descendant's (protoaudit.audit, said as an assumption with the --fork that shows
+# the ancestor's refusal).
+SAME_FIELDS = {"ssd": ("faceboxes",), "rfcn": ("rfcn_matlab",)}
 
 
 def described(name):
