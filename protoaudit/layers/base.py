@@ -57,6 +57,7 @@ FORK_MODULES = {
     "sphereface": ("sphereface", "priv"),
     "ssd": ("ssd",),
     "faceboxes": ("faceboxes",),
+    "textboxes": ("textboxes",),
     "refinedet": ("refinedet",),
     "mobilenet_yolo": ("mobilenet_yolo",),
     "shufflenet": ("shufflenet",),

@@ -25,6 +25,7 @@ FORKS = {
     "priv": "soeaver's caffe-priv (py-RFCN-priv), which has ceil_mode pooling",
     "ssd": "SSD (weiliu89/caffe, branch ssd)",
     "faceboxes": "FaceBoxes' Caffe (sfzhang15/FaceBoxes: SSD's, with densified small anchors)",
+    "textboxes": "TextBoxes' Caffe (MhLiao/TextBoxes: SSD's of 2016, each prior doubled half a cell lower)",
     "refinedet": "RefineDet's Caffe (sfzhang15/RefineDet: SSD's, whose loss and detection output read the "
                  "anchor refinement module's outputs)",
     "enet": "caffe-enet (TimoSaemann/caffe-enet)",
@@ -61,15 +62,16 @@ SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 # R-FCN's MATLAB Caffe is the elder, but py-R-FCN's reads its nets' fields alike and keeps its layers
 # (as the OHEM ones): a file both read and build is py-R-FCN's, as it always was here.
 DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2",
-                 "mobilenet_yolo": "ssd", "faceboxes": "ssd", "refinedet": "ssd",
+                 "mobilenet_yolo": "ssd", "faceboxes": "ssd", "refinedet": "ssd", "textboxes": "ssd",
                  "rfcn": "fastrcnn", "rfcn_matlab": "rfcn",
                  "rcf": "hed"}
 # Descendants whose caffe.proto reads a file as their ancestor's does (FaceBoxes' is SSD's byte for
-# byte; R-FCN's MATLAB Caffe's has py-R-FCN's fields by the same names), so that only a build tells
+# byte; TextBoxes' is SSD's of 2016, fewer fields; R-FCN's MATLAB Caffe's has py-R-FCN's fields by the
+# same names), so that only a build tells
 # them apart: where the ancestor's layers stop on one of Caffe's checks and the descendant's build the
 # net, the file is the descendant's (protoaudit.audit, said as an assumption with the --fork that shows
 # the ancestor's refusal).
-SAME_FIELDS = {"ssd": ("faceboxes",), "rfcn": ("rfcn_matlab",)}
+SAME_FIELDS = {"ssd": ("faceboxes", "textboxes"), "rfcn": ("rfcn_matlab",)}
 
 
 def described(name):
