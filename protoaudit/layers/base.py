@@ -71,6 +71,7 @@ FORK_MODULES = {
     "happynear": ("happynear",),
     "c3d": ("c3d",),
     "caffe3d": ("caffe3d",),
+    "largemargin": ("largemargin",),
 }
 _IMPORTED_FORKS = set()
 

@@ -49,6 +49,7 @@ FORKS = {
     "c3d": "C3D v1.1's Caffe (facebook/C3D, C3D-v1.1)",
     "rcf": "RCF's Caffe (yun-liu/rcf), which has AutoCrop",
     "caffe3d": "3D-Caffe (yulequan/3D-Caffe, branch 3D-Caffe: N-D pooling, HDF5Data cropping volumes)",
+    "largemargin": "L-Softmax's Caffe (wy1iu/LargeMargin_Softmax_Loss: LargeMarginInnerProduct, BN)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
