@@ -584,8 +584,8 @@ def _nets_of_fork(path, inference, options):
                 continue
             where = f"layer '{failed.layer}': " if failed.layer else ""
             nets[0].assumptions.append(Assumption(
-                "(file)", f"the net is read as a net of {described(other)}, whose caffe.proto is that of "
-                          f"{described(read_as)}: with that fork's layers, {where}{failed.message}", f"--fork {read_as}"))
+                "(file)", f"the net is read as a net of {described(other)}, whose caffe.proto reads it as that "
+                          f"of {described(read_as)} does: with that fork's layers, {where}{failed.message}", f"--fork {read_as}"))
             return nets
         raise
 

@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from conftest import DATA, by_layer, run_in_process
+from conftest import DATA, build_text, by_layer, run_in_process
 from protoaudit import build_nets
 from protoaudit.layers import fastrcnn
 from protoaudit.memory.buffers import host_objects, layer_touches, net_buffers, runs_backward
@@ -193,3 +193,88 @@ def test_cudnn_build_keeps_the_forks_2015_cudnn_code():
                                            (512, 3), (512, 1), (512, 1)])
     assert work == limit
     assert not [b for b in buffers if b.owner.endswith("max_idx_") and b.layer.startswith("pool")]
+
+
+# --- the original Fast R-CNN's SmoothL1Loss (branch fast-rcnn) -----------------------------------------
+# rbgirshick/caffe-fast-rcnn bcd9b4e (branch fast-rcnn, the submodule rbgirshick/fast-rcnn b612190 pins):
+# fast_rcnn_layers.hpp:72-73 MaxBottomBlobs 3; smooth_L1_loss_layer.cpp:15 has_weights_ = 3 bottoms,
+# :30-33 diff_ and errors_ as bottom 0, no ones_ (the faster-rcnn branch's cpp:44-48 adds it);
+# .cu:31-48 forward writes diff_ (times the weights) and errors_ and sums errors_ with asum;
+# .cu:70-85 backward writes the diffs of bottoms 0 and 1 from diff_, never reading the weights.
+
+ORIGINAL = os.path.join(DATA, "forks", "fast_rcnn_original_vgg16_train.prototxt")
+THREE = """force_backward: true
+input: "data" input_shape { dim: 4 dim: 3 dim: 6 dim: 5 }
+layer { name: "targets" type: "DummyData" top: "targets" top: "w" dummy_data_param { shape { dim: 4 dim: 8 dim: 6 dim: 5 } } }
+layer { name: "conv" type: "Convolution" bottom: "data" top: "pred" convolution_param { num_output: 8 kernel_size: 3 pad: 1 } }
+layer { name: "loss" type: "SmoothL1Loss" bottom: "pred" bottom: "targets" bottom: "w" top: "loss" loss_weight: 1 }
+"""
+
+
+def test_three_bottoms_are_the_original_branchs_layer_four_the_faster_rcnn_branchs(tmp_path):
+    net = build_text(tmp_path, THREE, schema="fastrcnn")
+    assert type(net.layer("loss").impl) is fastrcnn.OriginalSmoothL1Loss
+    four = THREE.replace('top: "w"', 'top: "w" top: "w2"').replace('bottom: "w"', 'bottom: "w" bottom: "w2"')
+    assert type(build_text(tmp_path, four, schema="fastrcnn").layer("loss").impl) is fastrcnn.SmoothL1Loss
+
+
+def test_the_original_smoothl1_allocates_diff_and_errors_only(tmp_path):
+    """Bottom 0 is (4, 8, 6, 5), 960 elements: forward writes diff_ and errors_ of 960 floats each
+    (cpp:30-33, .cu:31-44), no ones_ on either side; backward (.cu:74-85) writes the diffs of bottoms
+    0 and 1 (force_backward gives the DummyData's tops one) and not the weights'."""
+    net = build_text(tmp_path, THREE, schema="fastrcnn")
+    buffers = net_buffers(net, mode="gpu")
+    own = {b.owner: (b.touch, b.bytes, b.device) for b in buffers if b.layer == "loss" and b.kind == "layer buffer"}
+    assert own == {"loss.diff_": ("forward", 960 * F, "device"), "loss.errors_": ("forward", 960 * F, "device")}
+    assert not [b for b in buffers if "ones_" in b.owner]
+    diffs = {b.owner for b in buffers if b.kind == "top diff"}
+    assert {"pred", "targets"} <= diffs and "w" not in diffs
+
+
+def test_the_original_smoothl1_has_no_cpu_code_either(tmp_path):
+    """smooth_L1_loss_layer.cpp:39 (Forward_cpu) and :45 (Backward_cpu) are NOT_IMPLEMENTED."""
+    path = tmp_path / "net.prototxt"
+    path.write_text(THREE)
+    r = run_in_process(path, "--mode", "cpu", "--fork", "fastrcnn")
+    assert r.returncode == 2 and "smooth_L1_loss_layer.cpp:39" in r.stderr and "branch fast-rcnn" in r.stderr
+
+
+@pytest.mark.parametrize("fork", ["priv", "rfcn"])
+def test_the_faster_rcnn_branchs_copies_still_refuse_three_bottoms(tmp_path, fork):
+    path = tmp_path / "net.prototxt"
+    path.write_text(THREE)
+    r = run_in_process(path, "--fork", fork)
+    assert r.returncode == 2 and "give both the inside and the outside weights" in r.stderr
+
+
+def test_the_original_fast_rcnn_vgg16_train_net():
+    """rbgirshick/fast-rcnn's VGG16 train.prototxt: the RoI data layer's 5 tops (the original's
+    roi_data_layer: bbox_targets and bbox_loss_weights 128 x 84 for 21 classes), bbox_pred an
+    InnerProduct of 84 outputs on 128 RoIs; its loss_bbox SmoothL1Loss takes bbox_pred, bbox_targets
+    and bbox_loss_weights. diff_ and errors_: 128*84 = 10,752 floats each, and bbox_pred's diff the
+    same; no ones_. The report names the branch whose layer it sized."""
+    r = run_in_process(ORIGINAL, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["nets"][0]["caffe_proto"] == "fastrcnn"
+    said = [a for a in out["assumptions"] if a["layer"] == "loss_bbox"]
+    assert len(said) == 1 and "branch fast-rcnn" in said[0]["assumption"]
+    net = build_nets(ORIGINAL)[0]
+    assert type(net.layer("loss_bbox").impl) is fastrcnn.OriginalSmoothL1Loss
+    buffers = net_buffers(net, mode="gpu")
+    mine = {b.owner: b.bytes for b in buffers if b.layer == "loss_bbox" and b.kind == "layer buffer"}
+    assert mine == {"loss_bbox.diff_": 128 * 84 * F, "loss_bbox.errors_": 128 * 84 * F}
+    assert {b.owner: b.bytes for b in buffers if b.kind == "top diff"}["bbox_pred"] == 128 * 84 * F
+
+
+def test_the_original_net_holds_less_than_py_faster_rcnns_fast_rcnn_net():
+    """The same VGG16 Fast R-CNN as py-faster-rcnn writes it (four bottoms: bbox_inside_weights and
+    bbox_outside_weights, both 128 x 84) holds, on the device, one more data top of 128*84 floats
+    and ones_ of 128*84 floats (the faster-rcnn branch's cpp:44-48, read by .cu:59): 2 * 43,008
+    bytes more; on the host, ones_ (43,008 bytes) more."""
+    def total(path, device):
+        net = build_nets(path)[0]
+        return sum(b.bytes for b in net_buffers(net, mode="gpu") if b.device == device)
+    faster = os.path.join(CORPUS, "fast_rcnn_vgg16_train.prototxt")
+    assert total(faster, "device") - total(ORIGINAL, "device") == 2 * 128 * 84 * F
+    assert total(faster, "host") - total(ORIGINAL, "host") == 128 * 84 * F

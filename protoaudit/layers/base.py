@@ -57,11 +57,13 @@ FORK_MODULES = {
     "sphereface": ("sphereface", "priv"),
     "ssd": ("ssd",),
     "faceboxes": ("faceboxes",),
+    "textboxes": ("textboxes",),
     "refinedet": ("refinedet",),
     "mobilenet_yolo": ("mobilenet_yolo",),
     "shufflenet": ("shufflenet",),
     "caffe_face": ("caffe_face",),
     "rfcn": ("rfcn",),
+    "rfcn_matlab": ("rfcn_matlab",),
     "hed": ("hed", "rcf"),
     "rcf": ("rcf",),
     "tsn": ("tsn",),
@@ -69,6 +71,7 @@ FORK_MODULES = {
     "happynear": ("happynear",),
     "c3d": ("c3d",),
     "caffe3d": ("caffe3d",),
+    "largemargin": ("largemargin",),
 }
 _IMPORTED_FORKS = set()
 
@@ -199,6 +202,12 @@ class Layer:
 
     def allow_force_backward(self, bottom_index):
         return True
+
+    @classmethod
+    def version(cls, lp):
+        """The class whose code runs the layer `lp`: its type's, unless the fork ships two versions
+        of the type that the file tells apart (caffe-fast-rcnn's SmoothL1Loss of three bottoms)."""
+        return cls
 
     @classmethod
     def sized_as(cls, lp):

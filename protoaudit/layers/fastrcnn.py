@@ -6,6 +6,11 @@ smooth_L1_loss_layer.cpp/.cu. Both layers read their bottoms through Blob's lega
 (num, channels, height, width). Neither has all of its CPU code: ROIPooling's Backward_cpu and
 SmoothL1Loss's Forward_cpu and Backward_cpu are NOT_IMPLEMENTED, so a CPU-mode run stops there,
 and so does protoaudit's audit of one (`touch.stop`).
+
+The original Fast R-CNN (rbgirshick/fast-rcnn) builds the same repository's branch fast-rcnn,
+commit bcd9b4e: its roi_pooling_layer.cpp/.cu are the faster-rcnn branch's byte for byte, its
+SmoothL1Loss is older (one weight blob, no ones_: OriginalSmoothL1Loss), and a three-bottom
+SmoothL1Loss, which the faster-rcnn branch refuses, is sized as that one.
 """
 from . import touch
 from .base import Layer, count, legacy_shape, register
@@ -119,3 +124,57 @@ class SmoothL1Loss(Layer):
 
     def allow_force_backward(self, bottom_index):
         return True
+
+    @classmethod
+    def version(cls, lp):
+        """Three bottoms: the original Fast R-CNN's layer, the only one that takes them (caffe-priv's
+        and R-FCN's copies are this branch's code and refuse them as it does)."""
+        return OriginalSmoothL1Loss if cls is SmoothL1Loss and len(lp.bottom) == 3 else cls
+
+
+class OriginalSmoothL1Loss(SmoothL1Loss):
+    """The original Fast R-CNN's SmoothL1LossLayer (rbgirshick/caffe-fast-rcnn branch fast-rcnn,
+    bcd9b4e, fast_rcnn_layers.hpp:59-98, smooth_L1_loss_layer.cpp/.cu): prediction, target and
+    optionally one weight blob that scales b0 - b1 (MaxBottomBlobs 3, hpp:72-73; has_weights_ is
+    three bottoms, cpp:15). Its LayerSetUp does not call LossLayer's either (cpp:13-16): no loss
+    weight by default. Reshape is LossLayer's (the num check, a scalar top) and every bottom has
+    bottom 0's channels, height and width (cpp:21-29)."""
+
+    max_bottoms = 3
+    source = "the original Fast R-CNN's caffe-fast-rcnn (branch fast-rcnn)"
+    no_cpu_code = "smooth_L1_loss_layer.cpp:39 and :45"  # Forward_cpu, Backward_cpu
+
+    def reshape(self, bottoms):
+        shapes = [legacy_shape(self, b) for b in bottoms]
+        self.check(shapes[0][0] == shapes[1][0],
+                   f"the data {tuple(bottoms[0])} and label {tuple(bottoms[1])} should have the same number")
+        for j in range(1, len(shapes)):
+            self.check(shapes[j][1:] == shapes[0][1:],
+                       f"bottom {j} {tuple(bottoms[j])} must have bottom 0's channels, height and width "
+                       f"{tuple(bottoms[0])}")
+        if len(bottoms) == 3:
+            self.assume("SmoothL1Loss of 3 bottoms is the original Fast R-CNN's (rbgirshick/caffe-fast-rcnn "
+                        "branch fast-rcnn, bcd9b4e, which rbgirshick/fast-rcnn builds): one weight blob, "
+                        "diff_ and errors_; py-faster-rcnn's (branch faster-rcnn) takes 2 or 4 and keeps ones_ too",
+                        "give it 2 or 4 bottoms for py-faster-rcnn's layer")
+        return [()]
+
+    def touches(self, run):
+        """Reshape sizes diff_ and errors_ as bottom 0 (cpp:30-33), nothing else. Forward, on the GPU
+        only (cu:28-50; cpp:39 is NOT_IMPLEMENTED), writes diff_ (the weights times b0 - b1) and
+        errors_, sums errors_ with cuBLAS's asum (no ones_) and writes the loss into the top on the
+        host. Backward (cu:67-86; cpp:45 is NOT_IMPLEMENTED) turns diff_ into the gradient in place
+        and writes the diff of bottoms 0 and 1 where they need one, from top 0's diff; the weights,
+        already in diff_, are not read again."""
+        size = count(run.bottoms[0])
+        if run.mode == "cpu":
+            why = (f"{self.source}'s SmoothL1Loss has no CPU code ({self.no_cpu_code}, NOT_IMPLEMENTED): "
+                   "Caffe stops at its first {} pass in CPU mode")
+            return [touch.stop("forward", why.format("forward")), touch.stop("backward", why.format("backward"))]
+        t = [touch.bottom(j, "data", "forward") for j in range(len(run.bottoms))]
+        t += [touch.buffer("diff_", size, "forward", per_sample=True, note="w * (b0 - b1)"),
+              touch.buffer("errors_", size, "forward", per_sample=True, note="smooth L1 of each element"),
+              touch.top(0, "data", "forward")]
+        down = [j for j in (0, 1) if run.propagate_down[j]]
+        t += [touch.bottom(j, "diff", "backward") for j in down]
+        return t + ([touch.top(0, "diff", "backward")] if down else [])

@@ -11,7 +11,7 @@ backward for ROIPooling (the same code as protoaudit.layers.priv's).
 The fork grew from caffe-fast-rcnn's layers (protoaudit.read.schema.DESCENDS_FROM): a file both
 read, such as py-faster-rcnn's, is caffe-fast-rcnn's; R-FCN's own fields and types make it this fork's.
 """
-from . import fastrcnn, priv, touch
+from . import enet, fastrcnn, normalization, priv, touch
 from .base import Layer, count, legacy_shape, register
 from .losses import SoftmaxWithLoss
 
@@ -19,10 +19,10 @@ FORK = "rfcn"
 SOURCE = "py-R-FCN's Caffe"
 
 
-def no_cpu(layer, where, passes=("forward", "backward")):
-    """The stops of a layer whose CPU passes are NOT_IMPLEMENTED."""
-    return [touch.stop(p, f"{SOURCE}'s {layer.lp.type} has no CPU {p} ({where}, NOT_IMPLEMENTED): Caffe stops "
-                       f"at its first {p} pass in CPU mode") for p in passes]
+def no_cpu(layer, passes=("forward", "backward")):
+    """The stops of a layer whose CPU passes are NOT_IMPLEMENTED (where: its `no_cpu_code`)."""
+    return [touch.stop(p, f"{layer.source}'s {layer.lp.type} has no CPU {p} ({layer.no_cpu_code}, NOT_IMPLEMENTED): "
+                       f"Caffe stops at its first {p} pass in CPU mode") for p in passes]
 
 
 @register("PSROIPooling", fork=FORK)
@@ -33,6 +33,9 @@ class PSROIPooling(Layer):
 
     The top and mapping_channel_ (Blob<int>) are (R, output_dim, group_size, group_size)
     (psroi_pooling_layer.cpp:47-50); the channels must be output_dim * group_size^2 (cpp:43-44)."""
+
+    source = SOURCE
+    no_cpu_code = "psroi_pooling_layer.cpp:56 and :62"  # Forward_cpu, Backward_cpu
 
     exact_bottoms = 2  # psroi_pooling_layer.hpp:46-49
     exact_tops = 1
@@ -52,7 +55,7 @@ class PSROIPooling(Layer):
         need a diff (cu:183-185); then it zeroes the rois' diff as well as the maps', whatever
         propagate_down says of the rois (cu:192-193)."""
         if run.mode == "cpu":
-            return no_cpu(self, "psroi_pooling_layer.cpp:56 and :62")
+            return no_cpu(self)
         t = [touch.bottom(0, "data", "forward"), touch.bottom(1, "data", "forward"), touch.top(0, "data", "forward"),
              touch.buffer("mapping_channel_", count(run.tops[0]), "forward", per_sample=True,
                           note="int32, the top's size: each output's channel")]
@@ -69,6 +72,9 @@ class BoxAnnotatorOHEM(Layer):
     (box_annotator_ohem_layer.cpp:39-58). Tops: the labels (R, 1, H, W) and the weights (R, box
     channels, H, W) (cpp:61-63). Its GPU forward reads the bottoms and writes the tops on the host
     (cu:20-25); its GPU backward does nothing (cu:74-77)."""
+
+    source = SOURCE
+    no_cpu_code = "box_annotator_ohem_layer.cpp:69 and :76"  # Forward_cpu, Backward_cpu
 
     exact_bottoms = 4  # box_annotator_ohem_layer.hpp:32-33
     exact_tops = 2
@@ -87,7 +93,7 @@ class BoxAnnotatorOHEM(Layer):
 
     def touches(self, run):
         if run.mode == "cpu":
-            return no_cpu(self, "box_annotator_ohem_layer.cpp:69 and :76")
+            return no_cpu(self)
         return ([touch.bottom(j, "data", "forward", device="host") for j in range(4)]
                 + [touch.top(j, "data", "forward", device="host") for j in range(2)])
 
@@ -99,6 +105,9 @@ class SmoothL1LossOHEM(Layer):
     LossLayer's num check (cpp:34). Its LayerSetUp never calls LossLayer's (cpp:17-29), so no loss
     weight of 1 by default. A second top holds the per-item loss, (N, 1, H, W) (cpp:53-56).
     diff_ and errors_ are bottom 0's size (cpp:47-50); there is no ones_. No CPU code (cpp:92, :99)."""
+
+    source = SOURCE
+    no_cpu_code = "smooth_L1_loss_ohem_layer.cpp:92 and :99"  # Forward_cpu, Backward_cpu
 
     min_bottoms = 2
     max_bottoms = 3
@@ -124,7 +133,7 @@ class SmoothL1LossOHEM(Layer):
         Backward (cu:101-124) turns diff_ into the gradient in place and writes the diffs of bottoms
         0 and 1 where they need one."""
         if run.mode == "cpu":
-            return no_cpu(self, "smooth_L1_loss_ohem_layer.cpp:92 and :99")
+            return no_cpu(self)
         size = count(run.bottoms[0])
         t = [touch.bottom(j, "data", "forward") for j in range(len(run.bottoms))]
         t += [touch.buffer("diff_", size, "forward", per_sample=True, note="w_in * (b0 - b1)"),
@@ -143,15 +152,22 @@ class SoftmaxWithLossOHEM(SoftmaxWithLoss):
     forward's scratch, bottom 0's diff (cu:42, :67). No CPU code (cpp:98, :105)."""
 
     max_tops = 3
+    source = SOURCE
+    no_cpu_code = "softmax_loss_ohem_layer.cpp:98 and :105"  # Forward_cpu, Backward_cpu
 
     def reshape(self, bottoms):
         tops = super().reshape(bottoms)
         return tops + [tuple(bottoms[1])] if len(self.lp.top) > 2 else tops
 
     def touches(self, run):
+        """BVLC's, but the inner Softmax is set up without the loss weights (cpp:14-16, for a layer
+        of several tops), so prob_'s diff is not filled at setup: the GPU forward first writes it,
+        as the valid counts (cu:45)."""
         if run.mode == "cpu":
-            return no_cpu(self, "softmax_loss_ohem_layer.cpp:98 and :105")
-        t = [x for x in super().touches(run) if not (x.what == "top" and x.index == 2)]
+            return no_cpu(self)
+        t = [x for x in super().touches(run) if not (x.what == "top" and x.index == 2) and x.name != "prob_.diff"]
+        t.append(touch.buffer("prob_.diff", count(run.bottoms[0]), "forward", per_sample=True,
+                              note="the valid counts"))
         return t + ([touch.top(2, "data", "forward")] if len(run.tops) > 2 else [])
 
 
@@ -169,3 +185,47 @@ class SmoothL1Loss(fastrcnn.SmoothL1Loss):
 
     source = SOURCE
     no_cpu_code = "smooth_l1_loss_layer.cpp:49 and :55"  # Forward_cpu, Backward_cpu
+
+
+@register("BatchNorm", fork=FORK)
+class BatchNorm(normalization.BatchNorm):
+    """BVLC's BatchNormLayer as the fork changed it: on the GPU the normalised output is cached in
+    x_norm_ (batch_norm_layer.cu:88-91), and in place the top's diff staged in x_norm_'s diff
+    (cu:99-108), only when the layer computes batch statistics; with use_global_stats (R-FCN's
+    frozen BatchNorms; the default in TEST, cpp:14-16) it touches neither. Its CPU code does both
+    whatever the statistics (cpp:152-153, :164-165)."""
+
+    def global_stats(self, run):
+        p = self.lp.batch_norm_param
+        return p.use_global_stats if p.HasField("use_global_stats") else run.phase == "TEST"
+
+    def x_norm_shaped(self, run):
+        """Whether Reshape gives x_norm_ the bottom's shape: always here (cpp:51)."""
+        return True
+
+    def touches(self, run):
+        t = super().touches(run)
+        if self.x_norm_shaped(run) and (run.mode == "cpu" or not self.global_stats(run)):
+            return t
+        return [x for x in t if x.name not in ("x_norm_", "x_norm_.diff")]
+
+
+@register("Scale", fork=FORK)
+class Scale(normalization.Scale):
+    """BVLC's ScaleLayer, but in place its GPU forward copies the bottom into temp_ only when the
+    scale takes a gradient: always with the scale as a bottom, with its own scale only when that
+    parameter learns (scale_layer.cu:34-43); R-FCN's frozen Scales (lr_mult 0) never touch it. The
+    CPU forward copies it whatever (scale_layer.cpp:114-121)."""
+
+    def touches(self, run):
+        t = super().touches(run)
+        if run.mode == "cpu" or len(run.bottoms) > 1 or run.param_propagate_down[0]:
+            return t
+        return [x for x in t if x.name != "temp_"]
+
+
+@register("Accuracy", fork=FORK)
+class Accuracy(enet.Accuracy):
+    """The fork's AccuracyLayer: 2016 BVLC's, a scalar top and a per-class top with nums_buffer_
+    (accuracy_layer.cpp:36-44), with CPU code only (no accuracy_layer.cu), as caffe-enet's: in GPU
+    mode its bottoms are read and its tops and nums_buffer_ written on the host."""

@@ -35,9 +35,13 @@ class MarginInnerProduct(Layer):
 
     exact_bottoms = 2
     max_tops = 2
+    lambda_line = "margin_inner_product_layer.cpp:118"  # where every Forward writes top 1
+
+    def param(self):
+        return self.lp.margin_inner_product_param
 
     def _dims(self, bottoms):
-        p = self.lp.margin_inner_product_param
+        p = self.param()
         data, label = bottoms
         self.check(p.num_output > 0, "num_output must be set and positive")
         self.check(p.type in _BY_TYPE, f"unknown margin type {p.type}")
@@ -49,8 +53,8 @@ class MarginInnerProduct(Layer):
         return axis, count(data, 0, axis), count(data, axis), p.num_output
 
     def reshape(self, bottoms):
-        self.check(len(self.lp.top) == 2, "MarginInnerProduct writes lambda into a second top in every "
-                   "forward (margin_inner_product_layer.cpp:118); with one top Caffe writes past its tops",
+        self.check(len(self.lp.top) == 2, f"{self.lp.type} writes lambda into a second top in every "
+                   f"forward ({self.lambda_line}); with one top Caffe writes past its tops",
                    fix='give it two tops, e.g. top: "lambda"')
         axis, _, _, n = self._dims(bottoms)
         return [tuple(bottoms[0][:axis]) + (n,), (1,)]
@@ -66,10 +70,10 @@ class MarginInnerProduct(Layer):
         writes the weight's diff when the weight learns (cpp:276) and bottom 0's when asked
         (cpp:282); the label never gets a diff."""
         _, m, _, n = self._dims(run.bottoms)
-        kind = self.lp.margin_inner_product_param.type
+        kind = self.param().type
         t = [touch.param(0, "data", "setup"), touch.bottom(0, "data", "forward"), touch.bottom(1, "data", "forward"),
              touch.top(0, "data", "forward"), touch.top(1, "data", "forward", device="host")]
-        t.append(touch.buffer("x_norm_", m, "forward", per_sample=True, note=f"{m} (one norm per row)"))
+        t += self.norms(m, n)
         for name in ("cos_theta_", "sign_0_") + _BY_TYPE[kind]:
             t.append(touch.buffer(name, m * n, "forward", per_sample=True, note=f"{m}x{n} (rows x num_output)"))
         t.append(touch.top(0, "diff", "backward"))
@@ -78,3 +82,7 @@ class MarginInnerProduct(Layer):
         if run.propagate_down[0]:
             t.append(touch.bottom(0, "diff", "backward"))
         return t
+
+    def norms(self, m, n):
+        """x_norm_, one norm per row (the weight is normalised in place)."""
+        return [touch.buffer("x_norm_", m, "forward", per_sample=True, note=f"{m} (one norm per row)")]

@@ -336,10 +336,12 @@ def predictions(layer, p, bottoms):
     num_priors = priors[2] // 4
     loc_classes = 1 if p.share_location else p.num_classes
     # the priors are counted as this fork's PriorBox makes them: a fork that makes more per location
-    # from the same fields (FaceBoxes densifies its small anchors) trains a net that SSD's cannot
+    # from the same fields (FaceBoxes densifies its small anchors, TextBoxes doubles them) trains a net
+    # that SSD's cannot
     fix = ("SSD's Caffe stops here too, counting the priors as its PriorBox makes them; FaceBoxes' Caffe makes "
-           "21 per location from three min_size values (--fork faceboxes); else check the PriorBox layers and "
-           "the num_output of the layers that predict locations and confidences")
+           "21 per location from three min_size values (--fork faceboxes), TextBoxes' twice SSD's count "
+           "(--fork textboxes); else check the PriorBox layers and the num_output of the layers that predict "
+           "locations and confidences")
     layer.check(num_priors * loc_classes * 4 == loc[1],
                 f"Number of priors must match number of location predictions: {num_priors} priors x "
                 f"{loc_classes} x 4 != {loc[1]} (bottom 0 {tuple(bottoms[0])})", fix)
@@ -385,7 +387,7 @@ class MultiBoxLoss(Layer):
         p = self.fork_param("multibox_loss_param")
         self.check(p.HasField("num_classes") and p.num_classes >= 1, "Must provide num_classes (1 or more)")
         loc, conf, num_priors = predictions(self, p, bottoms)
-        if p.mining_type != MINING_NONE:
+        if self.mining(p) != MINING_NONE:
             self.check(p.share_location, "Currently only support negative mining if share_location is true")
         if p.conf_loss_type == CONF_SOFTMAX:
             self.check(0 <= p.background_label_id < p.num_classes,
@@ -399,6 +401,10 @@ class MultiBoxLoss(Layer):
             self.rows(loc[0], num_priors)  # checks the count
         return [()]
 
+    def mining(self, p):
+        """How negatives are mined: MINING_NONE, MINING_MAX_NEGATIVE or MINING_HARD_EXAMPLE."""
+        return p.mining_type
+
     def rows(self, num, num_priors):
         """(M, K): matched priors and confidence rows of the batch."""
         p = self.fork_param("multibox_loss_param")
@@ -409,9 +415,10 @@ class MultiBoxLoss(Layer):
             self.check(per_image <= num_priors,
                        f"--define matched_priors={per_image}: there are only {num_priors} priors per image")
         matches = num * per_image
-        if p.mining_type == MINING_NONE:
+        mining = self.mining(p)
+        if mining == MINING_NONE:
             return matches, num * num_priors
-        if p.mining_type == MINING_MAX_NEGATIVE:
+        if mining == MINING_MAX_NEGATIVE:
             negatives = min(int(float32(per_image * float32(p.neg_pos_ratio))), num_priors - per_image)
         else:  # HARD_EXAMPLE: sample_size rows per image, positives and negatives alike
             negatives = max(min(p.sample_size, num_priors) - per_image, 0)
@@ -458,7 +465,7 @@ class MultiBoxLoss(Layer):
             else:
                 layer = self.inner("SigmoidCrossEntropyLoss", "_logistic_conf", 1.0)
                 fake, real = [(1, classes)] * 2, [(1, rows, classes)] * 2
-            shared = p.mining_type == MINING_NONE  # conf_pred_ shares the confidences' data
+            shared = self.mining(p) == MINING_NONE  # conf_pred_ shares the confidences' data
             t += self.inner_touches(run, layer, "conf", fake, real, pred_is_bottom=1 if shared else None)
         return t
 

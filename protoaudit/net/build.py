@@ -452,16 +452,18 @@ class _Builder:
         self.unknown.update(lp.top)
 
     def _class_of(self, lp, tops):
-        """The class that sizes a layer: its type's; for a type with none, Logged where the log of
-        this net gives its tops' shapes (unless --input declares them all), else None."""
+        """The class that sizes a layer: its type's (the version the layer's form asks for,
+        Layer.version); for a type with none, Logged where the log of this net gives its tops'
+        shapes (unless --input declares them all), else None."""
         cls = self.classes.get(lp.type)
-        if cls is None:
-            ctx = self.ctx
-            logged = ctx.logged_layers.get(lp.name)
-            if (logged is not None and len(logged.shapes) == len(tops)
-                    and not all(t in ctx.inputs and t not in ctx.input_sources for t in tops)):
-                return Logged
-        return cls
+        if cls is not None:
+            return cls.version(lp)
+        ctx = self.ctx
+        logged = ctx.logged_layers.get(lp.name)
+        if (logged is not None and len(logged.shapes) == len(tops)
+                and not all(t in ctx.inputs and t not in ctx.input_sources for t in tops)):
+            return Logged
+        return None
 
     def add_layer(self, lp, wire, line, auto, form):
         """AppendBottom, SetUp, AppendTop and AppendParam for one layer: the LayerNode, its lists

@@ -25,6 +25,7 @@ FORKS = {
     "priv": "soeaver's caffe-priv (py-RFCN-priv), which has ceil_mode pooling",
     "ssd": "SSD (weiliu89/caffe, branch ssd)",
     "faceboxes": "FaceBoxes' Caffe (sfzhang15/FaceBoxes: SSD's, with densified small anchors)",
+    "textboxes": "TextBoxes' Caffe (MhLiao/TextBoxes: SSD's of 2016, each prior doubled half a cell lower)",
     "refinedet": "RefineDet's Caffe (sfzhang15/RefineDet: SSD's, whose loss and detection output read the "
                  "anchor refinement module's outputs)",
     "enet": "caffe-enet (TimoSaemann/caffe-enet)",
@@ -36,6 +37,7 @@ FORKS = {
     "shufflenet": "BVLC Caffe with farmingyard's ShuffleChannel and ConvolutionDepthwise "
                   "(ShuffleNet, caffe-mobilenet)",
     "rfcn": "py-R-FCN's Caffe (Microsoft/caffe at 1a2be8e)",
+    "rfcn_matlab": "R-FCN's MATLAB Caffe (daijifeng001/caffe-rfcn, the Caffe of daijifeng001/R-FCN)",
     "caffe_face": "caffe-face (ydwen/caffe-face), which has CenterLoss",
     "hed": "HED's Caffe (s9xie/hed)",
     "lim0606": "lim0606's Caffe (lim0606/caffe, GoogLeNet-BN's)",
@@ -47,6 +49,7 @@ FORKS = {
     "c3d": "C3D v1.1's Caffe (facebook/C3D, C3D-v1.1)",
     "rcf": "RCF's Caffe (yun-liu/rcf), which has AutoCrop",
     "caffe3d": "3D-Caffe (yulequan/3D-Caffe, branch 3D-Caffe: N-D pooling, HDF5Data cropping volumes)",
+    "largemargin": "L-Softmax's Caffe (wy1iu/LargeMargin_Softmax_Loss: LargeMarginInnerProduct, BN)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
@@ -57,15 +60,19 @@ SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 # MobileNet-YOLO's Caffe is the SSD fork with YOLO's and MobileNet's layers added; py-R-FCN's
 # (Microsoft/caffe) keeps caffe-fast-rcnn's ROIPooling and SmoothL1Loss. RCF's Caffe is HED's
 # ImageLabelmapData (and its prefetching base) ported to a 2016 BVLC Caffe, with AutoCrop added.
+# R-FCN's MATLAB Caffe is the elder, but py-R-FCN's reads its nets' fields alike and keeps its layers
+# (as the OHEM ones): a file both read and build is py-R-FCN's, as it always was here.
 DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2",
-                 "mobilenet_yolo": "ssd", "faceboxes": "ssd", "refinedet": "ssd",
-                 "rfcn": "fastrcnn",
+                 "mobilenet_yolo": "ssd", "faceboxes": "ssd", "refinedet": "ssd", "textboxes": "ssd",
+                 "rfcn": "fastrcnn", "rfcn_matlab": "rfcn",
                  "rcf": "hed"}
-# Descendants whose caffe.proto is their ancestor's byte for byte, so that a file reads the same under
-# both and only a build tells them apart: where the ancestor's layers stop on one of Caffe's checks
-# and the descendant's build the net, the file is the descendant's (protoaudit.audit, said as an
-# assumption with the --fork that shows the ancestor's refusal).
-SAME_FIELDS = {"ssd": ("faceboxes",)}
+# Descendants whose caffe.proto reads a file as their ancestor's does (FaceBoxes' is SSD's byte for
+# byte; TextBoxes' is SSD's of 2016, fewer fields; R-FCN's MATLAB Caffe's has py-R-FCN's fields by the
+# same names), so that only a build tells
+# them apart: where the ancestor's layers stop on one of Caffe's checks and the descendant's build the
+# net, the file is the descendant's (protoaudit.audit, said as an assumption with the --fork that shows
+# the ancestor's refusal).
+SAME_FIELDS = {"ssd": ("faceboxes", "textboxes"), "rfcn": ("rfcn_matlab",)}
 
 
 def described(name):

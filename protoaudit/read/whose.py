@@ -18,7 +18,7 @@ TYPES = {
     "Convolution3D": "C3D's Caffe (facebook/C3D)",
     "Pooling3D": "C3D's Caffe (facebook/C3D)",
     "VideoData": "a video fork: yjxiong/caffe (TSN) or C3D (facebook/C3D)",
-    **dict.fromkeys(("GlobalLSEMargin", "MovingNormalize", "LargeMarginInnerProduct"),
+    **dict.fromkeys(("GlobalLSEMargin", "MovingNormalize"),
                     "happynear's Caffe (happynear/caffe-windows, branch ms: NormFace, AM-Softmax)"),
     **dict.fromkeys(("LabelSpecificRescale", "LabelSpecificMargin", "LabelSpecificHardMargin",
                      "LabelSpecificAffine", "RadialRemovalMargin"),
