@@ -47,6 +47,7 @@ FORKS = {
     "c3d": "C3D v1.1's Caffe (facebook/C3D, C3D-v1.1)",
     "rcf": "RCF's Caffe (yun-liu/rcf), which has AutoCrop",
     "caffe3d": "3D-Caffe (yulequan/3D-Caffe, branch 3D-Caffe: N-D pooling, HDF5Data cropping volumes)",
+    "yolov2": "YOLOv2's Caffe port (gklz1982/caffe-yolov2: BoxData, Reorg, RegionLoss)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
