@@ -640,6 +640,13 @@ def _nets_in_state(path, inference, options):
         test.role = "test"
         nets[0].role = "train"
         nets.append(test)
+    for net in nets:
+        if net.role == "test" and net.schema == "yolov2" and solver_tests(net.solver):
+            from .layers.yolov2 import first_test_stops
+
+            stops = first_test_stops(net)
+            if stops is not None:
+                net.assumptions.append(stops)
     return nets
 
 

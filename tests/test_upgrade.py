@@ -114,6 +114,9 @@ FORK_V1_EXTRAS = {
     # happynear/caffe-windows 967eedf: its V1 enum gained LOCAL..ELTWISE_AFFINE (41-48) and its V1 layer
     # these params (43-51), but upgrade_proto.cpp's UpgradeV1LayerType ends at THRESHOLD (954-957:
     # LOG(FATAL)) and UpgradeV1LayerParameter copies none of them
+    # gklz1982/caffe-yolov2 ebb2702: its V1LayerParameter gained detection_loss_param and
+    # eval_detection_param (caffe.proto, 200-201) and no V1 type, and upgrade_proto.cpp copies neither
+    "yolov2": (set(), {"detection_loss_param", "eval_detection_param"}),
     "happynear": ({"LOCAL", "BN", "NORMALIZE", "INSANITY", "TRIPLET_LOSS", "ROIPOOLING", "BATCH_NORM", "ELTWISE_AFFINE"},
                   {"bn_param", "local_param", "prelu_param", "insanity_param", "triplet_loss_param",
                    "roi_pooling_param", "eltwise_affine_param", "sub_region_param", "noise_param"}),

@@ -72,6 +72,7 @@ FORK_MODULES = {
     "c3d": ("c3d",),
     "caffe3d": ("caffe3d",),
     "largemargin": ("largemargin",),
+    "yolov2": ("yolov2",),
 }
 _IMPORTED_FORKS = set()
 
@@ -180,6 +181,7 @@ class Layer:
     data_source = False  # has no bottoms and makes a batch: --batch and --input apply
     defines = {}  # --define names the layer reads: name -> what it means
     walks_net = False  # its setup reads the layers that made its bottoms (walk_net): one object per layer
+    own_fields = ()  # (message, field) of a fork's own version of the type: never lent to a Caffe that has them
 
     def __init__(self, lp, ctx):
         self.lp = View(lp)
@@ -208,6 +210,13 @@ class Layer:
         """The class whose code runs the layer `lp`: its type's, unless the fork ships two versions
         of the type that the file tells apart (caffe-fast-rcnn's SmoothL1Loss of three bottoms)."""
         return cls
+
+    @classmethod
+    def has_own_version(cls, schema):
+        """Whether a Caffe of `schema` (a Schema) has its own version of this fork's type: its schema
+        has the fields the type's own fields name (own_fields), so this class does not size it there."""
+        return any(schema.has_message(holder) and field in schema.message(holder).DESCRIPTOR.fields_by_name
+                   for holder, field in cls.own_fields)
 
     @classmethod
     def sized_as(cls, lp):

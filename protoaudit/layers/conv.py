@@ -121,8 +121,10 @@ class _ConvolutionBase(Layer):
         The 2015 forks' factory has no cuDNN Deconvolution, nor has caffe-priv's (its
         layer_factory.cpp registers a DeformableConvolution creator in its place), nor the SSD fork's
         (its layer_factory.cpp registers none, and it has no cudnn_deconv_layer), nor C3D v1.1's
-        (deconv_layer.cpp:82 registers the class itself): there it is always Caffe's."""
-        if self.transposed and (self.ctx.schema in CUDNN_2015_FORKS or self.ctx.schema in ("priv", "ssd", "c3d")):
+        (deconv_layer.cpp:82 registers the class itself), nor YOLOv2's port's (June 2016 BVLC's
+        deconv_layer.cpp:82 does the same): there it is always Caffe's."""
+        if self.transposed and (self.ctx.schema in CUDNN_2015_FORKS
+                                or self.ctx.schema in ("priv", "ssd", "c3d", "yolov2")):
             return False
         geo = self._setup(run.bottoms)[0]
         return (run.mode == "gpu" and run.engine == "cudnn" and self.param.engine != 1

@@ -272,8 +272,12 @@ class Prefetching(DatasetLayer):
 
     def rngs(self, run):
         """The RNGs the layer keeps besides its thread's: the transformer's (data_transformer.cpp:523-531)."""
+        return int(self.transformer_draws())
+
+    def transformer_draws(self):
+        """Whether DataTransformer::InitRand makes an RNG: to mirror, or to crop in training."""
         tp = self.lp.transform_param
-        return int(tp.mirror or (self.ctx.phase == "TRAIN" and tp.crop_size > 0))
+        return tp.mirror or (self.ctx.phase == "TRAIN" and tp.crop_size > 0)
 
     def reader_touches(self, run):
         return []

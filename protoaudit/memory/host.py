@@ -434,6 +434,8 @@ def _batch_norm(node, lp_bytes):
     ParamSpec to its LayerParameter for each of the 3 blobs not given one: the repeated field's
     array grows from the copy's (n pointers) to 2n + 1, then takes the new ParamSpecs."""
     total = 5 * blob(1) + 2 * blob(_axes(node))
+    if not getattr(node.impl, "adds_statistics_specs", True):  # June 2016's BatchNorm (YOLOv2's port)
+        return total
     given = len(node.lp.param)
     capacity = given
     for size in range(given, 3):
@@ -644,7 +646,8 @@ def _prefetching(node, lp_bytes):
     and prefetch_full_ (QUEUE; up to 63 batches fit their first node); the transformed blobs.
     The forks built on 2015-16 Caffe (SSD, DeepLab v2: `batches_in_array`) keep their batches in
     an array inside the layer object, each of BATCH_BLOBS Blobs (DeepLab v2's Batch has a third,
-    dim_), where BVLC's layer object (LAYER_BYTES) has prefetch_'s vector. The prefetch thread,
+    dim_; YOLOv2's port's a vector, BATCH_EXTRA_BYTES), where BVLC's layer object (LAYER_BYTES) has
+    prefetch_'s vector. The prefetch thread,
     the RNGs and the database handle are the layer's library state (protoaudit/layers/data.py); a
     layer with no prefetching base has none of this."""
     impl = node.impl
@@ -653,7 +656,7 @@ def _prefetching(node, lp_bytes):
         return 0
     per_batch = sum(blob(len(shape)) for shape in node.top_shapes)
     if impl.batches_in_array:  # the Batches themselves, in the layer object where BVLC's has a vector
-        total = prefetch() * (per_batch + BLOB * impl.BATCH_BLOBS) - 3 * POINTER
+        total = prefetch() * (per_batch + BLOB * impl.BATCH_BLOBS + getattr(impl, "BATCH_EXTRA_BYTES", 0)) - 3 * POINTER
     else:
         total = prefetch() * (per_batch + BATCH + SHARED_PTR_BLOCK + 16)
     tp = node.lp.transform_param
@@ -704,6 +707,48 @@ def _data_reader(node, lp_bytes):
     return total + READER_MAP_NODE + copied(key) + 2 * SHARED_PTR_BLOCK + 16
 
 
+def _box_data(node, lp_bytes):
+    """YOLOv2's port's BoxDataLayer (box_data_layer.hpp:36-37): DataLayer's object and members with
+    sides_, a vector of one int per label top (box_data_layer.cpp:48-55); each Batch's label tops are
+    new Blobs in shared_ptrs pushed into its multi_label_ (cpp:58-73; their shapes are in per_batch),
+    the Batch's own label_ never shaped. A layer of another Caffe's BoxData (a Logged one) is a
+    plain layer."""
+    if getattr(node.impl, "fork", None) != "yolov2":
+        return 0
+    labels = len(node.tops) - 1
+    total = LAYER_BYTES["Data"] - LAYER + 3 * POINTER + _data(node, lp_bytes)
+    if labels:
+        total += 4 * grown(labels) + node.impl.prefetch() * (labels * (BLOB + SHARED_PTR_BLOCK) + 16 * grown(labels))
+    return total
+
+
+# sizeof YOLOv2's port's ReorgLayer and RegionLossLayer<float>, derived from their headers as ND_POOLING_BYTES is:
+# Reorg (reorg_layer.hpp:51-58): an int and a bool (8), seven ints (28, padded to 32), Blob diff_;
+# RegionLoss (region_loss_layer.hpp:74-99): six ints, softmax_tree_, a float and an int, four
+# floats, an int, a float and an int (padded to 8), biases_, Blob diff_ and real_diff_, the tree t_
+# (seven vectors, two ints each padded to 8: 184, tree.hpp:13-24), class_map_ and cls_map_ (a std::map, 48)
+REORG_BYTES = LAYER + 8 + 32 + BLOB
+REGION_LOSS_BYTES = LAYER + 24 + STRING + 8 + 16 + 16 + 3 * POINTER + 2 * BLOB + (7 * 3 * POINTER + 16) + STRING + 48
+
+
+def _reorg(node, lp_bytes):
+    """Reorg's object and diff_, shaped as the bottom at setup (reorg_layer.cpp:20)."""
+    if getattr(node.impl, "fork", None) != "yolov2":
+        return 0
+    return REORG_BYTES - LAYER + blob(4)
+
+
+def _region_loss(node, lp_bytes):
+    """RegionLoss's object; biases_, one push_back per value (region_loss_layer.cpp:172-174); diff_ and
+    real_diff_ shaped as the predictions (cpp:190-191); softmax_tree_ and class_map_ copied from the
+    parameters (cpp:134, 138). A softmax_tree or class_map file read into t_ and cls_map_ is not counted."""
+    if getattr(node.impl, "fork", None) != "yolov2":
+        return 0
+    p = node.lp.region_loss_param
+    return (REGION_LOSS_BYTES - LAYER + 4 * grown(len(p.biases)) + 2 * blob(_axes(node))
+            + copied(len(p.softmax_tree.encode())) + copied(len(p.class_map.encode())))
+
+
 def _window_data(node, lp_bytes):
     """WindowDataLayer: the prefetching members, and its own data_mean_ and mean_values_
     (window_data_layer.cpp:192-214: a second FromProto of the mean file; a single mean_value is
@@ -721,7 +766,8 @@ def _hdf5_data(node, lp_bytes):
 
 MEMBERS = {
     "Data": _data, "ImageData": _prefetching, "WindowData": _window_data, "AnnotatedData": _prefetching,
-    "ImageSegData": _prefetching, "HDF5Data": _hdf5_data,
+    "ImageSegData": _prefetching, "HDF5Data": _hdf5_data, "BoxData": _box_data, "Reorg": _reorg,
+    "RegionLoss": _region_loss,
     "Convolution": _conv, "Deconvolution": _conv, "InnerProduct": _inner_product, "Pooling": _pooling,
     "PoolingND": _pooling,
     "BatchNorm": _batch_norm, "Scale": _scale, "Bias": _bias, "Softmax": _softmax,

@@ -803,24 +803,31 @@ def _typo(lp, schema):
 
 
 def _forks_sizing(type_name, schema):
-    """The shipped forks other than `schema` whose layers size `type_name`."""
+    """The shipped forks other than `schema` whose layers size `type_name`, where `schema`'s Caffe has
+    no version of its own (Layer.has_own_version, whose.OWN_UNSIZED)."""
     from ..layers import fork_layers
-    from ..read.schema import FORKS
+    from ..read.schema import FORKS, load_schema
+    from ..read.whose import OWN_UNSIZED
 
-    return [f for f in FORKS if f != schema and type_name in fork_layers(f)]
+    if type_name in OWN_UNSIZED.get(schema, ()):
+        return []
+    return [f for f in FORKS if f != schema and type_name in fork_layers(f)
+            and not fork_layers(f)[type_name].has_own_version(load_schema(schema))]
 
 
 def _unknown_type(lp, schema, beside=()):
     """The refusal of a layer of a type no class sizes: which fork most likely has it (by its name or
     its fields, else the one fork the file's other unknown types, `beside`, point to)."""
     from ..read.schema import USER_PREFIX, described
-    from ..read.whose import fork_of
+    from ..read.whose import OWN_UNSIZED, fork_of
 
     fork = fork_of(lp)
     sized = _forks_sizing(lp.type, schema)
     others = Counter() if fork or sized else Counter(fork_of(o) for o in beside if o.type != lp.type and fork_of(o))
     named = {f: o.type for o in reversed(beside) if (f := fork_of(o)) in others}  # the first type naming each
-    if sized:  # a shipped fork sizes it, but that fork did not read this file or lacks its other types
+    if lp.type in OWN_UNSIZED.get(schema, ()):  # the schema's fork has its own, another fork's does not size it
+        message = f"unknown layer type '{lp.type}': protoaudit has no rule for the {lp.type} of {described(schema)}"
+    elif sized:  # a shipped fork sizes it, but that fork did not read this file or lacks its other types
         message = (f"unknown layer type '{lp.type}' in {described(schema)}: protoaudit sizes it with "
                    f"{' or '.join(f'--fork {f}' for f in sized)}, which does not read this file or lacks "
                    "another of its layer types")

@@ -350,14 +350,21 @@ def _borrowing(readings):
     layer to another, as MnasNet's ConvolutionDepthwise beside MobileNet-YOLO's ReLU6 and Yolov3):
     the reading that lacks the fewest (and whose own classes take the bottoms the file gives), its
     layers made "A+B" (B's class for each type A lacks: protoaudit.layers.base.fork_layers), when
-    every type it lacks has one class among the forks that size it; else None. The audit lists which types were borrowed (protoaudit.net.build)."""
+    every type it lacks has one class among the forks that size it, and none of its own classes is
+    shadowed by another reading (_shadowed); else None. A type is not lent to a reading whose Caffe
+    has its own version of it (Layer.has_own_version: MobileNet-YOLO's and Intel Caffe's
+    region_loss_param, for their own RegionLoss). The audit lists which types were borrowed
+    (protoaudit.net.build)."""
     from ..layers import fork_layers, fork_types
 
     lacking = []
     for r in readings:
+        if _shadowed(r, readings):
+            continue
         donors = []
         for t in sorted(_types_used(r[1], r[0], r[2].layers) - _known_types(r[2].layers)):
-            sizing = [f for f in FORKS if t in fork_types(f)]  # (t is no BVLC type: r would know it)
+            sizing = [f for f in FORKS if t in fork_types(f)  # (t is no BVLC type: r would know it)
+                      and not fork_layers(f)[t].has_own_version(r[2])]
             if len({fork_layers(f)[t] for f in sizing}) != 1:
                 break  # no fork sizes it, or forks size it otherwise
             donors.append(sizing[0])
@@ -367,6 +374,18 @@ def _borrowing(readings):
         return None
     _, (kind, message, schema), donors = min(lacking, key=lambda x: x[0])
     return kind, message, schema._replace(dialect="+".join([schema.layers, *donors]))
+
+
+def _shadowed(reading, readings):
+    """Whether a type of the file that the reading's fork sizes with its own class has a version of
+    its own in another reading's Caffe (Layer.has_own_version): a file of ReLU6 and RegionLoss is
+    MobileNet-YOLO's as much as YOLOv2's port's, whose RegionLoss is not MobileNet-YOLO's, so the port's
+    reading borrows no ReLU6 to size it."""
+    from ..layers import fork_layers
+
+    classes = fork_layers(reading[2].layers)
+    used = _types_used(reading[1], reading[0], reading[2].layers) & set(classes)
+    return any(classes[t].has_own_version(other[2]) for t in used for other in readings if other is not reading)
 
 
 def _refuse_forks_that_each_lack_a_type(path, readings):
@@ -444,9 +463,12 @@ def _past_unknown_fields(path, text):
             return None
         # a reading that skips a field another shipped schema has comes last: that field is no fork's
         # unknown one, and the reading's other types can be borrowed (DSS: HED's ImageLabelmapData
-        # beside BVLC's BatchNorm, whose batch_norm_param HED's older schema lacks)
-        ranked = (any(_has_field(load_schema(other_name), field, holder) for field, holder, _ in skipped
-                      for other_name in SCHEMA_NAMES if other_name != name),
+        # beside BVLC's BatchNorm, whose batch_norm_param HED's older schema lacks); so does one that
+        # skips a field of the parameters of its fork's own type protoaudit has no rule for: the layer
+        # is another Caffe's type of that name (MS-CNN's DetectionLoss is not YOLOv2's port's)
+        own = whose.OWN_UNSIZED.get(name, {}).values()
+        ranked = (any(holder in own or _has_field(load_schema(other_name), field, holder)
+                      for field, holder, _ in skipped for other_name in SCHEMA_NAMES if other_name != name),
                   not _types_used(message, kind, schema.layers) <= _known_types(schema.layers), len(skipped))
         return ranked, ((kind, message, schema), skipped)
 

@@ -50,6 +50,7 @@ FORKS = {
     "rcf": "RCF's Caffe (yun-liu/rcf), which has AutoCrop",
     "caffe3d": "3D-Caffe (yulequan/3D-Caffe, branch 3D-Caffe: N-D pooling, HDF5Data cropping volumes)",
     "largemargin": "L-Softmax's Caffe (wy1iu/LargeMargin_Softmax_Loss: LargeMarginInnerProduct, BN)",
+    "yolov2": "YOLOv2's Caffe port (gklz1982/caffe-yolov2: BoxData, Reorg, RegionLoss)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 

@@ -75,7 +75,8 @@ def upgrade(net, schema, lines=()):
         raise e.located(line=lines[index] if index is not None and index < len(lines) else None) from None
     if schema.has_message("InputParameter") and upgrade_input(net):
         origins.insert(0, None)
-    upgrade_batch_norm(net)
+    if schema.name not in BEFORE_BATCH_NORM_UPGRADE:
+        upgrade_batch_norm(net)
     return [lines[i] if i is not None and i < len(lines) else None for i in origins], dropped
 
 
@@ -191,6 +192,11 @@ def _copy(message):
     clone = type(message)()
     clone.CopyFrom(message)
     return clone
+
+
+# forks whose upgrade_proto.cpp predates BVLC a8ec123 (September 2016), which zeroes old BatchNorm
+# definitions' param specs: YOLOv2's port (June 2016 BVLC) keeps the lr_mult the file gives
+BEFORE_BATCH_NORM_UPGRADE = frozenset({"yolov2"})
 
 
 def upgrade_batch_norm(net):

@@ -36,6 +36,13 @@ TYPES = {
     **dict.fromkeys(("DetectionData", "BoxGroupOutput", "DecodeBBox", "DetectionGroupLoss",
                      "DetectionGroupAccuracy"), "Cascade R-CNN's Caffe (zhaoweicai/cascade-rcnn)"),
 }
+# types a shipped fork has a version of its own of, which protoaudit has no rule for (another fork's
+# class of the same name does not size it): fork -> {type: its parameter message}, read in the fork's
+# layer sources and caffe.proto
+OWN_UNSIZED = {
+    "yolov2": {"DetectionLoss": "DetectionLossParameter", "EvalDetection": "EvalDetectionParameter",
+               "DetectionOutput": "DetectionOutputParameter", "DetectionEvaluate": "DetectionEvaluateParameter"},
+}
 # V1 enum names (a `layers` block's `type: NAME`) of forks' V1 schemas
 V1_TYPES = {
     **dict.fromkeys(("CONVOLUTION3D", "POOLING3D", "VIDEO_DATA", "DECONVOLUTION3D", "VIDEO_SEGMENTATION_DATA",
