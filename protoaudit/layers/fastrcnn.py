@@ -82,9 +82,8 @@ class SmoothL1Loss(Layer):
     source = SOURCE
     no_cpu_code = "smooth_L1_loss_layer.cpp:54 and :60"  # Forward_cpu, Backward_cpu
 
-    def reshape(self, bottoms):
-        self.check(len(bottoms) in (2, 4), "if weights are used, give both the inside and the outside weights",
-                   fix="give 2 bottoms (prediction, target) or 4 (with inside and outside weights)")
+    def check_shapes(self, bottoms):
+        """LossLayer's num check, and every bottom with bottom 0's channels, height and width."""
         shapes = [legacy_shape(self, b) for b in bottoms]
         self.check(shapes[0][0] == shapes[1][0],
                    f"the data {tuple(bottoms[0])} and label {tuple(bottoms[1])} should have the same number")
@@ -92,6 +91,11 @@ class SmoothL1Loss(Layer):
             self.check(shapes[j][1:] == shapes[0][1:],
                        f"bottom {j} {tuple(bottoms[j])} must have bottom 0's channels, height and width "
                        f"{tuple(bottoms[0])}")
+
+    def reshape(self, bottoms):
+        self.check(len(bottoms) in (2, 4), "if weights are used, give both the inside and the outside weights",
+                   fix="give 2 bottoms (prediction, target) or 4 (with inside and outside weights)")
+        self.check_shapes(bottoms)
         return [()]
 
     def touches(self, run):
@@ -145,13 +149,7 @@ class OriginalSmoothL1Loss(SmoothL1Loss):
     no_cpu_code = "smooth_L1_loss_layer.cpp:39 and :45"  # Forward_cpu, Backward_cpu
 
     def reshape(self, bottoms):
-        shapes = [legacy_shape(self, b) for b in bottoms]
-        self.check(shapes[0][0] == shapes[1][0],
-                   f"the data {tuple(bottoms[0])} and label {tuple(bottoms[1])} should have the same number")
-        for j in range(1, len(shapes)):
-            self.check(shapes[j][1:] == shapes[0][1:],
-                       f"bottom {j} {tuple(bottoms[j])} must have bottom 0's channels, height and width "
-                       f"{tuple(bottoms[0])}")
+        self.check_shapes(bottoms)
         if len(bottoms) == 3:
             self.assume("SmoothL1Loss of 3 bottoms is the original Fast R-CNN's (rbgirshick/caffe-fast-rcnn "
                         "branch fast-rcnn, bcd9b4e, which rbgirshick/fast-rcnn builds): one weight blob, "

@@ -190,10 +190,10 @@ class PriorBox(Layer):
     min_bottoms = 1
     exact_tops = 1
 
-    def num_priors(self):
-        p = self.fork_param("prior_box_param")
-        self.check(len(p.min_size) > 0, "must provide min_size")
-        self.check(all(s > 0 for s in p.min_size), "min_size must be positive")
+    @staticmethod
+    def ratios(p):
+        """The aspect ratios of prior_box_param `p`: 1 first, then each given ratio not already there
+        (to 1e-6) and, with flip, its inverse."""
         ratios = [1.0]
         for ar in p.aspect_ratio:
             ar = float32(ar)
@@ -202,7 +202,13 @@ class PriorBox(Layer):
             ratios.append(ar)
             if p.flip:
                 ratios.append(float32(1.0 / ar))
-        priors = len(ratios) * len(p.min_size)
+        return ratios
+
+    def num_priors(self):
+        p = self.fork_param("prior_box_param")
+        self.check(len(p.min_size) > 0, "must provide min_size")
+        self.check(all(s > 0 for s in p.min_size), "min_size must be positive")
+        priors = len(self.ratios(p)) * len(p.min_size)
         if len(p.max_size):
             self.check(len(p.max_size) == len(p.min_size),
                        f"give one max_size per min_size ({len(p.min_size)} min_size, {len(p.max_size)} max_size)")

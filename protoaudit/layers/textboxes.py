@@ -7,7 +7,7 @@ MultiBoxLoss mines negatives by do_neg_mining (MAX_NEGATIVE's count, multibox_lo
 sizes its top without reading the detections. File references are to fd4d7a9.
 """
 from . import ssd, touch
-from .base import float32, legacy_shape, register
+from .base import legacy_shape, register
 
 FORK = "textboxes"
 
@@ -28,15 +28,7 @@ class PriorBox(ssd.PriorBox):
         p = self.fork_param("prior_box_param")
         self.check(p.HasField("min_size"), "must provide min_size")
         self.check(p.min_size > 0, "min_size must be positive")
-        ratios = [1.0]
-        for ar in p.aspect_ratio:
-            ar = float32(ar)
-            if any(abs(ar - r) < 1e-6 for r in ratios):
-                continue
-            ratios.append(ar)
-            if p.flip:
-                ratios.append(float32(1.0 / ar))
-        priors = len(ratios)
+        priors = len(self.ratios(p))
         if p.HasField("max_size"):
             self.check(p.max_size > p.min_size, "max_size must be greater than min_size")
             priors += 1
