@@ -450,3 +450,26 @@ def test_without_the_extra(here):
     run = run_without_extra(write_net(here, data_layer("db", 8, "crop_size: 4"), "c.prototxt"), cwd=here)
     assert run.returncode == 0, run.stderr
     assert "was not read" in run.stdout and "protoaudit[datasets]" in run.stdout
+
+
+def test_caffes_example_hdf5_lists_give_their_datasets_where_the_tops_are_theirs(here):
+    """examples/brewing-logreg.ipynb (BVLC 9b89154, cells 3 and 7) writes train.h5 and test.h5 from
+    sklearn's make_classification(n_samples=10000, n_features=4), split by train_test_split's default
+    quarter: 'data' 7,500 x 4 float64 and 'label' 7,500 float32 (2,500 rows in test.h5), train.txt
+    naming train.h5 twice. A layer reading it holds the file as floats (hdf_blobs_, util/hdf5.cpp):
+    7,500 x (4 + 1) x 4 = 150,000 bytes, 2,500 x 5 x 4 = 50,000 for the test list; float64 data needs
+    HDF5's conversion buffer. Tops of other names are not that file's datasets: they are asked for."""
+    from protoaudit.memory.buffers import net_buffers
+
+    layer = ('layer {{ name: "d" type: "HDF5Data" top: "data" top: "label" '
+             'hdf5_data_param {{ source: "examples/hdf5_classification/data/{}.txt" batch_size: 10 }} }}')
+    for split, held in (("train", 150_000), ("test", 50_000)):
+        got, net = shapes(write_net(here, layer.format(split), f"{split}.prototxt"))
+        assert got["data"] == (10, 4) and got["label"] == (10,)
+        (said,) = net.assumptions
+        assert "brewing-logreg.ipynb" in said.what and said.override.startswith("--input data=10x4 --input label=10")
+        buffers = net_buffers(net)
+        assert sum(b.bytes for b in buffers if b.owner.endswith(".hdf_blobs_")) == held
+        assert any(b.owner.endswith("HDF5 conversion buffer") for b in buffers)
+    with pytest.raises(ShapesNeeded):
+        build_nets(write_net(here, layer.format("train").replace('top: "label"', 'top: "weight"'), "other.prototxt"))

@@ -15,7 +15,7 @@ What a data layer holds, beyond its tops, is in `Prefetching.touches` and `HDF5D
 import shlex
 
 from ..read.datasets import MissingLibrary, reader
-from ..read.datasets.examples import example
+from ..read.datasets.examples import example, hdf5_example
 from . import touch
 from .base import Layer, count, one_pixel, register
 from .cxx import STRING, assigned
@@ -617,7 +617,7 @@ class HDF5Data(DataSource):
         source = self.lp.hdf5_data_param.source
         found = self.files.find(source)
         if found is None:
-            return None, "HDF5Data: " + self.files.not_found("source", source)
+            return self.of_example(source) or (None, "HDF5Data: " + self.files.not_found("source", source))
         first = self.files.read(FIRST_TOKENS, found.path, 1, "HDF5 file list", what=f"source '{source}'")[0]
         self.file_count = LIST_ENTRIES(found.path, reader("lists").token_names)
         h5 = self.files.find(first)
@@ -626,6 +626,27 @@ class HDF5Data(DataSource):
         sets = self.files.read(HDF5_DATASETS, h5.path, tuple(self.lp.top), what=f"HDF5 file '{first}'")
         described = ", ".join(f"{d.name} {'x'.join(map(str, d.shape))} {d.dtype}" for d in sets)
         return sets, f"HDF5 file {self.files.shown(h5, first)} (first in {source}: {described})"
+
+    def of_example(self, source):
+        """(Datasets, origin) of an HDF5 list of Caffe's examples that is not on disk
+        (read.datasets.examples), said as an assumption; None where the source names none or the
+        layer's tops are not its datasets."""
+        from ..read.datasets.hdf5_file import Dataset
+
+        known = hdf5_example(source)
+        if known is None or not set(self.lp.top) <= {name for name, _, _ in known.datasets}:
+            return None
+        by_name = {name: (rows, dtype) for name, rows, dtype in known.datasets}
+        sets = [Dataset(top, (known.rows,) + by_name[top][0], by_name[top][1], by_name[top][1] == "float32")
+                for top in self.lp.top]
+        self.file_count = reader("lists").Entries(known.listed, 0, False)
+        described = ", ".join(f"{d.name} {'x'.join(map(str, d.shape))} {d.dtype}" for d in sets)
+        self.assume(f"source '{source}' is not on this machine; by its name it is the list {known.made_by} "
+                    f"writes: {described}, naming its file {('once', 'twice')[known.listed - 1]} (the file names' own "
+                    "bytes, which depend on where Caffe's root is, are not counted)",
+                    " ".join(f"--input {d.name}={self.batch_size()}{''.join('x' + str(n) for n in d.shape[1:])}"
+                             for d in sets) + " (your data's size)")
+        return sets, f"assumed: Caffe's example HDF5 list ({known.made_by})"
 
     def touches(self, run):
         """Beyond its tops (which it owns, as an Input layer does): hdf_blobs_, the whole current

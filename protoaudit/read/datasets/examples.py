@@ -9,6 +9,12 @@ whose input is known. Each shape is what the script's converter writes in every 
   the channels of one record, 2 x 28 x 28.
 Caffe's scripts of 2014 wrote mnist-train-leveldb and cifar-train-leveldb (inside cifar10-leveldb)
 with the same converters.
+
+And the HDF5 lists examples/brewing-logreg.ipynb writes (BVLC 9b89154, cell 7), which its nets and
+examples/hdf5_classification's name: 10,000 4-vectors from sklearn's make_classification (cell 3),
+split by train_test_split's default quarter into 7,500 training and 2,500 test rows; each file holds
+'data' (rows x 4, float64, as numpy makes them) and 'label' (rows, float32); train.txt lists
+train.h5 twice, test.txt test.h5 once.
 """
 import os
 from typing import NamedTuple
@@ -35,3 +41,25 @@ DATABASES = {
 def example(source):
     """The Example a database path names by its last part, or None."""
     return DATABASES.get(os.path.basename(os.path.normpath(source.replace("\\", "/"))) if source else None)
+
+
+class HDF5Example(NamedTuple):
+    rows: int  # of the listed file
+    listed: int  # how many times the list names it
+    datasets: tuple  # (name, row shape, numpy dtype) of each dataset
+    made_by: str
+
+
+_LOGREG = "examples/brewing-logreg.ipynb"
+_LOGREG_SETS = (("data", (4,), "float64"), ("label", (), "float32"))
+HDF5_LISTS = {
+    "hdf5_classification/data/train.txt": HDF5Example(7500, 2, _LOGREG_SETS, _LOGREG),
+    "hdf5_classification/data/test.txt": HDF5Example(2500, 1, _LOGREG_SETS, _LOGREG),
+}
+
+
+def hdf5_example(source):
+    """The HDF5Example an HDF5Data source names by its last three parts, or None."""
+    if not source:
+        return None
+    return HDF5_LISTS.get("/".join(os.path.normpath(source.replace("\\", "/")).split("/")[-3:]))
