@@ -206,11 +206,15 @@ class DatasetLayer(DataSource):
         """The list Caffe keeps (lines_: one pair per entry, names over 15 characters on the heap,
         in a vector grown by doubling), when the list was found; `names_of(line)` gives the names an
         entry keeps (default: ImageData's "path label" line, DenseImageData's two names)."""
-        if not getattr(self, "list_path", None):
-            return []
         lists = reader("lists")
-        names_of = names_of or (lists.image_line_names if kind == "ImageData" else lists.pair_names)
-        e = LIST_ENTRIES(self.list_path, names_of)
+        example = getattr(self, "example", None)  # a list of an example, known though not on disk
+        if example is not None:
+            e = lists.Entries(example.pairs, example.name_bytes, True)
+        elif not getattr(self, "list_path", None):
+            return []
+        else:
+            names_of = names_of or (lists.image_line_names if kind == "ImageData" else lists.pair_names)
+            e = LIST_ENTRIES(self.list_path, names_of)
         capacity = 1 << max(0, e.count - 1).bit_length() if e.count else 0
         return [touch.host("lines_", capacity * LIST_ENTRY_BYTES[kind] + e.name_bytes,
                            f"{e.count:,} entries" + ("" if e.exact else " (estimated from the list's size)"))]

