@@ -1,6 +1,7 @@
 """The public entry point: `audit(path, **options)`: the nets a file stands for, built, and every
 allocation Caffe would make for them, held at once as `caffe train` (or the chosen run) holds them."""
 import functools
+import os
 from dataclasses import dataclass, field, replace
 from math import prod
 
@@ -167,7 +168,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     if phase not in (None, "TRAIN", "TEST"):
         raise InputError(f"--phase {phase.lower()}: the phase is train or test")
     batch, test_batch = parse_batch(batch), parse_batch(test_batch, "--test-batch")
-    log, log_from = _log_shapes(log)
+    log, log_from, log_layers = _log_shapes(log)
     nets, needed = [], None
     if specs is None:
         specs = net_specs(path, phase=phase, stages=stages, level=level, schema=schema, root=root, defines=defines,
@@ -185,7 +186,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
         options = dict(inputs=inputs, batch=test_batch if is_test else batch, schema=spec.schema.layers,
                        lines=spec.lines, path=spec.path, keep_own_batch=keep_test_batch and is_test, root=root,
                        logged=logged, logged_from=log_from.get(spec.phase, spec.shapes_from), defines=defines,
-                       logged_layers=spec.logged_layers)
+                       logged_layers=spec.logged_layers or log_layers.get(spec.phase, {}))
         frozen = []
         if freeze and not is_test:
             from .net.freeze import freeze as freeze_param
@@ -194,19 +195,20 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
                 spec.param, spec.state, freeze, lambda param, spec=spec: build(param, spec.state, **options),
                 spec.path)
         try:
-            net = build(spec.param, spec.state, **options, read=spec.read)
-        except ShapesNeeded as e:
-            net = _with_deploy_inputs(spec, options, e)
-            if net is None:  # every net's missing shapes, in one message
-                needed = e if needed is None else needed.merged(e)
-                continue
-        except InputError:
-            if not (phase is None and _a_test_file(spec)):
+            try:
+                net = _built(spec, options)
+            except ShapesNeeded:
                 raise
-            # a test.prototxt (DeepLab's, MobileNet-SSD's): every data source is TEST-only, so it
-            # is the TEST net alone; Caffe never builds a TRAIN net from it
-            spec.state.phase = _TEST
-            net = build(spec.param, spec.state, **options, read=spec.read)
+            except InputError:
+                if not (phase is None and _a_test_file(spec)):
+                    raise
+                # a test.prototxt (DeepLab's, MobileNet-SSD's): every data source is TEST-only, so it
+                # is the TEST net alone; Caffe never builds a TRAIN net from it
+                spec.state.phase = _TEST
+                net = _built(spec, options)
+        except ShapesNeeded as e:  # every net's missing shapes, in one message
+            needed = e if needed is None else needed.merged(e)
+            continue
         net.assumptions.extend(Assumption(*skipped.assumption()) for skipped in spec.skipped)
         net.assumptions.extend(Assumption(*assumed) for assumed in spec.assumed)
         values = (spec.role, not is_test, spec.solver, frozen, spec.own_phase, spec.schema.name)
@@ -217,6 +219,51 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     if needed is not None:
         raise needed
     return nets
+
+
+def _built(spec, options):
+    """The net of `spec`; where shapes are missing, built with those a Caffe log of it beside its
+    file, else a deploy net beside it, gives; else ShapesNeeded."""
+    try:
+        return build(spec.param, spec.state, **options, read=spec.read)
+    except ShapesNeeded as e:
+        net = _with_logged_inputs(spec, options, e) or _with_deploy_inputs(spec, options, e)
+        if net is None:
+            raise
+        return net
+
+
+def _with_logged_inputs(spec, options, needed):
+    """The net built with the shapes Caffe logged for its missing tops in a log of this net beside its
+    file (protoaudit.read.logs_beside), a layer of a type protoaudit has no rule for sized as that log
+    set it up; listed as assumptions. None unless the log gives every top it needs."""
+    from .read.logs_beside import fill, logged_beside
+
+    found = logged_beside(spec.path, spec.param, spec.phase) if spec.path else None
+    if found is None:
+        return None
+    run, file = found
+    logged_shapes, layers = run.top_shapes(), run.by_name()
+    name = os.path.relpath(file, os.path.dirname(os.path.abspath(spec.path)))
+    shapes, said = {}, []
+    for need in needed.needs:  # (a layer of a type with no rule is then sized as the log set it up: data.Logged)
+        for top, known in need.tops:
+            shape = fill(known, logged_shapes[top]) if top in logged_shapes else None
+            if shape is None:
+                return None
+            shapes[top] = shape
+            said.append(Assumption(need.layer, f"top '{top}' is {'x'.join(map(str, shape))}: its data is not on this "
+                                   f"machine, so its shape is the one Caffe logged for it in {name} beside the net",
+                                   f"--input {top}={input_dims(known)}"))
+    logged = {**options["logged"], **shapes}
+    try:
+        net = build(spec.param, spec.state, **dict(options, logged=logged, logged_from=f"Caffe's log {name} beside "
+                                                   "the net", logged_layers={**layers, **options["logged_layers"]}),
+                    read=spec.read)
+    except ShapesNeeded:
+        return None
+    net.assumptions[:0] = said
+    return net
 
 
 def _with_deploy_inputs(spec, options, needed):
@@ -269,13 +316,16 @@ def feeds(param, state):
 
 
 def _log_shapes(log):
-    """({phase: {top: shape}}, {phase: where}) from a Caffe log given with --log."""
+    """({phase: {top: shape}}, {phase: where}, {phase: {layer name: LoggedLayer}}) from a Caffe log
+    given with --log: its data shapes, and the layers it set up (a type with no rule is sized so)."""
     if log is None:
-        return None, {}
-    from .read.caffe_log import data_shapes
+        return None, {}, {}
+    from .read.caffe_log import data_shapes, logged_nets
 
     found = data_shapes(log)
-    return {p: shapes for p, (shapes, _) in found.items()}, {p: where for p, (_, where) in found.items()}
+    layers = {net.phase: net.by_name() for net in logged_nets(log)}
+    return ({p: shapes for p, (shapes, _) in found.items()}, {p: where for p, (_, where) in found.items()},
+            layers)
 
 
 def _check_sizes(net):

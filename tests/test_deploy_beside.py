@@ -30,8 +30,8 @@ def test_the_premise():
         assert "input_param { shape: { dim: 64 dim: 3 dim: 256 dim: 256 } }" in f.read()
 
 
-def test_the_data_shape_comes_from_the_deploy_net_with_the_layers_batch():
-    run = run_in_process(os.path.join(HERE, "train_val.prototxt"), "--format", "json")
+def test_the_data_shape_comes_from_the_deploy_net_with_the_layers_batch(tmp_path):
+    run = run_in_process(_copy(tmp_path, "train_val.prototxt", "deploy.prototxt"), "--format", "json")
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     shapes = {(d["net"], d["top"]): (d["shape"], d["source"]) for d in report["data_shapes"]}
@@ -39,6 +39,33 @@ def test_the_data_shape_comes_from_the_deploy_net_with_the_layers_batch():
     assert shapes[("test", "data")] == ([50, 3, 256, 256], "deploy.prototxt beside the net")
     said = [a for a in report["assumptions"] if "deploy.prototxt" in a["assumption"]]
     assert len(said) == 2 and all(a["override"].startswith("--input data=") for a in said)
+
+
+def test_with_its_caffe_log_beside_the_shapes_are_those_caffe_logged():
+    """The log beside the net (caffe.log: DIGITS's run of this very net, cut before Caffe built its
+    TEST net) shows what the dataset gave the TRAIN net: its Top shape line, data 32x3x256x256 (the
+    label, one per image, the layer's own batch gives). It wins over the deploy net's input, and the
+    report says where it came from; the TEST net, which the log does not hold, takes the deploy net's."""
+    with open(os.path.join(HERE, "caffe.log"), errors="replace") as f:
+        text = f.read()
+    assert text.count("Initializing net from parameters") == 1 and "Top shape: 32 3 256 256 (6291456)" in text
+    run = run_in_process(os.path.join(HERE, "train_val.prototxt"), "--format", "json")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    shapes = {(d["net"], d["top"]): (d["shape"], d["source"]) for d in report["data_shapes"]}
+    assert shapes[("train", "data")] == ([32, 3, 256, 256], "Caffe's log caffe.log beside the net")
+    assert shapes[("test", "data")] == ([50, 3, 256, 256], "deploy.prototxt beside the net")
+    said = [a for a in report["assumptions"] if "caffe.log beside the net" in a["assumption"]]
+    assert len(said) == 1 and said[0]["override"] == "--input data=32xCxHxW"
+
+
+def test_a_log_of_another_net_is_not_taken(tmp_path):
+    """The same log beside a net whose layers are named otherwise: not this net's run."""
+    net = _copy(tmp_path, "train_val.prototxt", "caffe.log")
+    text = open(net).read()
+    open(net, "w").write(text.replace('name: "', 'name: "other_').replace('top: "data"', 'top: "data"'))
+    run = run_in_process(net)
+    assert run.returncode == 2 and "--input data=32xCxHxW" in run.stderr
 
 
 def test_caffe_built_those_shapes():

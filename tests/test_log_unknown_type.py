@@ -110,10 +110,27 @@ def test_param_blocks_say_its_weights_are_not_counted(tmp_path):
     assert run.stdout.count("it has 1 param { } block: its weights are not counted") == 2
 
 
-def test_a_net_file_with_an_unknown_type_is_still_refused():
+def test_a_net_file_with_an_unknown_type_is_refused_without_its_log(tmp_path):
     """Without Caffe's log, nothing says what the layer makes: refused, as before."""
-    for extra in ((), ("--caffe-log",), ("--log", LOG)):
-        run = run_in_process(NET, *extra)
+    import shutil
+
+    alone = shutil.copy(NET, tmp_path)
+    for extra in ((), ("--caffe-log",)):
+        run = run_in_process(alone, *extra)
         assert run.returncode == 2, (extra, run.stdout)
         assert "unknown layer type 'K1_EuclideanLoss'" in run.stderr and "'loss_1'" in run.stderr
         assert len(run.stderr.strip().splitlines()) == 1 and "Traceback" not in run.stderr
+
+
+def test_a_net_file_with_its_log_given_or_beside_is_sized_as_the_log_set_it_up(tmp_path):
+    """With the log given (--log) or beside the net in its folder, the unknown layers are Caffe's
+    own: loss_1 and loss_2 each make the 0-axis loss top the log shows ("Top shape: (1)")."""
+    import shutil
+
+    alone = shutil.copy(NET, tmp_path)
+    for path, extra in ((NET, ()), (alone, ("--log", LOG))):
+        run = run_in_process(path, "--phase", "train", "--caffe-log", *extra)
+        assert run.returncode == 0, (extra, run.stderr)
+        (got,) = logparse.parse(run.stdout)
+        for name in UNKNOWN:
+            assert got.layer(name).shapes == [()]

@@ -10,6 +10,7 @@ glog cuts any message at 30,000 bytes, so a long net's text may be cut: its laye
 import functools
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from ..errors import InputError
@@ -76,6 +77,16 @@ class LoggedNet:
         did, and every shape it logged has four axes. A Caffe of early 2015 logged the memory once but
         shapes of any rank (a (128, 30) HDF5 label: qiexing/caffe-regression's log)."""
         return not self.memory_per_layer and all(len(shape) == 4 for layer in self.layers for shape in layer.shapes)
+
+    def by_name(self):
+        """The layers Caffe set up, by name; a name Caffe set up twice (Net::Init allows it) is left
+        out, as it names no one layer."""
+        times = Counter(layer.name for layer in self.layers)
+        return {layer.name: layer for layer in self.layers if times[layer.name] == 1}
+
+    def top_shapes(self):
+        """The shape Caffe logged for every top it set up (a top set up again, in place, keeps its last)."""
+        return {top: shape for layer in self.layers for top, shape in zip(layer.tops, layer.shapes)}
 
     def data_shapes(self):
         """The shape Caffe logged for every top of a layer with no bottom (a data source)."""
@@ -325,12 +336,16 @@ def chosen_run(runs, path):
     return built_runs(runs, path)[-1]
 
 
+def logged_nets(path):
+    """The nets of the log's chosen run that Caffe set up, the first of each phase."""
+    out = {}
+    for net in chosen_run(read(path), path).nets:
+        if net.layers and net.phase and net.phase not in out:
+            out[net.phase] = net
+    return list(out.values())
+
+
 def data_shapes(path):
     """{phase: ({top: shape}, where)} for the nets of the log's chosen run: the shapes Caffe
     logged for its data sources' tops."""
-    run = chosen_run(read(path), path)
-    out = {}
-    for net in run.nets:
-        if net.layers and net.phase and net.phase not in out:
-            out[net.phase] = (net.data_shapes(), f"Caffe's log {path}:{net.layers[0].line}")
-    return out
+    return {net.phase: (net.data_shapes(), f"Caffe's log {path}:{net.layers[0].line}") for net in logged_nets(path)}

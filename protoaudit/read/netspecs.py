@@ -1,7 +1,6 @@
 """From a loaded file to the nets Caffe would build: a net file's one net, or a solver's train and
 test nets (Solver::InitTrainNet / InitTestNets), each with its NetState and upgraded to V2."""
 import os
-from collections import Counter
 from dataclasses import dataclass, field
 
 from google.protobuf import text_format
@@ -101,7 +100,7 @@ def _log_specs(run, path, phase, schema, defines, strict=False):
         role = "net" if solver is None else "train" if net.phase == "TRAIN" and k == 0 else "test"
         where = f"Caffe's log, line {net.layers[0].line}" if net.layers else ""
         specs.append(NetSpec(role, src.message, state, src.schema, src.path, lines, solver, own_phase=True,
-                             shapes=net.data_shapes(), shapes_from=where, logged_layers=_by_name(net.layers),
+                             shapes=net.data_shapes(), shapes_from=where, logged_layers=net.by_name(),
                              skipped=src.skipped, assumed=src.assumed + assumed))
     return specs
 
@@ -122,13 +121,6 @@ def _cut_unread(cut, files, path):
         f"glog cut the printed text of the {' and '.join(n.phase for n in cut)} net{'s' if len(cut) > 1 else ''} "
         f"at its 30,000-byte limit, and {why}", file=path, line=cut[0].params.line,
         fix=f"give {give} with this log for its data shapes: protoaudit {net or 'NET.prototxt'} --log {path}")
-
-
-def _by_name(layers):
-    """The layers Caffe set up, by name; a name Caffe set up twice (Net::Init allows it) is left
-    out, as it names no one layer."""
-    times = Counter(layer.name for layer in layers)
-    return {layer.name: layer for layer in layers if times[layer.name] == 1}
 
 
 def _named_file(net, log_path, schema, defines, strict):

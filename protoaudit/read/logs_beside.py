@@ -1,0 +1,82 @@
+"""Caffe logs beside a net: the shapes Caffe logged for its data tops, for a data source whose dataset
+is not on this machine. Repositories often keep the log of the run that trained a net beside it
+(`train.log`, `log.txt`, `nohup.out`); its `Top shape:` lines are what the dataset gave, which no
+prototxt states, as `protoaudit NET --log LOG` takes them."""
+import os
+import re
+
+from ..errors import InputError
+from . import caffe_log
+
+MAX_FILES = 16  # candidate files looked at, in the net's folder and its log folders
+MAX_BYTES = 64 << 20  # a larger file is passed over (Caffe's own logs of a run are rarely this large)
+HEAD = 4 << 20  # a log names its net within this many bytes, or is passed over unread
+_NAMES = re.compile(r".*(\.log|\.txt|\.out|log)$", re.IGNORECASE)
+_LOG_FOLDERS = ("log", "logs", "Log", "Logs")
+_INIT = b"] Initializing net from parameters"
+
+
+def logged_beside(path, param, phase):
+    """(LoggedNet, file) of a Caffe log beside the net file `path` (its folder, or a log/logs folder
+    in it) that initialised this net in `phase`: the same name and nine in ten of the net's layers
+    by name. The last run in the file to build it wins; None where no log did."""
+    folder = os.path.dirname(os.path.abspath(path))
+    names = {lp.name for lp in param.layer}
+    found = None
+    for candidate in _candidates(folder):
+        try:
+            runs = caffe_log.read(candidate)
+        except (InputError, OSError):
+            continue
+        for run in runs:
+            for net in run.nets:
+                if net.phase == phase and net.layers and _same_net(net, param, names):
+                    found = (net, candidate)
+        if found:
+            return found
+    return None
+
+
+def _candidates(folder):
+    """Files that may be Caffe logs, in `folder` and its log folders: names a log has, at most
+    MAX_BYTES, holding Net::Init's line in their first HEAD bytes."""
+    out = []
+    for where in (folder, *(os.path.join(folder, f) for f in _LOG_FOLDERS)):
+        try:
+            entries = sorted(os.scandir(where), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if len(out) >= MAX_FILES:
+                return out
+            try:
+                if not (_NAMES.fullmatch(entry.name) and entry.is_file() and 0 < entry.stat().st_size <= MAX_BYTES):
+                    continue
+                with open(entry.path, "rb") as f:
+                    if _INIT in f.read(HEAD):
+                        out.append(entry.path)
+            except OSError:
+                continue
+    return out
+
+
+def _same_net(logged, param, names):
+    """Whether the net Caffe logged is this one: nine in ten of the layers it set up (past the
+    splits Caffe inserts) are the net's by name, and the net's printed name is the file's."""
+    set_up = [layer.name for layer in logged.layers if not layer.name.endswith("_split")]  # (SplitLayerName)
+    if not set_up or sum(name in names for name in set_up) < 0.9 * len(set_up):
+        return False
+    printed = re.search(r'^name: "([^"]*)"', logged.params.text, re.MULTILINE) if logged.params else None
+    return printed is None or not param.name or printed.group(1) == param.name
+
+
+def fill(known, logged):
+    """A needed top's shape from the one Caffe logged: the dimensions the layer knows (its batch)
+    over it, where the ranks agree or only the batch is known; None where they disagree."""
+    if not known or all(k is None for k in known):
+        return tuple(logged)
+    if len(known) == len(logged):
+        return tuple(k if k is not None else d for k, d in zip(known, logged))
+    if known[0] is not None and all(k is None for k in known[1:]) and logged:
+        return (known[0],) + tuple(logged[1:])
+    return None

@@ -1,0 +1,61 @@
+"""A train net whose dataset is not on this machine, with Caffe's log of its run beside it: the data
+tops are the shapes Caffe logged for them (what the dataset gave), said as an assumption. The real
+case: LiJianfei06/caffe-project-VggNet-ResNet-DenseNet's captcha ResNet-20 (tests/data/logs_beside,
+SOURCES.md), HDF5 data whose lists are not in the repository, its train and test nets and the log of
+their run (the first 5,357 lines: both nets set up)."""
+import json
+import os
+import shutil
+
+import logparse
+from conftest import DATA, run_in_process
+
+HERE = os.path.join(DATA, "logs_beside", "captcha_resnet20_hdf5")
+LOG = "train_ResNet-20.log"
+
+
+def _shapes(path, *args):
+    run = run_in_process(path, "--format", "json", *args)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    return {(d["net"], d["top"]): (d["shape"], d["source"]) for d in report["data_shapes"]}, report
+
+
+def test_the_train_net_takes_the_hdf5_shapes_its_log_shows():
+    """The log's TRAIN net (line 1657-1658): data 128 1 32 72, labels 128 4."""
+    shapes, report = _shapes(os.path.join(HERE, "train_ResNet_20.prototxt"))
+    where = f"Caffe's log {LOG} beside the net"
+    assert shapes[("net", "data")] == ([128, 1, 32, 72], where)
+    assert shapes[("net", "labels")] == ([128, 4], where)
+    said = [a for a in report["assumptions"] if LOG in a["assumption"]]
+    assert {a["override"] for a in said} == {"--input data=128xCxHxW", "--input labels=128xCxHxW"}
+
+
+def test_a_test_net_file_takes_the_logs_test_net():
+    """test_ResNet_20.prototxt's data layer is TEST-only: its TEST net, which the log set up at line
+    4269-4270 with batch 10: data 10 1 32 72, labels 10 4."""
+    shapes, _ = _shapes(os.path.join(HERE, "test_ResNet_20.prototxt"))
+    assert shapes[("net", "data")][0] == [10, 1, 32, 72] and shapes[("net", "labels")][0] == [10, 4]
+
+
+def test_the_nets_then_reproduce_caffes_lines():
+    """Built so, the train net's Top shape lines and memory are the log's own, line for line."""
+    run = run_in_process(os.path.join(HERE, "train_ResNet_20.prototxt"), "--caffe-log")
+    assert run.returncode == 0, run.stderr
+    with open(os.path.join(HERE, LOG), errors="replace") as f:
+        want = [n for n in logparse.parse(f.read()) if n.phase == "TRAIN"]
+    got = logparse.parse(run.stdout)
+    assert logparse.first_difference(want[0], got[0]) is None, logparse.first_difference(want[0], got[0])
+
+
+def test_without_the_log_the_shapes_are_asked_for(tmp_path):
+    shutil.copy(os.path.join(HERE, "train_ResNet_20.prototxt"), tmp_path)
+    run = run_in_process(str(tmp_path / "train_ResNet_20.prototxt"))
+    assert run.returncode == 2 and "--input data=128xCxHxW" in run.stderr
+
+
+def test_a_given_input_wins_over_the_log():
+    shapes, report = _shapes(os.path.join(HERE, "train_ResNet_20.prototxt"), "--input", "data=128x1x40x80",
+                             "--input", "labels=128x4")
+    assert shapes[("net", "data")][0] == [128, 1, 40, 80]
+    assert not [a for a in report["assumptions"] if LOG in a["assumption"]]
