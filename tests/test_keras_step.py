@@ -292,7 +292,12 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # 20, median 2.2%. Its miss: Keras 3's deep MLP with Dropout and momentum at batch 512
                 # (+20.4%; traced, TensorFlow's peak came one Dense earlier in the chain than the
                 # model's, with the same momentum products alive)
-                "mlp_dropout_deep_sgdm_k3:b512"}
+                "mlp_dropout_deep_sgdm_k3:b512",
+                # and a twenty-third, queued and audited after that, before any change for it: 19 of
+                # 20, median 2.4%. Its miss: tf_keras's BiLSTM with dot-product Attention (+16.9%;
+                # within 10%, +4.5%, once keras.layers.Attention was counted with no projections, as
+                # traced)
+                }
 
 
 @functools.lru_cache(maxsize=None)
@@ -328,10 +333,11 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 0.9%), on the
     configurations measured since (tests/data/keras_oracle/new: 78 of 86, 1.8%; the rules were read
-    off the traces of some of them) and on all 597 (540, 90.5%, 1.9%). Not met, as first audited, on the 460
-    configurations of tests/data/keras_oracle/unseen, twenty-two batches each measured after the last
-    change before it and audited before any change for it, as first audited: 370 (80.4%; the last
-    batch 19 of 20); now 415 (90.2%), a median of 1.9%. Held where they stand, so that a regression fails."""
+    off the traces of some of them) and on all 617 (560, 90.8%, 1.9%). On the 480 configurations of
+    tests/data/keras_oracle/unseen, twenty-three batches each measured after the last change before
+    it and audited before any change for it: 389 (81.0%) as first audited over all of them, the last
+    two 38 of 40 (95%, medians 2.2% and 2.4%); now 435 (90.6%), a median of 1.9%. Held where they
+    stand, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
@@ -473,6 +479,21 @@ def test_keras3_attention_kernel_gradients_are_first_one_per_batch_row():
         step = next(st for st in program.steps if st.label == "multi_head_attention query/kernel gradient")
         assert step.scratch == want
         assert program.bufs[step.makes[0]].bytes == 128 * 4 * 32 * 4  # the (128, 4, 32) kernel's gradient
+
+
+def test_dot_product_attention_has_no_projections():
+    # keras.layers.Attention (tf_keras dense_attention.py _calculate_scores; Keras 3 attention.py):
+    # scores = matmul(query, key, transpose_b=True) of the inputs themselves, no projection and no
+    # einsum copies. The BiLSTM classifier (80 steps, 2 x 48 units, batch 32) attends h to h: its
+    # scores are 32 x 80 x 80 x 4 = 819,200 bytes, its context 32 x 80 x 96 x 4 = 983,040 (traced,
+    # tf_keras, RMSprop: attention/MatMul 32x80x80 beside the BiLSTM's output, no other copy of it).
+    for name in ("bilstm_attention_cls_rmsprop.keras", "bilstm_attention_cls_rmsprop_k3.keras"):
+        program = _program(name, 32, folder="unseen")
+        labels = {st.label: st for st in program.steps}
+        assert not {"attention query", "attention key", "attention value"} & set(labels)
+        scores, ctx = labels["attention scores"], labels["attention attention"]
+        assert program.bufs[scores.makes[0]].bytes == 32 * 80 * 80 * 4 and scores.scratch == 0
+        assert program.bufs[ctx.makes[0]].bytes == 32 * 80 * 96 * 4 and ctx.scratch == 0
 
 
 def test_tf_keras_sparse_sgd_copies_the_momentum_and_the_embedding_once_each():

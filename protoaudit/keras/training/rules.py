@@ -1088,7 +1088,8 @@ class SpectralNorm(_Weighted):
 
 @rule("MultiHeadAttention", "Attention", "AdditiveAttention")
 class Attention(_Weighted):
-    """Query, key and value projections, the scores (batch x heads x Tq x Tk) and their softmax (kept),
+    """MultiHeadAttention: query, key and value projections, the scores (batch x heads x Tq x Tk) and their
+    softmax (kept),
     the weighted values and the output projection; each Einsum of two tensors copies both operands
     batch-major for the op's span. MultiHeadAttention's backward pass runs as traced (Keras 3 and
     tf_keras transformer blocks): the output projection's gradients, the scores' gradient and the
@@ -1096,7 +1097,8 @@ class Attention(_Weighted):
     projection followed by the projection's own gradients. Keras 3 on TensorFlow, with no attention
     dropout and 3-D inputs, writes the scale and the softmax into the scores' buffer and projects
     with a matmul whose kernel is broadcast over the batch, so each kernel gradient is first one per
-    batch row, then summed."""
+    batch row, then summed. Attention and AdditiveAttention project nothing: their scores are a matmul
+    of the inputs themselves (keras.layers.Attention: matmul(query, key, transpose_b=True))."""
 
     def fused(self, s, node):
         """Keras 3's dot_product_attention path, with its broadcast matmul projections."""
@@ -1114,10 +1116,15 @@ class Attention(_Weighted):
         tq, tk = prod(q.shape[1:-1]), prod(kv.shape[1:-1])
         proj = q.shape[0] * heads * dim * item
         scores = q.shape[0] * heads * tq * tk * item
-        pq = s.one(f"{name} query", [xs[0]], proj * tq)
-        pk = s.one(f"{name} key", xs[2:3] or xs[1:2] or xs[:1], proj * tk)
-        pv = s.one(f"{name} value", xs[1:2] or xs[:1], proj * tk)
-        z = s.one(f"{name} scores", [pq, pk], scores, scratch=proj * (tq + tk))
+        einsum = proj * (tq + tk)  # its batch-major copies of both operands
+        if node.layer.class_name == "MultiHeadAttention":
+            pq = s.one(f"{name} query", [xs[0]], proj * tq)
+            pk = s.one(f"{name} key", xs[2:3] or xs[1:2] or xs[:1], proj * tk)
+            pv = s.one(f"{name} value", xs[1:2] or xs[:1], proj * tk)
+        else:  # no projections: the scores are a matmul of the inputs themselves (keras.layers.Attention)
+            pq, pv = xs[0], (xs[1:2] or xs[:1])[0]
+            pk, einsum = (xs[2:3] or [pv])[0], 0
+        z = s.one(f"{name} scores", [pq, pk], scores, scratch=einsum)
         probs = s.one(f"{name} softmax", [z], scores, forward=self.fused(s, node))
         mask = dropped = None
         if node.layer.class_name == "MultiHeadAttention" and float(c.get("dropout") or 0):
@@ -1125,7 +1132,7 @@ class Attention(_Weighted):
             # scaled (kept for the value's gradient; traced: a ViT's `dropout/Mul` and `GreaterEqual`)
             mask = s.one(f"{name} attention dropout mask", [probs], scores // item, scratch=scores)
             dropped = s.one(f"{name} attention dropout", [probs, mask], scores)
-        ctx = s.one(f"{name} attention", [dropped or probs, pv], proj * tq, scratch=proj * (tq + tk))
+        ctx = s.one(f"{name} attention", [dropped or probs, pv], proj * tq, scratch=einsum)
         y = s.one(f"{name} output", [ctx], _size(node.outputs[0].spec))
         return [y], (list(xs), pq, pk, pv, probs, ctx, mask, dropped)
 
