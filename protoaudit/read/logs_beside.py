@@ -23,7 +23,7 @@ def logged_beside(path, param, phase):
     folder = os.path.dirname(os.path.abspath(path))
     names = {lp.name for lp in param.layer}
     found = None
-    for candidate in _candidates(folder):
+    for candidate in _candidates(folder, param.name):
         try:
             runs = caffe_log.read(candidate)
         except (InputError, OSError):
@@ -37,9 +37,10 @@ def logged_beside(path, param, phase):
     return None
 
 
-def _candidates(folder):
-    """Files that may be Caffe logs, in `folder` and its log folders: names a log has, at most
-    MAX_BYTES, holding Net::Init's line in their first HEAD bytes."""
+def _candidates(folder, name):
+    """Files that may be Caffe logs of the net `name`, in `folder` and its log folders: names a log
+    has, at most MAX_BYTES, holding Net::Init's line (and the net's name) in their first HEAD bytes."""
+    printed = f'name: "{name}"'.encode() if name else _INIT
     out = []
     for where in (folder, *(os.path.join(folder, f) for f in _LOG_FOLDERS)):
         try:
@@ -53,7 +54,8 @@ def _candidates(folder):
                 if not (_NAMES.fullmatch(entry.name) and entry.is_file() and 0 < entry.stat().st_size <= MAX_BYTES):
                     continue
                 with open(entry.path, "rb") as f:
-                    if _INIT in f.read(HEAD):
+                    head = f.read(HEAD)
+                    if _INIT in head and printed in head:
                         out.append(entry.path)
             except OSError:
                 continue
