@@ -116,6 +116,11 @@ def test_what_only_running_code_knows_is_asked_for(tmp_path):
     stderr = _asks(tmp_path, LAYER.replace("        top[1].reshape(self.batch)",
                                            "        if size > 12:\n            top[1].reshape(self.batch)"))
     assert "top 1 is shaped inside a branch or loop" in stderr
+    # a name of setup's own, read again in reshape, where Python would not find it
+    stderr = _asks(tmp_path, LAYER.replace("        top[1].reshape(self.batch)\n", "").replace(
+        "    def reshape(self, bottom, top):\n        pass", "    def reshape(self, bottom, top):\n"
+        "        top[1].reshape(size)"))
+    assert "depends on values only the running code has" in stderr
     # a value made by a function protoaudit does not follow
     stderr = _asks(tmp_path, LAYER.replace("size = params.get('size', 24)", "size = config.size(params)"))
     assert "depends on values only the running code has" in stderr

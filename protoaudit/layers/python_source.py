@@ -139,7 +139,8 @@ class SourceShapes:
         shaped, lines = [None] * tops, [None] * tops
         env = {name: _UNKNOWN for name in self.elsewhere}  # set by code protoaudit does not follow
         for method in ("setup", "reshape"):
-            if method in self.methods:
+            if method in self.methods:  # a method's own names are its own; self's attributes carry over
+                env = {k: v for k, v in env.items() if k.startswith("self.") or k in self.elsewhere}
                 self._read(self.methods[method], env, shaped, lines, bottoms, param_str)
         missing = [j for j in range(tops) if shaped[j] is None]
         if missing:
