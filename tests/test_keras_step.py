@@ -297,7 +297,12 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # 20, median 2.4%. Its miss: tf_keras's BiLSTM with dot-product Attention (+16.9%;
                 # within 10%, +4.5%, once keras.layers.Attention was counted with no projections, as
                 # traced)
-                }
+                # and a twenty-fourth, audited before any change for it: 15 of 20, median 1.9%. Its
+                # misses: a VGG-style CNN in both flavours (-19.1%, -25.6%; traced in tf_keras, the
+                # filter gradients set aside though the model has a Dropout after its Dense), Keras 3's
+                # wide MLP with plain SGD (+20.8%) and a ReLU SimpleRNN in both flavours (+10.6%, +15.3%)
+                "vgg_like_64_sgdm:b32", "vgg_like_64_sgdm_k3:b32", "wide_mlp_reg_sgd_k3:b128",
+                "simple_rnn_relu_rmsprop:b64", "simple_rnn_relu_rmsprop_k3:b64"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -333,10 +338,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 0.9%), on the
     configurations measured since (tests/data/keras_oracle/new: 78 of 86, 1.8%; the rules were read
-    off the traces of some of them) and on all 617 (560, 90.8%, 1.9%). On the 480 configurations of
-    tests/data/keras_oracle/unseen, twenty-three batches each measured after the last change before
-    it and audited before any change for it: 389 (81.0%) as first audited over all of them, the last
-    two 38 of 40 (95%, medians 2.2% and 2.4%); now 435 (90.6%), a median of 1.9%. Held where they
+    off the traces of some of them) and on all 637 (575, 90.3%, 1.9%). On the 500 configurations of
+    tests/data/keras_oracle/unseen, twenty-four batches each measured after the last change before
+    it and audited before any change for it: 404 (80.8%) as first audited over all of them, the last
+    three 53 of 60 (88.3%; 19, 19 and 15 of 20); now 450 (90.0%), a median of 1.9%. Held where they
     stand, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
