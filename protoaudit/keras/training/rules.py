@@ -628,7 +628,9 @@ class TFFunction(Rule):
 @rule("Dropout")
 class Dropout(Rule):
     """tf.nn.dropout in training: a uniform draw, its >= rate mask (bool), x * scale, select(mask, ., 0);
-    the gradient selects with the mask against zeros_like(dy)."""
+    the gradient selects with the mask against a scalar zero (SelectV2's gradient, math_grad.py:
+    `zeros = array_ops.zeros([])`), written into dy: no buffer of its own (traced, a wide MLP in both
+    flavours: no dy-sized block besides dy at the Dropout's gradient)."""
 
     def forward(self, s, node, xs):
         spec = node.outputs[0].spec
@@ -646,8 +648,7 @@ class Dropout(Rule):
         if keep is None:
             return [dys[0] if need[0] else None], []
         size = _size(node.outputs[0].spec)
-        zeros = s.one(f"{node.layer.name} zeros_like", [dys[0]], size, kind="gradient")
-        dx = s.one(f"{node.layer.name} select gradient", [dys[0], zeros, keep], size, forward=True, kind="gradient")
+        dx = s.one(f"{node.layer.name} select gradient", [dys[0], keep], size, forward=True, kind="gradient")
         dx = s.one(f"{node.layer.name} scale gradient", [dx], size, forward=True, kind="gradient")
         return [dx if need[0] else None], []
 
