@@ -473,3 +473,21 @@ def test_caffes_example_hdf5_lists_give_their_datasets_where_the_tops_are_theirs
         assert any(b.owner.endswith("HDF5 conversion buffer") for b in buffers)
     with pytest.raises(ShapesNeeded):
         build_nets(write_net(here, layer.format("train").replace('top: "label"', 'top: "weight"'), "other.prototxt"))
+
+
+def test_sphereface_s_aligned_casia_list_gives_its_image_size(here):
+    """wy1iu/sphereface f20b130: preprocess/code/face_align_demo.m aligns every face to imgSize =
+    [112, 96] (rows, columns) and saves it as a colour JPEG; train/code/get_list.m lists them as
+    data/CASIA-WebFace-112X96.txt, the source of its nets. Absent, an ImageData layer naming that list
+    is 112 x 96 colour, cropped as it says; is_color false (grey) or new_height/new_width are not that
+    list's images, and are sized as before."""
+    layer = ('layer { name: "d" type: "ImageData" top: "data" top: "label" transform_param { %s } '
+             'image_data_param { source: "data/CASIA-WebFace-112X96.txt" batch_size: 16 %s } }')
+    got, net = shapes(write_net(here, layer % ("mirror: true", "")))
+    assert got["data"] == (16, 3, 112, 96)
+    (said,) = net.assumptions
+    assert "SphereFace" in said.what and said.override.startswith("--input data=16x3x112x96")
+    got, _ = shapes(write_net(here, layer % ("crop_size: 96", ""), "crop.prototxt"))
+    assert got["data"] == (16, 3, 96, 96)
+    with pytest.raises(ShapesNeeded):
+        build_nets(write_net(here, layer % ("", "is_color: false"), "grey.prototxt"))

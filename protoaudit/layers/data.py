@@ -15,7 +15,7 @@ What a data layer holds, beyond its tops, is in `Prefetching.touches` and `HDF5D
 import shlex
 
 from ..read.datasets import MissingLibrary, reader
-from ..read.datasets.examples import example, hdf5_example
+from ..read.datasets.examples import example, hdf5_example, image_list_example
 from . import touch
 from .base import Layer, count, one_pixel, register
 from .cxx import STRING, assigned
@@ -486,6 +486,16 @@ class ImageData(Prefetching):
         crop = self.crop()
         fixed = self.fixed_size()
         mean_size = self.mean_shape[1:] if self.mean_shape is not None else None
+        known = image_list_example(p.source) if self.files.find(p.source) is None else None
+        if known is not None and known.channels == channels and not (fixed or mean_size):
+            self.stored = (channels,) + known.size
+            self.check_transform(channels, *known.size, "the image")
+            h, w = known.size
+            shape = (channels, crop or h, crop or w)
+            self.assume(f"source '{p.source}' is not on this machine; by its name it is the list of {known.made_by}, "
+                        f"{w}x{h} colour images (the list's own entries are not counted)",
+                        f"--input {self.lp.top[0]}={batch}x{'x'.join(map(str, shape))} (your data's size)")
+            return shape, f"assumed: {known.made_by}, {w}x{h}"
         read = self.first_image(self.param().source, self.first_names, batch, channels, crop or fixed or mean_size)
         if read is not None:
             (h, w), origin, _ = read

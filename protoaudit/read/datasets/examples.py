@@ -16,6 +16,12 @@ CamVid's images in the repository: 480 x 360 colour PNGs and 480 x 360 grey labe
 and 101 pairs; the names' heap bytes (each name over 15 characters, plus its NUL) are counted from
 the lists at that commit.
 
+SphereFace (wy1iu/sphereface f20b130) aligns CASIA-WebFace to 112 x 96 colour JPEGs
+(preprocess/code/face_align_demo.m: imgSize = [112, 96], rows by columns) and lists them as
+data/CASIA-WebFace-112X96.txt (train/code/get_list.m, README Part 2), the list its nets and the many
+face nets copied from them read; the list itself is made on the user's machine, so its entries are
+not known.
+
 And the HDF5 lists examples/brewing-logreg.ipynb writes (BVLC 9b89154, cell 7), which its nets and
 examples/hdf5_classification's name: 10,000 4-vectors from sklearn's make_classification (cell 3),
 split by train_test_split's default quarter into 7,500 training and 2,500 test rows; each file holds
@@ -89,3 +95,20 @@ DENSE_LISTS = {
 def dense_example(source):
     """The PairList a DenseImageData source names (SegNet's tutorial's absolute paths), or None."""
     return DENSE_LISTS.get(os.path.normpath(source)) if source else None
+
+
+class ImageList(NamedTuple):
+    size: tuple  # (height, width) of every image
+    channels: int
+    made_by: str
+
+
+IMAGE_LISTS = {
+    "CASIA-WebFace-112X96.txt": ImageList((112, 96), 3, "SphereFace's aligned CASIA-WebFace (wy1iu/sphereface: "
+                                                        "face_align_demo.m, get_list.m)"),
+}
+
+
+def image_list_example(source):
+    """The ImageList an ImageData source names by its file name, or None."""
+    return IMAGE_LISTS.get(os.path.basename(source.replace("\\", "/"))) if source else None
