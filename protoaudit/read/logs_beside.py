@@ -8,7 +8,7 @@ import re
 from ..errors import InputError
 from . import caffe_log
 
-MAX_FILES = 16  # candidate files looked at, in the net's folder and its log folders
+MAX_FILES = 16  # files opened, in the net's folder and its log folders
 MAX_BYTES = 64 << 20  # a larger file is passed over (Caffe's own logs of a run are rarely this large)
 HEAD = 4 << 20  # a log names its net within this many bytes, or is passed over unread
 _NAMES = re.compile(r".*(\.log|\.txt|\.out|log)$", re.IGNORECASE)
@@ -38,27 +38,30 @@ def logged_beside(path, param, phase):
 
 
 def _candidates(folder, name):
-    """Files that may be Caffe logs of the net `name`, in `folder` and its log folders: names a log
-    has, at most MAX_BYTES, holding Net::Init's line (and the net's name) in their first HEAD bytes."""
+    """Files that may be Caffe logs of the net `name`, in `folder` and its log folders: at most
+    MAX_FILES files with a name a log has (those that say "log" first) are opened, at most MAX_BYTES
+    each, and kept where their first HEAD bytes hold Net::Init's line and the net's name. (A folder of
+    a dataset's many .txt files costs a look at their names, not a read of each.)"""
     printed = f'name: "{name}"'.encode() if name else _INIT
-    out = []
+    named = []
     for where in (folder, *(os.path.join(folder, f) for f in _LOG_FOLDERS)):
         try:
-            entries = sorted(os.scandir(where), key=lambda e: e.name)
+            with os.scandir(where) as entries:
+                named += [e.path for e in entries if _NAMES.fullmatch(e.name)]
         except OSError:
             continue
-        for entry in entries:
-            if len(out) >= MAX_FILES:
-                return out
-            try:
-                if not (_NAMES.fullmatch(entry.name) and entry.is_file() and 0 < entry.stat().st_size <= MAX_BYTES):
-                    continue
-                with open(entry.path, "rb") as f:
-                    head = f.read(HEAD)
-                    if _INIT in head and printed in head:
-                        out.append(entry.path)
-            except OSError:
+    named.sort(key=lambda path: ("log" not in os.path.basename(path).lower(), path))
+    out = []
+    for path in named[:MAX_FILES]:
+        try:
+            if not (os.path.isfile(path) and 0 < os.path.getsize(path) <= MAX_BYTES):
                 continue
+            with open(path, "rb") as f:
+                head = f.read(HEAD)
+            if _INIT in head and printed in head:
+                out.append(path)
+        except OSError:
+            continue
     return out
 
 
