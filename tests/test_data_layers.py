@@ -491,3 +491,18 @@ def test_sphereface_s_aligned_casia_list_gives_its_image_size(here):
     assert got["data"] == (16, 3, 96, 96)
     with pytest.raises(ShapesNeeded):
         build_nets(write_net(here, layer % ("", "is_color: false"), "grey.prototxt"))
+
+
+def test_a_check_behind_a_missing_datasets_label_says_the_label_was_bvlcs(here):
+    """BVLC's DataLayer gives one label per record (data_layer.cpp: label_shape(1, batch_size)); a
+    fork's may keep more (alexgkendall/caffe-posenet: the record's float_data, its PoseNet nets
+    slicing the label on axis 1). With the dataset absent, a Slice of the label on axis 1 fails Caffe's
+    CHECK in BVLC's Caffe, and the message says the label's shape is BVLC's, not a fault of the file."""
+    net = data_layer("missing_lmdb", 4, "crop_size: 8") + (
+        ' layer { name: "s" type: "Slice" bottom: "label" top: "xyz" top: "wpqr" '
+        'slice_param { slice_dim: 1 slice_point: 3 } }')
+    message = refused(write_net(here, net))
+    assert "top 'label' of layer 'd' is 4, one label per record as BVLC's Data layer makes it" in message
+    assert "--input label=4xK" in message and "Caffe stops here too" not in message
+    run = run_in_process(write_net(here, net, "given.prototxt"), "--input", "label=4x7")
+    assert run.returncode == 0, run.stderr

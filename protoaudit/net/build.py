@@ -208,12 +208,25 @@ def _behind_check(ctx, lp, fix, upstream):
     no fix of its own, the file itself."""
     assumed = {o.layer for o in ctx.origins if o.source.startswith("assumed") and o.top in upstream}
     guesses = [a for a in ctx.assumptions if a.layer in assumed]
+    if not guesses and (label := _unseen_label(ctx, upstream)) is not None:
+        return ((f"{fix}; but first: " if fix else "") + f"top '{label.top}' of layer '{label.layer}' is "
+                f"{'x'.join(map(str, label.shape))}, one label per record as BVLC's Data layer makes it; its dataset "
+                "is not on this machine, and a fork's Data layer may keep more values per record (PoseNet's Caffe: "
+                f"the record's float_data): give its shape, --input {label.top}={label.shape[0]}xK")
     if not guesses:
         return fix or f"Caffe stops here too: fix this {lp.type} layer's parameters or the layers that feed it"
     said = "; ".join(f"layer '{a.layer}': {a.what}" for a in guesses)
     flags = "; ".join(a.override for a in guesses)
     return ((f"{fix}; but first: " if fix else "") + f"the shapes here follow from a size protoaudit assumed, not "
             f"from the file ({said}); give the size your data has: {flags}")
+
+
+def _unseen_label(ctx, upstream):
+    """The ShapeOrigin of a Data layer's one-value label that a failed CHECK reads, where that layer's
+    dataset is not on this machine (its data top's shape was assumed); else None."""
+    unseen = {o.layer for o in ctx.origins if "assumed" in o.source}
+    return next((o for o in ctx.origins if o.top in upstream and o.layer in unseen and len(o.shape) == 1
+                 and o.source == "the layer's batch size (a label per image)"), None)
 
 
 def rebatched(net, batch):
