@@ -236,59 +236,59 @@ def _built(spec, options):
 def _with_logged_inputs(spec, options, needed):
     """The net built with the shapes Caffe logged for its missing tops in a log of this net beside its
     file (protoaudit.read.logs_beside), a layer of a type protoaudit has no rule for sized as that log
-    set it up; listed as assumptions. None unless the log gives every top it needs."""
+    set it up (data.Logged); None unless the log gives every top it needs."""
     from .read.logs_beside import fill, logged_beside
 
     found = logged_beside(spec.path, spec.param, spec.phase) if spec.path else None
     if found is None:
         return None
     run, file = found
-    logged_shapes, layers = run.top_shapes(), run.by_name()
+    logged_shapes = run.top_shapes()
     name = os.path.relpath(file, os.path.dirname(os.path.abspath(spec.path)))
-    shapes, said = {}, []
-    for need in needed.needs:  # (a layer of a type with no rule is then sized as the log set it up: data.Logged)
-        for top, known in need.tops:
-            shape = fill(known, logged_shapes[top]) if top in logged_shapes else None
-            if shape is None:
-                return None
-            shapes[top] = shape
-            said.append(Assumption(need.layer, f"top '{top}' is {'x'.join(map(str, shape))}: its data is not on this "
-                                   f"machine, so its shape is the one Caffe logged for it in {name} beside the net",
-                                   f"--input {top}={input_dims(known)}"))
-    logged = {**options["logged"], **shapes}
-    try:
-        net = build(spec.param, spec.state, **dict(options, logged=logged, logged_from=f"Caffe's log {name} beside "
-                                                   "the net", logged_layers={**layers, **options["logged_layers"]}),
-                    read=spec.read)
-    except ShapesNeeded:
-        return None
-    net.assumptions[:0] = said
-    return net
+
+    def given(top, known):
+        shape = fill(known, logged_shapes[top]) if top in logged_shapes else None
+        return None if shape is None else (shape, f"its shape is the one Caffe logged for it in {name} beside the net")
+
+    return _with_shapes_beside(spec, options, needed, given, f"Caffe's log {name} beside the net",
+                               logged_layers={**run.by_name(), **options["logged_layers"]})
 
 
 def _with_deploy_inputs(spec, options, needed):
     """The net built with the shapes its missing data tops have in a deploy net beside its file
-    (protoaudit.read.deploy), each listed as an assumption; None unless every top it needs is there."""
+    (protoaudit.read.deploy); None unless every top it needs is there."""
     from .read.deploy import fill, inputs_beside
 
     tops = {top for need in needed.needs for top, _ in need.tops}
     beside = inputs_beside(spec.path, spec.param, tops) if spec.path else {}
+
+    def given(top, known):
+        found = beside.get(top)
+        shape = fill(known, found[0]) if found else None
+        return None if shape is None else (shape, f"its shape is that of the input '{top}' of {found[1]} beside "
+                                                  f"the net ({'x'.join(map(str, found[0]))}), with the batch the "
+                                                  "layer gives")
+
+    where = ", ".join(sorted({f"{beside[t][1]} beside the net" for t in tops if t in beside}))
+    return _with_shapes_beside(spec, options, needed, given, where)
+
+
+def _with_shapes_beside(spec, options, needed, given, logged_from, **more):
+    """The net built with a shape for each top `needed` asks for, `given(top, known dims)` -> (shape,
+    where it comes from) or None, each listed as an assumption; None where one has none or the net
+    still needs more. `more`: other build options (a log's layers)."""
     shapes, said = {}, []
     for need in needed.needs:
         for top, known in need.tops:
-            found = beside.get(top)
-            shape = fill(known, found[0]) if found else None
-            if shape is None:
+            found = given(top, known)
+            if found is None:
                 return None
-            shapes[top] = shape
-            said.append(Assumption(need.layer, f"top '{top}' is {'x'.join(map(str, shape))}: its data is not on this "
-                                   f"machine, so its shape is that of the input '{top}' of {found[1]} beside the "
-                                   f"net ({'x'.join(map(str, found[0]))}), with the batch the layer gives",
-                                   f"--input {top}={input_dims(known)}"))
-    logged = {**options["logged"], **shapes}
-    where = ", ".join(sorted({f"{beside[t][1]} beside the net" for t in shapes}))
+            shapes[top], whence = found
+            said.append(Assumption(need.layer, f"top '{top}' is {'x'.join(map(str, shapes[top]))}: its data is not "
+                                   f"on this machine, so {whence}", f"--input {top}={input_dims(known)}"))
     try:
-        net = build(spec.param, spec.state, **dict(options, logged=logged, logged_from=where), read=spec.read)
+        net = build(spec.param, spec.state, **dict(options, logged={**options["logged"], **shapes},
+                                                   logged_from=logged_from, **more), read=spec.read)
     except ShapesNeeded:
         return None
     net.assumptions[:0] = said

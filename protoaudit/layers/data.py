@@ -57,6 +57,12 @@ class DataSource(Layer):
     def batch_size(self):
         raise NotImplementedError
 
+    def assume_known(self, source, what, tops):
+        """Note that `source`, not on this machine, is taken for the known dataset `what` says,
+        with the --input of each (top, shape) that gives the user's own size instead."""
+        flags = " ".join(f"--input {top}={'x'.join(map(str, shape))}" for top, shape in tops)
+        self.assume(f"source '{source}' is not on this machine; {what}", f"{flags} (your data's size)")
+
     def reshape(self, bottoms):
         batch = self.batch_size()
         tops = []
@@ -406,20 +412,25 @@ class Data(Prefetching):
         names none, or where the layer's parameters do not fit that shape (a database of the same
         name made otherwise: a crop larger than its records, other channels, another mean's shape)."""
         known = example(source)
-        if known is None:
+        shape = None if known is None else self.fitted(known.shape, channels)
+        if shape is None:
             return None
+        self.assume_known(source, f"by its name it is the database {known.made_by} makes, whose records are "
+                                  f"{'x'.join(map(str, known.shape))}", [(self.lp.top[0], (batch, *shape))])
+        return shape, f"assumed: Caffe's example database ({known.made_by})"
+
+    def fitted(self, record, channels):
+        """The data top's (C, H, W) from records of shape `record`, cropped as the layer says, taken
+        as the records stored (self.stored); None where the layer's parameters do not fit them: other
+        channels, a crop larger than the records, a mean of another shape or mean values for another
+        channel count."""
         tp = self.lp.transform_param
-        c, h, w = known.shape
-        if (channels not in (None, c) or tp.crop_size > min(h, w) or self.mean_shape not in (None, known.shape)
+        c, h, w = record
+        if (channels not in (None, c) or tp.crop_size > min(h, w) or self.mean_shape not in (None, tuple(record))
                 or len(tp.mean_value) not in (0, 1, c)):
             return None
-        self.stored = known.shape
-        shape = (c, tp.crop_size or h, tp.crop_size or w)
-        top = self.lp.top[0]
-        self.assume(f"source '{source}' is not on this machine; by its name it is the database {known.made_by} "
-                    f"makes, whose records are {'x'.join(map(str, known.shape))}",
-                    f"--input {top}={batch}x{'x'.join(map(str, shape))} (your data's size)")
-        return shape, f"assumed: Caffe's example database ({known.made_by})"
+        self.stored = tuple(record)
+        return c, tp.crop_size or h, tp.crop_size or w
 
     def mean_elements(self):
         if self.lp.transform_param.mean_file and self.mean_shape is None and self.stored is None:
@@ -492,9 +503,8 @@ class ImageData(Prefetching):
             self.check_transform(channels, *known.size, "the image")
             h, w = known.size
             shape = (channels, crop or h, crop or w)
-            self.assume(f"source '{p.source}' is not on this machine; by its name it is the list of {known.made_by}, "
-                        f"{w}x{h} colour images (the list's own entries are not counted)",
-                        f"--input {self.lp.top[0]}={batch}x{'x'.join(map(str, shape))} (your data's size)")
+            self.assume_known(p.source, f"by its name it is the list of {known.made_by}, {w}x{h} colour images (the "
+                                        "list's own entries are not counted)", [(self.lp.top[0], (batch, *shape))])
             return shape, f"assumed: {known.made_by}, {w}x{h}"
         read = self.first_image(self.param().source, self.first_names, batch, channels, crop or fixed or mean_size)
         if read is not None:
@@ -655,11 +665,10 @@ class HDF5Data(DataSource):
                 for top in self.lp.top]
         self.file_count = reader("lists").Entries(known.listed, 0, False)
         described = ", ".join(f"{d.name} {'x'.join(map(str, d.shape))} {d.dtype}" for d in sets)
-        self.assume(f"source '{source}' is not on this machine; by its name it is the list {known.made_by} "
-                    f"writes: {described}, naming its file {('once', 'twice')[known.listed - 1]} (the file names' own "
-                    "bytes, which depend on where Caffe's root is, are not counted)",
-                    " ".join(f"--input {d.name}={self.batch_size()}{''.join('x' + str(n) for n in d.shape[1:])}"
-                             for d in sets) + " (your data's size)")
+        self.assume_known(source, f"by its name it is the list {known.made_by} writes: {described}, naming its file "
+                                  f"{('once', 'twice')[known.listed - 1]} (the file names' own bytes, which depend on "
+                                  "where Caffe's root is, are not counted)",
+                          [(d.name, (self.batch_size(), *d.shape[1:])) for d in sets])
         return sets, f"assumed: Caffe's example HDF5 list ({known.made_by})"
 
     def touches(self, run):

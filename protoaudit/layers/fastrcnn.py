@@ -108,10 +108,8 @@ class SmoothL1Loss(Layer):
         size = count(run.bottoms[0])
         weights = range(2, len(run.bottoms))
         if run.mode == "cpu":
-            why = (f"{self.source}'s SmoothL1Loss has no CPU code ({self.no_cpu_code}, NOT_IMPLEMENTED): "
-                   "Caffe stops at its first {} pass in CPU mode")
             return [touch.buffer("ones_", size, "setup", per_sample=True, note="ones, bottom 0's size"),
-                    touch.stop("forward", why.format("forward")), touch.stop("backward", why.format("backward"))]
+                    *self.cpu_stops()]
         t = [touch.buffer("ones_ (host)", size, "setup", per_sample=True, device="host",
                           note="ones, bottom 0's size, filled on the host")]
         t += [touch.bottom(j, "data", "forward") for j in range(len(run.bottoms))]
@@ -128,6 +126,12 @@ class SmoothL1Loss(Layer):
 
     def allow_force_backward(self, bottom_index):
         return True
+
+    def cpu_stops(self):
+        """Its forward and backward have no CPU code (`no_cpu_code`): a CPU-mode run stops at each."""
+        why = (f"{self.source}'s SmoothL1Loss has no CPU code ({self.no_cpu_code}, NOT_IMPLEMENTED): "
+               "Caffe stops at its first {} pass in CPU mode")
+        return [touch.stop("forward", why.format("forward")), touch.stop("backward", why.format("backward"))]
 
     @classmethod
     def version(cls, lp):
@@ -166,9 +170,7 @@ class OriginalSmoothL1Loss(SmoothL1Loss):
         already in diff_, are not read again."""
         size = count(run.bottoms[0])
         if run.mode == "cpu":
-            why = (f"{self.source}'s SmoothL1Loss has no CPU code ({self.no_cpu_code}, NOT_IMPLEMENTED): "
-                   "Caffe stops at its first {} pass in CPU mode")
-            return [touch.stop("forward", why.format("forward")), touch.stop("backward", why.format("backward"))]
+            return self.cpu_stops()
         t = [touch.bottom(j, "data", "forward") for j in range(len(run.bottoms))]
         t += [touch.buffer("diff_", size, "forward", per_sample=True, note="w * (b0 - b1)"),
               touch.buffer("errors_", size, "forward", per_sample=True, note="smooth L1 of each element"),

@@ -140,16 +140,18 @@ class SourceShapes:
         env = {name: _UNKNOWN for name in self.elsewhere}  # set by code protoaudit does not follow
         for method in ("setup", "reshape"):
             if method in self.methods:  # a method's own names are its own; self's attributes carry over
-                env = {k: v for k, v in env.items() if k.startswith("self.") or k in self.elsewhere}
-                self._read(self.methods[method], env, shaped, lines, bottoms, param_str)
+                bottom, top, first, end = self.methods[method]
+                env = {k: v for k, v in env.items() if k.startswith("self.")}
+                self._read(top, first, end, _Scope(env, bottom, bottoms, param_str), shaped, lines)
         missing = [j for j in range(tops) if shaped[j] is None]
         if missing:
             raise Unread(f"top {missing[0]} is given no shape that can be read off "
                          f"{os.path.basename(self.path)} (setup and reshape)")
         return shaped, lines
 
-    def _read(self, method, env, shaped, lines, bottoms, param_str):
-        bottom, top, first, end = method
+    def _read(self, top, first, end, scope, shaped, lines):
+        """One method's statements, lines[first:end]: its top[i].reshape(...) into `shaped`, its
+        assignments into the scope's names."""
         base = None
         for number, indent, text in _statements(self.lines, first, end):
             base = indent if base is None else base
@@ -169,27 +171,24 @@ class SourceShapes:
                 if index >= len(shaped):
                     raise Unread(f"{os.path.basename(self.path)}:{number} shapes top {index}, which the net does "
                                  "not name")
-                shaped[index] = self._shape(args, env, bottom, bottoms, param_str, number)
+                shaped[index] = self._shape(args, scope, number)
                 lines[index] = number
             elif isinstance(node, ast.Assign) and len(node.targets) == 1:
                 name = _target(node.targets[0])
                 if name is None:
                     continue
-                value = _UNKNOWN if deeper or name in env else self._value(node.value, env, bottom, bottoms,
-                                                                            param_str)
+                value = _UNKNOWN if deeper or name in scope.env else scope.value(node.value)
                 if name not in self.elsewhere:
-                    env[name] = value
+                    scope.env[name] = value
 
-    def _shape(self, args, env, bottom, bottoms, param_str, number):
+    def _shape(self, args, scope, number):
         dims = []
         for arg in args:
             if isinstance(arg, ast.Starred):
-                value = self._value(arg.value, env, bottom, bottoms, param_str)
-                if not isinstance(value, tuple):
-                    value = _UNKNOWN
-                dims.extend(value if value is not _UNKNOWN else [_UNKNOWN])
+                value = scope.value(arg.value)
+                dims.extend(value if isinstance(value, tuple) else [_UNKNOWN])
             else:
-                dims.append(self._value(arg, env, bottom, bottoms, param_str))
+                dims.append(scope.value(arg))
         if len(dims) == 1 and isinstance(dims[0], tuple):
             dims = list(dims[0])
         if not dims or any(not isinstance(d, int) or isinstance(d, bool) or d < 0 for d in dims):
@@ -197,33 +196,43 @@ class SourceShapes:
                          "running code has")
         return tuple(dims)
 
-    def _value(self, node, env, bottom, bottoms, param_str):
+
+class _Scope:
+    """What one method's expressions are worked out from: its names ('x', 'self.x'), the names it
+    gives its bottoms, their shapes, and the layer's param_str."""
+
+    def __init__(self, env, bottom, bottoms, param_str):
+        self.env = env
+        self.bottom = bottom
+        self.bottoms = bottoms
+        self.param_str = param_str
+
+    def value(self, node):
         """The value of an expression made of numbers, known names, param_str entries and the
         bottoms' shapes; _UNKNOWN for anything else."""
-        ev = lambda n: self._value(n, env, bottom, bottoms, param_str)  # noqa: E731
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str)):
             return node.value
-        if isinstance(node, (ast.Name, ast.Attribute)) and _target(node) in env:
-            return env[_target(node)]
+        if isinstance(node, (ast.Name, ast.Attribute)) and _target(node) in self.env:
+            return self.env[_target(node)]
         if isinstance(node, ast.Attribute) and node.attr in ("param_str", "param_str_"):
-            return _Params(param_str)
+            return _Params(self.param_str)
         if isinstance(node, ast.Tuple):
-            items = tuple(ev(e) for e in node.elts)
+            items = tuple(self.value(e) for e in node.elts)
             return _UNKNOWN if _UNKNOWN in items else items
         if isinstance(node, ast.BinOp):
-            return _arith(node.op, ev(node.left), ev(node.right))
-        blob = _bottom_blob(node, bottom, bottoms)
+            return _arith(node.op, self.value(node.left), self.value(node.right))
+        blob = _bottom_blob(node, self.bottom, self.bottoms)
         if blob is not None:
             return blob
         if isinstance(node, ast.Subscript):
-            return _index(ev(node.value), ev(node.slice))
+            return _index(self.value(node.value), self.value(node.slice))
         if isinstance(node, ast.Call):
-            return self._call(node, ev, bottom, bottoms)
+            return self._call(node)
         return _UNKNOWN
 
-    def _call(self, node, ev, bottom, bottoms):
+    def _call(self, node):
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
-        args = [ev(a) for a in node.args]
+        args = [self.value(a) for a in node.args]
         if name == "len" and len(args) == 1 and isinstance(args[0], _Blob):
             return args[0].shape[0] if args[0].shape else _UNKNOWN
         if name == "int" and len(args) == 1 and isinstance(args[0], (int, float)):
@@ -231,7 +240,7 @@ class SourceShapes:
         if name in _PARAM_READERS and len(args) >= 1 and isinstance(args[0], _Params):
             return args[0].read()
         if name == "get" and isinstance(node.func, ast.Attribute):
-            params = ev(node.func.value)
+            params = self.value(node.func.value)
             if isinstance(params, dict) and args and args[0] is not _UNKNOWN:
                 return params.get(args[0], args[1] if len(args) > 1 else _UNKNOWN)
         return _UNKNOWN

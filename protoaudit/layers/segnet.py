@@ -180,9 +180,8 @@ class DenseImageData(DatasetLayer):
             self.example = known
             h, w = known.size
             size = (p.new_height, p.new_width) if p.new_height else known.size
-            self.assume(f"source '{p.source}' is not on this machine; by its path it is {known.made_by}: "
-                        f"{known.pairs} pairs of {w}x{h} colour images and grey label images",
-                        f"--input {self.lp.top[0]}={batch}x3x{size[0]}x{size[1]} (your data's size)")
+            self.assume_known(p.source, f"by its path it is {known.made_by}: {known.pairs} pairs of {w}x{h} colour "
+                                        "images and grey label images", [(self.lp.top[0], (batch, 3, *size))])
             return size, f"assumed: {known.made_by}, {w}x{h}"
         read = self.first_image(p.source, self.first_names, batch, self.channels(), fixed)
         if read is None:

@@ -111,19 +111,14 @@ class BoxData(ForkPrefetching, ThroughDataReader, BVLCData):
     def of_example(self, source, batch, channels):
         """The records RECIPE_SCRIPT writes, cropped as the layer says, for a database not on disk;
         None where the parameters do not fit them (a crop larger, other channels, another mean)."""
-        tp = self.lp.transform_param
-        c, h, w = (1,) + RECIPE[1:] if tp.force_gray else RECIPE
-        if (channels not in (None, c) or tp.crop_size > min(h, w) or self.mean_shape not in (None, (c, h, w))
-                or len(tp.mean_value) not in (0, 1, c)):
+        _, h, w = RECIPE
+        shape = self.fitted((1, h, w) if self.lp.transform_param.force_gray else RECIPE, channels)
+        if shape is None:
             return None
-        self.stored = (c, h, w)
         self.decodes = True
-        shape = (c, tp.crop_size or h, tp.crop_size or w)
-        top = self.lp.top[0]
-        self.assume(f"source '{source}' is not on this machine; BoxData reads the records of convert_box_data, "
-                    f"the fork's tool for box labels, taken as the fork's {RECIPE_SCRIPT} makes them: "
-                    f"{h}x{w} colour JPEG images",
-                    f"--input {top}={batch}x{'x'.join(map(str, shape))} (your data's size)")
+        self.assume_known(source, f"BoxData reads the records of convert_box_data, the fork's tool for box labels, "
+                                  f"taken as the fork's {RECIPE_SCRIPT} makes them: {h}x{w} colour JPEG images",
+                          [(self.lp.top[0], (batch, *shape))])
         return shape, f"assumed: the records the fork's {RECIPE_SCRIPT} writes (convert_box_data, {h}x{w} JPEG)"
 
     def reader_touches(self, run):

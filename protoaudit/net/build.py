@@ -12,7 +12,7 @@ from .. import layers as _layers  # noqa: F401  (registers every layer type)
 from ..errors import InputError, closest
 from ..layers.base import (NET_INPUT, REGISTRY, Assumption, Context, MissingShape, ShapeOrigin, count, fork_layers,
                            one_pixel)
-from ..layers.data import Declared, Logged
+from ..layers.data import DataSource, Declared, Logged
 from ..options import INT_MAX, MAX_AXES
 from ..records import RECORD
 from .netstate import included, layer_phase, phase_name
@@ -226,7 +226,7 @@ def _unseen_label(ctx, upstream):
     dataset is not on this machine (its data top's shape was assumed); else None."""
     unseen = {o.layer for o in ctx.origins if "assumed" in o.source}
     return next((o for o in ctx.origins if o.top in upstream and o.layer in unseen and len(o.shape) == 1
-                 and o.source == "the layer's batch size (a label per image)"), None)
+                 and o.source == DataSource.label_origin), None)
 
 
 def rebatched(net, batch):
