@@ -73,6 +73,7 @@ FORK_MODULES = {
     "caffe3d": ("caffe3d",),
     "largemargin": ("largemargin",),
     "yolov2": ("yolov2",),
+    "general_pooling": ("general_pooling",),
 }
 _IMPORTED_FORKS = set()
 

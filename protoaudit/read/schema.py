@@ -51,6 +51,7 @@ FORKS = {
     "caffe3d": "3D-Caffe (yulequan/3D-Caffe, branch 3D-Caffe: N-D pooling, HDF5Data cropping volumes)",
     "largemargin": "L-Softmax's Caffe (wy1iu/LargeMargin_Softmax_Loss: LargeMarginInnerProduct, BN)",
     "yolov2": "YOLOv2's Caffe port (gklz1982/caffe-yolov2: BoxData, Reorg, RegionLoss)",
+    "general_pooling": "generalized pooling's Caffe (chl260/general-pooling: tree and gated max-average pooling)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
