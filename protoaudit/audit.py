@@ -9,7 +9,7 @@ from .collector import paused
 from .errors import InputError
 from .memory.buffers import Buffer, device_bytes, forget_touches, host_objects, net_buffers, runs_backward
 from .memory.host import draws_random
-from .layers.base import Assumption, MissingShape
+from .layers.base import Assumption, MissingShape, solver_test_stops
 from .net.build import OtherPhase, Rebuild, ShapesNeeded, StageNeeded, build, input_dims, rebatched
 from .read.glog import is_log_file
 from .net.netstate import keeps_the_same_layers, make_state
@@ -691,10 +691,8 @@ def _nets_in_state(path, inference, options):
         nets[0].role = "train"
         nets.append(test)
     for net in nets:
-        if net.role == "test" and net.schema == "yolov2" and solver_tests(net.solver):
-            from .layers.yolov2 import first_test_stops
-
-            stops = first_test_stops(net)
+        if net.role == "test" and solver_tests(net.solver):
+            stops = solver_test_stops(net)
             if stops is not None:
                 net.assumptions.append(stops)
     return nets

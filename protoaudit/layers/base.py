@@ -96,6 +96,27 @@ def fork_layers(fork):
     return FORK_REGISTRY.get(fork, {})
 
 
+# A fork's Solver::Test check on the outputs of its test nets (fork -> function(net) -> Assumption or
+# None), registered by the fork's module with `solver_test_check`.
+SOLVER_TEST_CHECKS = {}
+
+
+def solver_test_check(fork):
+    """Register a function that says whether the fork's Solver::Test stops on a test net it tests."""
+    def deco(fn):
+        SOLVER_TEST_CHECKS[fork] = fn
+        return fn
+    return deco
+
+
+def solver_test_stops(net):
+    """What the Solver::Test of the fork that read `net` says of it (an Assumption), or None: BVLC's
+    and most forks' test any output."""
+    fork_layers(net.schema)  # the fork's modules, which register its check
+    check = SOLVER_TEST_CHECKS.get(net.schema)
+    return check(net) if check is not None else None
+
+
 def layer_class(type_name, schema="bvlc"):
     """The class for a layer type in a net read with `schema`: the fork's own, else BVLC's."""
     return fork_layers(schema).get(type_name) or REGISTRY.get(type_name)

@@ -17,7 +17,7 @@ what differs from BVLC 9b89154's: BatchNorm keeps the statistics' lr_mult as the
 File and line references are to that commit's src/caffe/layers/*.cpp/.cu and include/caffe/layers/*.hpp.
 """
 from . import touch
-from .base import Assumption, Layer, count, legacy_shape, refuse_in_place, register
+from .base import Assumption, Layer, count, legacy_shape, refuse_in_place, register, solver_test_check
 from .data import OPENCV_RESIZE_BYTES, CopyingPrefetching, Data as BVLCData, ImageData as BVLCImageData, \
     ThroughDataReader, WindowData as BVLCWindowData
 from .normalization import BatchNorm as BVLCBatchNorm
@@ -261,6 +261,7 @@ class BatchNorm(BVLCBatchNorm):
         return cls if any(spec.lr_mult != 0 for spec in lp.param[:3]) else BVLCBatchNorm
 
 
+@solver_test_check(FORK)
 def first_test_stops(net):
     """The fork's Solver::Test on its test net `net`: it CHECKs that every output of the net is 5 wide
     (solver.cpp:373), DetectionEvaluate's rows, after the net's first forward. An Assumption saying
