@@ -108,6 +108,15 @@ def tops(net, layer):
     return list(net.layer(layer).top_shapes)
 
 
+def layer_buffers(net, layer, mode="gpu"):
+    """{(name, device): bytes} of what a layer itself holds: its buffers, by their names in its source
+    (no blob or parameter of the net)."""
+    from protoaudit.memory.buffers import net_buffers
+
+    return {(b.owner[len(layer) + 1:], b.device): b.bytes for b in net_buffers(net, mode=mode)
+            if b.layer == layer and b.owner.startswith(layer + ".") and not b.kind.startswith("param")}
+
+
 def by_layer(buffers):
     """{layer: {setup, forward, backward: bytes}}: what each layer first touches, by pass."""
     table = {}

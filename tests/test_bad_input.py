@@ -553,17 +553,19 @@ def test_unknown_type_in_a_forks_net_names_that_fork(cli, tmp_path):
 
 
 def test_an_unknown_type_no_fork_has_takes_the_fork_of_the_files_other_types(cli, tmp_path):
-    """caffe_ocr's nets beside their Lstm (whose: caffe_ocr, by name) carry Transpose and Reverse, which
-    no fork protoaudit knows names: the message points them to the fork the file's Lstm comes from."""
+    """caffe_ocr's nets beside their Lstm (whose: caffe_ocr, by name) may carry its ReverseTime, which no
+    fork protoaudit knows names: the message points it to the fork the file's Lstm comes from (the
+    Lstm itself is sized by caffe-lstm's and CTPN's Caffes, neither of which reads an Input layer)."""
     write(tmp_path, "net.prototxt", """name: "ocr"
 layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 2 dim: 3 dim: 32 dim: 96 } } }
-layer { name: "t" type: "Transpose" bottom: "data" top: "t" }
+layer { name: "t" type: "ReverseTime" bottom: "data" top: "t" }
 layer { name: "l1" type: "Lstm" bottom: "t" top: "l1" }
 layer { name: "l2" type: "Lstm" bottom: "l1" top: "l2" }
 """)
     msg = refused(cli("net.prototxt"))
-    assert ("unknown layer type 'Transpose': no fork protoaudit knows has it; most likely a layer of the fork this "
-            "file's 'Lstm' comes from, caffe_ocr (senlinuc/caffe_ocr") in msg
+    assert ("unknown layer type 'ReverseTime': no fork protoaudit knows has it; most likely a layer of the fork "
+            "this file's 'Lstm' comes from, caffe_ocr (senlinuc/caffe_ocr") in msg
+    assert "unknown layer type 'Lstm' in BVLC Caffe: protoaudit sizes it with --fork caffe_lstm or --fork ctpn" in msg
     says_what_to_do(msg)
 
 

@@ -9,10 +9,9 @@ import os
 
 import pytest
 
-from conftest import DATA, ROOT, build_text, run_in_process, tops
+from conftest import DATA, ROOT, build_text, layer_buffers, run_in_process, tops
 from protoaudit import build_nets
 from protoaudit.errors import InputError
-from protoaudit.memory.buffers import net_buffers
 from protoaudit.read.load import load
 
 HERE = os.path.join(DATA, "forks", "general_pooling")
@@ -20,11 +19,6 @@ NET = os.path.join(HERE, "train_val.prototxt")
 SOLVER = os.path.join(HERE, "solver.prototxt")
 F = 4  # bytes per float
 
-
-def owned(net, layer, mode="gpu"):
-    """{(name, device): bytes} of what the layer itself holds: its buffers, by their names in its source."""
-    return {(b.owner[len(layer) + 1:], b.device): b.bytes for b in net_buffers(net, mode=mode)
-            if b.layer == layer and b.owner.startswith(layer + ".") and not b.kind.startswith("param")}
 
 
 def pool_net(kind, shape=(2, 3, 7, 7), conv="kernel_size: 2 stride: 2"):
@@ -93,7 +87,7 @@ def test_what_tree_pooling_allocates_on_the_gpu():
     setup (cpp:60-64)."""
     net = build_nets(NET)[0]
     top, bottom = 256 * 96 * 27 * 27, 256 * 96 * 55 * 55
-    got = owned(net, "TreepoolKernel1L_1")
+    got = layer_buffers(net, "TreepoolKernel1L_1")
     for name in ("split_buffer1_", "split_buffer2_", "resp_buffer1_", "resp_buffer2_", "mat_buffer_"):
         assert got[(name, "device")] == top * F
     assert got[("col_buffer_", "device")] == 9 * top * F
@@ -102,7 +96,7 @@ def test_what_tree_pooling_allocates_on_the_gpu():
     # TreepoolMaxAve_2: bottom norm2 256 x 256 x 27 x 27, top 256 x 256 x 13 x 13; six forward Blobs
     # (cu:128-133), col_buffer_ and bottom_diff_buffer_ in the backward
     top, bottom = 256 * 256 * 13 * 13, 256 * 256 * 27 * 27
-    got = owned(net, "TreepoolMaxAve_2")
+    got = layer_buffers(net, "TreepoolMaxAve_2")
     for name in ("split_buffer1_", "split_buffer2_", "top_buffer1_", "top_buffer2_", "mat_buffer_", "poolsize_buffer_"):
         assert got[(name, "device")] == top * F
     assert got[("col_buffer_", "device")] == 9 * top * F
@@ -115,13 +109,13 @@ def test_kernel2l_and_gated_max_ave(tmp_path):
     bottom_diff_buffer_ 294 x 4. GatedMaxAve keeps bias_multiplier1_, the top's count of ones, on the host
     from setup (cpp:42-47) and on the device for its backward, with weight1_diff_buffer_ 4 x 96 (cpp:78,
     cu:201-225); its other buffers are commented out (cpp:70-77)."""
-    got = owned(build_text(tmp_path, pool_net("TreepoolKernel2L")), "p")
+    got = layer_buffers(build_text(tmp_path, pool_net("TreepoolKernel2L")), "p")
     names = ["split_buffer1_", "split_buffer2_", "split_buffer3_", "split_buffer1c_", "split_buffer2c_",
              "split_buffer3c_", "resp_buffer1_", "resp_buffer2_", "resp_buffer3_", "resp_buffer4_", "mat_buffer1_",
              "mat_buffer2_"]
     assert {n: got[(n, "device")] for n in names} == {n: 96 * F for n in names}
     assert got[("col_buffer_", "device")] == 4 * 96 * F and got[("bottom_diff_buffer_", "device")] == 294 * 4 * F
-    got = owned(build_text(tmp_path, pool_net("GatedMaxAve")), "p")
+    got = layer_buffers(build_text(tmp_path, pool_net("GatedMaxAve")), "p")
     assert got[("bias_multiplier1_ (host)", "host")] == got[("bias_multiplier1_", "device")] == 96 * F
     assert got[("weight1_diff_buffer_", "device")] == 4 * 96 * F
     assert not any(name.startswith(("split", "col_buffer", "bottom_diff_buffer", "bias_multiplier2")) for name, _ in got)
@@ -130,7 +124,7 @@ def test_kernel2l_and_gated_max_ave(tmp_path):
 def test_on_the_cpu_the_layers_compute_nothing(tmp_path):
     """Forward_cpu and Backward_cpu only log "Enter CPU code ...." (cpp:84-94): in CPU mode a layer
     holds its filters and its host multiplier, no buffer of the batch's size."""
-    got = owned(build_text(tmp_path, pool_net("TreepoolKernel1L")), "p", mode="cpu")
+    got = layer_buffers(build_text(tmp_path, pool_net("TreepoolKernel1L")), "p", mode="cpu")
     assert set(got) == {("bias_multiplier2_ (host)", "host")}
 
 
@@ -138,7 +132,7 @@ def test_the_data_layer_holds_one_batch_on_the_host():
     """The train Data layer, batch 256 of 3 x 227 x 227: prefetch_data_ and prefetch_label_, the tops'
     sizes, on the host from setup (base_data_layer.cpp:38-41); the GPU forward copies them into the
     tops' own device memory (base_data_layer.cu:8-26), so the device holds no batch of the layer's."""
-    got = owned(build_nets(NET)[0], "data")
+    got = layer_buffers(build_nets(NET)[0], "data")
     assert got[("prefetch_data_", "host")] == 256 * 3 * 227 * 227 * F
     assert got[("prefetch_label_", "host")] == 256 * F
     assert not any(device == "device" for _, device in got)

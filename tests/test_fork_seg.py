@@ -425,7 +425,8 @@ def test_enet_dropout_samples_in_test_when_asked(tmp_path):
 
 def test_enet_other_python_layers_are_still_declared(tmp_path):
     text = INPUT % (4, 4) + """layer { name: "p" type: "Python" bottom: "data" top: "p"
-        python_param { module: "mine" layer: "Mine" } }"""
+        python_param { module: "mine" layer: "Mine" } }
+        layer { name: "r" type: "ReLU" bottom: "p" top: "r" }"""
     path = tmp_path / "net.prototxt"
     path.write_text(text)
     with pytest.raises(InputError, match="Python layer"):

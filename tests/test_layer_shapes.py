@@ -645,7 +645,8 @@ def test_hdf5_data(build):
 
 
 def test_python_layer_tops_come_from_the_user(build):
-    text = inp("data", 2, 3) + layer("py", "Python", ["data"], ["out"], 'python_param { module: "m" layer: "L" }')
+    text = (inp("data", 2, 3) + layer("py", "Python", ["data"], ["out"], 'python_param { module: "m" layer: "L" }')
+            + layer("after", "ReLU", ["out"], ["r"]))  # a layer reads its top (tests/test_fork_lstm.py: none does)
     refused(build, text, "--input out=")
     assert tops(build(text, inputs={"out": (2, 7)}), "py") == [(2, 7)]
 

@@ -249,9 +249,11 @@ def test_every_default_is_an_assumption_in_every_format():
 
 
 def test_unknown_python_layer_still_asks_for_its_tops(tmp_path):
+    """Where a later layer reads them (tests/test_fork_lstm.py: where none does)."""
     text = """input: "data" input_shape { dim: 1 dim: 3 dim: 8 dim: 8 }
 layer { name: "mine" type: "Python" bottom: "data" top: "out"
-  python_param { module: "my_layers" layer: "Mine" } }"""
+  python_param { module: "my_layers" layer: "Mine" } }
+layer { name: "after" type: "ReLU" bottom: "out" top: "out" }"""
     r = run_in_process(net_file(tmp_path, text))
     assert r.returncode == 2 and "my_layers.Mine" in r.stderr and "--input out=" in r.stderr
     r = run_in_process(net_file(tmp_path, text), "--input", "out=1x5")

@@ -74,6 +74,8 @@ FORK_MODULES = {
     "largemargin": ("largemargin",),
     "yolov2": ("yolov2",),
     "general_pooling": ("general_pooling",),
+    "caffe_lstm": ("caffe_lstm",),
+    "ctpn": ("ctpn",),
 }
 _IMPORTED_FORKS = set()
 
@@ -186,6 +188,7 @@ class Context:
     origins: list = field(default_factory=list)  # ShapeOrigin
     input_sources: dict = field(default_factory=dict)  # top -> where an `inputs` shape came from, if not --input
     logged_layers: dict = field(default_factory=dict)  # layer name -> what Caffe's log says it set up (Logged)
+    read: frozenset = frozenset()  # the name of every blob a layer of the net reads (a bottom)
 
 
 class Layer:

@@ -20,7 +20,7 @@ import os
 
 from ..read.sidecar import SUFFIX
 from . import touch
-from .base import register
+from .base import MissingShape, register
 from .data import Declared
 from .python_source import SourceShapes, Unread, module_file, read_lines
 
@@ -63,6 +63,32 @@ class Python(Declared):
         p = lp.python_param
         return (p.module, p.layer) not in KNOWN
 
+    def reshape(self, bottoms):
+        try:
+            return self.top_shapes(bottoms)
+        except MissingShape:
+            outputs = self.outputs_only()
+            if outputs is None:
+                raise
+            return outputs
+
+    def top_shapes(self, bottoms):
+        """The tops' shapes: --input's (a layer protoaudit knows: its source's)."""
+        return Declared.reshape(self, bottoms)
+
+    def outputs_only(self):
+        """Empty tops for a layer fed by the net whose tops no layer reads and none is declared (a
+        deploy net's Python proposal layer, its outputs): nothing else depends on their shapes, so
+        the rest of the net is audited, and what its Python code puts in them is said not to be
+        counted. None for any other layer: its tops are asked for."""
+        tops = list(self.lp.top)
+        if not self.lp.bottom or not tops or any(t in self.ctx.read or t in self.ctx.inputs for t in tops):
+            return None
+        self.assume(f"{self.why(self.lp)}, and no layer of the net reads its tops ({', '.join(tops)}): they are "
+                    "counted empty, and what its Python code puts in them is not counted",
+                    " ".join(f"--input {t}=NxCxHxW" for t in tops) + " (their shapes, to count them)")
+        return [(0,)] * len(tops)
+
 
 class Known(Python):
     """A published Python layer whose top shapes protoaudit derives from its source. Subclasses
@@ -78,7 +104,7 @@ class Known(Python):
     def defaults(self, bottoms):
         raise NotImplementedError
 
-    def reshape(self, bottoms):
+    def top_shapes(self, bottoms):
         self.data_source = not bottoms
         if self.tops is not None:
             self.check(len(self.lp.top) == self.tops,

@@ -17,6 +17,9 @@ import yaml
 
 MAX_SOURCE_BYTES = 2**20  # a layer module larger than this is not read
 _UP = 4  # folders above the net's searched for the module, as PYTHONPATH usually names one of them
+# the folders a repository keeps its Python in, which its scripts put on sys.path (py-faster-rcnn's
+# lib/, CTPN's src/): looked in under each folder searched
+_CODE_FOLDERS = ("", "lib", "src", "python")
 _PARAM_READERS = {"load", "safe_load", "eval", "loads", "literal_eval", "full_load"}
 
 
@@ -26,7 +29,7 @@ class Unread(Exception):
 
 def module_file(module, net_path, root=None):
     """The file `module` (dotted) is imported from: under --root, the net's folder or one of the
-    few above it; None where none has it."""
+    few above it, or their lib/, src/ or python/; None where none has it."""
     if not re.fullmatch(r"\w+(\.\w+)*", module):
         return None
     rel = os.path.join(*module.split(".")) + ".py"
@@ -39,9 +42,10 @@ def module_file(module, net_path, root=None):
         parent = os.path.dirname(here)
         here = parent if parent != here else None
     for folder in folders:
-        path = os.path.join(folder, rel)
-        if os.path.isfile(path):
-            return path
+        for code in _CODE_FOLDERS:
+            path = os.path.join(folder, code, rel)
+            if os.path.isfile(path):
+                return path
     return None
 
 

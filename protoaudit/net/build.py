@@ -156,6 +156,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
     builder = _Builder(phase, inputs, batch, schema, path, keep_own_batch, root, defines)
     builder.ctx.input_sources = dict.fromkeys(logged, logged_from or "Caffe's log")
     builder.ctx.logged_layers = dict(logged_layers or {})
+    builder.ctx.read = frozenset(name for _, wire, _ in planned for name in wire[2])
     builder.planned = planned
     builder.left_out, builder.stages = left_out, tuple(state.stage)
     builder.add_legacy_inputs(net_param)

@@ -60,6 +60,8 @@ class Skipped(NamedTuple):
     why: str
     near: str = ""  # a field of that message whose name is close: a misspelling, then
     file: str = ""  # the file it is in
+    elsewhere: tuple = ()  # the shipped schemas that have the field, where the one chosen for its other fields has not
+    reader: str = ""  # (then) how messages name that chosen schema
 
     @property
     def fork(self):
@@ -81,6 +83,17 @@ class Skipped(NamedTuple):
     def refusal(self, path):
         """The one message for a field a layer's shape could depend on, with both ways out."""
         give = " ".join(f"--input {t}=NxCxHxW" for t in self.tops)  # (what a data layer's first top takes)
+        if self.elsewhere:
+            return InputError(
+                f'no caffe.proto protoaudit ships reads this whole file: field "{self.field}" of {self.message} is '
+                f"{self.elsewhere[0]}'s" + (f" (and {len(self.elsewhere) - 1} other forks')" if len(self.elsewhere) > 1
+                                             else "")
+                + f", and the file's other fields are {self.reader}'s, which lacks "
+                f"it; this {self.layer_type} layer's shape or memory could depend on it (the file is probably "
+                "another fork's, with fields of both)",
+                file=path, line=self.line, layer=self.layer or None,
+                fix="give that fork's caffe.proto with --caffe-proto FILE" + (f", or give the layer's tops: {give}"
+                                                                              if give else ""))
         return InputError(
             f'field "{self.field}" of {self.message} is in no caffe.proto protoaudit ships ({self.fork}), and '
             + (f"this {self.layer_type} layer's shape or memory could depend on it" if self.why is None else

@@ -522,10 +522,15 @@ def _past_unknown_fields(path, text):
             out.append(skipped._replace(why=f"a {layer_type} layer, a type protoaudit has no rule for, is sized "
                                             "from the tops --input gives it", tops=()))
             continue
-        if skipped.near:
+        refused = skipped.why is None and (layer is None or layer.bottom or not layer.top
+                                           or holder == "LayerParameter")  # (--input stands for a data source's)
+        if skipped.near or refused:
+            # a field another shipped schema has is no misspelling: the file needs a fork with both
+            elsewhere = tuple(described(other) for other in SCHEMA_NAMES
+                              if other != schema.name and _has_field(load_schema(other), field, holder))
+            if elsewhere and refused:
+                raise skipped._replace(tops=(), elsewhere=elsewhere, reader=described(schema.name)).refusal(path)
             raise skipped._replace(tops=()).refusal(path)
-        if skipped.why is None and (layer is None or layer.bottom or not layer.top or holder == "LayerParameter"):
-            raise skipped._replace(tops=()).refusal(path)  # --input stands only for a data source's parameter
         out.append(skipped)
     return chosen, tuple(out)
 

@@ -52,6 +52,8 @@ FORKS = {
     "largemargin": "L-Softmax's Caffe (wy1iu/LargeMargin_Softmax_Loss: LargeMarginInnerProduct, BN)",
     "yolov2": "YOLOv2's Caffe port (gklz1982/caffe-yolov2: BoxData, Reorg, RegionLoss)",
     "general_pooling": "generalized pooling's Caffe (chl260/general-pooling: tree and gated max-average pooling)",
+    "caffe_lstm": "Junhyuk Oh's caffe-lstm (junhyukoh/caffe-lstm: Lstm)",
+    "ctpn": "CTPN's Caffe (tianzhi0549/CTPN: Junhyuk Oh's Lstm on (T, N) sequences, Transpose, Reverse)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
@@ -64,7 +66,9 @@ SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 # ImageLabelmapData (and its prefetching base) ported to a 2016 BVLC Caffe, with AutoCrop added.
 # R-FCN's MATLAB Caffe is the elder, but py-R-FCN's reads its nets' fields alike and keeps its layers
 # (as the OHEM ones): a file both read and build is py-R-FCN's, as it always was here.
-DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2",
+# CTPN's Caffe took Junhyuk Oh's Lstm and made it read (T, N, ...) blobs: a file both read (an Lstm and no
+# Transpose or Reverse) is caffe-lstm's.
+DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2", "ctpn": "caffe_lstm",
                  "mobilenet_yolo": "ssd", "faceboxes": "ssd", "refinedet": "ssd", "textboxes": "ssd",
                  "rfcn": "fastrcnn", "rfcn_matlab": "rfcn",
                  "rcf": "hed"}

@@ -490,21 +490,27 @@ class Norm(_Weighted):
 
     @staticmethod
     def fused(s, node):
-        """Whether the layer runs as FusedBatchNormV3: a 4-D input, and for LayerNormalization only in
-        tf_keras with an epsilon of at least 1.001e-5 (layer_normalization.py, _fused_can_be_used:
-        fused_batch_norm would raise a smaller one); Keras 3's ops.layer_normalization computes the
-        moments on the TensorFlow backend whatever the rank (ops/nn.py, _layer_normalization)."""
-        if len(node.outputs[0].spec.shape) != 4:
-            return False
+        """Whether the layer runs as FusedBatchNormV3: a batch norm of a 4-D input; a LayerNormalization
+        in tf_keras over the trailing axes, whatever the rank, with an epsilon of at least 1.001e-5 and
+        float32 variables (layer_normalization.py, _fused_can_be_used: fused_batch_norm would raise a
+        smaller epsilon); Keras 3's ops.layer_normalization computes the moments on the TensorFlow
+        backend whatever the rank (ops/nn.py, _layer_normalization)."""
         if node.layer.class_name != "LayerNormalization":
-            return True
-        return s.flavour == "tf_keras" and float(node.layer.config.get("epsilon", 1e-3)) >= 1.001e-5
+            return len(node.outputs[0].spec.shape) == 4
+        if s.flavour != "tf_keras" or float(node.layer.config.get("epsilon", 1e-3)) < 1.001e-5:
+            return False
+        rank = len(node.outputs[0].spec.shape)
+        axes = node.layer.config.get("axis", -1)
+        axes = sorted(a % rank for a in (axes if isinstance(axes, list) else [axes]))
+        return axes[-1] == rank - 1 and axes[-1] - axes[0] == len(axes) - 1
 
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
         fused = self.fused(s, node)
         name = node.layer.name
         inv = None
+        if fused and node.layer.class_name == "LayerNormalization":
+            return self.fused_layer_norm(s, node, xs[0])
         if not fused:
             sq = s.one(f"{name} squared difference", [xs[0]], _size(out))
             s.one(f"{name} variance", [sq], 0)
@@ -513,13 +519,26 @@ class Norm(_Weighted):
         y = s.one(f"{name} normalize", [xs[0], inv], _size(out))
         return [y], (xs[0], fused, inv)
 
+    def fused_layer_norm(self, s, node, x):
+        """tf_keras's fused LayerNormalization (layer_normalization.py, call): the input reshaped to
+        (1, rows, features, 1) and normalized by FusedBatchNormV3 as NCHW, whose CPU kernel works in
+        NHWC: it transposes the input and its result (two input-sized temporaries) and writes the
+        output back (traced: tf_keras's LayerNorm GELU MLP); then outputs * gamma, a new tensor, and
+        + beta into it. Mul's gradient keeps the normalized output."""
+        name, size = node.layer.name, _size(node.outputs[0].spec)
+        y = s.one(f"{name} fused batch norm", [x], size, scratch=2 * size)
+        scaled = s.one(f"{name} * gamma", [y], size)
+        return [s.one(f"{name} + beta", [scaled], size, forward=True)], (x, "layer", y)
+
     def grads_late(self, s, node):
-        # unfused LayerNormalization's gamma and beta gradients are Mul and Sum ops of their own
-        # (FusedBatchNormGradV3 makes them with the input gradient): they run after the chain
+        # LayerNormalization's gamma and beta gradients are Mul and Sum ops of their own (a batch
+        # norm's FusedBatchNormGradV3 makes them with the input gradient): they run after the chain
         # (traced: tf_keras transformer block), keeping the layer's input and output gradient
-        return node.layer.class_name == "LayerNormalization" and not self.fused(s, node)
+        return node.layer.class_name == "LayerNormalization"
 
     def backward(self, s, node, keep, dys, need):
+        if keep[1] == "layer":
+            return self.fused_layer_norm_backward(s, node, keep, dys, need)
         x, fused, inv = keep
         name = node.layer.name
         size = _size(node.inputs[0].spec)
@@ -527,6 +546,21 @@ class Norm(_Weighted):
         grads = self.grads(s, node, name, [x, dys[0]], scratch=scratch)
         dx = s.one(f"{name} input gradient", [dys[0], x, inv], size, kind="gradient") if need[0] else None
         s.one(f"{name} gradient done", [x, dys[0], inv], 0)
+        return [dx], grads
+
+    def fused_layer_norm_backward(self, s, node, keep, dys, need):
+        """beta's gradient sums dy; gamma's sums dy * the normalized output (an input-sized temporary);
+        the input's is FusedBatchNormGradV3 of dy * gamma, whose CPU kernel transposes the input and
+        dy * gamma to NHWC and computes there before writing the input gradient back: three
+        input-sized temporaries (traced: three NHWC blocks and the NCHW result alive at the peak)."""
+        x, _, y = keep
+        name, size = node.layer.name, _size(node.inputs[0].spec)
+        grads = self.grads(s, node, name, [dys[0], y], scratch=size)
+        dx = None
+        if need[0]:
+            dy_scaled = s.one(f"{name} dy * gamma", [dys[0]], size, kind="gradient")
+            dx = s.one(f"{name} input gradient", [dy_scaled, x], size, scratch=3 * size, kind="gradient")
+        s.one(f"{name} gradient done", [x, y, dys[0]], 0)
         return [dx], grads
 
 
