@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from math import prod
 
 from .collector import paused
-from .errors import InputError
+from .errors import InputError, LayerStops
 from .memory.buffers import Buffer, device_bytes, forget_touches, host_objects, net_buffers, runs_backward
 from .memory.host import draws_random
 from .layers.base import Assumption, MissingShape, solver_test_stops
@@ -366,7 +366,7 @@ def _check_choice(name, value, choices):
 
 @paused
 def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, test_batch=None,
-          mode="gpu", engine="caffe", solver_type=None, inference=False, context=None, schema=None,
+          mode="gpu", engine=None, solver_type=None, inference=False, context=None, schema=None,
           compare_engines=True, freeze=(), root=None, defines=None, log=None, shapes=None, strict=False):
     """Audit `path` (a net or solver prototxt) as Caffe would run it.
 
@@ -382,15 +382,26 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
     data shapes it logged); `log` is a log of a run of the file's nets, for its data shapes.
     `shapes` names a shapes file of --input shapes (None: the net's own `NET.prototxt.shapes`, if
     there is one; False: none). `strict` refuses fields no shipped schema has (see build_nets).
+    `engine`: "caffe" (Caffe's own code), "cudnn" (a cuDNN build), or None: Caffe's own code, unless
+    a layer has none in GPU mode and a cuDNN build runs the net (video-caffe's NdConvolution), which
+    is then audited as a cuDNN build, the Caffe engine's stop said beside.
     """
     _check_choice("mode", mode, MODES)
-    _check_choice("engine", engine, ENGINES)
+    if engine is not None:
+        _check_choice("engine", engine, ENGINES)
     if mode == "cpu":
         engine = "caffe"  # Caffe's CPU code has no cuDNN
     options = dict(phase=phase, stages=stages, level=level, inputs=inputs, batch=batch, test_batch=test_batch,
                    schema=schema, freeze=freeze, root=root, defines=defines, log=log, shapes=shapes, strict=strict)
-    run = dict(mode=mode, engine=engine, solver_type=solver_type, inference=inference, context=context)
-    result = _assess(path, _nets_to_audit(path, inference, options), compare_engines=compare_engines, **run)
+    run = dict(mode=mode, engine=engine or "caffe", solver_type=solver_type, inference=inference, context=context)
+    nets = _nets_to_audit(path, inference, options)
+    try:
+        result = _assess(path, nets, compare_engines=compare_engines, **run)
+    except LayerStops:
+        if engine is not None or mode != "gpu":
+            raise
+        run["engine"] = "cudnn"
+        result = _assess(path, nets, compare_engines=True, **run)  # (the Caffe engine's stop is said beside)
     result.again = (options, run)
     return result
 

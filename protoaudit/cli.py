@@ -106,8 +106,9 @@ def _common(p, formats=True):
                    help="the card's memory (8G, 8GiB, 11.5G, 8000M; G is GiB unless GB is written): "
                    "a verdict, the largest batch that fits, and the iter_size that keeps the effective batch; "
                    "exit status 0 fits, 1 does not")
-    p.add_argument("--engine", choices=["caffe", "cudnn"], default="caffe", type=str.lower,
-                   help="Caffe's own im2col convolutions (default) or a cuDNN build; both totals are shown")
+    p.add_argument("--engine", choices=["caffe", "cudnn"], default=None, type=str.lower,
+                   help="Caffe's own im2col convolutions (default, unless a layer runs only in a cuDNN build) or "
+                   "a cuDNN build; both totals are shown")
     p.add_argument("--mode", choices=["gpu", "cpu"], default="gpu", type=str.lower,
                    help="Caffe's solver_mode: gpu (device memory, default) or cpu (host memory)")
     p.add_argument("--solver-type", metavar="TYPE",

@@ -32,6 +32,11 @@ class InputError(Exception):
         return text
 
 
+class LayerStops(InputError):
+    """Caffe stops at a layer in the audited build and mode (a layer's touch.stop): its code is not
+    there, or cannot take the blob."""
+
+
 def closest(word, known, cutoff=0.75):
     """The known name nearest a misspelt one (the same but for case first), or None: what a
     message's "did you mean" offers."""

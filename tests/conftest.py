@@ -108,12 +108,12 @@ def tops(net, layer):
     return list(net.layer(layer).top_shapes)
 
 
-def layer_buffers(net, layer, mode="gpu"):
+def layer_buffers(net, layer, mode="gpu", engine="caffe"):
     """{(name, device): bytes} of what a layer itself holds: its buffers, by their names in its source
     (no blob or parameter of the net)."""
     from protoaudit.memory.buffers import net_buffers
 
-    return {(b.owner[len(layer) + 1:], b.device): b.bytes for b in net_buffers(net, mode=mode)
+    return {(b.owner[len(layer) + 1:], b.device): b.bytes for b in net_buffers(net, mode=mode, engine=engine)
             if b.layer == layer and b.owner.startswith(layer + ".") and not b.kind.startswith("param")}
 
 

@@ -261,8 +261,9 @@ def test_video_data_mean_file_is_the_resized_clips_size(tmp_path):
     assert owned(net, "data")[("data_mean_", "layer buffer", "host")] == 3 * 16 * 128 * 171 * F
 
 
-def test_a_minimal_video_data_file_names_both_video_forks(tmp_path):
-    with pytest.raises(InputError, match=r"tsn .*c3d .*--fork \(tsn, c3d\)"):
+def test_a_minimal_video_data_file_names_the_video_forks(tmp_path):
+    """TSN's, C3D v1.1's and video-caffe's Caffes all read a bare VideoData layer and size it otherwise."""
+    with pytest.raises(InputError, match=r"tsn .*c3d .*video_caffe .*--fork \(tsn, c3d, video_caffe\)"):
         build(tmp_path, video("new_length: 16"))
 
 

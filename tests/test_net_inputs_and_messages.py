@@ -108,13 +108,13 @@ def test_c3ds_convolution3d_is_read_with_its_shipped_fork():
 
 def test_video_caffes_kernel_shape_is_no_misspelling():
     """video-caffe's ConvolutionParameter.kernel_shape (its caffe.proto, field 7778) is near kernel_size,
-    but it is a fork's field: the message names the fork's layer type, not a misspelling."""
+    but it is a fork's field, read by the fork's shipped schema: NdConvolution 3 x 3 x 3, pad 1, stride 1
+    keeps the 16 x 112 x 112 clip (cudnn_ndconv_layer.cpp:239-251), audited as the cuDNN build it
+    needs (tests/test_fork_video_caffe.py)."""
     run = run_protoaudit("video_caffe_ndconv.prototxt", cwd=HERE)
-    assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
-    msg = run.stderr
-    assert msg.startswith("protoaudit: video_caffe_ndconv.prototxt:5: layer 'conv1a': ")
-    assert "'NdConvolution'" in msg and "video-caffe" in msg and "--input conv1a=NxCxHxW" in msg
-    assert "did you mean" not in msg
+    assert run.returncode == 0, run.stderr
+    assert "Read with the caffe.proto of video-caffe" in run.stdout and "did you mean" not in run.stdout
+    assert _tops("video_caffe_ndconv.prototxt")["conv1a"] == [[1, 64, 16, 112, 112]]
 
 
 def test_r_fcns_psroipooling_is_read_and_sized_by_its_shipped_fork():

@@ -76,6 +76,7 @@ FORK_MODULES = {
     "general_pooling": ("general_pooling",),
     "caffe_lstm": ("caffe_lstm",),
     "ctpn": ("ctpn",),
+    "video_caffe": ("video_caffe",),
 }
 _IMPORTED_FORKS = set()
 

@@ -8,7 +8,7 @@ Flatten, Reshape, shared params) makes two names one buffer.
 """
 from dataclasses import dataclass
 
-from ..errors import InputError
+from ..errors import InputError, LayerStops
 from ..layers import touch
 from ..layers.base import count
 from ..layers.touch import Run
@@ -219,7 +219,7 @@ def _walk(net, mode, engine, backward, forward, shared_params, label, make, othe
                     elif what == PROCESS:
                         key = a
                     else:
-                        raise InputError(t.note, file=net.path, line=node.line, layer=node.name, fix=t.name)
+                        raise LayerStops(t.note, file=net.path, line=node.line, layer=node.name, fix=t.name)
                     first = key not in seen
                     if not first and side != 2 and not (side == 0 and only_mine and key in only_mine):
                         continue  # allocated already, under both engines

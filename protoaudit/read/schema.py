@@ -54,6 +54,7 @@ FORKS = {
     "general_pooling": "generalized pooling's Caffe (chl260/general-pooling: tree and gated max-average pooling)",
     "caffe_lstm": "Junhyuk Oh's caffe-lstm (junhyukoh/caffe-lstm: Lstm)",
     "ctpn": "CTPN's Caffe (tianzhi0549/CTPN: Junhyuk Oh's Lstm on (T, N) sequences, Transpose, Reverse)",
+    "video_caffe": "video-caffe (chuckcho/video-caffe: cuDNN's NdConvolution and NdPooling, VideoData)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
