@@ -53,6 +53,7 @@ class StepBuilder:
         self.optimizer = None  # (name, config), or None: no updates
         self.need = ()  # for the node being laid out: whether each input's gradient is wanted
         self.undercounted = []  # (layer name, what its rule leaves out)
+        self.merged_nodes = {}  # id(node) -> (rule, node) of a tf_keras TimeDistributed's wrapped layer (rules.py)
         # whether branches of the model join (Add, Concatenate, a scaled residual...): Keras 3's convolutions then set
         # their filter gradients aside (rules.Conv.grads_late)
         self.joins = any(node.layer.class_name in JOINS for node in graph.nodes)

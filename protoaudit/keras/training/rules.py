@@ -1066,14 +1066,49 @@ CELL_LOOP_STATE = 16_000
 
 @rule("TimeDistributed")
 class TimeDistributed(Rule):
-    """tf_keras: the wrapped layer on the batch and time axes merged (reshapes share memory). Keras 3
+    """tf_keras: the wrapped layer on the batch and time axes merged (reshapes share memory), so the
+    wrapped layer's own rule runs on a node of those merged shapes, its kernels' scratch and what its
+    gradient keeps with it (traced: a TimeDistributed Conv2D's Conv2DBackpropFilter im2col buffer,
+    201 images' columns, and its MaxPooling2D's gradient at a video CNN-LSTM's peak). Keras 3
     (time_distributed.py, a static time axis): the input transposed time-major, one slice and one call
     of the layer per step, the outputs stacked and transposed back. Each step's input gradient is a
     StridedSliceGrad as large as the whole input, and all of them are added in one AddN (traced:
     a bidirectional-GRU tagger's TimeDistributed(Dense), 50 StridedSliceGrads of its (32, 50, 128)
     input alive at once, 41 MB)."""
 
+    def merged(self, s, node):
+        """(rule, node) of the wrapped layer on the batch and time axes merged (tf_keras), made once per
+        node and sharing the wrapper's weights; None in Keras 3 or for a layer with no rule."""
+        made = s.merged_nodes.get(id(node))
+        if made is not None or s.flavour != "tf_keras":
+            return made
+        config = node.layer.config.get("layer") or {}
+        inner = rule_for(config.get("class_name"))
+        if inner is None or isinstance(inner, TimeDistributed):
+            return None
+        from ..graph import Node, Tensor
+        from ..layers.base import KerasLayer, Spec
+
+        def merge(t):
+            shape = t.spec.shape
+            return Tensor(t.name, Spec((shape[0] * shape[1],) + tuple(shape[2:]), t.spec.dtype))
+
+        layer = KerasLayer(config["class_name"], dict(config.get("config") or {}, name=node.layer.name),
+                           trainable=node.layer.trainable, policy=node.layer.policy, flavour=s.flavour,
+                           path=node.layer.path)
+        s._weights[id(layer)] = s._weights.get(id(node.layer), [])
+        made = s.merged_nodes[id(node)] = (inner, Node(layer, [merge(t) for t in node.inputs],
+                                                      [merge(t) for t in node.outputs], node.path, node.call_index))
+        return made
+
+    def grads_late(self, s, node):
+        made = self.merged(s, node)
+        return made[0].grads_late(s, made[1]) if made is not None else False
+
     def forward(self, s, node, xs):
+        made = self.merged(s, node)
+        if made is not None:
+            return made[0].forward(s, made[1], xs)
         name = node.layer.name
         x, out = node.inputs[0].spec, node.outputs[0].spec
         if s.flavour == "keras3":
@@ -1085,6 +1120,9 @@ class TimeDistributed(Rule):
         return [y], xs[0]
 
     def backward(self, s, node, keep, dys, need):
+        made = self.merged(s, node)
+        if made is not None:
+            return made[0].backward(s, made[1], keep, dys, need)
         name = node.layer.name
         x, out = node.inputs[0].spec, node.outputs[0].spec
         dy = dys[0]
