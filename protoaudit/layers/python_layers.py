@@ -44,13 +44,19 @@ class Python(Declared):
 
     gap = "what its Python code allocates (protoaudit never runs it)"
 
+    module_path = None  # the module's file, where it was found (FromSource)
+
     def __new__(cls, lp, ctx):
+        path = None
         if cls is Python:
             p = lp.python_param
             cls = KNOWN.get((p.module, p.layer))
             if cls is None:
-                cls = FromSource if p.module and module_file(p.module, ctx.path, ctx.root) else Python
-        return super().__new__(cls)
+                path = module_file(p.module, ctx.path, ctx.root) if p.module else None
+                cls = FromSource if path else Python
+        made = super().__new__(cls)
+        made.module_path = path
+        return made
 
     @classmethod
     def why(cls, lp):
@@ -185,7 +191,7 @@ class FromSource(Known):
 
     def defaults(self, bottoms):
         p = self.lp.python_param
-        path = module_file(p.module, self.ctx.path, self.ctx.root)
+        path = self.module_path
         lines = read_lines(path)
         try:
             if lines is None:
