@@ -103,18 +103,13 @@ class NdConvolution(Layer):
             return [stop]
         shape, kernel, _, _, _ = self._setup(run.bottoms)
         limit = shape[1] * math.prod(kernel)
-        t = [touch.param(k, "data", "setup") for k in range(run.num_params)]
+        t = super().touches(run)  # the blobs, and the diffs asked for
         if self.lp.convolution_param.bias_term:
             spatial = count(run.tops[0], 2)
             t.append(touch.buffer("bias_multiplier_", spatial, "setup", per_sample=False, device="host",
                                   note=f"{spatial} ones (the top's spatial size)"))
-        t += [touch.bottom(j, "data", "forward") for j in range(len(run.bottoms))]
-        t += [touch.top(j, "data", "forward") for j in range(len(run.tops))]
         t.append(touch.buffer("workspace", limit, "forward", per_sample=False, kind="workspace",
                               note=f"{shape[1]} channels x {'x'.join(map(str, kernel))} ints, the limit it is picked under"))
-        t += [touch.top(j, "diff", "backward") for j in range(len(run.tops))]
-        t += [touch.param(k, "diff", "backward") for k, down in enumerate(run.param_propagate_down) if down]
-        t += [touch.bottom(j, "diff", "backward") for j, down in enumerate(run.propagate_down) if down]
         return t
 
 
@@ -162,10 +157,7 @@ class NdPooling(Layer):
         stop = _cudnn_only(self, run, "218-236")
         if stop is not None:
             return [stop]
-        t = [touch.bottom(0, "data", "forward"), touch.top(0, "data", "forward")]
-        if run.propagate_down[0]:
-            t += [touch.top(0, "diff", "backward"), touch.bottom(0, "diff", "backward")]
-        return t
+        return super().touches(run)
 
 
 @register("ReLU", fork=FORK)
