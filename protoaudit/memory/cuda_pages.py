@@ -19,7 +19,10 @@ SLOT = 512
 def taken(sizes):
     """The bytes the driver takes for cudaMalloc of each of `sizes`, in this order, none freed."""
     pages = 0
-    room = []  # the free bytes of each shared page with any, sorted
+    # the shared pages with free bytes, by how many bytes they have free: the counts, and the
+    # distinct amounts sorted (multiples of SLOT, so at most PAGE / SLOT of them however many pages)
+    count = {}
+    room = []
     for size in sizes:
         if size <= 0:
             continue
@@ -28,13 +31,22 @@ def taken(sizes):
             continue
         slot = -(-size // SLOT) * SLOT
         at = bisect.bisect_left(room, slot)
-        if at < len(room):
-            left = room.pop(at) - slot
+        if at < len(room):  # the fullest page it fits
+            free = room[at]
+            if count[free] == 1:
+                del count[free], room[at]
+            else:
+                count[free] -= 1
+            left = free - slot
         else:
             pages += 1
             left = PAGE - slot
         if left:
-            bisect.insort(room, left)
+            if left in count:
+                count[left] += 1
+            else:
+                count[left] = 1
+                bisect.insort(room, left)
     return pages * PAGE
 
 
