@@ -162,6 +162,21 @@ def test_a_field_of_another_shipped_schema_is_no_forks_field(tmp_path):
     assert out["nets"][0]["caffe_proto"] == "rcf"
 
 
+def test_a_params_propagate_down_names_its_fork_and_is_refused(tmp_path):
+    """longriyao/caffe_GAN's ParamSpec.param_propagate_down (its caffe.proto: `optional bool
+    param_propagate_down = 6`; net.cpp sets the parameter's gradient flag from it, over lr_mult): a layer's
+    memory can depend on it, so it is refused, naming the fork, and it is no misspelling of
+    propagate_down."""
+    (tmp_path / "n.prototxt").write_text(
+        'input: "x" input_shape { dim: 1 dim: 3 dim: 8 dim: 8 }\n'
+        'layer { name: "c" type: "Convolution" bottom: "x" top: "c" param { lr_mult: 1 param_propagate_down: 0 }\n'
+        '  convolution_param { num_output: 4 kernel_size: 3 } }\n')
+    run = run_protoaudit("n.prototxt", cwd=tmp_path)
+    assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
+    assert 'field "param_propagate_down" of ParamSpec' in run.stderr and "longriyao/caffe_GAN" in run.stderr
+    assert "did you mean" not in run.stderr
+
+
 def test_a_misspelt_solver_field_is_still_refused(tmp_path):
     (tmp_path / "n.prototxt").write_text(open(os.path.join(HERE, "plain_train_val.prototxt")).read())
     (tmp_path / "s.prototxt").write_text('net: "n.prototxt"\nbase_lrr: 0.1\n')

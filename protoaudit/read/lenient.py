@@ -34,6 +34,8 @@ FIELD_FORKS = {
     ("VideoDataParameter", "num_segments"): "yjxiong/caffe (TSN's Caffe)",
     ("LayerParameter", "center_loss_param"): "caffe-face (ydwen/caffe-face)",
     ("SolverParameter", "device_id"): "yjxiong/caffe (TSN's Caffe), where it is a list",
+    ("ParamSpec", "param_propagate_down"): "longriyao/caffe_GAN (its net.cpp sets whether the parameter gets "
+                                           "a gradient from it, over lr_mult)",
     **{(message, field): "video-caffe (chuckcho/video-caffe), whose NdConvolution and NdPooling read it"
        for message in ("ConvolutionParameter", "PoolingParameter") for field in ("kernel_shape", "pad_shape",
                                                                                 "stride_shape")},
