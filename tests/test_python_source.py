@@ -96,6 +96,24 @@ def test_a_module_one_folder_up_is_found(tmp_path):
     assert list(net.layer("data").top_shapes) == [(16, 3, 24, 24), (16,)]
 
 
+def test_a_branch_param_str_decides_is_run_as_the_code_would(tmp_path):
+    """`'k' in params`, `params.has_key('k')` (Python 2), elif and else, at setup's own level: the
+    branch param_str's {'batch': 16} takes runs, the others are skipped. Here 'size' is absent: size
+    32 from the else; has_key('batch') is true: channels 1 from the first branch, not the elif's 5."""
+    source = LAYER.replace("        size = params.get('size', 24)\n",
+                           "        if 'size' in params:\n            size = params['size']\n"
+                           "        else:\n            size = 32\n"
+                           "        if params.has_key('batch'):\n            channels = 1\n"
+                           "        elif 'channels' in params.keys():\n            channels = params['channels']\n"
+                           "        else:\n            channels = 5\n").replace(
+        "top[0].reshape(self.batch, 3, size, size)", "top[0].reshape(self.batch, channels, size, size)")
+    (net,) = build_nets(_net(tmp_path, source))
+    assert list(net.layer("data").top_shapes) == [(16, 1, 32, 32), (16,)]
+    # a test param_str does not decide leaves the branch's names unknown, as before
+    stderr = _asks(tmp_path, source.replace("if 'size' in params:", "if self.phase == 'train':"))
+    assert "depends on values only the running code has" in stderr
+
+
 def _asks(tmp_path, source):
     run = run_in_process(_net(tmp_path, source), cwd=tmp_path)
     assert run.returncode == 2, run.stdout

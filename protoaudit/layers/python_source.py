@@ -155,17 +155,36 @@ class SourceShapes:
 
     def _read(self, top, first, end, scope, shaped, lines):
         """One method's statements, lines[first:end]: its top[i].reshape(...) into `shaped`, its
-        assignments into the scope's names."""
-        base = None
+        assignments into the scope's names. An `if` of the method's own level whose test param_str
+        decides (`'k' in params`, `params.has_key('k')`) runs the branch it takes and skips the others,
+        as the code would; any other branch's assignments leave their names unknown."""
+        base, branch = None, None  # branch: [the if's indentation, its body's, taken now, one taken]
         for number, indent, text in _statements(self.lines, first, end):
             base = indent if base is None else base
+            if branch is not None and indent > branch[0]:
+                if not branch[2]:
+                    continue  # a branch the code does not take
+                branch[1] = branch[1] or indent
+            elif branch is not None and indent == branch[0] and re.match(r"(else\s*:|elif\b)", text):
+                taken = _decided(text, scope) if text.startswith("elif") and not branch[3] else False
+                if taken is _UNKNOWN:
+                    branch = None
+                else:
+                    branch[1:] = [None, (not branch[3]) if text.startswith("else") else taken, branch[3] or taken]
+                continue
+            else:
+                branch = None
+                taken = _decided(text, scope) if indent == base and text.startswith("if ") else _UNKNOWN
+                if taken is not _UNKNOWN:
+                    branch = [indent, None, taken, taken]
+                    continue
             try:
                 node = ast.parse(text).body[0]
             except (SyntaxError, IndexError, ValueError):
                 if _reshapes(text, top):
                     raise Unread(f"line {number} of {os.path.basename(self.path)} is not read as Python 3 can parse")
                 continue
-            deeper = indent > base
+            deeper = indent > (branch[1] if branch is not None else base)
             call = _reshape_call(node, top)
             if call is not None:
                 index, args = call
@@ -201,6 +220,20 @@ class SourceShapes:
         return tuple(dims)
 
 
+def _decided(header, scope):
+    """Whether the branch an `if` or `elif` header opens is taken, where param_str decides it: `'k' in
+    params` (or params.keys()), `'k' not in params`, `params.has_key('k')`, `not` of those; else
+    _UNKNOWN."""
+    test = re.sub(r"^(el)?if\s+", "", header).rstrip()
+    if not test.endswith(":"):
+        return _UNKNOWN
+    try:
+        node = ast.parse(test[:-1], mode="eval").body
+    except SyntaxError:
+        return _UNKNOWN
+    return scope.condition(node)
+
+
 class _Scope:
     """What one method's expressions are worked out from: its names ('x', 'self.x'), the names it
     gives its bottoms, their shapes, and the layer's param_str."""
@@ -232,6 +265,27 @@ class _Scope:
             return _index(self.value(node.value), self.value(node.slice))
         if isinstance(node, ast.Call):
             return self._call(node)
+        return _UNKNOWN
+
+    def condition(self, node):
+        """True or False where param_str decides the test `node` (see _decided); else _UNKNOWN."""
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = self.condition(node.operand)
+            return inner if inner is _UNKNOWN else not inner
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+            key, holder = self.value(node.left), node.comparators[0]
+            if (isinstance(holder, ast.Call) and isinstance(holder.func, ast.Attribute) and holder.func.attr == "keys"
+                    and not holder.args):
+                holder = holder.func.value
+            params = self.value(holder)
+            if isinstance(key, str) and isinstance(params, dict):
+                return (key in params) == isinstance(node.ops[0], ast.In)
+            return _UNKNOWN
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "has_key"
+                and len(node.args) == 1):
+            key, params = self.value(node.args[0]), self.value(node.func.value)
+            if isinstance(key, str) and isinstance(params, dict):
+                return key in params
         return _UNKNOWN
 
     def _call(self, node):
