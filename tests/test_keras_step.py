@@ -340,6 +340,14 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # alive, where the model sets Dense kernel gradients aside) and tf_keras's small
                 # DenseNet (+11.9%)
                 "vgg16_64_sgdm_k3:b16", "mlp_bn_wide_adam:b256", "mlp_bn_wide_adam_k3:b256", "densenet_tiny_sgdm:b32",
+                # and a twenty-eighth, queued after those and audited before any change for it: 15 of 20,
+                # median 2.6%. Its misses: Keras 3's AlexNet-like CIFAR CNN with momentum (-13.4%), a CNN of
+                # SpatialDropout2D blocks in both flavours (-19.5%, -23.9%), tf_keras's depthwise CNN
+                # (+16.8%) and Keras 3's dilated causal Conv1D stack (+20.5%)
+                "alexnet_like_cifar_sgdm_k3:b64", "depthwise_cnn_adam:b32", "conv1d_dilated_adam_k3:b64",
+                # (the SpatialDropout2D CNN came within 10%, -4.1% and -0.8%, once SpatialDropout was run as
+                # tf.nn.dropout with one mask value per sample and channel, as both Kerases do, where it had
+                # passed its input through: traced, the blocks' dropout outputs alive at the peak)
                 }
 
 
@@ -376,10 +384,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 0.9%), on the
     configurations measured since (tests/data/keras_oracle/new: 78 of 86, 1.8%; the rules were read
-    off the traces of some of them). On the 558 configurations of tests/data/keras_oracle/unseen,
-    twenty-seven batches each measured after the last change before it and audited before any change
-    for it: 450 (80.6%) as first audited over all of them, the last three 46 of 58 (79.3%; 17 of 20,
-    15 of 20, 14 of 18); now 499 (89.4%), a median of 2.0%; all 695: 624 (89.8%), 1.9%. Those two are
+    off the traces of some of them). On the 578 configurations of tests/data/keras_oracle/unseen,
+    twenty-eight batches each measured after the last change before it and audited before any change
+    for it: 465 (80.4%) as first audited over all of them, the last three 44 of 58 (75.9%; 15 of 20,
+    14 of 18, 15 of 20); now 516 (89.3%), a median of 2.0%; all 715: 641 (89.7%), 1.9%. Those two are
     under the issue's 90% and are held at 89%, where they stand, so that a regression fails."""
     errors, inside = [], 0
     for p in CONFIGS:
@@ -1245,3 +1253,15 @@ def test_unique_reserves_an_absl_hash_map_for_twice_the_ids():
 
     assert unique_map_bytes(131072) == 8 + 524287 + 16 + 1 + 8 * 524287 == 4_718_608
     assert unique_map_bytes(0) == 0
+
+
+def test_spatial_dropout_draws_one_mask_value_per_sample_and_channel():
+    # tf_keras's and Keras 3's SpatialDropout2D: tf.nn.dropout with noise_shape (batch, 1, 1, channels):
+    # the first block's draw is 32 x 32 floats and its mask 32 x 32 bools, the select and x * scale the
+    # (32, 64, 64, 32) input's size, 16,777,216 bytes (the traced dropout output at the peak).
+    for name in ("cnn_spatial_dropout_adam.keras", "cnn_spatial_dropout_adam_k3.keras"):
+        program = _program(name, 32, folder="unseen")
+        made = {program.bufs[m].label: program.bufs[m].bytes for st in program.steps for m in st.makes}
+        assert made["spatial_dropout2d random uniform"] == 32 * 32 * 4
+        assert made["spatial_dropout2d keep mask"] == 32 * 32
+        assert made["spatial_dropout2d select"] == made["spatial_dropout2d x*scale"] == 32 * 64 * 64 * 32 * 4

@@ -102,8 +102,7 @@ class Rule:
 
 
 rule("Identity", "InputLayer", "Flatten", "Reshape", "Masking", "ActivityRegularization", "GaussianNoise",
-     "GaussianDropout", "AlphaDropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D",
-     "RandomFlip", "RandomRotation", "RandomZoom", "RandomTranslation", "RandomContrast", "RandomCrop")(Rule)
+     "GaussianDropout", "AlphaDropout", "RandomFlip", "RandomRotation", "RandomZoom", "RandomTranslation", "RandomContrast", "RandomCrop")(Rule)
 
 
 class _Weighted(Rule):
@@ -666,14 +665,18 @@ class Dropout(Rule):
     `zeros = array_ops.zeros([])`), written into dy: no buffer of its own (traced, a wide MLP in both
     flavours: no dy-sized block besides dy at the Dropout's gradient)."""
 
+    def noise(self, node):
+        """The elements of the draw and the mask: the input's (noise_shape is the input's shape)."""
+        return prod(node.outputs[0].spec.shape)
+
     def forward(self, s, node, xs):
         spec = node.outputs[0].spec
         size = _size(spec)
         if not float(node.layer.config.get("rate") or 0):
             return [xs[0]], None
         name = node.layer.name
-        draw = s.one(f"{name} random uniform", [], size)
-        mask = s.one(f"{name} keep mask", [draw], prod(spec.shape))
+        draw = s.one(f"{name} random uniform", [], self.noise(node) * _item(spec))
+        mask = s.one(f"{name} keep mask", [draw], self.noise(node))
         scaled = s.one(f"{name} x*scale", [xs[0]], size, forward=True)
         y = s.one(f"{name} select", [scaled, mask], size, forward=True)
         return [y], mask
@@ -685,6 +688,19 @@ class Dropout(Rule):
         dx = s.one(f"{node.layer.name} select gradient", [dys[0], keep], size, forward=True, kind="gradient")
         dx = s.one(f"{node.layer.name} scale gradient", [dx], size, forward=True, kind="gradient")
         return [dx if need[0] else None], []
+
+
+@rule("SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D")
+class SpatialDropout(Dropout):
+    """tf.nn.dropout with a noise_shape of one value per sample and channel (tf_keras's and Keras 3's
+    SpatialDropout*D): the draw and the mask are (batch, channels), broadcast in the select; the
+    output, x * scale and the gradient are the input's size (traced: a CNN of SpatialDropout2D blocks,
+    the blocks' outputs alive at the peak where the model had passed the input through)."""
+
+    def noise(self, node):
+        shape = node.outputs[0].spec.shape
+        first = node.layer.config.get("data_format") == "channels_first"
+        return shape[0] * (shape[1] if first else shape[-1])
 
 
 @rule("MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "MaxPool1D", "MaxPool2D", "MaxPool3D")
