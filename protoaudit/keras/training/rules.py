@@ -286,7 +286,7 @@ class Conv(_Weighted):
         input cut into d interleaved sequences, each rounded up to a multiple of d, batch x d of
         them), a VALID Conv2D over them and BatchToSpaceND back (nn_ops.py, with_space_to_batch),
         whose gradients run the other way. Returns (the padded input's bytes or None, (the blocks'
-        bytes, the Conv2D's output bytes) or None)."""
+        bytes, the Conv2D's output bytes, its images, its output pixels) or None)."""
         config = node.layer.config
         x = node.inputs[0].spec
         rank = len(x.shape) - 2
@@ -307,7 +307,7 @@ class Conv(_Weighted):
         out = [b - k + 1 for b, k in zip(blocks, kernel)]
         filters = node.outputs[0].spec.shape[-1]
         return padded, (batch * prod(dilation) * prod(blocks) * channels * item,
-                        batch * prod(dilation) * prod(out) * filters * item)
+                        batch * prod(dilation) * prod(out) * filters * item, batch * prod(dilation), prod(out))
 
     @staticmethod
     def cuboid(node):
@@ -342,7 +342,13 @@ class Conv(_Weighted):
         return prod(node.inputs[0].spec.shape), filter_total * out_depth, batch * out_image * out_depth
 
     def dims(self, node):
-        return _conv_dims(node)
+        """The contraction's (images, pixels, taps x channels, filters): a dilated convolution's Conv2D
+        runs on SpaceToBatchND's blocks, batch x dilation images of the blocks' output pixels
+        (traced: Conv2DBackpropInput's im2col buffer of 831 images of 50 pixels for a Conv1D dilated 8
+        on 400 steps, where the undilated sizes give 145 of 400)."""
+        batch, pixels, taps, filters = _conv_dims(node)
+        blocks = self.reshaped(node)[1]
+        return (blocks[2], blocks[3], taps, filters) if blocks is not None else (batch, pixels, taps, filters)
 
     def backward(self, s, node, keep, dys, need):
         x, act = keep
