@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 
 from ..errors import InputError
-from . import cuda_pages, scaling
+from . import scaling
 
 MAX_BATCH = 1 << 20
 
@@ -81,16 +81,10 @@ def on_card(audit):
 def _with_pages(audit, largest, budget):
     """The largest batch up to `largest` (the rule's, by the buffers' bytes) whose buffers by the
     rule fit `budget` with their pages (0: not even batch 1)."""
-    known = scaling.sizes(audit)
-    base = audit.batch
-    # the bytes and their pages are what cudaMalloc takes for the buffers, one call each in order
-    # (scaling.pages); the context's bytes take no pages of their own
-    paged = [(n, grows) for (_, _, kind), (n, grows) in known.items() if kind != "context"]
-    context = [(n, grows) for (_, _, kind), (n, grows) in known.items() if kind == "context"]
+    on_card = scaling.on_card(scaling.sizes(audit), audit.batch)
 
     def fits(b):
-        taken = cuda_pages.taken([n * b // base if grows else n for n, grows in paged])
-        return taken + sum(n * b // base if grows else n for n, grows in context) <= budget
+        return on_card(b) <= budget
 
     if largest == 0 or fits(largest):
         return largest

@@ -10,7 +10,7 @@ by --sweep (protoaudit.memory.sweep) and by the largest-batch search (protoaudit
 """
 import functools
 
-from .cuda_pages import beyond
+from .cuda_pages import beyond, taken
 from .summary import counted_devices
 
 
@@ -105,3 +105,17 @@ def pages(known):
     """What cudaMalloc's pages take on the card beyond the bytes of the sizes `known` (GPU mode): one
     call per entry, in order, the context's none (protoaudit.memory.cuda_pages)."""
     return beyond(n for (_, _, kind), (n, _) in known.items() if kind != "context")
+
+
+def on_card(known, base):
+    """A function of the batch: what the sizes `known` (at batch `base`) take on the card at that
+    batch, by the rule (scaled), with cudaMalloc's pages (pages), the entries sorted out once for the
+    many batches a search tries."""
+    paged = [(n, grows) for (_, _, kind), (n, grows) in known.items() if kind != "context"]
+    context = [(n, grows) for (_, _, kind), (n, grows) in known.items() if kind == "context"]
+
+    def at(batch):
+        return (taken([n * batch // base if grows else n for n, grows in paged])
+                + sum(n * batch // base if grows else n for n, grows in context))
+
+    return at
