@@ -16,6 +16,7 @@ from . import touch
 from .activations import Neuron
 from .base import Layer, count, register
 from .data import Prefetching
+from .pooling import pooled_size
 
 FORK = "video_caffe"
 MAX, AVE, STOCHASTIC = 0, 1, 2  # PoolingParameter.PoolMethod
@@ -141,17 +142,9 @@ class NdPooling(Layer):
             self.check(all(k > 0 for k in kernel), "Filter dimensions cannot be zero.")
         self.check(len(kernel) == len(shape) - 2 and len(pad) == len(kernel) and len(stride) == len(kernel),
                    f"kernel_shape has {len(kernel)} dims for a bottom of {len(shape)} axes {shape}")
-        out = []
-        for size, k, q, s in zip(shape[2:], kernel, pad, stride):
-            dim = math.ceil((size + 2 * q - k) / s) + 1  # (computed in float: cpp:97-98)
-            if q > 0:
-                if (dim - 1) * s >= size + q:
-                    dim -= 1
-                self.check((dim - 1) * s < size + q, f"the last pooling window starts in the padding "
-                           f"({(dim - 1) * s} >= {size} + {q}, cudnn_ndpooling_layer.cpp:105-106)")
-            if dim >= 1:
-                out.append(dim)
-        return [shape[:2] + tuple(out)]
+        # BVLC's rounding in float and clip of a window that starts in an axis's padding (cpp:95-108)
+        out = (pooled_size(self, size, k, s, q) for size, k, q, s in zip(shape[2:], kernel, pad, stride))
+        return [shape[:2] + tuple(dim for dim in out if dim >= 1)]
 
     def touches(self, run):
         stop = _cudnn_only(self, run, "218-236")
