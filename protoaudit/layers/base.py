@@ -42,6 +42,15 @@ def register(*type_names, fork=None):
     return deco
 
 
+def carry(module, fork, *classes):
+    """Register, for `fork`, layers it carries from another Caffe: a subclass of each of `classes`
+    under the same type names, as a class names one fork (its `fork`), made in `module` (the
+    carrying module's __name__, which FORK_MODULES lists)."""
+    for cls in classes:
+        made = type(cls.__name__, (cls,), {"__doc__": cls.__doc__, "__module__": module})
+        register(*cls.type_names, fork=fork)(made)
+
+
 # The modules of this folder that register forks' layers only, and the forks they register them
 # for: imported when a net of one of those forks is in play (fork_layers), so a BVLC net's run does
 # not pay for them. protoaudit.layers imports every other module; tests/test_layer_registry.py

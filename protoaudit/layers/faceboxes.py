@@ -6,13 +6,12 @@ sampled, not what is allocated. So every layer is the SSD fork's (protoaudit.lay
 PriorBox.
 """
 from . import ssd
-from .base import register
+from .base import carry, register
 
 FORK = "faceboxes"
 
-for _cls in (ssd.AnnotatedData, ssd.SSDData, ssd.SSDImageData, ssd.SSDWindowData, ssd.Permute, ssd.Normalize,
-             ssd.SmoothL1Loss, ssd.MultiBoxLoss, ssd.DetectionOutput, ssd.DetectionEvaluate):
-    register(*_cls.type_names, fork=FORK)(type(_cls.__name__, (_cls,), {"__doc__": _cls.__doc__}))
+carry(__name__, FORK, ssd.AnnotatedData, ssd.SSDData, ssd.SSDImageData, ssd.SSDWindowData, ssd.Permute,
+      ssd.Normalize, ssd.SmoothL1Loss, ssd.MultiBoxLoss, ssd.DetectionOutput, ssd.DetectionEvaluate)
 
 
 @register("PriorBox", fork=FORK)

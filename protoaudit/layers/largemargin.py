@@ -8,12 +8,11 @@ into the tops (base_data_layer.hpp:71-79, base_data_layer.cu:8-26), as the SSD f
 has CPU code only (no accuracy_layer.cu).
 """
 from . import enet, pspnet, ssd, sphereface, touch
-from .base import layer_class, legacy_shape, register
+from .base import carry, layer_class, legacy_shape, register
 
 FORK = "largemargin"
 
-for _cls in (ssd.SSDData, ssd.SSDImageData, ssd.SSDWindowData, enet.Accuracy):
-    register(*_cls.type_names, fork=FORK)(type(_cls.__name__, (_cls,), {"__doc__": _cls.__doc__}))
+carry(__name__, FORK, ssd.SSDData, ssd.SSDImageData, ssd.SSDWindowData, enet.Accuracy)
 
 
 @register("LargeMarginInnerProduct", fork=FORK)

@@ -14,15 +14,14 @@ File:line references are to src/caffe/layers/ at that commit.
 """
 from . import conv, ssd, touch
 from .activations import Neuron
-from .base import Layer, count, legacy_shape, register
+from .base import Layer, carry, count, legacy_shape, register
 from .data import Prefetching
 
 FORK = "mobilenet_yolo"
 
 # the SSD fork's layers, which this fork carries (its own classes: a class names one fork)
-for _cls in (ssd.Permute, ssd.PriorBox, ssd.Normalize, ssd.SmoothL1Loss, ssd.MultiBoxLoss, ssd.DetectionOutput,
-             ssd.DetectionEvaluate):
-    register(*_cls.type_names, fork=FORK)(type(_cls.__name__, (_cls,), {"__doc__": _cls.__doc__}))
+carry(__name__, FORK, ssd.Permute, ssd.PriorBox, ssd.Normalize, ssd.SmoothL1Loss, ssd.MultiBoxLoss,
+      ssd.DetectionOutput, ssd.DetectionEvaluate)
 
 
 @register("AnnotatedData", fork=FORK)

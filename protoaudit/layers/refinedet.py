@@ -7,13 +7,12 @@ detection_evaluate_layer.cpp and io.cpp differ in how they read boxes. So every 
 fork's (protoaudit.layers.ssd), but those two take the refinement module's outputs as bottoms.
 """
 from . import ssd, touch
-from .base import register
+from .base import carry, register
 
 FORK = "refinedet"
 
-for _cls in (ssd.AnnotatedData, ssd.SSDData, ssd.SSDImageData, ssd.SSDWindowData, ssd.Permute, ssd.Normalize,
-             ssd.SmoothL1Loss, ssd.PriorBox, ssd.DetectionEvaluate):
-    register(*_cls.type_names, fork=FORK)(type(_cls.__name__, (_cls,), {"__doc__": _cls.__doc__}))
+carry(__name__, FORK, ssd.AnnotatedData, ssd.SSDData, ssd.SSDImageData, ssd.SSDWindowData, ssd.Permute,
+      ssd.Normalize, ssd.SmoothL1Loss, ssd.PriorBox, ssd.DetectionEvaluate)
 
 
 @register("MultiBoxLoss", fork=FORK)

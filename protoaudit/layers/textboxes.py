@@ -7,13 +7,12 @@ MultiBoxLoss mines negatives by do_neg_mining (MAX_NEGATIVE's count, multibox_lo
 sizes its top without reading the detections. File references are to fd4d7a9.
 """
 from . import ssd, touch
-from .base import legacy_shape, register
+from .base import carry, legacy_shape, register
 
 FORK = "textboxes"
 
-for _cls in (ssd.AnnotatedData, ssd.SSDData, ssd.SSDImageData, ssd.SSDWindowData, ssd.Permute, ssd.Normalize,
-             ssd.SmoothL1Loss):
-    register(*_cls.type_names, fork=FORK)(type(_cls.__name__, (_cls,), {"__doc__": _cls.__doc__}))
+carry(__name__, FORK, ssd.AnnotatedData, ssd.SSDData, ssd.SSDImageData, ssd.SSDWindowData, ssd.Permute,
+      ssd.Normalize, ssd.SmoothL1Loss)
 
 
 @register("PriorBox", fork=FORK)
