@@ -886,13 +886,18 @@ class Recurrent(_Weighted):
     # 7: i, f, o and the candidate (split's buffers, which the activations take over), c, tanh(c) and
     # h; its GRU 6 (two of split's, two Mul's, a strided_slice and 1 - z): traced, an LSTM text model,
     # a bidirectional LSTM, two stacked LSTMs, a GRU text model.
+    # A ConvLSTM2D step in Keras 3 keeps 7: its four input convolutions, two Muls and a Tanh; in
+    # tf_keras 10 to 12 (11 counted): its gates' default hard_sigmoid is a clip_by_value, whose
+    # Minimum and output both stay, with the BiasAdds of its input convolutions, the Muls and a Tanh
+    # (traced, two stacked ConvLSTM2D of 16 and 8 filters on 8 frames of 32 x 32, batch 16, both
+    # flavours: every step's tensors of both layers alive at the peak).
     # A SimpleRNN step keeps one: its output, which the next step's recurrent MatMul and its tanh's
     # gradient read (traced in both flavours, an Embedding-SimpleRNN text model at batch 64: at the
     # peak, 80 step inputs, 80 step outputs and the 80 zeros of the input's gradient list, 655,360
     # bytes each, and no more: neither the layer's input nor a partial weight gradient per iteration).
     KEPT = {("tf_keras", "SimpleRNN"): 1, ("tf_keras", "GRU"): 6, ("tf_keras", "LSTM"): 7,
-            ("tf_keras", "ConvLSTM2D"): 8, ("keras3", "SimpleRNN"): 1, ("keras3", "GRU"): 6,
-            ("keras3", "LSTM"): 7, ("keras3", "ConvLSTM2D"): 5}
+            ("tf_keras", "ConvLSTM2D"): 11, ("keras3", "SimpleRNN"): 1, ("keras3", "GRU"): 6,
+            ("keras3", "LSTM"): 7, ("keras3", "ConvLSTM2D"): 7}
 
     def cell(self, node):
         """(the recurrent layer's class, its config, directions): a Bidirectional's inner layer; for
@@ -923,13 +928,22 @@ class Recurrent(_Weighted):
     CELL_STEP = {("tf_keras", "GRU"): (10, 3, 0, 3), ("keras3", "GRU"): (7, 3, 0, 3),
                  ("tf_keras", "LSTM"): (13, 4, 4, 4), ("keras3", "LSTM"): (9, 4, 4, 4)}
 
+    # A GRU with reset_after off has no fused step in either Keras (tf_keras's _could_use_gpu_kernel and
+    # Keras 3's cudnn_ok both require reset_after), so it runs the cell's own step, which without
+    # recurrent_dropout keeps 9 unit-sized tensors a step: two of split's, two Mul's, a strided_slice,
+    # the MatMul of r * h_tm1, 1 - z, and a strided_slice of two units (traced, two stacked GRU(64)
+    # on 50 steps, batch 64, both flavours, every step's at the peak) and no slice of a kernel.
+    NO_RESET_AFTER = (9, 0, 0, 0)
+
     def cell_path(self, s, node):
         """(unit-sized, recurrent slices, kernel pieces, input-sized) kept per step where the layer
-        runs its cell's own step (recurrent_dropout), else None."""
+        runs its cell's own step (recurrent_dropout, or a GRU without reset_after), else None."""
         cls, config, _ = self.cell(node)
-        if not float(config.get("recurrent_dropout") or 0):
-            return None
-        return self.CELL_STEP.get((s.flavour, cls))
+        if float(config.get("recurrent_dropout") or 0):
+            return self.CELL_STEP.get((s.flavour, cls))
+        if cls == "GRU" and not config.get("reset_after", True):
+            return self.NO_RESET_AFTER
+        return None
 
     def per_step(self, s, node):
         cls, config, directions = self.cell(node)
@@ -956,7 +970,10 @@ class Recurrent(_Weighted):
         """Whether the input's gradient is a list of zeros, one per step, made as soon as the forward
         loop ends and set step by step by the gradient loop (Keras 3's fused LSTM and GRU; traced:
         zeros_like of every step's input, alive until the layer's gradient loop has run)."""
-        return s.flavour == "keras3" and self.cell(node)[0] in ("LSTM", "GRU") and self.cell_path(s, node) is None
+        path = self.cell_path(s, node)
+        if path is self.NO_RESET_AFTER:  # the same list in both flavours where the input's gradient is wanted
+            return bool(s.need and s.need[0])
+        return s.flavour == "keras3" and self.cell(node)[0] in ("LSTM", "GRU") and path is None
 
     def in_flight(self, s, node, steps, per_step):
         """What the gradient loop holds with its iterations in flight, beyond the lists, where the input's
