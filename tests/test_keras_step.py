@@ -247,7 +247,9 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # emotion CNN with momentum in Keras 3 (-11.0%), tf_keras's recurrent-dropout GRUs with
                 # Adam (-15.1%) and IMDB LSTM with RMSprop (+12.9%), the SeparableConv2D CNN with plain
                 # SGD in both flavours (-15.7%, -10.1%)
-                "tcn_rmsprop_k3:b32", "gru_dropout_adam:b64", "lstm_imdb_dropout_rmsprop:b16",
+                "gru_dropout_adam:b64", "lstm_imdb_dropout_rmsprop:b16",
+                # (Keras 3's TCN came within 10%, +8.3%, once a convolution's input no longer lived
+                # past its filter gradient, its last reader)
                 # (the SeparableConv2D CNN with plain SGD came within 10%, -6.7% and -0.2%, once its
                 # pointwise Conv2D's gradients held Conv2D's im2col buffers, as traced)
                 # Then, traced on four Keras 3 models (an LSTM text model, the IMDB BiLSTM, two stacked

@@ -381,7 +381,7 @@ class Conv(_Weighted):
                            scratch=self.input_scratch(s, node), kind="gradient")
             if padded is not None:
                 dx = s.one(f"{name} Pad gradient (Slice)", [dx], _size(node.inputs[0].spec), kind="gradient")
-        s.one(f"{name} gradient done", [dz, dzb, x], 0)
+        s.one(f"{name} gradient done", [dz, dzb], 0)
         return [dx], grads
 
     def xla_backward(self, s, node, x, dz, need):
