@@ -12,6 +12,7 @@ import ast
 import functools
 import os
 import re
+from dataclasses import dataclass
 
 import yaml
 
@@ -102,6 +103,16 @@ def _open_brackets(text):
     return sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
 
 
+@dataclass
+class _Branch:
+    """An `if` chain of a method's own level whose tests param_str decides, as `_read` walks it."""
+
+    indent: int  # the if's
+    body: int  # its current branch's body's, once seen
+    taken: bool  # whether the code runs the current branch
+    any_taken: bool  # whether one branch of the chain was taken already
+
+
 class SourceShapes:
     """The tops' shapes one Python layer class gives, read off its module's source."""
 
@@ -158,25 +169,27 @@ class SourceShapes:
         assignments into the scope's names. An `if` of the method's own level whose test param_str
         decides (`'k' in params`, `params.has_key('k')`) runs the branch it takes and skips the others,
         as the code would; any other branch's assignments leave their names unknown."""
-        base, branch = None, None  # branch: [the if's indentation, its body's, taken now, one taken]
+        base, branch = None, None
         for number, indent, text in _statements(self.lines, first, end):
             base = indent if base is None else base
-            if branch is not None and indent > branch[0]:
-                if not branch[2]:
+            if branch is not None and indent > branch.indent:
+                if not branch.taken:
                     continue  # a branch the code does not take
-                branch[1] = branch[1] or indent
-            elif branch is not None and indent == branch[0] and re.match(r"(else\s*:|elif\b)", text):
-                taken = _decided(text, scope) if text.startswith("elif") and not branch[3] else False
+                branch.body = branch.body or indent
+            elif branch is not None and indent == branch.indent and re.match(r"(else\s*:|elif\b)", text):
+                taken = _decided(text, scope) if text.startswith("elif") and not branch.any_taken else False
                 if taken is _UNKNOWN:
                     branch = None
                 else:
-                    branch[1:] = [None, (not branch[3]) if text.startswith("else") else taken, branch[3] or taken]
+                    branch.body = None
+                    branch.taken = (not branch.any_taken) if text.startswith("else") else taken
+                    branch.any_taken = branch.any_taken or taken
                 continue
             else:
                 branch = None
                 taken = _decided(text, scope) if indent == base and text.startswith("if ") else _UNKNOWN
                 if taken is not _UNKNOWN:
-                    branch = [indent, None, taken, taken]
+                    branch = _Branch(indent, None, taken, taken)
                     continue
             try:
                 node = ast.parse(text).body[0]
@@ -184,7 +197,7 @@ class SourceShapes:
                 if _reshapes(text, top):
                     raise Unread(f"line {number} of {os.path.basename(self.path)} is not read as Python 3 can parse")
                 continue
-            deeper = indent > (branch[1] if branch is not None else base)
+            deeper = indent > (branch.body if branch is not None else base)
             call = _reshape_call(node, top)
             if call is not None:
                 index, args = call

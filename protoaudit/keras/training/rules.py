@@ -102,7 +102,8 @@ class Rule:
 
 
 rule("Identity", "InputLayer", "Flatten", "Reshape", "Masking", "ActivityRegularization", "GaussianNoise",
-     "GaussianDropout", "AlphaDropout", "RandomFlip", "RandomRotation", "RandomZoom", "RandomTranslation", "RandomContrast", "RandomCrop")(Rule)
+     "GaussianDropout", "AlphaDropout", "RandomFlip", "RandomRotation", "RandomZoom", "RandomTranslation",
+     "RandomContrast", "RandomCrop")(Rule)
 
 
 class _Weighted(Rule):
