@@ -352,6 +352,29 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # passed its input through: traced, the blocks' dropout outputs alive at the peak; the
                 # dilated Conv1D stack, +6.9%, once a dilated convolution's kernels were sized on
                 # SpaceToBatchND's blocks, as traced: Conv.dims)
+                # and a twenty-ninth, queued at the start of that session's work and audited before any
+                # change for it: 11 of 18, median 6.7%. Its misses: two stacked ConvLSTM2D in both
+                # flavours (-22.1%, -18.8%), two stacked GRUs without reset_after (-26.0%, -29.1%), a
+                # CNN padded and cropped in both flavours (+46.6%, +29.6%) and Keras 3's PReLU CNN
+                # (-32.2%). Traced, tf_keras's pad-and-crop CNN ran every filter gradient in the chain,
+                # before its input gradient, where without a Dropout the model sets them aside
+                "pad_crop_cnn_rmsprop:b256",
+                # (the ConvLSTM2D pair came within 10%, -1.2% and -1.3%, with each flavour's traced
+                # count of a step's kept tensors; the GRU pair, +3.6% and +5.0%, once a GRU without
+                # reset_after ran its cell's own step; Keras 3's pad-and-crop CNN, +4.4%, once a
+                # convolution's input no longer outlived its filter gradient; the PReLU CNN, -2.2%,
+                # once PReLU's alpha gradient held its input-sized product and, in Keras 3, was set aside)
+                # and a thirtieth, queued after the first of those changes and audited before any change
+                # for it: 16 of 22, median 4.5%. Its misses: Keras 3's Conv1DTranspose autoencoder
+                # (-10.3%), tf_keras's bidirectional GRU with dot-product attention (+15.3%), tf_keras's
+                # masked LSTM (+16.1%: traced, its gradient loop held two partial kernel gradients,
+                # where the model counts one per iteration in flight, the high end traced on other
+                # LSTMs), tf_keras's Conv3D autoencoder with UpSampling3D (-23.0%) and an MLP with
+                # GaussianNoise and GaussianDropout in both flavours (-15.2%, -13.1%)
+                "conv1d_transpose_ae_adam_k3:b64", "bigru_attention_rmsprop:b32", "masking_lstm_sgd:b128",
+                # (the Conv3D autoencoder came within 10%, -0.1%, once tf_keras's UpSampling3D repeated
+                # each axis by split and concat, as its backend does: RepeatElements; the MLP, -1.4% and
+                # 0.0%, once GaussianNoise and GaussianDropout drew their noise in training)
                 }
 
 
@@ -1280,3 +1303,71 @@ def test_a_dilated_convolutions_kernels_run_on_space_to_batch_blocks():
     program = _program("conv1d_dilated_adam_k3.keras", 64, folder="unseen")
     step = next(st for st in program.steps if st.label == "conv1d_3 Conv2DBackpropInput")
     assert step.scratch == 831 * 50 * 96 * 4 == 15_955_200
+
+
+def test_tf_keras_upsampling3d_repeats_each_axis_by_split_and_concat():
+    # UpSampling3D(2) on (4, 8, 16, 16, 32) floats, 1,048,576 bytes: tf_keras's resize_volumes repeats
+    # depth, then height, then width (backend.repeat_elements: split into slices, concat each twice):
+    # 2,097,152, 4,194,304 and 8,388,608 bytes. The last concat's gradient is 32 slices of
+    # 4 x 16 x 32 x 1 x 32 floats (262,144 bytes), 8,388,608 together (traced at the step's peak);
+    # each split's gradient concatenates back to the axis's input. Keras 3 tiles: one output, one
+    # input-sized gradient.
+    program = _program("conv3d_upsample_rmsprop.keras", 4, folder="unseen")
+    assert [_made(program, f"up_sampling3d concat {k}")[0] for k in range(3)] == [[2_097_152], [4_194_304],
+                                                                                  [8_388_608]]
+    assert _made(program, "up_sampling3d concat 2 gradient (split)")[0] == [32 * 262_144]
+    assert [_made(program, f"up_sampling3d split {k} gradient (AddN, concat)")[0] for k in (2, 1, 0)] == [
+        [4_194_304], [2_097_152], [1_048_576]]
+    program = _program("conv3d_upsample_rmsprop_k3.keras", 4, folder="unseen")
+    assert _made(program, "up_sampling3d UpSampling3D")[0] == [8_388_608]
+    assert _made(program, "up_sampling3d input gradient")[0] == [1_048_576]
+
+
+def test_gaussian_dropout_keeps_its_noise_and_gaussian_noise_keeps_nothing():
+    # In training: GaussianNoise(0.1) on the (256, 120) input adds a normal draw of 256 x 120 floats
+    # (122,880 bytes), whose gradient is dy itself; GaussianDropout(0.2) after Dense(512) multiplies by
+    # a draw of 256 x 512 floats (524,288 bytes), which Mul's gradient reads.
+    for name in ("noise_reg_mlp_sgdm.keras", "noise_reg_mlp_sgdm_k3.keras"):
+        program = _program(name, 256, folder="unseen")
+        assert _made(program, "gaussian_noise random normal")[0] == [122_880]
+        assert not any(st.label.startswith("gaussian_noise ") and "gradient" in st.label for st in program.steps)
+        made, reads, _ = _made(program, "gaussian_dropout x*noise gradient")
+        assert made == [524_288] and "gaussian_dropout draw*stddev+mean" in reads
+
+
+def test_prelu_alpha_gradient_holds_its_input_sized_product():
+    # PReLU on (128, 46, 46, 32) floats (34,668,544 bytes), alpha (46, 46, 32): its gradient is
+    # sum over the batch of dy * relu(-x), the product the input's size (traced: `p_re_lu/mul/Mul` of
+    # that shape at both flavours' peaks, tf_keras's before the input gradient); Keras 3 sets the
+    # alpha gradients aside (traced: the second and third PReLUs' products still alive at its peak).
+    for name in ("cnn_prelu_gmp_sgdm.keras", "cnn_prelu_gmp_sgdm_k3.keras"):
+        program = _program(name, 128, folder="unseen")
+        made, _, scratch = _made(program, "p_re_lu alpha gradient")
+        assert made == [46 * 46 * 32 * 4] and scratch == 34_668_544
+        order = [st.label for st in program.steps]
+        late = order.index("p_re_lu_1 alpha gradient") > order.index("p_re_lu activation gradient")
+        assert late == name.endswith("_k3.keras")
+
+
+def test_a_gru_without_reset_after_runs_its_cells_own_step():
+    # Two GRU(64), reset_after=False, 50 steps, batch 64: no fused step takes them, so each step keeps
+    # 9 tensors of 64 x 64 floats (16,384 bytes) besides its input (8 features: 2,048 bytes; then the
+    # first GRU's output, 16,384), and the second GRU's input gradient is a list of 50 zeros (traced,
+    # both flavours).
+    for name in ("gru_no_reset_after_rmsprop.keras", "gru_no_reset_after_rmsprop_k3.keras"):
+        program = _program(name, 64, folder="unseen")
+        lists = {b.label.split()[0]: b.bytes for b in program.bufs if b.label.endswith("kept for the gradient")}
+        first, second = sorted(lists)
+        assert lists[first] == 50 * (2_048 + 9 * 16_384) and lists[second] == 50 * (16_384 + 9 * 16_384)
+        zeros = [b.bytes for b in program.bufs if "zeros until each step sets its own" in b.label]
+        assert zeros == [50 * 16_384]
+
+
+def test_convlstm2d_steps_keep_each_flavours_traced_count():
+    # ConvLSTM2D(16) on 8 frames of 32 x 32 x 1, batch 16: a unit tensor is 16 x 32 x 32 x 16 floats
+    # (1,048,576 bytes), a step's input 65,536. tf_keras keeps 11 units a step (hard_sigmoid gates),
+    # Keras 3 7 (traced, both flavours, every step's tensors at the peak).
+    for name, units in (("convlstm_frames_adam.keras", 11), ("convlstm_frames_adam_k3.keras", 7)):
+        program = _program(name, 16, folder="unseen")
+        [lists] = [b.bytes for b in program.bufs if b.label == "conv_lstm2d per-step tensors kept for the gradient"]
+        assert lists == 8 * (65_536 + units * 1_048_576)
