@@ -375,6 +375,15 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # (the Conv3D autoencoder came within 10%, -0.1%, once tf_keras's UpSampling3D repeated
                 # each axis by split and concat, as its backend does: RepeatElements; the MLP, -1.4% and
                 # 0.0%, once GaussianNoise and GaussianDropout drew their noise in training)
+                # and a thirty-first, queued after those changes and audited before any change for it:
+                # 16 of 20, median 2.7%. Its misses: an LSTM with additive self-attention in both
+                # flavours (-90.3%, -91.1%), tf_keras's RepeatVector LSTM autoencoder (+34.8%: the
+                # partial kernel gradients of its gradient loops, counted at the high end traced on
+                # other tf_keras LSTMs) and Keras 3's MLP of Average, Maximum and Subtract branches
+                # (+11.2%, a 4.1 MB step)
+                "repeatvector_seq2seq_adam:b64", "merge_variety_sgdm_k3:b256",
+                # (the additive attention came within 10%, +1.3% and -0.7%, once its scores were the
+                # traced sum over a (batch, Tq, Tv, dim) broadcast: Attention.additive_scores)
                 }
 
 
@@ -1371,3 +1380,20 @@ def test_convlstm2d_steps_keep_each_flavours_traced_count():
         program = _program(name, 16, folder="unseen")
         [lists] = [b.bytes for b in program.bufs if b.label == "conv_lstm2d per-step tensors kept for the gradient"]
         assert lists == 8 * (65_536 + units * 1_048_576)
+
+
+def test_additive_attention_scores_broadcast_every_query_step_against_every_value_step():
+    # AdditiveAttention on an LSTM's (32, 60, 64) sequence with itself: q[:, :, None] + k[:, None] is
+    # (32, 60, 60, 64) floats, 29,491,200 bytes; tanh is written into it and kept, scale * tanh is
+    # another such tensor, summed over dim into the (32, 60, 60) scores (460,800 bytes). The backward
+    # tiles the scores' gradient back to 29,491,200 bytes and the scale's gradient multiplies it by
+    # tanh before summing to 64 floats (traced, both flavours: `add`, `Tile` and one `Mul` of
+    # 29,491,200 bytes alive at the step's peak).
+    for name in ("additive_attention_lstm_rmsprop.keras", "additive_attention_lstm_rmsprop_k3.keras"):
+        program = _program(name, 32, folder="unseen")
+        assert _made(program, "additive_attention tanh(q + k)")[0] == [29_491_200]
+        assert _made(program, "additive_attention scale * tanh")[0] == [29_491_200]
+        assert _made(program, "additive_attention scores")[0] == [32 * 60 * 60 * 4]
+        assert _made(program, "additive_attention sum gradient (Tile)")[0] == [29_491_200]
+        scale = [st for st in program.steps if st.label.startswith("additive_attention ") and "scale gradient" in st.label]
+        assert [(program.bufs[st.makes[0]].bytes, st.scratch) for st in scale] == [(64 * 4, 29_491_200)]

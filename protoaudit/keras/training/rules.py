@@ -1287,8 +1287,9 @@ class Attention(_Weighted):
     projection followed by the projection's own gradients. Keras 3 on TensorFlow, with no attention
     dropout and 3-D inputs, writes the scale and the softmax into the scores' buffer and projects
     with a matmul whose kernel is broadcast over the batch, so each kernel gradient is first one per
-    batch row, then summed. Attention and AdditiveAttention project nothing: their scores are a matmul
-    of the inputs themselves (keras.layers.Attention: matmul(query, key, transpose_b=True))."""
+    batch row, then summed. Attention and AdditiveAttention project nothing: Attention's scores are a
+    matmul of the inputs themselves (keras.layers.Attention: matmul(query, key, transpose_b=True)),
+    AdditiveAttention's a sum over a broadcast (batch, Tq, Tv, dim) tensor (additive_scores)."""
 
     def fused(self, s, node):
         """Keras 3's dot_product_attention path, with its broadcast matmul projections."""
@@ -1314,7 +1315,11 @@ class Attention(_Weighted):
         else:  # no projections: the scores are a matmul of the inputs themselves (keras.layers.Attention)
             pq, pv = xs[0], (xs[1:2] or xs[:1])[0]
             pk, einsum = (xs[2:3] or [pv])[0], 0
-        z = s.one(f"{name} scores", [pq, pk], scores, scratch=einsum)
+        tanh = None
+        if node.layer.class_name == "AdditiveAttention":
+            z, tanh = self.additive_scores(s, node, pq, pk, scores)
+        else:
+            z = s.one(f"{name} scores", [pq, pk], scores, scratch=einsum)
         probs = s.one(f"{name} softmax", [z], scores, forward=self.fused(s, node))
         mask = dropped = None
         if node.layer.class_name == "MultiHeadAttention" and float(c.get("dropout") or 0):
@@ -1324,7 +1329,38 @@ class Attention(_Weighted):
             dropped = s.one(f"{name} attention dropout", [probs, mask], scores)
         ctx = s.one(f"{name} attention", [dropped or probs, pv], proj * tq, scratch=einsum)
         y = s.one(f"{name} output", [ctx], _size(node.outputs[0].spec))
-        return [y], (list(xs), pq, pk, pv, probs, ctx, mask, dropped)
+        return [y], (list(xs), pq, pk, pv, probs, ctx, mask, dropped, tanh)
+
+    def broadcast(self, node):
+        """AdditiveAttention's (batch, Tq, Tv, dim) bytes: every query step beside every value step."""
+        q = node.inputs[0].spec
+        kv = node.inputs[1].spec if len(node.inputs) > 1 else q
+        return q.shape[0] * prod(q.shape[1:-1]) * prod(kv.shape[1:-1]) * q.shape[-1] * _item(q)
+
+    def additive_scores(self, s, node, pq, pk, scores):
+        """AdditiveAttention's scores, sum(scale * tanh(q[:, :, None] + k[:, None]), -1) (tf_keras's and
+        Keras 3's _calculate_scores): the broadcast sum, the tanh written into it and kept for its
+        gradient, and the product with the scale (where use_scale), each (batch, Tq, Tv, dim); traced
+        in both flavours (an LSTM with additive self-attention, batch 32: 29,491,200-byte `add` and
+        `mul` in the forward pass)."""
+        name, big = node.layer.name, self.broadcast(node)
+        t = s.one(f"{name} tanh(q + k)", [pq, pk], big)
+        if node.layer.config.get("use_scale", True):
+            return s.one(f"{name} scores", [s.one(f"{name} scale * tanh", [t], big)], scores), t
+        return s.one(f"{name} scores", [t], scores), t
+
+    def additive_backward(self, s, node, tanh, dz):
+        """The scores' gradient through AdditiveAttention's sum, scale and tanh: dz broadcast back to
+        (batch, Tq, Tv, dim) (Tile), the scale's gradient (the product with tanh, summed), dz * scale,
+        tanh's gradient into it, then the sums over Tv and Tq for the query and the key (traced: the
+        Tile, the tanh and one product alive at the step's peak, both flavours). Returns (the buffer
+        both inputs' gradients are summed from, [(Weight, gradient)])."""
+        name, big = node.layer.name, self.broadcast(node)
+        tile = s.one(f"{name} sum gradient (Tile)", [dz], big, kind="gradient")
+        grads = [(w, s.one(f"{name} {w.name} gradient", [tile, tanh], nbytes(w), scratch=big, kind="weight gradient"))
+                 for w in s.weights_of(node) if w.trainable]
+        dt = s.one(f"{name} scale * tanh gradient", [tile], big, forward=True, kind="gradient")
+        return s.one(f"{name} tanh gradient", [dt, tanh], big, forward=True, kind="gradient"), grads
 
     def project(self, s, node, part, x, dp, need_input):
         """One projection's gradients: (its input's, where needed, or None; [(Weight, buffer)]), in
@@ -1346,7 +1382,7 @@ class Attention(_Weighted):
         return dx, grads
 
     def backward(self, s, node, keep, dys, need):
-        xs, pq, pk, pv, probs, ctx, mask, dropped = keep
+        xs, pq, pk, pv, probs, ctx, mask, dropped = keep[:8]
         name = node.layer.name
         if node.layer.class_name != "MultiHeadAttention":
             return self.scores_backward(s, node, keep, dys, need)
@@ -1385,12 +1421,18 @@ class Attention(_Weighted):
         """Attention and AdditiveAttention: the scores' and the inputs' gradients, read from the
         softmax and the inputs."""
         xs, pq, pk, pv, probs, ctx = keep[:6]
+        tanh = keep[8]
         name = node.layer.name
-        grads = self.grads(s, node, name, [dys[0], ctx, *xs])
         dctx = s.one(f"{name} attention gradient", [dys[0]], s.prog.bufs[ctx].bytes, kind="gradient")
         dprobs = s.one(f"{name} softmax gradient", [dctx, pv, probs], s.prog.bufs[probs].bytes, kind="gradient")
-        dq = s.one(f"{name} query gradient", [dprobs, pk], s.prog.bufs[pq].bytes, kind="gradient")
-        dk = s.one(f"{name} key gradient", [dprobs, pq], s.prog.bufs[pk].bytes, kind="gradient")
+        if tanh is not None:
+            dsum, grads = self.additive_backward(s, node, tanh, dprobs)
+            dq = s.one(f"{name} query gradient", [dsum], s.prog.bufs[pq].bytes, kind="gradient")
+            dk = s.one(f"{name} key gradient", [dsum], s.prog.bufs[pk].bytes, kind="gradient")
+        else:
+            grads = self.grads(s, node, name, [dys[0], ctx, *xs])
+            dq = s.one(f"{name} query gradient", [dprobs, pk], s.prog.bufs[pq].bytes, kind="gradient")
+            dk = s.one(f"{name} key gradient", [dprobs, pq], s.prog.bufs[pk].bytes, kind="gradient")
         dv = s.one(f"{name} value gradient", [dctx, probs], s.prog.bufs[pv].bytes, kind="gradient")
         out = []
         for k, (t, n) in enumerate(zip(node.inputs, need)):
