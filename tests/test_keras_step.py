@@ -384,6 +384,16 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 "repeatvector_seq2seq_adam:b64", "merge_variety_sgdm_k3:b256",
                 # (the additive attention came within 10%, +1.3% and -0.7%, once its scores were the
                 # traced sum over a (batch, Tq, Tv, dim) broadcast: Attention.additive_scores)
+                # and a thirty-second, queued after that and audited before any change for it: 14 of 19
+                # (Keras 3 has no LocallyConnected1D), median 1.0%. Its misses: two stacked bidirectional
+                # SimpleRNNs in both flavours (-21.4%, -20.1%), tf_keras's padded-and-cropped Conv1D
+                # (+12.0%) and Keras 3's dilated Conv2D stack (-12.4%: traced, TensorFlow set a filter
+                # gradient aside where the model, with no join and no Dropout, runs it in the chain), and
+                # Keras 3's wide-and-deep embedding model (+23.6%, a 0.77 MB step)
+                "pad_crop1d_rmsprop:b128", "dilated_conv2d_adam_k3:b8", "wide_deep_embed_adam_k3:b256",
+                # (the bidirectional SimpleRNNs came within 10%, -0.5% and 0.0%, once a SimpleRNN's
+                # input gradient was the list of zeros both flavours make at the forward loop's end,
+                # one per direction: Recurrent.listed)
                 }
 
 
@@ -915,7 +925,9 @@ def test_a_simple_rnn_step_keeps_its_input_and_its_output():
         program = _program(name, 64, folder="unseen")
         [lists] = [b for b in program.bufs if b.label == "simple_rnn per-step tensors kept for the gradient"]
         assert lists.bytes == 80 * (8_192 + 8_192)
-        loop = next(st for st in program.steps if st.label == "simple_rnn input gradient (backward loop)")
+        [zeros] = [b for b in program.bufs if b.label.startswith("simple_rnn input gradient list")]
+        assert zeros.bytes == 80 * 8_192
+        loop = next(st for st in program.steps if st.label == "simple_rnn backward loop")
         assert not any(program.bufs[r].label == "embedding Gather" for r in loop.reads)
 
 

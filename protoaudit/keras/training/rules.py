@@ -1047,9 +1047,13 @@ class Recurrent(_Weighted):
     def listed(self, s, node):
         """Whether the input's gradient is a list of zeros, one per step, made as soon as the forward
         loop ends and set step by step by the gradient loop (Keras 3's fused LSTM and GRU; traced:
-        zeros_like of every step's input, alive until the layer's gradient loop has run)."""
+        zeros_like of every step's input, alive until the layer's gradient loop has run). A SimpleRNN
+        or a GRU without reset_after makes it in both flavours where its input's gradient is wanted
+        (traced: two stacked bidirectional SimpleRNNs, both layers' lists, one per direction, alive at
+        the second layer's gradient loop)."""
         path = self.cell_path(s, node)
-        if path is self.NO_RESET_AFTER:  # the same list in both flavours where the input's gradient is wanted
+        if path is self.NO_RESET_AFTER or self.cell(node)[0] == "SimpleRNN":
+            # the same list in both flavours where the input's gradient is wanted
             return bool(s.need and s.need[0])
         return s.flavour == "keras3" and self.cell(node)[0] in ("LSTM", "GRU") and path is None
 
