@@ -442,9 +442,26 @@ class OtherConv(_Weighted):
         x's pixels). 0 for any other convolution here, or off the CPU."""
         if s.device != "cpu" or "Transpose" not in node.layer.class_name and node.layer.class_name != "Deconvolution2D":
             return 0
-        kernel = {"forward": "Conv2DBackpropInput", "filter": "Conv2DBackpropFilter", "input": "Conv2D"}[op]
         w = next(w for w in s.weights_of(node) if w.name == "kernel")
-        return _conv2d_kernel(s, kernel, _conv_dims(node, swapped=True), _item(node.outputs[0].spec), nbytes(w))
+        dims, item = _conv_dims(node, swapped=True), _item(node.outputs[0].spec)
+        if node.layer.class_name in ("Conv3DTranspose", "Convolution3DTranspose"):
+            return self.cuboid_scratch(node, op, dims, item)
+        kernel = {"forward": "Conv2DBackpropInput", "filter": "Conv2DBackpropFilter", "input": "Conv2D"}[op]
+        return _conv2d_kernel(s, kernel, dims, item, nbytes(w))
+
+    @staticmethod
+    def cuboid_scratch(node, op, dims, item):
+        """A Conv3DTranspose's kernels are Conv3D's own (Conv.cuboid), their roles swapped: its forward
+        pass is Conv3DBackpropInputV2, its filter gradient Conv3DBackpropFilterV2 and its input
+        gradient a Conv3D, over the convolution whose input is this layer's output."""
+        batch, pixels, filter_total, depth = dims
+        y, x = node.outputs[0].spec, node.inputs[0].spec
+        elements = (prod(y.shape), filter_total * depth, prod(x.shape))
+        if op == "forward":
+            return kernels.cuboid_backprop_input(batch, pixels, filter_total, depth, y.shape[-1], elements, item)
+        if op == "filter":
+            return kernels.cuboid_backprop_filter(batch, pixels, filter_total, depth, elements, item)
+        return kernels.cuboid_forward(batch * pixels, filter_total, depth, item)
 
     def pointwise_scratch(self, s, node, op):
         """A separable convolution's pointwise 1 x 1 Conv2D on the CPU: its forward pass packs MatMul's
