@@ -60,12 +60,16 @@ class _Spatial(KerasLayer):
         if len(x.shape) != self.rank + 2:
             raise self.error(f"expects a rank-{self.rank + 2} input, got {x.shape}")
         shape = list(x.shape)
-        first = 1 if self.channels_last() or self.rank == 1 else 2
+        first = self.first_spatial_axis()
         for i in range(self.rank):
             shape[first + i] = self.resize(i, shape[first + i])
             if shape[first + i] <= 0:
                 raise self.error(f"leaves axis {first + i} of {x.shape} empty")
         return [self.spec(shape, inputs)]
+
+    def first_spatial_axis(self):
+        """The input axis of the first spatial axis: 1, or 2 after channels (a 1-D layer's steps are axis 1)."""
+        return 1 if self.channels_last() or self.rank == 1 else 2
 
     def pairs(self, key):
         """((before, after),) per spatial axis from an int, a pair, or a pair per axis."""

@@ -822,18 +822,14 @@ class RepeatElements(Reshaping):
     Keras 3 tiles (ops.repeat): Reshaping's rule."""
 
     def steps(self, node):
-        """(the tensor's bytes before, after) each axis's repeat, in the order they run."""
-        x = node.inputs[0].spec
-        shape = list(x.shape)
-        last = node.layer.config.get("data_format", "channels_last") != "channels_first"
-        axes = range(1, len(shape) - 1) if last else range(2, len(shape))
-        size = node.layer.config.get("size", 2)
-        sizes = list(size) if isinstance(size, (list, tuple)) else [size] * len(axes)
-        item = _item(x)
+        """(the tensor's bytes before, after) each axis's repeat, in the order they run: the layer's
+        own shape rule (keras.layers.reshaping.UpSampling) applied one axis at a time."""
+        layer, x = node.layer, node.inputs[0].spec
+        shape, item, first = list(x.shape), _item(x), layer.first_spatial_axis()
         out = []
-        for axis, rep in zip(axes, sizes):
+        for i in range(layer.rank):
             before = prod(shape) * item
-            shape[axis] *= int(rep)
+            shape[first + i] = layer.resize(i, shape[first + i])
             out.append((before, prod(shape) * item))
         return out
 
@@ -1378,8 +1374,7 @@ class Attention(_Weighted):
         both inputs' gradients are summed from, [(Weight, gradient)])."""
         name, big = node.layer.name, self.broadcast(node)
         tile = s.one(f"{name} sum gradient (Tile)", [dz], big, kind="gradient")
-        grads = [(w, s.one(f"{name} {w.name} gradient", [tile, tanh], nbytes(w), scratch=big, kind="weight gradient"))
-                 for w in s.weights_of(node) if w.trainable]
+        grads = self.grads(s, node, name, [tile, tanh], scratch=big)
         dt = s.one(f"{name} scale * tanh gradient", [tile], big, forward=True, kind="gradient")
         return s.one(f"{name} tanh gradient", [dt, tanh], big, forward=True, kind="gradient"), grads
 
