@@ -423,7 +423,19 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # tf_keras the penalty gradient is at TensorFlow's peak too, the rest of its 2 MB step
                 # is over by as much)
                 "mha_cross_rmsprop_k3:b64", "mha_causal_decoder_adam:b16", "mha_causal_decoder_adam_k3:b16",
-                "mlp_l2_sgdm:b256", "mlp_l2_sgdm_k3:b256",
+                # (the L2 MLP came within 10%, -1.6% and +3.7%, once an unfused batch norm's gamma and
+                # beta gradients were given one input-sized temporary, not two: traced on the
+                # thirty-sixth batch's Huber regression MLP, whose gamma gradient holds dy * x alone
+                # while it sums it down; Keras 3's tabular MLP went out, -6.4% to -19.4%)
+                "mlp_tabular_adam_k3:b256",
+                # and a thirty-sixth, queued after that and audited before any change for it: 13 of 18,
+                # median 1.7%. Its misses: a squeeze-and-excitation CNN in both flavours (+27.8%,
+                # +27.6%), the Huber regression MLP in both (+11.9%, +12.1%) and tf_keras's all-conv
+                # CNN with Adam (+18.1%, within 10% had its filter gradients run inside the chain, the
+                # executor's order again). The first two came within 10% once traced: Mul's gradient
+                # of the broadcast scale (Merge.product_gradient), MaxPoolGrad into its input's memory,
+                # and the batch norm's gamma gradient above
+                "conv_stride_allconv_adam:b128",
                 }
 
 
@@ -460,10 +472,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 0.9%), on the
     configurations measured since (tests/data/keras_oracle/new: 80 of 86, 1.8%; the rules were read
-    off the traces of some of them). On the 709 configurations of tests/data/keras_oracle/unseen,
-    thirty-five batches each measured after the last change before it and audited before any change
-    for it: 559 (78.8%) as first audited over all of them, the last three 37 of 52 (71.2%; 12 of 20,
-    14 of 16, 11 of 16); now 626 (88.3%), a median of 2.0%; all 846: 753 (89.0%), 2.0%. Those two are
+    off the traces of some of them). On the 727 configurations of tests/data/keras_oracle/unseen,
+    thirty-six batches each measured after the last change before it and audited before any change
+    for it: 572 (78.7%) as first audited over all of them, the last three 38 of 50 (76.0%; 14 of 16,
+    11 of 16, 13 of 18); now 644 (88.6%), a median of 2.0%; all 864: 771 (89.2%), 1.9%. Those two are
     under the issue's 90% and are held where they stand, at 88% and 89%, so that a regression fails
     (the unseen share was held at 89% until the thirty-third batch brought it to 88.8%)."""
     errors, inside = [], 0
@@ -1455,3 +1467,21 @@ def test_a_regularized_weights_penalty_gradient_lives_from_the_steps_start_to_it
     made, reads, _ = _made(program, "dense kernel gradient + regularizer")
     assert made == [8_388_608] and "dense kernel regularizer gradient" in reads
     assert not any("regularizer" in label for label in order if label.startswith("dense_1 "))  # no regularizer there
+
+
+def test_a_broadcast_products_gradient_sums_dy_times_x_and_max_pool_grad_takes_its_input():
+    # Squeeze-and-excitation: the (64, 32, 32, 64) conv output (16,777,216 bytes) times a (64, 1, 1, 64)
+    # sigmoid scale (16,384 bytes), then MaxPooling2D. _MulGrad (math_grad.py): the conv output's
+    # gradient is dy * scale, as large as the output; the scale's is sum(dy * x) over the broadcast
+    # axes, an output-sized product summed to (64, 1, 1, 64). MaxPoolGrad (maxpooling_op.cc) writes
+    # into its input's memory where it reads it last: here the product, which nothing else reads
+    # (traced, tf_keras: no new buffer of MaxPoolGrad's shape; the product's holds it at the peak).
+    for name in ("se_cnn_adam.keras", "se_cnn_adam_k3.keras"):
+        program = _program(name, 64, folder="unseen")
+        assert _made(program, "multiply input 0 gradient")[0] == [16_777_216]
+        made, reads, _ = _made(program, "multiply input 1 gradient dy*x")
+        assert made == [16_777_216] and reads == ["max_pooling2d MaxPoolGrad", "conv2d relu"]
+        assert _made(program, "multiply input 1 gradient")[0] == [16_384]
+        program.peak()
+        dx = next(st for st in program.steps if st.label == "max_pooling2d MaxPoolGrad").makes[0]
+        assert program.bufs[program.bufs[dx].alias].label == "multiply Multiply"

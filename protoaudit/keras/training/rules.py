@@ -564,7 +564,8 @@ class Norm(_Weighted):
         x, fused, inv = keep
         name = node.layer.name
         size = _size(node.inputs[0].spec)
-        scratch = 0 if fused else 2 * size
+        # unfused: gamma's gradient sums dy * x, an input-sized temporary (traced: a Huber regression MLP)
+        scratch = 0 if fused else size
         grads = self.grads(s, node, name, [x, dys[0]], scratch=scratch)
         dx = s.one(f"{name} input gradient", [dys[0], x, inv], size, kind="gradient") if need[0] else None
         s.one(f"{name} gradient done", [x, dys[0], inv], 0)
@@ -774,10 +775,11 @@ class MaxPool(Rule):
             # no argmax and no copy of the pooled output (traced: a 3-D CNN, its peak at this op)
             return [s.one(f"{node.layer.name} MaxPool3DGrad", [keep[0], keep[1], dys[0]],
                           _size(node.inputs[0].spec), kind="gradient")], []
-        # its copy of the pooled output takes that output's memory where this is its last reader
+        # (maxpooling_op.cc MaxPoolingGradOp) the gradient takes the pooled input's memory, and its copy
+        # of the pooled output that output's, where this is their last reader
         dx, _ = s.op(f"{node.layer.name} MaxPoolGrad", [keep[0], keep[1], dys[0]],
                      [(_size(node.inputs[0].spec), "gradient"), (_size(out), "scratch")],
-                     scratch=kernels.max_pool_argmax(prod(out.shape)), forward=[(1, keep[1])])
+                     scratch=kernels.max_pool_argmax(prod(out.shape)), forward=[(0, keep[0]), (1, keep[1])])
         return [dx], []
 
 
@@ -899,10 +901,23 @@ class Merge(Rule):
                 out.append(None)
             elif cls == "Add" and t.spec.shape == node.outputs[0].spec.shape:
                 out.append(dys[0])
+            elif cls == "Multiply" and len(node.inputs) == 2:
+                out.append(self.product_gradient(s, node, k, keep, dys[0]))
             else:
                 reads = [dys[0]] + (list(keep) if keep else [])
                 out.append(s.one(f"{node.layer.name} input {k} gradient", reads, _size(t.spec), kind="gradient"))
         return out, []
+
+    @staticmethod
+    def product_gradient(s, node, k, keep, dy):
+        """x * y's gradient for input k (math_grad.py _MulGrad): dy times the other input, as large as
+        the output, into dy's memory where it reads dy last; an input broadcast to the output's shape
+        (a squeeze-and-excitation scale) gets that product summed over the broadcast axes."""
+        out, spec = node.outputs[0].spec, node.inputs[k].spec
+        name = f"{node.layer.name} input {k} gradient"
+        g = s.op(name + (" dy*x" if spec.shape != out.shape else ""), [dy, keep[1 - k]], [_size(out)],
+                 forward=[(0, dy)], kind="gradient")[0]
+        return g if spec.shape == out.shape else s.one(name, [g], _size(spec), kind="gradient")
 
 
 @rule("CustomScaleLayer")
