@@ -390,7 +390,9 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # (+12.0%) and Keras 3's dilated Conv2D stack (-12.4%: traced, TensorFlow set a filter
                 # gradient aside where the model, with no join and no Dropout, runs it in the chain), and
                 # Keras 3's wide-and-deep embedding model (+23.6%, a 0.77 MB step)
-                "pad_crop1d_rmsprop:b128", "dilated_conv2d_adam_k3:b8", "wide_deep_embed_adam_k3:b256",
+                # (the dilated Conv2D stack came within 10%, +5.6%, once a loss on a spatial output
+                # set the filter gradients aside: rules.Conv.grads_late)
+                "pad_crop1d_rmsprop:b128", "wide_deep_embed_adam_k3:b256",
                 # (the bidirectional SimpleRNNs came within 10%, -0.5% and 0.0%, once a SimpleRNN's
                 # input gradient was the list of zeros both flavours make at the forward loop's end,
                 # one per direction: Recurrent.listed)
@@ -436,6 +438,14 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # of the broadcast scale (Merge.product_gradient), MaxPoolGrad into its input's memory,
                 # and the batch norm's gamma gradient above
                 "conv_stride_allconv_adam:b128",
+                # and a thirty-seventh, queued after those and audited at 403ff7b before any change for
+                # it: 14 of 16, median 2.3%. Its misses: tf_keras's ELU MLP with Dropout and Adam
+                # (-15.7%, a 1.8 MB step: traced, the first Dense's kernel gradient and its update ran
+                # right after the chain, before the others set aside; counting it so for every first
+                # Dense took more configurations out than it brought in) and Keras 3's segmentation
+                # net of strided and transposed convolutions (-10.6%; -0.1% with its filter gradients
+                # set aside, as every model with a loss on a spatial output now has them)
+                "mlp_elu_dropout_adam:b128",
                 }
 
 
@@ -472,10 +482,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 0.9%), on the
     configurations measured since (tests/data/keras_oracle/new: 80 of 86, 1.8%; the rules were read
-    off the traces of some of them). On the 727 configurations of tests/data/keras_oracle/unseen,
-    thirty-six batches each measured after the last change before it and audited before any change
-    for it: 572 (78.7%) as first audited over all of them, the last three 38 of 50 (76.0%; 14 of 16,
-    11 of 16, 13 of 18); now 644 (88.6%), a median of 2.0%; all 864: 771 (89.2%), 1.9%. Those two are
+    off the traces of some of them). On the 743 configurations of tests/data/keras_oracle/unseen,
+    thirty-seven batches each measured after the last change before it and audited before any change
+    for it: 586 (78.9%) as first audited over all of them, the last three 38 of 50 (76.0%; 11 of 16,
+    13 of 18, 14 of 16); now 660 (88.8%), a median of 2.0%; all 880: 787 (89.4%), 1.9%. Those two are
     under the issue's 90% and are held where they stand, at 88% and 89%, so that a regression fails
     (the unseen share was held at 89% until the thirty-third batch brought it to 88.8%)."""
     errors, inside = [], 0
@@ -1485,3 +1495,17 @@ def test_a_broadcast_products_gradient_sums_dy_times_x_and_max_pool_grad_takes_i
         program.peak()
         dx = next(st for st in program.steps if st.label == "max_pooling2d MaxPoolGrad").makes[0]
         assert program.bufs[program.bufs[dx].alias].label == "multiply Multiply"
+
+
+def test_a_loss_on_a_spatial_output_sets_the_filter_gradients_aside():
+    # Keras 3's segmentation net of two strided Conv2Ds, two Conv2DTransposes and a 1x1 Conv2D, its
+    # loss on the (16, 64, 64, 4) map: measured 42.13 to 42.39 MB, which the model reaches only with
+    # the Conv2Ds' filter gradients waiting until the input-gradient chain is done (-0.1%; -10.6% with
+    # them in the chain), as every model measured here with a loss on a spatial output is within 10%
+    # that way. A model whose loss is on (batch, classes) keeps them in the chain (the small CNN).
+    labels = [st.label for st in _program("transpose_seg_noskip_sgdm_k3.keras", 16, folder="unseen").steps]
+    chain_end = labels.index("conv2d_1 Conv2DBackpropInput")
+    assert labels.index("conv2d_2 Conv2DBackpropFilter") > chain_end
+    assert labels.index("conv2d_1 Conv2DBackpropFilter") > chain_end
+    small = [st.label for st in _program("small_cnn_adam_k3.keras", 64).steps]
+    assert small.index("conv2d_1 Conv2DBackpropFilter") < small.index("conv2d_1 Conv2DBackpropInput")

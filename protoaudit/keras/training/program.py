@@ -57,6 +57,9 @@ class StepBuilder:
         # whether branches of the model join (Add, Concatenate, a scaled residual...): Keras 3's convolutions then set
         # their filter gradients aside (rules.Conv.grads_late)
         self.joins = any(node.layer.class_name in JOINS for node in graph.nodes)
+        # whether an output the loss reads keeps spatial axes (an autoencoder's, a segmentation net's):
+        # the convolutions then set their filter gradients aside in both flavours (rules.Conv.grads_late)
+        self.spatial_loss = any(len(t.spec.shape) >= 3 for t in graph.outputs)
         # whether the model has a Dropout: tf_keras's convolutions then run their filter gradients in
         # the chain where the optimizer has update ops that read no gradient (rules.Conv.grads_late)
         first = next((k for k, node in enumerate(graph.nodes) if node.layer.class_name == "Dropout"), None)
