@@ -86,6 +86,7 @@ FORK_MODULES = {
     "caffe_lstm": ("caffe_lstm",),
     "ctpn": ("ctpn",),
     "video_caffe": ("video_caffe",),
+    "ssdh": ("ssdh",),
 }
 _IMPORTED_FORKS = set()
 

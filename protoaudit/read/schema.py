@@ -55,6 +55,7 @@ FORKS = {
     "caffe_lstm": "Junhyuk Oh's caffe-lstm (junhyukoh/caffe-lstm: Lstm)",
     "ctpn": "CTPN's Caffe (tianzhi0549/CTPN: Junhyuk Oh's Lstm on (T, N) sequences, Transpose, Reverse)",
     "video_caffe": "video-caffe (chuckcho/video-caffe: cuDNN's NdConvolution and NdPooling, VideoData)",
+    "ssdh": "SSDH's Caffe (kevinlin311tw/Caffe-DeepBinaryCode: K1_EuclideanLoss, K2_EuclideanLoss)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
