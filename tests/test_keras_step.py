@@ -405,7 +405,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # encoder-decoder with initial states (+22.1%: the partial kernel gradients of its loops,
                 # the high end), Keras 3's MLP behind a Normalization layer (+14.8%) and a hand-built
                 # dot-product attention of Dot layers in both flavours (+16.5%, +10.5%; 3 MB steps)
-                "convlstm1d_seq_adam:b32", "convlstm1d_seq_adam_k3:b32", "conv3d_transpose_ae_rmsprop:b4",
+                "convlstm1d_seq_adam:b32", "convlstm1d_seq_adam_k3:b32",
                 "enc_dec_states_adam:b64", "normalization_mlp_rmsprop_k3:b512", "manual_dot_attention_adam:b32",
                 "manual_dot_attention_adam_k3:b32",
                 # (Keras 3's autoencoder came within 10%, +6.9%, and tf_keras's to +32.6%, once a
@@ -415,7 +415,10 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # median 2.4%. Its misses: Keras 3's CNN of Dropout blocks with RMSprop (+13.1%) and
                 # tf_keras's convolutional autoencoder with a dense bottleneck (+24.4%), both where
                 # the model's order of filter gradients is the other flavour's, as traced on others
-                "cnn_gap_dropout_rmsprop_k3:b64", "ae_conv_dense_sgd:b128",
+                # (the autoencoder came within 10%, -6.8%, and tf_keras's Conv3DTranspose autoencoder too,
+                # -0.3%, once traced: tf_keras runs a 2-D or 3-D transposed convolution's kernel gradient
+                # before its input gradient where no branches join, rules.OtherConv.grads_late)
+                "cnn_gap_dropout_rmsprop_k3:b64",
                 # and a thirty-fifth, queued after that and audited before any change for it: 11 of 16,
                 # median 4.0%. Its misses: Keras 3's cross-attention (+10.4%), a causal-mask decoder
                 # block in both flavours (+14.3%, +14.5%) and an L2-regularized CNN in both (-12.2%,
@@ -485,7 +488,7 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     off the traces of some of them). On the 743 configurations of tests/data/keras_oracle/unseen,
     thirty-seven batches each measured after the last change before it and audited before any change
     for it: 586 (78.9%) as first audited over all of them, the last three 38 of 50 (76.0%; 11 of 16,
-    13 of 18, 14 of 16); now 660 (88.8%), a median of 2.0%; all 880: 787 (89.4%), 1.9%. Those two are
+    13 of 18, 14 of 16); now 662 (89.1%), a median of 1.9%; all 880: 789 (89.7%), 1.9%. Those two are
     under the issue's 90% and are held where they stand, at 88% and 89%, so that a regression fails
     (the unseen share was held at 89% until the thirty-third batch brought it to 88.8%)."""
     errors, inside = [], 0
@@ -1509,3 +1512,17 @@ def test_a_loss_on_a_spatial_output_sets_the_filter_gradients_aside():
     assert labels.index("conv2d_1 Conv2DBackpropFilter") > chain_end
     small = [st.label for st in _program("small_cnn_adam_k3.keras", 64).steps]
     assert small.index("conv2d_1 Conv2DBackpropFilter") < small.index("conv2d_1 Conv2DBackpropInput")
+
+
+def test_tf_keras_runs_a_transposed_convolutions_kernel_gradient_first_where_no_branches_join():
+    # Traced (tf_keras, an autoencoder Conv2D x2, Dense 16, Dense 3136, Conv2DTranspose x2, SGD, batch
+    # 128): each Conv2DTranspose's Conv2DBackpropFilter (3x3x1x32, then 3x3x32x64) is allocated before
+    # its input gradient's Conv2D (128x14x14x32, then 128x7x7x64), in the chain. In a U-Net, whose
+    # branches join, they wait for the chain as the Conv2Ds' do (traced, order for order).
+    labels = [st.label for st in _program("ae_conv_dense_sgd.keras", 128, folder="unseen").steps]
+    for layer in ("conv2d_transpose_1", "conv2d_transpose"):
+        assert labels.index(f"{layer} kernel gradient") < labels.index(f"{layer} input gradient")
+    unet = [st.label for st in _program("unet_bn_transpose_adam.keras", 8, folder="unseen").steps]
+    first = next(st for st in unet if st.endswith(" kernel gradient") and "transpose" in st)
+    layer = first[:-len(" kernel gradient")]
+    assert unet.index(first) > unet.index(f"{layer} input gradient")
