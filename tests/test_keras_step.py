@@ -449,6 +449,10 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # net of strided and transposed convolutions (-10.6%; -0.1% with its filter gradients
                 # set aside, as every model with a loss on a spatial output now has them)
                 "mlp_elu_dropout_adam:b128",
+                # and a thirty-eighth, queued after that and audited at c266294 before any change for
+                # it: 15 of 16, median 1.6%. Its miss: tf_keras's bidirectional GRU summed (-13.4%; the
+                # recurrent partial gradients of tf_keras's GRU loops, which vary, as above)
+                "gru_bidir_sum_sgdm:b64",
                 }
 
 
@@ -485,10 +489,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 0.9%), on the
     configurations measured since (tests/data/keras_oracle/new: 80 of 86, 1.8%; the rules were read
-    off the traces of some of them). On the 743 configurations of tests/data/keras_oracle/unseen,
-    thirty-seven batches each measured after the last change before it and audited before any change
-    for it: 586 (78.9%) as first audited over all of them, the last three 38 of 50 (76.0%; 11 of 16,
-    13 of 18, 14 of 16); now 662 (89.1%), a median of 1.9%; all 880: 789 (89.7%), 1.9%. Those two are
+    off the traces of some of them). On the 759 configurations of tests/data/keras_oracle/unseen,
+    thirty-eight batches each measured after the last change before it and audited before any change
+    for it: 601 (79.2%) as first audited over all of them, the last three 42 of 50 (84.0%; 13 of 18,
+    14 of 16, 15 of 16); now 677 (89.2%), a median of 1.9%; all 896: 804 (89.7%), 1.8%. Those two are
     under the issue's 90% and are held where they stand, at 88% and 89%, so that a regression fails
     (the unseen share was held at 89% until the thirty-third batch brought it to 88.8%)."""
     errors, inside = [], 0
