@@ -453,6 +453,15 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # it: 15 of 16, median 1.6%. Its miss: tf_keras's bidirectional GRU summed (-13.4%; the
                 # recurrent partial gradients of tf_keras's GRU loops, which vary, as above)
                 "gru_bidir_sum_sgdm:b64",
+                # and a thirty-ninth, queued after that and audited at 8a52e04 before any change for it:
+                # 13 of 16, median 3.0%. Its misses: a Conv1D text CNN in both flavours (tf_keras +14.2%,
+                # Keras 3 -18.1%: each within 10% in the order the model takes for the other flavour,
+                # -6.7% and -0.6%) and Keras 3's two-block ResNet (+13.1%; traced, two 4 MB tensors fewer
+                # alive at TensorFlow's peak, in the same filter gradient's im2col buffer): the
+                # executor's order. Setting aside every undilated Conv1D's filter gradient in Keras 3
+                # brought both text CNNs' Keras 3 configurations in and took four others out
+                "conv1d_maxpool_text_rmsprop:b128", "conv1d_maxpool_text_rmsprop_k3:b128",
+                "resnet_block_small_adam_k3:b32",
                 }
 
 
@@ -489,10 +498,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 0.9%), on the
     configurations measured since (tests/data/keras_oracle/new: 80 of 86, 1.8%; the rules were read
-    off the traces of some of them). On the 759 configurations of tests/data/keras_oracle/unseen,
-    thirty-eight batches each measured after the last change before it and audited before any change
-    for it: 601 (79.2%) as first audited over all of them, the last three 42 of 50 (84.0%; 13 of 18,
-    14 of 16, 15 of 16); now 677 (89.2%), a median of 1.9%; all 896: 804 (89.7%), 1.8%. Those two are
+    off the traces of some of them). On the 775 configurations of tests/data/keras_oracle/unseen,
+    thirty-nine batches each measured after the last change before it and audited before any change
+    for it: 614 (79.2%) as first audited over all of them, the last three 42 of 48 (87.5%; 14 of 16,
+    15 of 16, 13 of 16); now 690 (89.0%), a median of 1.9%; all 912: 817 (89.6%), 1.9%. Those two are
     under the issue's 90% and are held where they stand, at 88% and 89%, so that a regression fails
     (the unseen share was held at 89% until the thirty-third batch brought it to 88.8%)."""
     errors, inside = [], 0
