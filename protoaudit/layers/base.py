@@ -87,6 +87,7 @@ FORK_MODULES = {
     "ctpn": ("ctpn",),
     "video_caffe": ("video_caffe",),
     "ssdh": ("ssdh",),
+    "ssd_focal": ("ssd_focal",),
 }
 _IMPORTED_FORKS = set()
 

@@ -442,6 +442,11 @@ class MultiBoxLoss(Layer):
             lp.softmax_param.axis = 1
         return layer_class(type_name, self.ctx.schema)(lp, self.ctx)
 
+    def softmax_conf(self):
+        """The confidence loss LayerSetUp makes for SOFTMAX: a SoftmaxWithLoss over axis 1 that does not
+        normalize (multibox_loss_layer.cpp:94-113); a fork may run another loss there."""
+        return self.inner("SoftmaxWithLoss", "_softmax_conf", 1.0, softmax=True)
+
     def touches(self, run):
         p = self.fork_param("multibox_loss_param")
         num = run.bottoms[0][0]
@@ -466,7 +471,7 @@ class MultiBoxLoss(Layer):
             t += self.inner_touches(run, layer, "loc", [(1, 4), (1, 4)], [(1, 4 * matches)] * 2)
         if rows >= 1:
             if p.conf_loss_type == CONF_SOFTMAX:
-                layer = self.inner("SoftmaxWithLoss", "_softmax_conf", 1.0, softmax=True)
+                layer = self.softmax_conf()
                 fake, real = [(1, classes), (1,)], [(rows, classes), (rows,)]
             else:
                 layer = self.inner("SigmoidCrossEntropyLoss", "_logistic_conf", 1.0)

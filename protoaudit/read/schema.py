@@ -56,6 +56,7 @@ FORKS = {
     "ctpn": "CTPN's Caffe (tianzhi0549/CTPN: Junhyuk Oh's Lstm on (T, N) sequences, Transpose, Reverse)",
     "video_caffe": "video-caffe (chuckcho/video-caffe: cuDNN's NdConvolution and NdPooling, VideoData)",
     "ssdh": "SSDH's Caffe (kevinlin311tw/Caffe-DeepBinaryCode: K1_EuclideanLoss, K2_EuclideanLoss)",
+    "ssd_focal": "SSD's Caffe with a focal loss (jiachen0212/ssd-focal_loss_caffe: FocalLoss, MultiBoxFocalLoss)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
@@ -72,6 +73,7 @@ SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 # Transpose or Reverse) is caffe-lstm's.
 DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2", "ctpn": "caffe_lstm",
                  "mobilenet_yolo": "ssd", "faceboxes": "ssd", "refinedet": "ssd", "textboxes": "ssd",
+                 "ssd_focal": "ssd",
                  "rfcn": "fastrcnn", "rfcn_matlab": "rfcn",
                  "rcf": "hed"}
 # Descendants whose caffe.proto reads a file as their ancestor's does (FaceBoxes' is SSD's byte for
