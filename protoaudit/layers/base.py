@@ -87,6 +87,8 @@ FORK_MODULES = {
     "ctpn": ("ctpn",),
     "video_caffe": ("video_caffe",),
     "ssdh": ("ssdh",),
+    "video_triplet": ("video_triplet",),
+    "triplet_loss": ("triplet_loss",),
     "ssd_focal": ("ssd_focal",),
 }
 _IMPORTED_FORKS = set()

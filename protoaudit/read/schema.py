@@ -56,6 +56,8 @@ FORKS = {
     "ctpn": "CTPN's Caffe (tianzhi0549/CTPN: Junhyuk Oh's Lstm on (T, N) sequences, Transpose, Reverse)",
     "video_caffe": "video-caffe (chuckcho/video-caffe: cuDNN's NdConvolution and NdPooling, VideoData)",
     "ssdh": "SSDH's Caffe (kevinlin311tw/Caffe-DeepBinaryCode: K1_EuclideanLoss, K2_EuclideanLoss)",
+    "video_triplet": "caffe-video_triplet (xiaolonw/caffe-video_triplet: Norm, RankHardLoss, ImageData's pair_size)",
+    "triplet_loss": "wujiyang's Triplet-Loss Caffe (wujiyang/Triplet-Loss: caffe-video_triplet's layers on a 2017 BVLC Caffe)",
     "ssd_focal": "SSD's Caffe with a focal loss (jiachen0212/ssd-focal_loss_caffe: FocalLoss, MultiBoxFocalLoss)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
@@ -75,6 +77,7 @@ DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2", "ctpn": "caffe_lstm",
                  "mobilenet_yolo": "ssd", "faceboxes": "ssd", "refinedet": "ssd", "textboxes": "ssd",
                  "ssd_focal": "ssd",
                  "rfcn": "fastrcnn", "rfcn_matlab": "rfcn",
+                 "triplet_loss": "video_triplet",  # wujiyang/Triplet-Loss ports caffe-video_triplet's layers
                  "rcf": "hed"}
 # Descendants whose caffe.proto reads a file as their ancestor's does (FaceBoxes' is SSD's byte for
 # byte; TextBoxes' is SSD's of 2016, fewer fields; R-FCN's MATLAB Caffe's has py-R-FCN's fields by the

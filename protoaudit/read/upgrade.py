@@ -42,6 +42,8 @@ FORK_V1_TYPES = {
     # HyeonwooNoh/caffe (DeconvNet): REGISTER_LAYER_CLASS(BN, BNLayer), bn_layer.cpp:419; UNPOOLING's
     # creator makes UnpoolingLayer (layer_factory.cpp:65-78)
     "deconvnet": {"BN": "BN", "UNPOOLING": "Unpooling"},
+    # xiaolonw/caffe-video_triplet's UpgradeV1LayerType (src/caffe/util/upgrade_proto.cpp:924-927)
+    "video_triplet": {"RANK_HARD_LOSS": "RankHardLoss", "NORM": "Norm"},
 }
 
 
