@@ -102,6 +102,17 @@ def test_versions_optimizers_and_losses():
         "RMSprop"
 
 
+def test_metrics_are_read_from_the_compile_config(tmp_path):
+    # compile(metrics=["accuracy"]) is kept in the compile config (Keras 3, tf_keras's .keras) or the .h5
+    # training_config; the oracle's models were compiled without metrics, Keras's default
+    assert not read_model(ORACLE / "models" / "config_only" / "resnet50_adam_k3.keras").metrics
+    doc = json.loads((ORACLE / "models" / "resnet50_sgd_k3.json").read_text())
+    doc["compile_config"]["metrics"] = ["accuracy"]
+    path = tmp_path / "with_metrics.json"
+    path.write_text(json.dumps(doc))
+    assert read_model(path).metrics
+
+
 def test_stacked_models_nest_with_a_frozen_base():
     # seed 003: base (784-1024-1024-512, frozen) and head (512-...-10) as Sequentials inside a Functional
     graph = build_graph(read_model(ORACLE / "models" / "stack_mlp_frozen_adam.json"))

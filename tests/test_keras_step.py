@@ -427,6 +427,10 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # 10% (-0.6%, 0.0%), and the L2 MLP measured before went out (+11.7%, +18.8%; in
                 # tf_keras the penalty gradient is at TensorFlow's peak too, the rest of its 2 MB step
                 # is over by as much)
+                # (the causal decoder, traced: its 768 x 2000 softmax output is pruned, no metric reading
+                # it, and the sparse loss writes into the logits: -12.8% and -13.1% so; TensorFlow's peak
+                # is the output Dense's kernel gradient, run first, its 3.2 MB packing buffer beside the
+                # kept activations, where the model sets that gradient aside)
                 "mha_cross_rmsprop_k3:b64", "mha_causal_decoder_adam:b16", "mha_causal_decoder_adam_k3:b16",
                 # (the L2 MLP came within 10%, -1.6% and +3.7%, once an unfused batch norm's gamma and
                 # beta gradients were given one input-sized temporary, not two: traced on the
@@ -1539,3 +1543,24 @@ def test_tf_keras_runs_a_transposed_convolutions_kernel_gradient_first_where_no_
     first = next(st for st in unet if st.endswith(" kernel gradient") and "transpose" in st)
     layer = first[:-len(" kernel gradient")]
     assert unet.index(first) > unet.index(f"{layer} input gradient")
+
+
+def test_an_output_softmax_no_metric_reads_is_not_run_and_the_sparse_loss_writes_into_the_logits():
+    # A causal decoder's Dense(2000, softmax) on 16 x 48 tokens, sparse cross-entropy, compiled with no
+    # metrics. Traced (tf_keras): no Softmax op runs in the step (the loss takes the logits under it and
+    # nothing else reads the output, so Grappler prunes it), and SparseSoftmaxCrossEntropyWithLogits
+    # allocates no backprop: sparse_xent_op.cc forwards the 768 x 2000 logits (6,144,000 bytes) into it.
+    # With metrics (accuracy reads the softmax), the softmax runs.
+    path = os.path.join(ORACLE, "unseen", "models", "mha_causal_decoder_adam.keras")
+    a = audit_keras(path, batch=16, mode="cpu")
+    program = build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
+                         weights=layer_weights(a.graph, []), device="cpu").program
+    assert not any(st.label == "dense_2 softmax" for st in program.steps)
+    made, reads, _ = _made(program, "SoftmaxCrossEntropyWithLogits")
+    assert made == [768 * 4, 6_144_000] and reads[0] == "dense_2 BiasAdd"
+    program.peak()
+    xent = next(st for st in program.steps if st.label == "SoftmaxCrossEntropyWithLogits")
+    assert program.bufs[program.bufs[xent.makes[1]].alias].label == "dense_2 BiasAdd"
+    with_metrics = build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
+                              weights=layer_weights(a.graph, []), device="cpu", metrics=True).program
+    assert _made(with_metrics, "dense_2 softmax")[0] == [6_144_000]

@@ -165,7 +165,7 @@ def audit_keras(path, *, batch=None, optimizer=None, loss=None, mode="cpu", inpu
     result.slots_per_variable = optimizers.slots_per_variable(model.flavour, opt)
     result.slot_bytes = result.slots_per_variable * result.trainable_bytes
     step = build_step(graph, flavour=model.flavour, optimizer=opt, loss=the_loss, weights=weights,
-                      device=mode)
+                      device=mode, metrics=model.metrics)
     rounding = BFC_ROUNDING if mode == "gpu" else 1
     peak = step.program.peak(rounding=rounding)
     low = step.other.peak(rounding=rounding).bytes if step.other is not None else peak.bytes

@@ -24,6 +24,7 @@ class ModelFile(NamedTuple):
     optimizer: Optional[dict]  # {"class_name", "config"} as compiled, or None
     loss: object  # as stored (a name, a dict, a list), or None
     path: str
+    metrics: bool = False  # whether it was compiled with metrics, which read its outputs (Keras's default: none)
 
 
 def read_model(path):
@@ -127,7 +128,8 @@ def _read_h5(path):
         if "training_config" in attrs else None
     compile_config = None
     if isinstance(training, dict):
-        compile_config = {"optimizer": training.get("optimizer_config"), "loss": training.get("loss")}
+        compile_config = {"optimizer": training.get("optimizer_config"), "loss": training.get("loss"),
+                          "metrics": training.get("metrics"), "weighted_metrics": training.get("weighted_metrics")}
     return _model_file(config, path, version=attrs.get("keras_version"), compile_config=compile_config)
 
 
@@ -157,10 +159,11 @@ def _model_file(doc, path, *, version, compile_config):
         raise InputError(f"{what} that is not a Keras model (expected class_name Sequential, Functional or Model "
                          "with a config)", file=path, fix=fix)
     compile_config = _dict(compile_config)
+    metrics = any(compile_config.get(k) for k in ("metrics", "weighted_metrics"))
     optimizer = _optimizer(compile_config.get("optimizer"))
     version = version if isinstance(version, str) else None
     return ModelFile(config=doc, flavour=_flavour(doc, version), keras_version=version,
-                     optimizer=optimizer, loss=compile_config.get("loss"), path=path)
+                     optimizer=optimizer, loss=compile_config.get("loss"), path=path, metrics=metrics)
 
 
 def _optimizer(value):

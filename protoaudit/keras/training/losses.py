@@ -12,6 +12,7 @@ from ..layers.base import nbytes
 SPARSE_CE = {"sparse_categorical_crossentropy", "SparseCategoricalCrossentropy"}
 CE = {"categorical_crossentropy", "CategoricalCrossentropy"}
 BINARY_CE = {"binary_crossentropy", "BinaryCrossentropy"}
+TAKES_LOGITS = SPARSE_CE | CE | BINARY_CE
 
 
 def loss_name(loss):
@@ -66,7 +67,10 @@ def loss_ops(s, tensor, y, loss):
     s.prog.hold(labels)
     if name in SPARSE_CE or name in CE:
         s.logits.add(id(tensor))
-        loss_vec, backprop = s.op("SoftmaxCrossEntropyWithLogits", [y, labels], [rows * 4, size])
+        # the sparse one's backprop takes the logits' memory where it reads them last (sparse_xent_op.cc;
+        # xent_op.cc allocates its own)
+        loss_vec, backprop = s.op("SoftmaxCrossEntropyWithLogits", [y, labels], [rows * 4, size],
+                                  forward=[(1, y)] if name in SPARSE_CE else ())
         s.one("loss mean", [loss_vec], 4)
         return s.one("loss gradient", [backprop], size, forward=True, kind="gradient")
     if name in BINARY_CE:

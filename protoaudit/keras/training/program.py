@@ -57,6 +57,7 @@ class StepBuilder:
         # whether branches of the model join (Add, Concatenate, a scaled residual...): Keras 3's convolutions then set
         # their filter gradients aside (rules.Conv.grads_late)
         self.joins = any(node.layer.class_name in JOINS for node in graph.nodes)
+        self.unread_outputs = set()  # id(output tensor) whose activation no op reads: not run (rules.act_forward)
         # whether an output the loss reads keeps spatial axes (an autoencoder's, a segmentation net's):
         # the convolutions then set their filter gradients aside in both flavours (rules.Conv.grads_late)
         self.spatial_loss = any(len(t.spec.shape) >= 3 for t in graph.outputs)
@@ -100,21 +101,25 @@ class StepBuilder:
         return self.op(label, reads, [size], scratch, (0,) if forward else (), kind)[0]
 
 
-def build_step(graph, *, flavour, optimizer, loss, weights, device="cpu"):
+def build_step(graph, *, flavour, optimizer, loss, weights, device="cpu", metrics=False):
     """The Step of one training step of `graph`, with the executor's range: the update ops that read
     no gradient run at the step's start (what the measurements show; the high end) or just before
     their update (the low end). `optimizer`: (name, config); `loss`: as the file or --loss gives it;
-    `weights`: {layer: [Weight]} of the graph; `device`: cpu (TensorFlow's CPU kernels' scratch) or gpu."""
-    high = _build(graph, flavour, optimizer, loss, weights, device, early=True)
+    `weights`: {layer: [Weight]} of the graph; `device`: cpu (TensorFlow's CPU kernels' scratch) or gpu;
+    `metrics`: whether the model was compiled with metrics, which read its outputs."""
+    high = _build(graph, flavour, optimizer, loss, weights, device, metrics, early=True)
     if high.early:  # the other order exists only where some update op reads no gradient
-        high.other = _build(graph, flavour, optimizer, loss, weights, device, early=False).program
+        high.other = _build(graph, flavour, optimizer, loss, weights, device, metrics, early=False).program
     return high
 
 
-def _build(graph, flavour, optimizer, loss, weights, device, early):
+def _build(graph, flavour, optimizer, loss, weights, device, metrics, early):
     s = StepBuilder(graph, flavour, device=device)
     s._weights = {id(layer): list(ws) for layer, ws in weights.items()}
     s.optimizer = optimizer
+    if not metrics:  # the outputs whose softmax or sigmoid Grappler prunes (rules.act_forward)
+        s.unread_outputs = {id(t) for k, t in enumerate(graph.outputs) if losses.loss_name(
+            losses.of_output(loss, k, graph.output_names[k])) in losses.TAKES_LOGITS}
     calls = defaultdict(int)
     for node in graph.nodes:
         calls[id(node.layer)] += 1

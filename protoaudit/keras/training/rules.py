@@ -55,15 +55,18 @@ def act_name(value):
     return value.lower() if isinstance(value, str) else value
 
 
-def act_forward(s, label, z, spec, activation):
+def act_forward(s, label, z, spec, activation, out_id=None):
     """The activation's op on buffer z: (output buffer, what its gradient keeps). GELU and hard SiLU
     are a few ops whose gradients keep three tensors of the input's size: tf.nn.gelu's exact
     `0.5 * x * erfc(-x / sqrt(2))` keeps 0.5 * x (written into x), the erfc and its argument (traced: a
     ViT's Dense(128, gelu), `Gelu/Neg`, `Gelu/mul_2` and the MatMul's output at the peak); Keras 3's
     hard_silu `x * (relu6(x + 3) / 6)` keeps x, x + 3 and the quotient (traced: MobileNetV3Small's
-    `activation/add` and `activation/truediv` beside the batch norm's output)."""
+    `activation/add` and `activation/truediv` beside the batch norm's output). The softmax or sigmoid
+    of a model output whose loss takes the logits under it is read by nothing unless a metric reads
+    the output: Grappler prunes it (traced: a causal decoder's 768 x 2000 output, no Softmax op in the
+    step, the logits alive at the loss)."""
     how = ACTIVATIONS.get(act_name(activation), ("both", False))
-    if how is None:
+    if how is None or (out_id in s.unread_outputs and act_name(activation) in ("softmax", "sigmoid")):
         return z, None
     keeps, inplace = how
     if keeps == "three":
@@ -147,7 +150,7 @@ class Dense(_Weighted):
                   scratch=self.matmul_scratch(s, node, *self.dims(node)))
         if node.layer.config.get("use_bias", True) and node.layer.class_name == "Dense":
             z = s.one(f"{node.layer.name} BiasAdd", [z], _size(out), forward=True)
-        y, act = act_forward(s, node.layer.name, z, out, node.layer.config.get("activation"))
+        y, act = act_forward(s, node.layer.name, z, out, node.layer.config.get("activation"), id(node.outputs[0]))
         return [y], (xs[0], act, y)
 
     def backward(self, s, node, keep, dys, need):
@@ -279,7 +282,7 @@ class Conv(_Weighted):
             z = s.one(f"{name} Conv", [x], _size(out), scratch=scratch)
         if node.layer.config.get("use_bias", True):
             z = s.one(f"{name} BiasAdd", [z], _size(out), forward=True)
-        y, act = act_forward(s, name, z, out, node.layer.config.get("activation"))
+        y, act = act_forward(s, name, z, out, node.layer.config.get("activation"), id(node.outputs[0]))
         return [y], (x, act)
 
     def reshaped(self, node):
@@ -438,7 +441,7 @@ class OtherConv(_Weighted):
             z = s.one(f"{name} conv", [xs[0]], _size(out), scratch=self.transposed_scratch(s, node, "forward"))
         if node.layer.config.get("use_bias", True):
             z = s.one(f"{name} BiasAdd", [z], _size(out), forward=True)
-        y, act = act_forward(s, name, z, out, node.layer.config.get("activation"))
+        y, act = act_forward(s, name, z, out, node.layer.config.get("activation"), id(node.outputs[0]))
         return [y], (xs[0], mid, act)
 
     def transposed_scratch(self, s, node, op):
@@ -636,7 +639,7 @@ class Act(_Weighted):
                 "PReLU": "selu"}[node.layer.class_name]
 
     def forward(self, s, node, xs):
-        y, keep = act_forward(s, node.layer.name, xs[0], node.outputs[0].spec, self.kind(node))
+        y, keep = act_forward(s, node.layer.name, xs[0], node.outputs[0].spec, self.kind(node), id(node.outputs[0]))
         return [y], keep
 
     def grads_late(self, s, node):
