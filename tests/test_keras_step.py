@@ -466,6 +466,12 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # brought both text CNNs' Keras 3 configurations in and took four others out
                 "conv1d_maxpool_text_rmsprop:b128", "conv1d_maxpool_text_rmsprop_k3:b128",
                 "resnet_block_small_adam_k3:b32",
+                # and a fortieth, queued after that and audited at 5c57a07 before any change for it: 15 of
+                # 16, median 0.8%. Its miss: Keras 3's wide pre-activation ResNet (-14.1%; traced, its
+                # peak is in an unfused batch norm's gradient, two Tiles and a Sub of the input's size
+                # alive with the forward's outputs; counting Keras 3's 4-D batch norms so took seven
+                # configurations out and brought two in)
+                "wide_resnet_tiny_adam_k3:b32",
                 }
 
 
@@ -502,10 +508,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 0.9%), on the
     configurations measured since (tests/data/keras_oracle/new: 80 of 86, 1.8%; the rules were read
-    off the traces of some of them). On the 775 configurations of tests/data/keras_oracle/unseen,
-    thirty-nine batches each measured after the last change before it and audited before any change
-    for it: 614 (79.2%) as first audited over all of them, the last three 42 of 48 (87.5%; 14 of 16,
-    15 of 16, 13 of 16); now 690 (89.0%), a median of 1.9%; all 912: 817 (89.6%), 1.9%. Those two are
+    off the traces of some of them). On the 791 configurations of tests/data/keras_oracle/unseen,
+    forty batches each measured after the last change before it and audited before any change for
+    it: 629 (79.5%) as first audited over all of them, the last three 43 of 48 (89.6%; 15 of 16,
+    13 of 16, 15 of 16); now 705 (89.1%), a median of 1.9%; all 928: 832 (89.7%), 1.9%. Those two are
     under the issue's 90% and are held where they stand, at 88% and 89%, so that a regression fails
     (the unseen share was held at 89% until the thirty-third batch brought it to 88.8%)."""
     errors, inside = [], 0

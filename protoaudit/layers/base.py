@@ -89,6 +89,7 @@ FORK_MODULES = {
     "ssdh": ("ssdh",),
     "video_triplet": ("video_triplet",),
     "triplet_loss": ("triplet_loss",),
+    "goodluckcwl": ("goodluckcwl",),
     "ssd_focal": ("ssd_focal",),
 }
 _IMPORTED_FORKS = set()

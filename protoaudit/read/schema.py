@@ -58,6 +58,7 @@ FORKS = {
     "ssdh": "SSDH's Caffe (kevinlin311tw/Caffe-DeepBinaryCode: K1_EuclideanLoss, K2_EuclideanLoss)",
     "video_triplet": "caffe-video_triplet (xiaolonw/caffe-video_triplet: Norm, RankHardLoss, ImageData's pair_size)",
     "triplet_loss": "wujiyang's Triplet-Loss Caffe (wujiyang/Triplet-Loss: caffe-video_triplet's layers on a 2017 BVLC Caffe)",
+    "goodluckcwl": "Weiliang Chen's Caffe (goodluckcwl/custom-caffe: happynear's with ImageFloatData, WeightEuclideanLoss)",
     "ssd_focal": "SSD's Caffe with a focal loss (jiachen0212/ssd-focal_loss_caffe: FocalLoss, MultiBoxFocalLoss)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
@@ -78,6 +79,7 @@ DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2", "ctpn": "caffe_lstm",
                  "ssd_focal": "ssd",
                  "rfcn": "fastrcnn", "rfcn_matlab": "rfcn",
                  "triplet_loss": "video_triplet",  # wujiyang/Triplet-Loss ports caffe-video_triplet's layers
+                 "goodluckcwl": "happynear",  # goodluckcwl/custom-caffe is happynear/caffe-windows (ms) of early 2018
                  "rcf": "hed"}
 # Descendants whose caffe.proto reads a file as their ancestor's does (FaceBoxes' is SSD's byte for
 # byte; TextBoxes' is SSD's of 2016, fewer fields; R-FCN's MATLAB Caffe's has py-R-FCN's fields by the
