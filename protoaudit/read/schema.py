@@ -60,6 +60,7 @@ FORKS = {
     "triplet_loss": "wujiyang's Triplet-Loss Caffe (wujiyang/Triplet-Loss: caffe-video_triplet's layers on a 2017 BVLC Caffe)",
     "goodluckcwl": "Weiliang Chen's Caffe (goodluckcwl/custom-caffe: happynear's with ImageFloatData, WeightEuclideanLoss)",
     "ssd_focal": "SSD's Caffe with a focal loss (jiachen0212/ssd-focal_loss_caffe: FocalLoss, MultiBoxFocalLoss)",
+    "caffeonspark": "CaffeOnSpark's Caffe (yahoo/caffe: MemoryData's source and share_in_parallel)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
