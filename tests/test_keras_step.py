@@ -472,6 +472,11 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # alive with the forward's outputs; counting Keras 3's 4-D batch norms so took seven
                 # configurations out and brought two in)
                 "wide_resnet_tiny_adam_k3:b32",
+                # and a forty-first, queued after that and audited at a2244d3 before any change for it: 14
+                # of 16, median 2.0%. Its misses: Keras 3's BiLSTM tagger (+16.8%, the recurrent loops'
+                # partial gradients) and tf_keras's Conv1D branches joined by a Concatenate (-18.7%; -0.7%
+                # with its filter gradients in the chain: the executor's order)
+                "bilstm_tagger_crf_free_rmsprop_k3:b32", "conv1d_multi_kernel_sgdm:b64",
                 }
 
 
@@ -508,10 +513,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 0.9%), on the
     configurations measured since (tests/data/keras_oracle/new: 80 of 86, 1.8%; the rules were read
-    off the traces of some of them). On the 791 configurations of tests/data/keras_oracle/unseen,
-    forty batches each measured after the last change before it and audited before any change for
-    it: 629 (79.5%) as first audited over all of them, the last three 43 of 48 (89.6%; 15 of 16,
-    13 of 16, 15 of 16); now 705 (89.1%), a median of 1.9%; all 928: 832 (89.7%), 1.9%. Those two are
+    off the traces of some of them). On the 807 configurations of tests/data/keras_oracle/unseen,
+    forty-one batches each measured after the last change before it and audited before any change for
+    it: 643 (79.7%) as first audited over all of them, the last three 42 of 48 (87.5%; 13 of 16,
+    15 of 16, 14 of 16); now 719 (89.1%), a median of 1.9%; all 944: 846 (89.6%), 1.9%. Those two are
     under the issue's 90% and are held where they stand, at 88% and 89%, so that a regression fails
     (the unseen share was held at 89% until the thirty-third batch brought it to 88.8%)."""
     errors, inside = [], 0
