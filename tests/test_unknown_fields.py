@@ -126,14 +126,15 @@ def test_a_field_a_data_layers_shape_could_read_is_refused_with_both_ways_out():
 
 def test_a_field_is_judged_in_its_own_layer_where_names_repeat(tmp_path):
     """A data layer of a type no fork has, carrying a field no schema has, and an in-place layer after
-    it of the same name (goodluckcwl/Face-alignment-mobilenet-v2's data layer and Noise): the field is
-    the unknown layer's, so the refusal names that type, not the ReLU's shape."""
+    it of the same name (as goodluckcwl/Face-alignment-mobilenet-v2's data layer and Noise, before its
+    fork was shipped): the field is the unknown layer's, so the refusal names that type, not the ReLU's
+    shape."""
     (tmp_path / "n.prototxt").write_text(
-        'layer { name: "data" type: "ImageFloatData" top: "data" transform_param { pad_ratio: 0.1 } }\n'
+        'layer { name: "data" type: "ImageLandmarkData" top: "data" transform_param { shift_ratio: 0.1 } }\n'
         'layer { name: "data" type: "ReLU" bottom: "data" top: "data" }\n')
     run = run_protoaudit("n.prototxt", cwd=tmp_path)
     assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
-    assert "unknown layer type 'ImageFloatData'" in run.stderr and "ReLU" not in run.stderr, run.stderr
+    assert "unknown layer type 'ImageLandmarkData'" in run.stderr and "ReLU" not in run.stderr, run.stderr
 
 
 def test_a_field_of_another_shipped_schema_is_no_forks_field(tmp_path):

@@ -120,6 +120,10 @@ FORK_V1_EXTRAS = {
     "happynear": ({"LOCAL", "BN", "NORMALIZE", "INSANITY", "TRIPLET_LOSS", "ROIPOOLING", "BATCH_NORM", "ELTWISE_AFFINE"},
                   {"bn_param", "local_param", "prelu_param", "insanity_param", "triplet_loss_param",
                    "roi_pooling_param", "eltwise_affine_param", "sub_region_param", "noise_param"}),
+    # goodluckcwl/custom-caffe aa5345b: happynear's V1LayerParameter and upgrade_proto.cpp, unchanged
+    "goodluckcwl": ({"LOCAL", "BN", "NORMALIZE", "INSANITY", "TRIPLET_LOSS", "ROIPOOLING", "BATCH_NORM", "ELTWISE_AFFINE"},
+                    {"bn_param", "local_param", "prelu_param", "insanity_param", "triplet_loss_param",
+                     "roi_pooling_param", "eltwise_affine_param", "sub_region_param", "noise_param"}),
     # xiaolonw/caffe-video_triplet c39ea1a: RANK_HARD_LOSS and NORM (40, 41), which its UpgradeV1LayerType
     # maps (upgrade_proto.cpp:924-927: protoaudit.read.upgrade.FORK_V1_TYPES), and rank_param (43), which
     # UpgradeV1LayerParameter does not copy

@@ -64,6 +64,8 @@ class ConvolutionDepthwise(shufflenet.ConvolutionDepthwise):
     In GPU mode their device copies are made by the backward that reads them, each only when its
     parameter learns (cu:186, 204)."""
 
+    claims_files = False  # shufflenet's and MobileNet-YOLO's nets have it too: they stay theirs
+
     def touches(self, run):
         t = super().touches(run)
         if run.mode != "gpu":
