@@ -477,6 +477,16 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # partial gradients) and tf_keras's Conv1D branches joined by a Concatenate (-18.7%; -0.7%
                 # with its filter gradients in the chain: the executor's order)
                 "bilstm_tagger_crf_free_rmsprop_k3:b32", "conv1d_multi_kernel_sgdm:b64",
+                # and a forty-second, queued after that and audited at 4744d30 before any change for it:
+                # 10 of 15 (its tf_keras DenseNet block, found the same model as the twenty-seventh
+                # batch's densenet_tiny and measured the same to the KiB, is not published), median
+                # 7.8%. Its misses: a three-input regression MLP in both flavours (-15.4%, -19.9%: 0.2 to
+                # 0.4 MB steps, the fixed per-step overhead most of them), tf_keras's ELU CNN (+16.9%,
+                # -9.3% with its filter gradients in the chain) and SeparableConv1D text CNN (-11.8%),
+                # and Keras 3's DenseNet block with plain SGD (-15.3%; tf_keras +11.9%: each flavour in
+                # the order the model takes for the other)
+                "cnn_gmp_elu_rmsprop:b64", "mlp_three_inputs_sgdm:b128", "mlp_three_inputs_sgdm_k3:b128",
+                "separable_text_cnn_adam:b64", "densenet_block_small_sgd_k3:b32",
                 }
 
 
@@ -513,10 +523,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 0.9%), on the
     configurations measured since (tests/data/keras_oracle/new: 80 of 86, 1.8%; the rules were read
-    off the traces of some of them). On the 807 configurations of tests/data/keras_oracle/unseen,
-    forty-one batches each measured after the last change before it and audited before any change for
-    it: 643 (79.7%) as first audited over all of them, the last three 42 of 48 (87.5%; 13 of 16,
-    15 of 16, 14 of 16); now 719 (89.1%), a median of 1.9%; all 944: 846 (89.6%), 1.9%. Those two are
+    off the traces of some of them). On the 822 configurations of tests/data/keras_oracle/unseen,
+    forty-two batches each measured after the last change before it and audited before any change for
+    it: 653 (79.4%) as first audited over all of them, the last three 39 of 47 (83.0%; 15 of 16,
+    14 of 16, 10 of 15); now 729 (88.7%), a median of 2.0%; all 959: 856 (89.3%), 1.9%. Those two are
     under the issue's 90% and are held where they stand, at 88% and 89%, so that a regression fails
     (the unseen share was held at 89% until the thirty-third batch brought it to 88.8%)."""
     errors, inside = [], 0
