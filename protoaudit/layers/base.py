@@ -91,6 +91,7 @@ FORK_MODULES = {
     "triplet_loss": ("triplet_loss",),
     "goodluckcwl": ("goodluckcwl",),
     "ssd_focal": ("ssd_focal",),
+    "caffe_pro": ("caffe_pro",),
 }
 _IMPORTED_FORKS = set()
 

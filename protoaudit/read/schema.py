@@ -61,6 +61,7 @@ FORKS = {
     "goodluckcwl": "Weiliang Chen's Caffe (goodluckcwl/custom-caffe: happynear's with ImageFloatData, WeightEuclideanLoss)",
     "ssd_focal": "SSD's Caffe with a focal loss (jiachen0212/ssd-focal_loss_caffe: FocalLoss, MultiBoxFocalLoss)",
     "caffeonspark": "CaffeOnSpark's Caffe (yahoo/caffe: MemoryData's source and share_in_parallel)",
+    "caffe_pro": "caffe-pro (yihui-he/caffe-pro, channel pruning's Caffe: ImageData's new_dim and bicubic)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
