@@ -227,9 +227,9 @@ class Conv(_Weighted):
     before it ran theirs in the chain), and in both where a loss is on a spatial output (an
     autoencoder's or a segmentation net's: of the 72 such configurations measured here, 69 are within
     10% so and the other three in neither order; Keras 3's dilated segmentation CNN and a
-    transposed-convolution segmentation net are only so); otherwise it runs before the layer's input gradient (traced: Keras 3's small CNN).
-    Which of two ready ops the executor sets aside is not derived here: this is what the traces and
-    measurements show."""
+    transposed-convolution segmentation net are only so); otherwise it runs before the layer's input
+    gradient (traced: Keras 3's small CNN). Which of two ready ops the executor sets aside is not
+    derived here: this is what the traces and measurements show."""
 
     def grads_late(self, s, node):
         if self.through_xla(s, node):
