@@ -92,6 +92,7 @@ FORK_MODULES = {
     "goodluckcwl": ("goodluckcwl",),
     "ssd_focal": ("ssd_focal",),
     "caffe_pro": ("caffe_pro",),
+    "hsmyy": ("hsmyy",),
 }
 _IMPORTED_FORKS = set()
 

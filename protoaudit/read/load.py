@@ -287,6 +287,10 @@ def _read(path, raw, schema_name, strict):
     reading = READINGS.pop(key, None)
     if reading is None:
         kind, message, schema, lines, *skipped = _reading(path, raw, schema_name, strict)
+        if not message.IsInitialized():  # a fork's `required` field left out: Caffe's text parser refuses the file
+            missing = ", ".join(message.FindInitializationErrors())
+            raise InputError(f"the caffe.proto of {described(schema.name)} requires fields the file leaves out: "
+                             f"{missing} (Caffe's parser refuses the file)", file=path, fix="give each of them a value")
         reading = kind, message.SerializeToString(), schema, lines, tuple(skipped[0] if skipped else ())
     READINGS[key] = reading  # the newest last
     while len(READINGS) > MAX_READINGS:

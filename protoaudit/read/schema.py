@@ -62,6 +62,7 @@ FORKS = {
     "ssd_focal": "SSD's Caffe with a focal loss (jiachen0212/ssd-focal_loss_caffe: FocalLoss, MultiBoxFocalLoss)",
     "caffeonspark": "CaffeOnSpark's Caffe (yahoo/caffe: MemoryData's source and share_in_parallel)",
     "caffe_pro": "caffe-pro (yihui-he/caffe-pro, channel pruning's Caffe: ImageData's new_dim and bicubic)",
+    "hsmyy": "BVLC Caffe with hsmyy's CPU CenterLoss (hsmyy/CenterLoss_Caffe_Mnist: cluster_num, alpha, loss_weight)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
