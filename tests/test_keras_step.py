@@ -487,6 +487,8 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # the order the model takes for the other)
                 "cnn_gmp_elu_rmsprop:b64", "mlp_three_inputs_sgdm:b128", "mlp_three_inputs_sgdm_k3:b128",
                 "separable_text_cnn_adam:b64", "densenet_block_small_sgd_k3:b32",
+                # and a forty-third, queued after that and audited at 1bfbc29 before any change for it:
+                # 12 of 12, median 1.4%
                 }
 
 
@@ -523,10 +525,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 0.9%), on the
     configurations measured since (tests/data/keras_oracle/new: 80 of 86, 1.8%; the rules were read
-    off the traces of some of them). On the 822 configurations of tests/data/keras_oracle/unseen,
-    forty-two batches each measured after the last change before it and audited before any change for
-    it: 653 (79.4%) as first audited over all of them, the last three 39 of 47 (83.0%; 15 of 16,
-    14 of 16, 10 of 15); now 729 (88.7%), a median of 2.0%; all 959: 856 (89.3%), 1.9%. Those two are
+    off the traces of some of them). On the 834 configurations of tests/data/keras_oracle/unseen,
+    forty-three batches each measured after the last change before it and audited before any change
+    for it: 665 (79.7%) as first audited over all of them, the last three 36 of 43 (83.7%; 14 of 16,
+    10 of 15, 12 of 12); now 741 (88.8%), a median of 2.0%; all 971: 868 (89.4%), 1.9%. Those two are
     under the issue's 90% and are held where they stand, at 88% and 89%, so that a regression fails
     (the unseen share was held at 89% until the thirty-third batch brought it to 88.8%)."""
     errors, inside = [], 0
