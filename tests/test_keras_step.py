@@ -489,6 +489,14 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 "separable_text_cnn_adam:b64", "densenet_block_small_sgd_k3:b32",
                 # and a forty-third, queued after that and audited at 1bfbc29 before any change for it:
                 # 12 of 12, median 1.4%
+                # and a forty-fourth, queued after that and audited at 5baccda before any change for it
+                # (not traced): 7 of 12, median 5.7%. Its misses: a one-block bottleneck ResNet in both
+                # flavours (+13.3%, +18.0%; -4.3% and 0.0% with its filter gradients in the chain, the
+                # order the model gives models without joins), tf_keras's masked embedding LSTM
+                # (+28.4%, the recurrent partial gradients) and wide sigmoid multi-label MLP (-14.7%),
+                # and Keras 3's CNN of batch norms and LeakyReLUs (+10.04%)
+                "resnet_bottleneck_tiny_sgd:b32", "resnet_bottleneck_tiny_sgd_k3:b32", "embedding_lstm_mask_rmsprop:b64",
+                "mlp_wide_sigmoid_multilabel_adam:b128", "cnn_bn_leaky_mnist_rmsprop_k3:b128",
                 }
 
 
@@ -525,10 +533,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 0.9%), on the
     configurations measured since (tests/data/keras_oracle/new: 80 of 86, 1.8%; the rules were read
-    off the traces of some of them). On the 834 configurations of tests/data/keras_oracle/unseen,
-    forty-three batches each measured after the last change before it and audited before any change
-    for it: 665 (79.7%) as first audited over all of them, the last three 36 of 43 (83.7%; 14 of 16,
-    10 of 15, 12 of 12); now 741 (88.8%), a median of 2.0%; all 971: 868 (89.4%), 1.9%. Those two are
+    off the traces of some of them). On the 846 configurations of tests/data/keras_oracle/unseen,
+    forty-four batches each measured after the last change before it and audited before any change
+    for it: 672 (79.4%) as first audited over all of them, the last three 29 of 39 (74.4%; 10 of 15,
+    12 of 12, 7 of 12); now 748 (88.4%), a median of 2.0%; all 983: 875 (89.0%), 1.9%. Those two are
     under the issue's 90% and are held where they stand, at 88% and 89%, so that a regression fails
     (the unseen share was held at 89% until the thirty-third batch brought it to 88.8%)."""
     errors, inside = [], 0
