@@ -148,21 +148,15 @@ class Convolution(conv.Convolution):
     mode with Caffe's engine, a grouped convolution runs the fork's own kernels (conv_layer.cu:56-68,
     188-216), with buffers protoaudit has no rule for: refused."""
 
+    workspace_limit = WORKSPACE_LIMIT
+    workspace_groups = MAX_GROUP
+
     def touches(self, run):
         group = self._setup(run.bottoms)[3]
         self.check(group == 1 or run.mode != "gpu" or self.uses_cudnn(run),
                    f"protoaudit has no rule for this Caffe's GPU kernels of a grouped convolution (group {group}: "
                    "conv_layer.cu:56-68, 188-216)", fix="audit it with --engine cudnn, or --mode cpu")
         return super().touches(run)
-
-    def workspace(self, run, geo, channels, num_output, group):
-        """As BVLC's (a GEMM algorithm's need, one group's im2col for one image), capped at 8 KiB,
-        times 3 streams (not times group)."""
-        spatial = run.bottoms[0][geo.axis + 1:]
-        per_group = (channels // group) * count(geo.kernel) * count(geo.conv_out(spatial)) * 4
-        per_group = min(per_group, WORKSPACE_LIMIT)
-        return touch.buffer("workspace", per_group * min(group, MAX_GROUP) * conv.CUDNN_STREAMS_PER_GROUP // 4,
-                            "setup", per_sample=False, kind="workspace")
 
 
 @register("Filter", fork=FORK)

@@ -68,11 +68,17 @@ def _per_axis(layer, param, n, name, values, default):
     return values * n if len(values) == 1 else values
 
 
+CUDNN_WORKSPACE_LIMIT = 8 * 1024 * 1024  # cudnn_conv_layer.cpp: workspace_limit_bytes
+CUDNN_STREAMS_PER_GROUP = 3
+
+
 class _ConvolutionBase(Layer):
     min_bottoms = 1
     min_tops = 1
     equal_bottoms_tops = True
     transposed = False
+    workspace_limit = CUDNN_WORKSPACE_LIMIT  # each cuDNN algorithm is picked under this many bytes
+    workspace_groups = None  # the groups given streams and workspaces of their own: all (None), or at most this
 
     @functools.cached_property
     def param(self):
@@ -187,18 +193,16 @@ class _ConvolutionBase(Layer):
 
     def workspace(self, run, geo, channels, num_output, group):
         """cuDNN's workspace: max of the forward, backward-data and backward-filter algorithms'
-        needs, each picked under Caffe's 8 MiB limit, times group times 3 streams. protoaudit
-        takes a GEMM algorithm's need (one group's im2col for one image) capped at the limit."""
+        needs, each picked under Caffe's 8 MiB limit (workspace_limit), times group (or
+        workspace_groups, where a fork caps them) times 3 streams. protoaudit takes a GEMM
+        algorithm's need (one group's im2col for one image) capped at the limit."""
         spatial = run.bottoms[0][geo.axis + 1:]
         out = geo.deconv_out(spatial) if self.transposed else geo.conv_out(spatial)
         per_group = (channels // group) * count(geo.kernel) * count(out if not self.transposed else spatial) * 4
-        per_group = min(per_group, CUDNN_WORKSPACE_LIMIT)
-        return touch.buffer("workspace", per_group * group * CUDNN_STREAMS_PER_GROUP // 4, "setup",
+        per_group = min(per_group, self.workspace_limit)
+        groups = group if self.workspace_groups is None else min(group, self.workspace_groups)
+        return touch.buffer("workspace", per_group * groups * CUDNN_STREAMS_PER_GROUP // 4, "setup",
                             per_sample=False, kind="workspace")
-
-
-CUDNN_WORKSPACE_LIMIT = 8 * 1024 * 1024  # cudnn_conv_layer.cpp: workspace_limit_bytes
-CUDNN_STREAMS_PER_GROUP = 3
 
 
 @register("Convolution")
