@@ -11,9 +11,9 @@ images with float labels) and WeightEuclideanLoss (68 facial landmarks, weighted
 File and line references are to that commit's src/caffe/layers/ and include/caffe/layers/.
 """
 from . import happynear, shufflenet, touch
-from .base import count, legacy_shape, register
+from .base import count, register
 from .data import LIST_ENTRY_BYTES, OPENCV_RESIZE_BYTES, ImageData
-from .losses import Loss
+from .losses import Loss, legacy_num_pair
 
 FORK = "goodluckcwl"
 POINTS = 68  # the landmarks WeightEuclideanLoss weighs: x then y, 2 x 68 values per sample
@@ -158,9 +158,7 @@ class WeightEuclideanLoss(Loss):
     max_bottoms = 3  # weight_euclidean_loss_layer.hpp:35-36
 
     def reshape(self, bottoms):
-        data, label = (legacy_shape(self, shape) for shape in bottoms[:2])
-        self.check(data[0] == label[0], f"the data {tuple(bottoms[0])} and label {tuple(bottoms[1])} should have "
-                   "the same number (loss_layer.cpp:25)")
+        legacy_num_pair(self, bottoms)
         per = count(bottoms[0]) // bottoms[0][0]
         self.check(per == count(bottoms[1]) // bottoms[1][0], f"Inputs must have the same dimension: "
                    f"{tuple(bottoms[0])} vs {tuple(bottoms[1])} (weight_euclidean_loss_layer.cpp:63)")

@@ -11,7 +11,7 @@ File and line references are to that commit's center_loss_layer.cpp and center_l
 """
 from . import touch
 from .base import legacy_shape, register
-from .losses import Loss
+from .losses import Loss, legacy_num_pair
 
 FORK = "hsmyy"
 
@@ -38,9 +38,7 @@ class CenterLoss(Loss):
         self.check(p.HasField("cluster_num"), "center_loss_param needs cluster_num, the number of classes "
                    "(a required field: Caffe's parser refuses the net without it)",
                    fix="set center_loss_param { cluster_num: CLASSES }")
-        data, label = (legacy_shape(self, shape) for shape in bottoms)
-        self.check(data[0] == label[0], f"the data {tuple(bottoms[0])} and label {tuple(bottoms[1])} should have "
-                   "the same num() (cpp:11)")
+        legacy_num_pair(self, bottoms, same="the same num() (cpp:11)")
         return super().reshape(bottoms)
 
     def touches(self, run):

@@ -25,6 +25,14 @@ class Loss(Layer):
         return bottom_index != 1  # never into the labels
 
 
+def legacy_num_pair(layer, bottoms, same="the same number (loss_layer.cpp:25)"):
+    """The 2015 Caffes' LossLayer::Reshape, or a fork's CHECK like it: bottoms 0 and 1 read as (num,
+    channels, height, width), their num() equal (`same` says where); returns both."""
+    data, label = (legacy_shape(layer, shape) for shape in bottoms[:2])
+    layer.check(data[0] == label[0], f"the data {tuple(bottoms[0])} and label {tuple(bottoms[1])} should have {same}")
+    return data, label
+
+
 def check_label_count(layer, bottoms, axis):
     """One label per prediction: bottom 1 counts bottom 0's items less its class axis; returns the axis."""
     axis = canonical_axis(layer, axis, len(bottoms[0]))

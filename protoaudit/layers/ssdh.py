@@ -14,8 +14,8 @@ File and line references are to that commit's src/caffe/layers/K1_euclidean_loss
 K2_euclidean_loss_layer.cpp, loss_layer.cpp and include/caffe/{loss_layers,layer}.hpp.
 """
 from . import enet, ssd, touch
-from .base import carry, count, legacy_shape, register
-from .losses import Loss
+from .base import carry, count, register
+from .losses import Loss, legacy_num_pair
 
 FORK = "ssdh"
 
@@ -41,9 +41,7 @@ class _HalfEuclideanLoss(Loss):
     whose device copy is the one counted."""
 
     def reshape(self, bottoms):
-        data, other = (legacy_shape(self, shape) for shape in bottoms)
-        self.check(data[0] == other[0], f"the data {tuple(bottoms[0])} and label {tuple(bottoms[1])} should have "
-                   "the same number (loss_layer.cpp:25)")
+        data, other = legacy_num_pair(self, bottoms)
         self.check(data[1:] == other[1:], f"{self.lp.type} checks that its bottoms have the same channels, height "
                    f"and width (cpp:14-16): {tuple(bottoms[0])} vs {tuple(bottoms[1])}",
                    fix="give it the same blob twice, as SSDH's nets do (bottom 1 is never read)")

@@ -16,7 +16,7 @@ rank_hard_loss_layer.cpp/.cu, loss_layer.cpp and include/caffe/{vision_layers,lo
 """
 from . import enet, ssd, touch
 from .base import Layer, carry, legacy_shape, register
-from .losses import Loss
+from .losses import Loss, legacy_num_pair
 
 FORK = "video_triplet"
 
@@ -62,9 +62,7 @@ class RankHardLoss(Loss):
     gpu_diff, a device copy not counted here. AllowForceBackward is true (loss_layers.hpp:322-324)."""
 
     def reshape(self, bottoms):
-        data, label = (legacy_shape(self, shape) for shape in bottoms)
-        self.check(data[0] == label[0], f"the data {tuple(bottoms[0])} and label {tuple(bottoms[1])} should have "
-                   "the same number (loss_layer.cpp:25)")
+        legacy_num_pair(self, bottoms)
         return [()]
 
     def allow_force_backward(self, bottom_index):
