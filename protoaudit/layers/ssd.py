@@ -430,8 +430,9 @@ class MultiBoxLoss(Layer):
             negatives = max(min(p.sample_size, num_priors) - per_image, 0)
         return matches, matches + num * negatives
 
-    def inner(self, type_name, name, weight, softmax=False):
-        """One of the layers LayerSetUp creates (multibox_loss_layer.cpp:72-125), as protoaudit's."""
+    def inner(self, type_name, name, weight, softmax=False, setup=None):
+        """One of the layers LayerSetUp creates (multibox_loss_layer.cpp:72-125), as protoaudit's;
+        `setup`, where given, fills in the rest of its LayerParameter (a fork's loss parameters)."""
         from ..read.schema import load_schema
 
         lp = load_schema(self.ctx.schema).LayerParameter()
@@ -440,6 +441,8 @@ class MultiBoxLoss(Layer):
         if softmax:
             lp.loss_param.normalization = 3  # NONE
             lp.softmax_param.axis = 1
+        if setup is not None:
+            setup(lp)
         return layer_class(type_name, self.ctx.schema)(lp, self.ctx)
 
     def softmax_conf(self):

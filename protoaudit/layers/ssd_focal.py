@@ -14,11 +14,10 @@ other layer is the SSD fork's (protoaudit.layers.ssd) or BVLC's.
 File:line references are to that commit's files, at the repository's root.
 """
 from . import conv, ssd
-from .base import carry, layer_class, register
+from .base import carry, register
 from .losses import SoftmaxWithLoss, check_label_count
 
 FORK = "ssd_focal"
-NORMALIZATION_NONE = 3  # LossParameter.NormalizationMode
 
 carry(__name__, FORK, ssd.AnnotatedData, ssd.SSDData, ssd.SSDImageData, ssd.SSDWindowData, ssd.Permute, ssd.Normalize,
       ssd.SmoothL1Loss, ssd.MultiBoxLoss, ssd.DetectionOutput, ssd.DetectionEvaluate)
@@ -58,16 +57,12 @@ class MultiBoxFocalLoss(ssd.MultiBoxLoss):
     data (cpp:229-234) and gives them its diff after backward (:366-369)."""
 
     def softmax_conf(self):
-        from ..read.schema import load_schema
-
         focal = self.fork_param("focal_loss_param")
-        lp = load_schema(self.ctx.schema).LayerParameter()
-        lp.name, lp.type = self.lp.name + "_focal_conf", "FocalLoss"
-        lp.loss_weight.append(1.0)
-        lp.loss_param.normalization = NORMALIZATION_NONE
-        lp.focal_loss_param.axis = 1
-        lp.focal_loss_param.alpha, lp.focal_loss_param.gamma = focal.alpha, focal.gamma
-        return layer_class("FocalLoss", self.ctx.schema)(lp, self.ctx)
+
+        def setup(lp):
+            lp.focal_loss_param.axis = 1
+            lp.focal_loss_param.alpha, lp.focal_loss_param.gamma = focal.alpha, focal.gamma
+        return self.inner("FocalLoss", "_focal_conf", 1.0, softmax=True, setup=setup)
 
 
 @register("PriorBox", fork=FORK)
