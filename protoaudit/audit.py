@@ -688,6 +688,19 @@ def _nets_in_state(path, inference, options):
                                         specs=tests)), None)
         except ShapesNeeded as e:  # one message for every net's missing shapes
             needed = e if needed is None else needed.merged(e)
+        except OtherPhase as e:
+            # a TEST net Caffe cannot build, because a bottom is made only by a TRAIN-phase layer
+            # (PVANet's example train.prototxt: its TEST net's RoIPooling reads the TRAIN-only rois):
+            # a file only a solver with no test net trains, so the TRAIN net alone, said (as a TRAIN
+            # net Caffe cannot build is the TEST net alone: _test_net_alone)
+            if needed is None and _feeds_phase(path, common, "TEST"):
+                if not nets:
+                    raise
+                where = f"layer '{e.layer}': " if e.layer else ""
+                nets[0].assumptions.append(Assumption(
+                    "(file)", f"no TEST net: in the TEST phase, {where}{e.message} (Caffe would stop there), so "
+                              "the file trains only under a solver with no test net (no test_iter), which never "
+                              "builds it", "--phase test"))
         except InputError:
             # a train.prototxt whose data sources are all TRAIN-only (DeepLab's, MobileNet-SSD's)
             # has no TEST net: Caffe never builds one from it

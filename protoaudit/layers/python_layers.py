@@ -223,6 +223,70 @@ IMAGE = (f"py-faster-rcnn's largest training image (cfg.TRAIN.SCALES {TRAIN_MAX_
          f"cfg.TRAIN.MAX_SIZE {TRAIN_MAX_SIZE} for the long side)")
 
 
+# pva-faster-rcnn (sanghoon/pva-faster-rcnn b0dc7d2) keeps py-faster-rcnn's layers and module names, with
+# the same defaults (lib/fast_rcnn/config.py:38 SCALES (600,), :41 SCALE_MULTIPLE_OF 1, :44 MAX_SIZE 1000),
+# and floors each scaled side to a multiple of cfg.TRAIN.SCALE_MULTIPLE_OF (lib/utils/blob.py:31-45, called
+# by roi_data_layer/minibatch.py:140-142). PVANet's nets train only with its cfg: its example's README
+# (models/pvanet/example_train/README.md) runs tools/train_net.py --cfg models/pvanet/cfgs/train.yml.
+PVA_TRAIN_CFG = {"SCALES": [416, 448, 480, 512, 544, 576, 608, 640, 672, 704, 736, 768, 800, 832, 864],
+                 "MAX_SIZE": 1440, "SCALE_MULTIPLE_OF": 32}  # models/pvanet/cfgs/train.yml:11-28
+PVA_CFG_NAME = "models/pvanet/cfgs/train.yml"
+
+
+def _pva_net(ctx):
+    """Whether the net is pva-faster-rcnn's: one of its RPN layers is given anchor 'ratios' in param_str,
+    which only pva-faster-rcnn's AnchorTargetLayer and ProposalLayer read (lib/rpn/anchor_target_layer.py:
+    28-30, proposal_layer.py:29-31; py-faster-rcnn's read 'scales' alone). The net is read from its file
+    (the reading the audit already made)."""
+    import yaml
+
+    from ..read.load import load
+
+    try:
+        message = load(ctx.path, defines=ctx.defines).message
+    except Exception:  # a net printed in a log, a solver: no file of its own to look at
+        return False
+    for lp in list(getattr(message, "layer", ())) + list(getattr(message, "layers", ())):
+        p = lp.python_param
+        if (p.module, p.layer) not in (("rpn.anchor_target_layer", "AnchorTargetLayer"),
+                                       ("rpn.proposal_layer", "ProposalLayer")):
+            continue
+        try:
+            params = yaml.safe_load(p.param_str) if p.param_str.strip() else {}
+        except yaml.YAMLError:
+            continue
+        if isinstance(params, dict) and "ratios" in params:
+            return True
+    return False
+
+
+def _pva_cfg_beside(path):
+    """pva-faster-rcnn's training cfg where the repository keeps it, a `cfgs/` folder in the net's folder
+    or the one above (models/pvanet/cfgs beside models/pvanet/example_train): the one YAML file there
+    with a TRAIN section that sets SCALES, MAX_SIZE or SCALE_MULTIPLE_OF (the others, submit_*.yml, set
+    TEST only). (its path, its TRAIN section), or None where there is none or more than one."""
+    import yaml
+
+    here = os.path.dirname(os.path.abspath(path))
+    found = []
+    for folder in (here, os.path.dirname(here)):
+        cfgs = os.path.join(folder, "cfgs")
+        if not os.path.isdir(cfgs):
+            continue
+        for name in sorted(os.listdir(cfgs)):
+            if not name.endswith((".yml", ".yaml")):
+                continue
+            try:
+                with open(os.path.join(cfgs, name), encoding="utf-8", errors="replace") as f:
+                    data = yaml.safe_load(f.read(1 << 20))
+            except (OSError, yaml.YAMLError):
+                continue
+            train = data.get("TRAIN") if isinstance(data, dict) else None
+            if isinstance(train, dict) and {"SCALES", "MAX_SIZE", "SCALE_MULTIPLE_OF"} & set(train):
+                found.append((os.path.join(cfgs, name), train))
+    return found[0] if len(found) == 1 else None
+
+
 @known("roi_data_layer.layer", "RoIDataLayer")
 class RoIDataLayer(Known):
     """The training data layer (lib/roi_data_layer/layer.py). With cfg.TRAIN.HAS_RPN (3 tops,
@@ -246,9 +310,10 @@ class RoIDataLayer(Known):
         classes = self.param(params, "num_classes", "layer.py:89")
         n = len(self.lp.top)
         if n == 3:
-            image = (1, 3, TRAIN_MAX_SCALE, TRAIN_MAX_SIZE)
+            height, width, said = self.image()
+            image = (1, 3, height, width)
             return [image, (1, 3), (GT_BOXES, 5)], (
-                f"3 tops: cfg.TRAIN.HAS_RPN, one image ({IMAGE}), room for {GT_BOXES} ground-truth boxes")
+                f"3 tops: cfg.TRAIN.HAS_RPN, one image ({said}), room for {GT_BOXES} ground-truth boxes")
         if n in (5, 6):  # 5: the original Fast R-CNN's (rbgirshick/fast-rcnn), bbox_targets and bbox_loss_weights
             image = (IMS_PER_BATCH, 3, TRAIN_MAX_SCALE, TRAIN_MAX_SIZE)
             shapes = [image, (ROI_BATCH, 5), (ROI_BATCH,)] + [(ROI_BATCH, 4 * classes)] * (n - 3)
@@ -258,6 +323,40 @@ class RoIDataLayer(Known):
         self.fail(f"{self.source} makes 3 tops (data, im_info, gt_boxes with cfg.TRAIN.HAS_RPN), 6 (data, rois, "
                   f"labels and the three bbox blobs) or, in the original Fast R-CNN, 5 (two bbox blobs); {n} are named",
                   fix="declare its tops with --input if your configuration makes these")
+
+
+    def image(self):
+        """The largest training image: (height, width, what says so). py-faster-rcnn's defaults; a
+        pva-faster-rcnn net (_pva_net) takes its cfg: the one beside it (_pva_cfg_beside), else the
+        cfg its example trains with (PVA_TRAIN_CFG). Each side is at most the largest scale and
+        MAX_SIZE, floored to a multiple of SCALE_MULTIPLE_OF (utils/blob.py:38-43)."""
+        if self.ctx.path is None or not _pva_net(self.ctx):
+            return TRAIN_MAX_SCALE, TRAIN_MAX_SIZE, IMAGE
+        beside = _pva_cfg_beside(self.ctx.path)
+        cfg = {"SCALES": [TRAIN_MAX_SCALE], "MAX_SIZE": TRAIN_MAX_SIZE, "SCALE_MULTIPLE_OF": 1}
+        if beside is None:
+            cfg.update(PVA_TRAIN_CFG)
+            where = (f"pva-faster-rcnn's training cfg ({PVA_CFG_NAME}, which its example_train README passes "
+                     "with --cfg; none is beside the net)")
+        else:
+            cfg.update({k: v for k, v in beside[1].items() if k in cfg})
+            where = f"the pva-faster-rcnn cfg beside the net, {os.path.relpath(beside[0], os.path.dirname(os.path.abspath(self.ctx.path)))}"
+        scales = cfg["SCALES"] if isinstance(cfg["SCALES"], (list, tuple)) else [cfg["SCALES"]]
+        try:
+            scale, size, multiple = max(int(v) for v in scales), int(cfg["MAX_SIZE"]), int(cfg["SCALE_MULTIPLE_OF"])
+        except (TypeError, ValueError):
+            self.fail(f"{where} has a TRAIN.SCALES, MAX_SIZE or SCALE_MULTIPLE_OF that is not a number",
+                      fix="give the image size with --input")
+        self.check(multiple > 0 and 0 < scale and 0 < size, f"{where} has a TRAIN size that is not positive",
+                   fix="give the image size with --input")
+        height, width = scale // multiple * multiple, size // multiple * multiple
+        self.check(height > 0 and width > 0, f"{where} floors the image to nothing (SCALE_MULTIPLE_OF {multiple})",
+                   fix="give the image size with --input")
+        return height, width, (
+            f"pva-faster-rcnn's largest training image under {where}: TRAIN.SCALES at most {scale} for the short "
+            f"side, TRAIN.MAX_SIZE {size} for the long side, each side floored to a multiple of "
+            f"TRAIN.SCALE_MULTIPLE_OF {multiple}: {height}x{width}; the net's anchors have 'ratios', which only "
+            "pva-faster-rcnn's RPN layers read")
 
 
 def anchors(layer, params):
