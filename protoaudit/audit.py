@@ -13,6 +13,7 @@ from .layers.base import Assumption, MissingShape, solver_test_stops
 from .net.build import OtherPhase, Rebuild, ShapesNeeded, StageNeeded, build, input_dims, rebatched
 from .read.glog import is_log_file
 from .net.netstate import keeps_the_same_layers, make_state
+from .read.load import ForksDisagree
 from .read.netspecs import net_specs
 from .read.schema import SAME_FIELDS, described
 from .read.sidecar import declared_shapes
@@ -611,6 +612,8 @@ def _nets_to_audit(path, inference, options):
     audited in that stage, said as an assumption. A solver's own state is never second-guessed."""
     try:
         return _nets_of_fork(path, inference, options)
+    except ForksDisagree as e:
+        raise _where_every_fork_stops(path, inference, options, e) from None
     except StageNeeded as e:
         if options["stages"] or len(e.stages) != 1 or any(spec.role != "net" for spec in _file_specs(path, options)):
             raise
@@ -620,6 +623,31 @@ def _nets_to_audit(path, inference, options):
                       f"which makes '{e.blob}': with no stage, no layer makes it (the tool that trains the net, "
                       "DIGITS for one, gives the stage)", f"--stage {e.stages[0]}"))
         return nets
+
+
+def _where_every_fork_stops(path, inference, options, disagree):
+    """The refusal of a file several forks read and size differently (`disagree`): where each of them
+    stops at the same layer with the same message (a file's wiring, such as two TRAIN data layers that
+    make one top, which Net::Init refuses in any Caffe), that stop, naming the forks, as the choice of
+    fork cannot help; else the ambiguity itself."""
+    stops = []
+    for fork in disagree.forks:
+        try:
+            _nets_to_audit(path, inference, {**options, "schema": fork})
+        except (ShapesNeeded, StageNeeded, ForksDisagree):
+            return disagree
+        except InputError as e:
+            stops.append(e)
+            continue
+        return disagree  # one fork builds it: the choice matters
+    first = stops[0]
+    if any((e.line, e.layer, e.message) != (first.line, first.layer, first.message) for e in stops[1:]):
+        return disagree
+    first.fix = ((first.fix + "; ") if first.fix and not first.fix.startswith("Caffe stops here too") else "") + (
+        f"every Caffe fork that reads this file ({', '.join(disagree.forks)}) stops here, as Caffe's Net::Init "
+        "does whatever the fork; once it is fixed, say which fork with --fork, or give your fork's own file with "
+        "--caffe-proto")
+    return first
 
 
 def _nets_of_fork(path, inference, options):

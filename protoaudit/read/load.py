@@ -573,6 +573,14 @@ def _nets_of(message, kind):
     return [message] if kind == "net" else list(_embedded_nets(message))
 
 
+class ForksDisagree(InputError):
+    """Several forks read the file and size its layers differently (`forks`: their names)."""
+
+    def __init__(self, message, forks, **where):
+        super().__init__(message, **where)
+        self.forks = forks
+
+
 def _refuse_ambiguous(path, readings):
     """Several forks read the file and know its layers: fine when they would size every layer with
     the same class, refused (naming them) when not. A fork's version of a BVLC type counts as BVLC's
@@ -589,9 +597,9 @@ def _refuse_ambiguous(path, readings):
     classes = {sizing(r) for r in readings}
     if len(classes) > 1:
         names = [r[2].name for r in readings]
-        raise InputError(
+        raise ForksDisagree(
             "more than one Caffe fork reads this file, and they size its layers differently: "
-            + "; ".join(f"{n} ({described(n)})" for n in names),
+            + "; ".join(f"{n} ({described(n)})" for n in names), names,
             file=path, fix=f"say which with --fork ({', '.join(names)}), or give your fork's own file with --caffe-proto",
         )
 
