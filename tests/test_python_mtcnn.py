@@ -50,21 +50,19 @@ def same_as_log(net, log, skip=()):
 
 
 # --- luoyetx/Joint-Face-Detection-and-Alignment: layers.data_layer.FaceDataLayer -------------------
-# The C++ loss of the repository (layers/jfda_loss_layer.cpp, type JfdaLoss) is no layer protoaudit
-# knows: its five scalar tops are declared, as a user would, to audit the rest.
-JFDA_LOSS = {t: (1,) for t in ("face_cls_loss", "bbox_reg_loss", "landmark_reg_loss", "face_cls_neg_acc",
-                               "face_cls_pos_acc")}
+# The C++ loss of the repository (layers/jfda_loss_layer.cpp, type JfdaLoss) is sized as the fork
+# jfda (protoaudit/layers/jfda.py, tests/test_fork_jfda.py).
 
 
 def test_face_data_layer_setup_shapes_are_the_logged_ones():
     """1130.log trains proto/p_train_val.prototxt (its line "Creating training net from net file").
     Setup leaves n = n1 + n2 + n3 + n4 = 1 + 1 + 1 + 1 = 4 (data_layer.py:49-53) and reshape gives
     (4, 3, 12, 12), (4, 4), (4, 10), (4,) (:58-61; 12 = NET_INPUT_SIZE['p'], config.py:15): the log's
-    "Top shape: 4 3 12 12", "4 4", "4 10", "4". With --batch 4 every layer up to the loss is Caffe's."""
+    "Top shape: 4 3 12 12", "4 4", "4 10", "4". With --batch 4 every layer is Caffe's, JfdaLoss's five scalars too."""
     log = logged(path("luoyetx", "1130_net_init.log"))
     assert log["data"] == [(4, 3, 12, 12), (4, 4), (4, 10), (4,)]
-    _, net = build(path("luoyetx", "proto", "p_train_val.prototxt"), batch=4, inputs=JFDA_LOSS)
-    assert same_as_log(net, log, skip={"loss"}) == len(log) - 1 >= 10
+    _, net = build(path("luoyetx", "proto", "p_train_val.prototxt"), batch=4)
+    assert same_as_log(net, log) == len(log) >= 10
 
 
 def test_face_data_layer_training_batch_by_hand():
@@ -73,17 +71,17 @@ def test_face_data_layer_training_batch_by_hand():
     p: [3, 1, 1, 2] -> 128 * 7 = 896, 12x12; r: the same ratio, 896, 24x24; o: [3, 2, 1, 2] ->
     128 * 8 = 1024, 48x48 (config.py:15, :66-70). Which net is the file's name: train.py:123
     'proto/%s_solver.prototxt', whose net is proto/%s_train_val.prototxt."""
-    blobs, _ = build(path("luoyetx", "proto", "p_train_val.prototxt"), inputs=JFDA_LOSS)
+    blobs, _ = build(path("luoyetx", "proto", "p_train_val.prototxt"))
     assert (blobs["data"], blobs["bbox_target"], blobs["landmark_target"], blobs["label"]) == (
         (896, 3, 12, 12), (896, 4), (896, 10), (896,))
     assert blobs["conv1"] == (896, 10, 10, 10)  # 3x3 convolution of 12x12
-    blobs, net = build(path("luoyetx", "proto", "r_train_val.prototxt"), inputs=JFDA_LOSS)
+    blobs, net = build(path("luoyetx", "proto", "r_train_val.prototxt"))
     assert blobs["data"] == (896, 3, 24, 24) and blobs["landmark_target"] == (896, 10)
     said = {a.layer: a for a in net.assumptions}
     assert "--input data=896x3x24x24" in said["data"].override
-    blobs, _ = build(path("zyc3136", "proto", "o_train_val.prototxt"), inputs=JFDA_LOSS)
+    blobs, _ = build(path("zyc3136", "proto", "o_train_val.prototxt"))
     assert blobs["data"] == (1024, 3, 48, 48) and blobs["label"] == (1024,)
-    blobs, _ = build(path("luoyetx", "proto", "r_train_val.prototxt"), inputs=JFDA_LOSS, phase="test")
+    blobs, _ = build(path("luoyetx", "proto", "r_train_val.prototxt"), phase="test")
     assert blobs["data"] == (896, 3, 24, 24)  # the test net's layer gets the same batch (train.py:66)
 
 
@@ -92,8 +90,8 @@ def test_face_data_layer_needs_the_net_type_from_the_file_name(tmp_path):
     other = tmp_path / "train.prototxt"
     other.write_text(text)
     with pytest.raises(InputError, match="p_, r_ or o_train_val"):
-        build(str(other), inputs=JFDA_LOSS)
-    r = run_in_process(str(other), *[f"--input={t}=1" for t in JFDA_LOSS])
+        build(str(other))
+    r = run_in_process(str(other))
     assert r.returncode == 2 and "--input data=" in r.stderr
 
 
@@ -110,15 +108,7 @@ def test_head_detection_copy_names_three_tops_and_is_refused():
 
 # --- oftenliu/caffe-mtcnn: pydata_layer(_multidb).MtcnnDataLayer ----------------------------------
 # Its five C++ layers (OftenMtcnnClassBridge, ...SoftmaxLoss, ...Accuracy, ...EuclideanLoss,
-# ...LandMarkLoss) are its own Caffe's: their tops are declared from the log to audit the rest.
-OFTEN_OWN = ("cls_bridge", "cls_loss", "cls_Acc", "bbox_loss", "landmark_loss")
-
-
-def often_inputs(nets_log):
-    with open(nets_log) as f:
-        net = parse(f.read())[0]
-    return {top: shape or (1,) for layer in net.layers if layer.name in OFTEN_OWN
-            for top, shape in zip(layer.tops, layer.shapes)}
+# ...LandMarkLoss) are its own Caffe's, sized as the fork oftenliu (tests/test_fork_oftenliu.py).
 
 
 @pytest.mark.parametrize("net, side", [("pnet", 12), ("rnet", 24), ("onet", 48)])
@@ -130,10 +120,10 @@ def test_mtcnn_data_layer_by_hand_and_as_logged(net, side):
     log_file = path("oftenliu", f"{net}.log")
     log = logged(log_file)
     assert log["PyData"] == [(384, 3, side, side), (384,), (384, 4), (384, 10)]
-    blobs, built = build(path("oftenliu", f"train_{net}.prototxt"), inputs=often_inputs(log_file))
+    blobs, built = build(path("oftenliu", f"train_{net}.prototxt"))
     assert (blobs["data"], blobs["label"], blobs["bbox"], blobs["landmark"]) == (
         (384, 3, side, side), (384,), (384, 4), (384, 10))
-    assert same_as_log(built, log, skip=OFTEN_OWN) >= 10
+    assert same_as_log(built, log) == len(log) >= 10
 
 
 MTCNN_DATA = """layer { name: "PyData" type: "Python" top: "data" top: "label" top: "bbox" top: "landmark"

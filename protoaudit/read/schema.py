@@ -63,6 +63,9 @@ FORKS = {
     "caffeonspark": "CaffeOnSpark's Caffe (yahoo/caffe: MemoryData's source and share_in_parallel)",
     "caffe_pro": "caffe-pro (yihui-he/caffe-pro, channel pruning's Caffe: ImageData's new_dim and bicubic)",
     "hsmyy": "BVLC Caffe with hsmyy's CPU CenterLoss (hsmyy/CenterLoss_Caffe_Mnist: cluster_num, alpha, loss_weight)",
+    "jfda": "BVLC Caffe with JFDA's MTCNN loss (luoyetx/Joint-Face-Detection-and-Alignment: JfdaLoss, jfda_loss_param)",
+    "oftenliu": "oftenliu's MTCNN Caffe (oftenliu/caffe, of oftenliu/caffe-mtcnn: OftenMtcnnClassBridge, "
+                "OftenMtcnnSoftmaxLoss, OftenMtcnnAccuracy, OftenMtcnnEuclideanLoss, OftenMtcnnLandMarkLoss)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
