@@ -197,7 +197,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
                 spec.path)
         try:
             try:
-                net = _built(spec, options)
+                net = _built(spec, options, strict)
             except ShapesNeeded:
                 raise
             except InputError:
@@ -206,7 +206,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
                 # a test.prototxt (DeepLab's, MobileNet-SSD's): every data source is TEST-only, so it
                 # is the TEST net alone; Caffe never builds a TRAIN net from it
                 spec.state.phase = _TEST
-                net = _built(spec, options)
+                net = _built(spec, options, strict)
         except ShapesNeeded as e:  # every net's missing shapes, in one message
             needed = e if needed is None else needed.merged(e)
             continue
@@ -222,13 +222,14 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     return nets
 
 
-def _built(spec, options):
+def _built(spec, options, strict=False):
     """The net of `spec`; where shapes are missing, built with those a Caffe log of it beside its
-    file, else a deploy net beside it, gives; else ShapesNeeded."""
+    file gives, else a deploy net beside it, else (unless `strict`) an image size assumed for a
+    dataset that is not on this machine; else ShapesNeeded."""
     try:
         return build(spec.param, spec.state, **options, read=spec.read)
     except ShapesNeeded as e:
-        net = _with_logged_inputs(spec, options, e) or _with_deploy_inputs(spec, options, e)
+        net = _with_logged_inputs(spec, options, e) or _with_deploy_inputs(spec, options, e, assume=not strict)
         if net is None:
             raise
         return net
@@ -249,51 +250,60 @@ def _with_logged_inputs(spec, options, needed):
 
     def given(top, known):
         shape = fill(known, logged_shapes[top]) if top in logged_shapes else None
-        return None if shape is None else (shape, f"its shape is the one Caffe logged for it in {name} beside the net")
+        return None if shape is None else (shape, f"its shape is the one Caffe logged for it in {name} beside the net",
+                                           f"Caffe's log {name} beside the net")
 
-    return _with_shapes_beside(spec, options, needed, given, f"Caffe's log {name} beside the net",
-                               logged_layers={**run.by_name(), **options["logged_layers"]})
+    return _with_shapes_beside(spec, options, needed, given, logged_layers={**run.by_name(), **options["logged_layers"]})
 
 
-def _with_deploy_inputs(spec, options, needed):
+def _with_deploy_inputs(spec, options, needed, assume=False):
     """The net built with the shapes its missing data tops have in a deploy net beside its file
-    (protoaudit.read.deploy); None unless every top it needs is there."""
+    (protoaudit.read.deploy), and with `assume`, for a top whose dataset is not on this machine and
+    that no deploy net gives, the image size data.assumed_image assumes; None unless every top it
+    needs is found so."""
+    from .layers.data import ASSUMED_CHANNELS, assumed_image
     from .read.deploy import fill, inputs_beside
 
     tops = {top for need in needed.needs for top, _ in need.tops}
+    absent = {top for need in needed.needs if need.absent and assume for top, _ in need.tops}
     beside = inputs_beside(spec.path, spec.param, tops) if spec.path else {}
 
     def given(top, known):
         found = beside.get(top)
         shape = fill(known, found[0]) if found else None
-        return None if shape is None else (shape, f"its shape is that of the input '{top}' of {found[1]} beside "
-                                                  f"the net ({'x'.join(map(str, found[0]))}), with the batch the "
-                                                  "layer gives")
+        colour = ""
+        if shape is None and found and top in absent and len(found[0]) == 4 and found[0][1] == 0:
+            shape = fill(known, (found[0][0], ASSUMED_CHANNELS) + found[0][2:])  # its channels: only the dataset's
+            colour = f", and {ASSUMED_CHANNELS} channels assumed"
+        if shape is not None:
+            dims = "x".join(str(d) if d else "NC"[i] for i, d in enumerate(found[0]))
+            return shape, (f"its shape is that of '{top}' in {found[1]} beside the net ({dims}), with the batch "
+                           f"the layer gives{colour}"), f"assumed: the input of {found[1]} beside the net"
+        return assumed_image(known) if top in absent else None
 
-    where = ", ".join(sorted({f"{beside[t][1]} beside the net" for t in tops if t in beside}))
-    return _with_shapes_beside(spec, options, needed, given, where)
+    return _with_shapes_beside(spec, options, needed, given)
 
 
-def _with_shapes_beside(spec, options, needed, given, logged_from, **more):
+def _with_shapes_beside(spec, options, needed, given, **more):
     """The net built with a shape for each top `needed` asks for, `given(top, known dims)` -> (shape,
-    where it comes from) or None, each listed as an assumption; None where one has none or the net
-    still needs more. `more`: other build options (a log's layers)."""
-    shapes, said = {}, []
+    why, where it comes from) or None, each listed as an assumption; None where one has none or the
+    net still needs more. `more`: other build options (a log's layers)."""
+    shapes, said, wheres = {}, [], set()
     for need in needed.needs:
         for top, known in need.tops:
             found = given(top, known)
             if found is None:
                 return None
-            shapes[top], whence = found
+            shapes[top], whence, where = found
+            wheres.add(where)
             said.append(Assumption(need.layer, f"top '{top}' is {'x'.join(map(str, shapes[top]))}: its data is not "
                                    f"on this machine, so {whence}", f"--input {top}={input_dims(known)}"))
     try:
-        net = build(spec.param, spec.state, **dict(options, logged={**options["logged"], **shapes},
-                                                   logged_from=logged_from, **more), read=spec.read)
+        return build(spec.param, spec.state, **dict(options, logged={**options["logged"], **shapes},
+                                                    logged_from="; ".join(sorted(wheres)), **more),
+                     read=spec.read, guesses=said)
     except ShapesNeeded:
         return None
-    net.assumptions[:0] = said
-    return net
 
 
 def _a_test_file(spec):

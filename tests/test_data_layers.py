@@ -109,15 +109,24 @@ def test_a_mean_file_gives_channels_and_the_stored_size(here):
     assert got["data"] == (3, 3, 6, 6)
 
 
-def test_no_dataset_and_no_size_asks_for_input_with_what_is_known(here):
+def test_no_dataset_and_no_size_assumes_224_in_colour_and_strict_asks_for_input_with_what_is_known(here):
+    """Nothing gives the size (no crop, no resize, no mean file, nothing beside the net): the image is
+    assumed 224x224 (data.ASSUMED_SIZE), in 3 channels unless the three mean values already say 3,
+    with the layer's batch; the label is one per image. --strict asks for the size instead."""
     path = write_net(here, data_layer("digits_train_lmdb", 64, "scale: 0.00390625"))
+    got, net = shapes(path)
+    assert got["data"] == (64, 3, 224, 224) and got["label"] == (64,)
+    (said,) = net.assumptions
+    assert "height and width 224x224 and 3 channels" in said.what and said.override == "--input data=64xCxHxW"
     with pytest.raises(ShapesNeeded) as e:
-        build_nets(path)
+        build_nets(path, strict=True)
     message = str(e.value)
     assert "source 'digits_train_lmdb' is not found from" in message and "--root" in message
     assert "--input data=64xCxHxW" in message
     path = write_net(here, data_layer("nope", 64, "mean_value: 1 mean_value: 2 mean_value: 3"), "mv.prototxt")
-    assert "--input data=64x3xHxW" in refused(path)
+    got, net = shapes(path)
+    assert got["data"] == (64, 3, 224, 224) and "3 channels" not in net.assumptions[0].what
+    assert "--input data=64x3xHxW" in refused(path, "--strict")
 
 
 def test_caffes_example_database_names_give_their_records_shape_where_the_layer_agrees(here):
@@ -133,9 +142,11 @@ def test_caffes_example_database_names_give_their_records_shape_where_the_layer_
     assert got["data"] == (10, 3, 24, 24)
     got, net = shapes(write_net(here, data_layer("cifar10_train_lmdb", 10, "crop_size: 227"), "big.prototxt"))
     assert got["data"] == (10, 3, 227, 227) and "3 channels (colour images)" in net.assumptions[0].what
+    alone = here / "alone"  # in a folder of its own: the nets above, beside it, would give it their crop
+    alone.mkdir()
     with pytest.raises(ShapesNeeded):
-        build_nets(write_net(here, data_layer("mnist_train_lmdb", 8, "mean_value: 1 mean_value: 2 mean_value: 3"),
-                             "mv.prototxt"))
+        build_nets(write_net(alone, data_layer("mnist_train_lmdb", 8, "mean_value: 1 mean_value: 2 mean_value: 3"),
+                             "mv.prototxt"), strict=True)
 
 
 def test_image_data_parameters(here):
@@ -299,7 +310,7 @@ def test_paths_resolve_from_cwd_then_root_then_the_net_files_folders(tmp_path, m
     moved = tmp_path / "moved.prototxt"
     moved.write_text(open(path).read())
     with pytest.raises(ShapesNeeded):
-        build_nets(str(moved))
+        build_nets(str(moved), strict=True)
     got, net = shapes(str(moved), root=str(caffe))
     assert got["data"] == (64, 1, 28, 28) and "--root" in next(o.source for o in net.origins if o.top == "data")
     # a bare name is looked for beside the net file only, not in every folder above it
@@ -308,7 +319,7 @@ def test_paths_resolve_from_cwd_then_root_then_the_net_files_folders(tmp_path, m
     deep.parent.mkdir()
     deep.write_text(open(path).read().replace("examples/mnist/train_lmdb", "bare_lmdb"))
     with pytest.raises(ShapesNeeded):
-        build_nets(str(deep))
+        build_nets(str(deep), strict=True)
 
 
 # --- failures: one line, exit 2 -------------------------------------------------------------------------
@@ -366,7 +377,7 @@ def test_truncated_image(here):
 
 def test_list_naming_a_missing_file(here):
     ds.write_list(str(here / "list.txt"), ["gone.png 0"])
-    msg = refused(image_data_net(here), cwd=here)
+    msg = refused(image_data_net(here), "--strict", cwd=here)
     assert "the first image that 'list.txt' names, 'gone.png' is not found" in msg and "--input data=2x3xHxW" in msg
     # the parameters fix the shape: the missing images do not matter
     assert shapes(image_data_net(here, extra="new_height: 8 new_width: 9"))[0]["data"] == (2, 3, 8, 9)
@@ -489,8 +500,10 @@ def test_sphereface_s_aligned_casia_list_gives_its_image_size(here):
     assert "SphereFace" in said.what and said.override.startswith("--input data=16x3x112x96")
     got, _ = shapes(write_net(here, layer % ("crop_size: 96", ""), "crop.prototxt"))
     assert got["data"] == (16, 3, 96, 96)
+    alone = here / "alone"  # in a folder of its own: the crop.prototxt beside it would give it its crop
+    alone.mkdir()
     with pytest.raises(ShapesNeeded):
-        build_nets(write_net(here, layer % ("", "is_color: false"), "grey.prototxt"))
+        build_nets(write_net(alone, layer % ("", "is_color: false"), "grey.prototxt"), strict=True)
 
 
 def test_a_check_behind_a_missing_datasets_label_says_the_label_was_bvlcs(here):

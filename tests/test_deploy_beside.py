@@ -18,6 +18,21 @@ def _copy(tmp_path, *names):
     return str(tmp_path / "train_val.prototxt")
 
 
+ASSUMED = "assumed: an image size, its dataset not being on this machine"
+
+
+def _not_taken(net):
+    """Nothing beside `net` is its own: each data top gets the image size assumed for a dataset not on
+    this machine (224x224 in colour, with the layer's batch), and --strict asks for it instead."""
+    run = run_in_process(net, "--format", "json")
+    assert run.returncode == 0, run.stderr
+    shapes = {(d["net"], d["top"]): (d["shape"], d["source"]) for d in json.loads(run.stdout)["data_shapes"]}
+    assert shapes[("train", "data")] == ([32, 3, 224, 224], ASSUMED)
+    assert shapes[("test", "data")] == ([50, 3, 224, 224], ASSUMED)
+    run = run_in_process(net, "--strict")
+    assert run.returncode == 2 and "--input data=32xCxHxW" in run.stderr and "Traceback" not in run.stderr
+
+
 def test_the_premise():
     """The LMDBs are DIGITS job folders of another machine; deploy.prototxt declares 64x3x256x256;
     the data layers give batch_size 32 (TRAIN) and 50 (TEST)."""
@@ -35,8 +50,8 @@ def test_the_data_shape_comes_from_the_deploy_net_with_the_layers_batch(tmp_path
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     shapes = {(d["net"], d["top"]): (d["shape"], d["source"]) for d in report["data_shapes"]}
-    assert shapes[("train", "data")] == ([32, 3, 256, 256], "deploy.prototxt beside the net")
-    assert shapes[("test", "data")] == ([50, 3, 256, 256], "deploy.prototxt beside the net")
+    assert shapes[("train", "data")] == ([32, 3, 256, 256], "assumed: the input of deploy.prototxt beside the net")
+    assert shapes[("test", "data")] == ([50, 3, 256, 256], "assumed: the input of deploy.prototxt beside the net")
     said = [a for a in report["assumptions"] if "deploy.prototxt" in a["assumption"]]
     assert len(said) == 2 and all(a["override"].startswith("--input data=") for a in said)
 
@@ -54,7 +69,7 @@ def test_with_its_caffe_log_beside_the_shapes_are_those_caffe_logged():
     report = json.loads(run.stdout)
     shapes = {(d["net"], d["top"]): (d["shape"], d["source"]) for d in report["data_shapes"]}
     assert shapes[("train", "data")] == ([32, 3, 256, 256], "Caffe's log caffe.log beside the net")
-    assert shapes[("test", "data")] == ([50, 3, 256, 256], "deploy.prototxt beside the net")
+    assert shapes[("test", "data")] == ([50, 3, 256, 256], "assumed: the input of deploy.prototxt beside the net")
     said = [a for a in report["assumptions"] if "caffe.log beside the net" in a["assumption"]]
     assert len(said) == 1 and said[0]["override"] == "--input data=32xCxHxW"
 
@@ -64,8 +79,7 @@ def test_a_log_of_another_net_is_not_taken(tmp_path):
     net = _copy(tmp_path, "train_val.prototxt", "caffe.log")
     text = open(net).read()
     open(net, "w").write(text.replace('name: "', 'name: "other_').replace('top: "data"', 'top: "data"'))
-    run = run_in_process(net)
-    assert run.returncode == 2 and "--input data=32xCxHxW" in run.stderr
+    _not_taken(net)
 
 
 def test_caffe_built_those_shapes():
@@ -78,11 +92,27 @@ def test_caffe_built_those_shapes():
     assert logparse.first_difference(want, got) is None, logparse.first_difference(want, got)
 
 
-def test_without_a_deploy_net_the_shape_is_asked_for(tmp_path):
+def test_without_a_deploy_net_an_image_size_is_assumed_and_said_first(tmp_path):
     net = _copy(tmp_path, "train_val.prototxt")
+    _not_taken(net)
     run = run_in_process(net)
-    assert run.returncode == 2
-    assert "--input data=32xCxHxW" in run.stderr and "Traceback" not in run.stderr
+    total = run.stdout.splitlines().index(next(line for line in run.stdout.splitlines() if line.startswith("Total:")))
+    assert run.stdout.splitlines()[total + 1] == ("  for data shapes protoaudit assumed (data 32x3x224x224; see "
+                                                  "Assumed below): give yours with --input")
+    assert "protoaudit assumes its height and width 224x224 and 3 channels" in run.stdout
+
+
+def test_a_train_net_beside_gives_its_crop(tmp_path):
+    """A net without a crop beside a version of it that crops to 227 (its train net): the data top
+    is 227x227, from that crop; the channels, which only the dataset gives, are assumed 3."""
+    net = _copy(tmp_path, "train_val.prototxt")
+    text = open(net).read()
+    assert text.count("mirror: false") == 2
+    (tmp_path / "train_crop.prototxt").write_text(text.replace("mirror: false", "mirror: false crop_size: 227"))
+    run = run_in_process(net, "--format", "json")
+    assert run.returncode == 0, run.stderr
+    shapes = {(d["net"], d["top"]): (d["shape"], d["source"]) for d in json.loads(run.stdout)["data_shapes"]}
+    assert shapes[("train", "data")] == ([32, 3, 227, 227], "assumed: the input of train_crop.prototxt beside the net")
 
 
 def test_an_input_given_wins_and_assumes_nothing():
@@ -98,8 +128,7 @@ def test_a_deploy_input_of_another_rank_is_not_taken(tmp_path):
     net = _copy(tmp_path, "train_val.prototxt", "deploy.prototxt")
     deploy = tmp_path / "deploy.prototxt"
     deploy.write_text(deploy.read_text().replace("dim: 64 dim: 3 dim: 256 dim: 256", "dim: 64 dim: 196608"))
-    run = run_in_process(net)
-    assert run.returncode == 2 and "--input data=32xCxHxW" in run.stderr
+    _not_taken(net)
 
 
 def test_a_deploy_net_of_another_net_is_not_taken(tmp_path):
@@ -108,8 +137,7 @@ def test_a_deploy_net_of_another_net_is_not_taken(tmp_path):
     net = _copy(tmp_path, "train_val.prototxt")
     shutil.copy(os.path.join(ROOT, "samples", "densenet121_ceil_mode_deploy.prototxt"),
                 tmp_path / "densenet121_deploy.prototxt")
-    run = run_in_process(net)
-    assert run.returncode == 2 and "--input data=32xCxHxW" in run.stderr
+    _not_taken(net)
 
 
 def test_in_a_folder_of_many_deploy_nets_the_one_named_after_the_net_is_read_first(tmp_path):

@@ -35,9 +35,11 @@ def test_the_proto_is_the_forks_file_verbatim():
 @pytest.mark.parametrize("path", [NET, SOLVER])
 def test_the_cifar_net_is_the_forks_and_asks_only_for_its_missing_images(path):
     """Its ImageData list (myexamples/cifar10/data/train.txt) and mean file are not in the
-    repository: protoaudit asks for the data top, as for any missing source; given it, the net
-    and its solver audit."""
+    repository: the image is assumed (224 x 224 in colour, said), and under --strict protoaudit asks
+    for the data top, as for any missing source; given it, the net and its solver audit."""
     r = run_in_process(path)
+    assert r.returncode == 0 and "data 128x3x224x224" in r.stdout, r.stderr
+    r = run_in_process(path, "--strict")
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     assert "--input data=128x3xHxW" in r.stderr and "BN" not in r.stderr and "LargeMargin" not in r.stderr
     r = run_in_process(path, "--input", "data=128x3x32x32", "--format", "json")

@@ -104,7 +104,7 @@ def test_vgg16_training_net_asks_for_its_image_and_audits_with_it():
     """ImageLabelmapData reads the image list's first image (image_labelmap_data_layer.cpp:69-73),
     absent here: the data shape is asked for; with it, the label map follows (cpp:102-117) and
     each crop comes back to the image's size (a BSDS image, 320x480)."""
-    refused = run_protoaudit(VGG)
+    refused = run_protoaudit(VGG, "--strict")  # without it, 224 x 224 is assumed
     assert refused.returncode == 2 and "--input data=1x3xHxW" in refused.stderr
     run = run_protoaudit(VGG, "--input", "data=1x3x320x480", "--format", "json")
     assert run.returncode == 0, run.stderr

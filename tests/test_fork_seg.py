@@ -281,7 +281,7 @@ def test_image_seg_data_third_top_is_caffes_automatic_blob_in_every_format(tmp_p
 def test_image_seg_data_without_a_crop_asks_for_the_image_size(tmp_path):
     path = tmp_path / "net.prototxt"
     path.write_text(SEG_DATA % ("", "mirror: true", "label_type: PIXEL"))
-    run = run_in_process(str(path))
+    run = run_in_process(str(path), "--strict")  # without it, 224 x 224 is assumed
     assert run.returncode == 2 and "--input data=2x3x" in run.stderr
     net = build_nets(str(path), inputs={"data": (2, 3, 40, 50)})[0]
     assert list(net.layer("data").top_shapes) == [(2, 3, 40, 50), (2, 1, 40, 50), (2, 1, 1, 2)]

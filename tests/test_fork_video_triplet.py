@@ -169,7 +169,7 @@ def test_the_face_net_needs_only_its_image_size():
     here); given as its deploy net's 3 x 112 x 96, batch 128: fc5 128 x 512, norml2 128 x 512 x 1 x 1, and
     the loss's dis_ and mask_ 128 x 128 floats = 65,536 bytes each, on the host (examples/face_deploy.prototxt
     declares that size, but reads it through a Flip this net lacks, so it is no deploy version of it)."""
-    r = run_in_process(FACE)
+    r = run_in_process(FACE, "--strict")  # without it, 224 x 224 is assumed
     assert r.returncode == 2 and "give --input data=128x3xHxW" in r.stderr
     assert "pair_size" not in r.stderr
     net = build_nets(FACE, inputs={"data": (128, 3, 112, 96)})[0]

@@ -115,7 +115,7 @@ def test_boxdata_without_its_database_takes_the_forks_recipe(tmp_path):
     assert tops(net, "d") == [(2, 1, 400, 400), (2, 150)]
     with pytest.raises(Exception, match="--input data=2x2xHxW"):
         build_text(tmp_path, box_net('source: "db" batch_size: 2', transform="mean_value: 1 mean_value: 2"),
-                   schema="yolov2")
+                   schema="yolov2", strict=True)
 
 
 def test_boxdata_gives_one_label_top_per_side_entry(tmp_path):

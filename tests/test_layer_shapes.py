@@ -605,7 +605,8 @@ def test_memory_data(build):
 
 def test_data_takes_its_image_size_from_the_user(build):
     text = layer("d", "Data", [], ["data", "label"], 'data_param { source: "db" batch_size: 16 }')
-    refused(build, text, "--input data=")
+    refused(build, text, "--input data=", strict=True)  # without --strict, 224 x 224 in colour is assumed
+    assert tops(build(text), "d") == [(16, 3, 224, 224), (16,)]
     net = build(text, inputs={"data": (16, 3, 32, 32)})
     assert tops(net, "d") == [(16, 3, 32, 32), (16,)]
     net = build(layer("d", "Data", [], ["data"], 'data_param { source: "db" batch_size: 16 }'),
@@ -621,7 +622,7 @@ def test_image_data(build):
     net = build(layer("d", "ImageData", [], ["data", "label"], body))
     assert tops(net, "d") == [(8, 3, 28, 28), (8,)]  # colour by default, cropped
     plain = 'image_data_param { source: "list.txt" batch_size: 8 }'
-    refused(build, layer("d", "ImageData", [], ["data", "label"], plain), "--input data=")
+    refused(build, layer("d", "ImageData", [], ["data", "label"], plain), "--input data=", strict=True)
     refused(build, layer("d", "ImageData", [], ["data"], body), "exactly 2")
     refused(build, layer("d", "ImageData", [], ["data", "label"],
                          'image_data_param { source: "l" batch_size: 8 new_height: 32 }'), "together")

@@ -162,7 +162,7 @@ def test_dense_image_data_batch_override(tmp_path):
 
 def test_dense_image_data_size_from_the_dataset_needs_input(tmp_path):
     with pytest.raises(InputError, match="--input data="):
-        build(tmp_path, dense(""))
+        build(tmp_path, dense(""), strict=True)  # without --strict, 224 x 224 is assumed
     net = build(tmp_path, dense(""), inputs={"data": (2, 3, 10, 12)})
     assert tops(net, "data") == [(2, 3, 10, 12), (2, 1, 10, 12)]
 
@@ -176,7 +176,7 @@ def test_dense_image_data_sizes_come_in_pairs(tmp_path, params):
 def test_dense_image_data_through_the_cli(protoaudit, tmp_path):
     path = tmp_path / "net.prototxt"
     path.write_text(dense(""))
-    run = protoaudit(path, "--caffe-log")
+    run = protoaudit(path, "--caffe-log", "--strict")
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert "--input data=" in run.stderr
 
@@ -381,7 +381,7 @@ def _with_dense_image_data(tmp_path, sample):
 def test_old_net_with_dense_image_data_needs_the_4_channel_input(tmp_path):
     path = _with_dense_image_data(tmp_path, "segnet_seed001_old.prototxt")
     with pytest.raises(InputError, match="--input data="):
-        build_nets(path)
+        build_nets(path, strict=True)
     # the user's 4-channel stacks: OpenCV's colour read would give 3, so the shape is declared
     net = build_nets(path, inputs={"data": (4, 4, 384, 512)})[0]
     assert net.memory_required_for_data == 1800929300

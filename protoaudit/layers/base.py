@@ -93,8 +93,6 @@ FORK_MODULES = {
     "ssd_focal": ("ssd_focal",),
     "caffe_pro": ("caffe_pro",),
     "hsmyy": ("hsmyy",),
-    "jfda": ("jfda",),
-    "oftenliu": ("oftenliu",),
 }
 _IMPORTED_FORKS = set()
 
@@ -181,12 +179,14 @@ def one_pixel(top, shape):
 
 class MissingShape(Exception):
     """A layer cannot know a top's shape: the net driver collects every such top of every net and
-    asks for them all in one message (`tops`: (name, known dims, None where unknown))."""
+    asks for them all in one message (`tops`: (name, known dims, None where unknown)). `absent`: the
+    dataset that would give them is not on this machine (the audit may then assume an image size)."""
 
-    def __init__(self, reason, tops):
+    def __init__(self, reason, tops, absent=False):
         super().__init__(reason)
         self.reason = reason
         self.tops = tops
+        self.absent = absent
 
 
 @dataclass
@@ -312,12 +312,13 @@ class Layer:
             return (self.ctx.batch,) + tuple(shape[1:])
         return tuple(shape)
 
-    def need_input(self, what, tops=None, known=None):
+    def need_input(self, what, tops=None, known=None, absent=False):
         """Stop: `tops` (default: every top of the layer) need --input. `known` maps a top to the
-        dimensions that are known (None for the others), to fill in the flag the user is given."""
+        dimensions that are known (None for the others), to fill in the flag the user is given;
+        `absent`: only a dataset not on this machine would give them (MissingShape)."""
         tops = list(self.lp.top) if tops is None else list(tops)
         known = known or {}
-        raise MissingShape(what, [(t, tuple(known.get(t) or ())) for t in tops])
+        raise MissingShape(what, [(t, tuple(known.get(t) or ())) for t in tops], absent)
 
     def defined(self, name):
         """The user's --define NAME=COUNT for a count only the data decides (None when not given);

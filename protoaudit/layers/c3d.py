@@ -261,9 +261,9 @@ class VideoData(Prefetching):
                    f"(its second word is '{start}'), which Caffe's `infile >> filename >> start_frm` reads")
         return [f"{p.root_folder}{folder}/{1 if p.use_temporal_jitter else int(start):06d}.jpg"]
 
-    def missing(self, batch, known, reason):
+    def missing(self, batch, known, reason, absent=False):
         """need_input for the data top: (batch, 3, new_length, height, width)."""
-        super().missing(batch, (known[0], self.param().new_length) + tuple(known[1:]), reason)
+        super().missing(batch, (known[0], self.param().new_length) + tuple(known[1:]), reason, absent)
 
     def label_shape(self, batch):
         p = self.param()

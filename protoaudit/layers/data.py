@@ -49,6 +49,29 @@ WINDOW_ENTRY = cached("window_file", "first_entry")
 HDF5_DATASETS = cached("hdf5_file", "datasets")
 
 
+# The image assumed for a data top whose dataset is not on this machine, where neither the layer's
+# parameters nor a log or deploy net beside the net give its size: 224x224, the training crop of the
+# ImageNet models (VGG, GoogLeNet, ResNet) most Caffe nets are built from, in colour.
+ASSUMED_SIZE = (224, 224)
+ASSUMED_CHANNELS = 3
+
+
+def assumed_image(known):
+    """(shape, why, where) of a data top from its known dimensions (batch, channels, [clip length,]
+    height, width; None where unknown): an unknown channel count ASSUMED_CHANNELS and unknown height
+    and width ASSUMED_SIZE. None where another dimension is unknown."""
+    if len(known) < 4 or known[0] is None or any(k is None for k in known[2:-2]):
+        return None
+    channels = ASSUMED_CHANNELS if known[1] is None else known[1]
+    height, width = (a if k is None else k for k, a in zip(known[-2:], ASSUMED_SIZE))
+    guessed = (["its height and width " + "x".join(map(str, ASSUMED_SIZE))] if None in known[-2:] else []) + \
+              ([f"{ASSUMED_CHANNELS} channels"] if known[1] is None else [])
+    why = (f"protoaudit assumes {' and '.join(guessed)} (the ImageNet training crop most Caffe nets are built for, "
+           "in colour): every figure that grows with the image is for that size")
+    return (known[0], channels) + tuple(known[2:-2]) + (height, width), why, \
+        "assumed: an image size, its dataset not being on this machine"
+
+
 class DataSource(Layer):
     exact_bottoms = 0
     data_source = True
@@ -176,9 +199,10 @@ class DatasetLayer(DataSource):
                     f"--input {top}={batch}xCx{height}x{width}")
         return 3
 
-    def missing(self, batch, known, reason):
-        """need_input for the data top, with the dimensions that are known."""
-        self.need_input(reason, self.lp.top[:1], known={self.lp.top[0]: (batch,) + tuple(known)})
+    def missing(self, batch, known, reason, absent=False):
+        """need_input for the data top, with the dimensions that are known; `absent`: the dataset is
+        not on this machine (not merely unread), so the audit may assume its size (assumed_image)."""
+        self.need_input(reason, self.lp.top[:1], known={self.lp.top[0]: (batch,) + tuple(known)}, absent=absent)
 
     def first_image(self, source, first_names, batch, channels, fixed):
         """The first image a list names, as Caffe reads it at setup: (image size (H, W), where it
@@ -190,14 +214,14 @@ class DatasetLayer(DataSource):
         if found is None:
             if fixed:
                 return None
-            self.missing(batch, (channels, None, None), self.files.not_found("source", source))
+            self.missing(batch, (channels, None, None), self.files.not_found("source", source), absent=True)
         names = self.files.read(first_names, found.path, what=f"source '{source}'")
         image = self.files.find(names[0])
         if image is None:
             if fixed:
                 return None
             self.missing(batch, (channels, None, None),
-                         self.files.not_found(f"the first image that '{source}' names,", names[0]))
+                         self.files.not_found(f"the first image that '{source}' names,", names[0]), absent=True)
         try:
             h, w, _, kind = self.files.read(IMAGE_HEADER, image.path, names[0],
                                             what=f"image '{names[0]}' (first in '{source}')")
@@ -400,7 +424,7 @@ class Data(Prefetching):
         elif (shape := self.of_example(source, batch, channels)) is not None:
             return shape
         elif height is None:
-            self.missing(batch, (channels, None, None), self.files.not_found("source", source))
+            self.missing(batch, (channels, None, None), self.files.not_found("source", source), absent=True)
         if channels is None:
             channels = self.assume_colour(batch, height, width, f"source '{source}' is not on disk")
             origin += "; 3 channels assumed"

@@ -123,12 +123,13 @@ class Net:
 
 
 def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=None, path=None, keep_own_batch=False,
-          root=None, logged=None, logged_from="", defines=None, read=None, logged_layers=None):
+          root=None, logged=None, logged_from="", defines=None, read=None, logged_layers=None, guesses=()):
     """Build the net `net_param` (V2, upgraded) for `state`, as Caffe's Net::Init would. Tops
     whose shape cannot be known are collected, and raised at the end as one ShapesNeeded.
     `logged` are shapes a Caffe log gives for data tops (`logged_from` says where), under --input;
     `logged_layers` the layers the log of this very net set up, by name (a layer of a type with no
-    rule takes its tops from there: Logged).
+    rule takes its tops from there: Logged); `guesses`, the Assumptions that `logged` shapes stand on
+    where they were not read from a file (a layer's CHECK that fails on them says so).
     `read`: a dict the caller keeps for the builds of one message it does not change between them
     (a file's TRAIN and TEST nets): the layers' wiring is read from the message once, for them all."""
     given = dict(inputs or {})
@@ -155,6 +156,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
     phase = phase_name(state)
     builder = _Builder(phase, inputs, batch, schema, path, keep_own_batch, root, defines)
     builder.ctx.input_sources = dict.fromkeys(logged, logged_from or "Caffe's log")
+    builder.ctx.assumptions.extend(guesses)
     builder.ctx.logged_layers = dict(logged_layers or {})
     builder.ctx.read = frozenset(name for _, wire, _ in planned for name in wire[2])
     builder.planned = planned
@@ -281,6 +283,7 @@ class Need:
     line: int
     reason: str
     tops: list  # (top name, known dims with None where unknown)
+    absent: bool = False  # only a dataset that is not on this machine would give them
 
 
 class Unwired(InputError):
@@ -462,7 +465,7 @@ class _Builder:
         return [lp for lp, _, _ in self.planned if lp.type not in self.classes]
 
     def missing(self, lp, line, m):
-        self.needs.append(Need(lp.name, lp.type, line, m.reason, m.tops))
+        self.needs.append(Need(lp.name, lp.type, line, m.reason, m.tops, m.absent))
         self.unknown.update(lp.top)
 
     def _class_of(self, lp, tops):

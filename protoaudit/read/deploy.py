@@ -75,8 +75,15 @@ def _same_net(deploy, train):
 
 def _declared(net):
     """{top: shape} of a net's inputs (V2, upgraded): legacy `input` with `input_shape` or
-    `input_dim`, and the tops of its Input layers (one shape per top, or one for all)."""
+    `input_dim`, and the tops of its Input layers (one shape per top, or one for all); and the data
+    top of a dataset layer that crops to crop_size (a train net beside a test net that does not):
+    0 for the batch, and for the channels unless mean_value gives one per channel."""
     out = {}
+    for layer in net.layer:
+        crop = layer.transform_param.crop_size if not layer.bottom and layer.HasField("transform_param") else 0
+        if crop and layer.top:
+            values = len(layer.transform_param.mean_value)
+            out[layer.top[0]] = (0, values if values > 1 else 0, crop, crop)
     for k, top in enumerate(net.input):
         if k < len(net.input_shape):
             out[top] = tuple(net.input_shape[k].dim)
@@ -92,9 +99,9 @@ def _declared(net):
 
 def fill(known, declared):
     """A needed top's shape: its known dimensions (the batch the data layer gives), the rest from
-    a declared one of the same rank; None where they do not fit."""
+    a declared one of the same rank (0 where it is not declared); None where they do not fit."""
     if not known:
-        return tuple(declared)
-    if len(known) != len(declared) or not all(d > 0 for d in declared):
+        return tuple(declared) if all(d > 0 for d in declared) else None
+    if len(known) != len(declared) or not all(k is not None or d > 0 for k, d in zip(known, declared)):
         return None
     return tuple(k if k is not None else d for k, d in zip(known, declared))

@@ -19,8 +19,8 @@ from .. import __version__
 from ..net.freeze import frozen_lines
 from .diff_text import signed
 from .svg import ENGINE_COLOURS, layer_chart, layer_chart_parts, legend_items, scales, sweep_chart
-from .text import (death_lines, describe, gap_lines, other_engine_clause, pages_clause, recipe_lines, refused_lines,
-                   shape_lines, sweep_table, verdict_lines)
+from .text import (assumed_clause, death_lines, describe, gap_lines, other_engine_clause, pages_clause, recipe_lines,
+                   refused_lines, shape_lines, sweep_table, verdict_lines)
 from .units import shapes, size
 
 CATEGORIES = ("params", "data", "diffs", "buffers", "workspace")
@@ -195,7 +195,7 @@ def _verdict(fit, audit, side=""):
 def _total_line(audit, summary):
     where = "on the device" if audit.mode == "gpu" else "of host memory"
     text = f"<b>Total: {escape(size(summary.total))}</b> ({summary.total:,} bytes) {where}"
-    for clause in (other_engine_clause(audit), pages_clause(audit)):
+    for clause in (assumed_clause(summary), other_engine_clause(audit), pages_clause(audit)):
         if clause:
             text += f"; {escape(clause)}"
     return f'<p class="total">{text}.</p>'

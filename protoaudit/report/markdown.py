@@ -8,8 +8,8 @@ that table sits in a collapsed <details> block. Every name from the net is escap
 import re
 
 from .diff_text import signed
-from .text import (death_lines, describe, net_name, other_engine_clause, pages_clause, refused_lines, sweep_table,
-                   verdict_lines)
+from .text import (assumed_clause, death_lines, describe, net_name, other_engine_clause, pages_clause, refused_lines,
+                   sweep_table, verdict_lines)
 from .units import shapes, size
 
 # HTML's own characters, and ~ (GFM's strikethrough, which not every renderer lets a backslash escape)
@@ -59,7 +59,7 @@ def details(summary_line, body):
 def _total(audit, summary):
     where = "on the device" if audit.mode == "gpu" else "of host memory"
     line = f"**Total: {size(summary.total)}** ({summary.total:,} bytes) {where}"
-    for clause in (other_engine_clause(audit), pages_clause(audit)):
+    for clause in (assumed_clause(summary), other_engine_clause(audit), pages_clause(audit)):
         if clause:
             line += f"; {clause}"
     return line + "."

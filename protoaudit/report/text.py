@@ -120,6 +120,19 @@ def pages_clause(audit):
             "(measured on an H200 and an H100; in the verdict, not in the total)")
 
 
+def assumed_clause(summary):
+    """The data shapes under the total that protoaudit assumed rather than read (a dataset not on
+    this machine, a Python layer's defaults), or None: the total holds for those sizes only."""
+    seen = {}
+    for _, o in summary.data_shapes:
+        if o.source.startswith("assumed"):
+            seen.setdefault(o.top, o.shape)
+    if not seen:
+        return None
+    said = ", ".join(f"{top} {shapes([shape])}" for top, shape in seen.items())
+    return f"for data shapes protoaudit assumed ({said}; see Assumed below): give yours with --input"
+
+
 def verdict_lines(fit, audit):
     if fit is None:
         return []
@@ -219,12 +232,9 @@ def answer_lines(audit, summary, fit=None):
     and iter_size, the rows that hold the most and why, the parameters, then the notes."""
     lines = [f"Total: {size(summary.total)} ({summary.total:,} bytes)"
              + (" on the device" if audit.mode == "gpu" else " of host memory")]
-    other = other_engine_clause(audit)
-    if other:
-        lines.append(f"  {other}")
-    pages = pages_clause(audit)
-    if pages:
-        lines.append(f"  {pages}")
+    for clause in (assumed_clause(summary), other_engine_clause(audit), pages_clause(audit)):
+        if clause:
+            lines.append(f"  {clause}")
     lines += verdict_lines(fit, audit) or ["Give --gpu-mem with your card's memory (11G, 8G...) for a verdict "
                                            "and the largest batch that fits."]
     if audit.solver_type != "none" and audit.nets and all(n.forward_only for n in audit.nets):
