@@ -93,6 +93,8 @@ FORK_MODULES = {
     "ssd_focal": ("ssd_focal",),
     "caffe_pro": ("caffe_pro",),
     "hsmyy": ("hsmyy",),
+    "jfda": ("jfda",),
+    "oftenliu": ("oftenliu",),
 }
 _IMPORTED_FORKS = set()
 
