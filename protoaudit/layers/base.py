@@ -93,6 +93,7 @@ FORK_MODULES = {
     "ssd_focal": ("ssd_focal",),
     "caffe_pro": ("caffe_pro",),
     "hsmyy": ("hsmyy",),
+    "posenet": ("posenet",),
     "jfda": ("jfda",),
     "oftenliu": ("oftenliu",),
 }
@@ -210,6 +211,7 @@ class Context:
     input_sources: dict = field(default_factory=dict)  # top -> where an `inputs` shape came from, if not --input
     logged_layers: dict = field(default_factory=dict)  # layer name -> what Caffe's log says it set up (Logged)
     read: frozenset = frozenset()  # the name of every blob a layer of the net reads (a bottom)
+    layers: tuple = ()  # the LayerParameters Net::Init sets up, in order, splits included (PoseNet's Data reads them)
 
 
 class Layer:

@@ -159,6 +159,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
     builder.ctx.assumptions.extend(guesses)
     builder.ctx.logged_layers = dict(logged_layers or {})
     builder.ctx.read = frozenset(name for _, wire, _ in planned for name in wire[2])
+    builder.ctx.layers = tuple(lp for lp, _, _ in planned)
     builder.planned = planned
     builder.left_out, builder.stages = left_out, tuple(state.stage)
     builder.add_legacy_inputs(net_param)

@@ -14,7 +14,7 @@ from ..errors import InputError, closest
 from . import special
 from . import lenient, whose
 from .folders import last_parts, shown, tails, up_from
-from .schema import FORKS, SCHEMA_NAMES, USER_PREFIX, ancestors, described, differing_names, load_schema
+from .schema import FORKS, SAME_FIELDS, SCHEMA_NAMES, USER_PREFIX, ancestors, described, differing_names, load_schema
 from .tokens import Text, has_tokens, parse
 
 # Larger than any real net (the biggest public ones are well under 1 MiB): reading such a file
@@ -548,9 +548,12 @@ def _has_field(schema, field, holder):
 
 
 def _without_descendants(readings):
-    """A fork grown from another that also reads the file is not needed for it (DESCENDS_FROM)."""
+    """A fork grown from another that also reads the file is not needed for it (DESCENDS_FROM), nor is
+    one that only a build tells from another that reads it (SAME_FIELDS: tried where that one's build
+    stops, protoaudit.audit)."""
     names = {r[2].name for r in readings}
-    return [r for r in readings if not names & set(ancestors(r[2].name))]
+    after_build = {later for name in names for later in SAME_FIELDS.get(name, ())}
+    return [r for r in readings if not names & set(ancestors(r[2].name)) and r[2].name not in after_build]
 
 
 def _try(text, name, failures):

@@ -61,6 +61,8 @@ FORKS = {
     "goodluckcwl": "Weiliang Chen's Caffe (goodluckcwl/custom-caffe: happynear's with ImageFloatData, WeightEuclideanLoss)",
     "ssd_focal": "SSD's Caffe with a focal loss (jiachen0212/ssd-focal_loss_caffe: FocalLoss, MultiBoxFocalLoss)",
     "caffeonspark": "CaffeOnSpark's Caffe (yahoo/caffe: MemoryData's source and share_in_parallel)",
+    "posenet": "PoseNet's Caffe (alexgkendall/caffe-posenet: a Data label of the record's float_data, Dropout's "
+               "sample_weights_test)",
     "caffe_pro": "caffe-pro (yihui-he/caffe-pro, channel pruning's Caffe: ImageData's new_dim and bicubic)",
     "hsmyy": "BVLC Caffe with hsmyy's CPU CenterLoss (hsmyy/CenterLoss_Caffe_Mnist: cluster_num, alpha, loss_weight)",
     "jfda": "BVLC Caffe with JFDA's MTCNN loss (luoyetx/Joint-Face-Detection-and-Alignment: JfdaLoss, jfda_loss_param)",
@@ -93,7 +95,12 @@ DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2", "ctpn": "caffe_lstm",
 # them apart: where the ancestor's layers stop on one of Caffe's checks and the descendant's build the
 # net, the file is the descendant's (protoaudit.audit, said as an assumption with the --fork that shows
 # the ancestor's refusal).
-SAME_FIELDS = {"ssd": ("faceboxes", "textboxes"), "rfcn": ("rfcn_matlab",)}
+# PoseNet's Caffe is a January 2016 BVLC Caffe whose Data layer gives the record's float_data as the label,
+# and whose Dropout takes caffe-segnet's sample_weights_test (both are Alex Kendall's; caffe-enet took it
+# too): its caffe.proto reads their files, and only a build tells it from them. A fork listed here is never
+# chosen by reading where the fork it is listed under reads the file too (protoaudit.read.load).
+SAME_FIELDS = {"ssd": ("faceboxes", "textboxes"), "rfcn": ("rfcn_matlab",),
+               "bvlc": ("posenet",), "segnet": ("posenet",), "enet": ("posenet",)}
 
 
 def described(name):
