@@ -10,7 +10,7 @@ from .errors import InputError, LayerStops
 from .memory.buffers import Buffer, device_bytes, forget_touches, host_objects, net_buffers, runs_backward
 from .memory.host import draws_random
 from .layers.base import Assumption, MissingShape, solver_test_stops
-from .net.build import OtherPhase, Rebuild, ShapesNeeded, StageNeeded, build, input_dims, rebatched
+from .net.build import LabelSized, OtherPhase, Rebuild, ShapesNeeded, StageNeeded, build, input_dims, rebatched
 from .read.glog import is_log_file
 from .net.netstate import keeps_the_same_layers, make_state
 from .read.load import ForksDisagree
@@ -259,14 +259,16 @@ def _with_logged_inputs(spec, options, needed):
 def _with_deploy_inputs(spec, options, needed, assume=False):
     """The net built with the shapes its missing data tops have in a deploy net beside its file
     (protoaudit.read.deploy), and with `assume`, for a top whose dataset is not on this machine and
-    that no deploy net gives, the image size data.assumed_image assumes; None unless every top it
-    needs is found so."""
+    that no deploy net gives, the image size data.assumed_image assumes, or for a label the loss or
+    accuracy that stops on that image gives it (the shape it takes beside its prediction,
+    Layer.label_for); None unless every top it needs is found so."""
     from .layers.data import ASSUMED_CHANNELS, assumed_image
     from .read.deploy import fill, inputs_beside
 
     tops = {top for need in needed.needs for top, _ in need.tops}
     absent = {top for need in needed.needs if need.absent and assume for top, _ in need.tops}
     beside = inputs_beside(spec.path, spec.param, tops) if spec.path else {}
+    labels = {}  # top -> LabelSized: the label a loss takes beside its prediction
 
     def given(top, known):
         found = beside.get(top)
@@ -279,29 +281,38 @@ def _with_deploy_inputs(spec, options, needed, assume=False):
             dims = "x".join(str(d) if d else "NC"[i] for i, d in enumerate(found[0]))
             return shape, (f"its shape is that of '{top}' in {found[1]} beside the net ({dims}), with the batch "
                            f"the layer gives{colour}"), f"assumed: the input of {found[1]} beside the net"
+        if top in labels:
+            e = labels[top]
+            return e.shape, (f"its shape is the label {e.kind} layer '{e.layer}' takes beside its prediction "
+                             f"{'x'.join(map(str, e.prediction))}, itself sized by the image assumed"), \
+                "assumed: the label its loss takes, its dataset not being on this machine"
         return assumed_image(known) if top in absent else None
 
-    return _with_shapes_beside(spec, options, needed, given)
+    while True:
+        try:
+            return _with_shapes_beside(spec, options, needed, given, labels=absent)
+        except LabelSized as e:
+            if e.top in labels:  # sized once already: the loss stops on something else
+                return None
+            labels[e.top] = e
 
 
 def _with_shapes_beside(spec, options, needed, given, **more):
     """The net built with a shape for each top `needed` asks for, `given(top, known dims)` -> (shape,
     why, where it comes from) or None, each listed as an assumption; None where one has none or the
-    net still needs more. `more`: other build options (a log's layers)."""
-    shapes, said, wheres = {}, [], set()
+    net still needs more. `more`: other build options (a log's layers, the labels a loss may size)."""
+    shapes, said, wheres = {}, [], {}
     for need in needed.needs:
         for top, known in need.tops:
             found = given(top, known)
             if found is None:
                 return None
-            shapes[top], whence, where = found
-            wheres.add(where)
+            shapes[top], whence, wheres[top] = found
             said.append(Assumption(need.layer, f"top '{top}' is {'x'.join(map(str, shapes[top]))}: its data is not "
                                    f"on this machine, so {whence}", f"--input {top}={input_dims(known)}"))
     try:
-        return build(spec.param, spec.state, **dict(options, logged={**options["logged"], **shapes},
-                                                    logged_from="; ".join(sorted(wheres)), **more),
-                     read=spec.read, guesses=said)
+        return build(spec.param, spec.state, **dict(options, logged={**options["logged"], **shapes}, sources=wheres,
+                                                    **more), read=spec.read, guesses=said)
     except ShapesNeeded:
         return None
 

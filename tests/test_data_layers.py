@@ -410,7 +410,7 @@ def test_hdf5_failures(here):
     ds.write_list(str(here / "list.txt"), ["ok.h5"])
     assert "has no dataset 'data'" in refused(path, cwd=here)
     ds.write_list(str(here / "list.txt"), ["gone.h5"])
-    msg = refused(path, cwd=here)
+    msg = refused(path, "--strict", cwd=here)  # without it, the top is assumed an image (test_assumed_images)
     # each top is batch_size rows of its dataset: the flag carries the batch, 2
     assert "'gone.h5' is not found" in msg and "--input data=2xCxHxW" in msg
 
@@ -483,7 +483,8 @@ def test_caffes_example_hdf5_lists_give_their_datasets_where_the_tops_are_theirs
         assert sum(b.bytes for b in buffers if b.owner.endswith(".hdf_blobs_")) == held
         assert any(b.owner.endswith("HDF5 conversion buffer") for b in buffers)
     with pytest.raises(ShapesNeeded):
-        build_nets(write_net(here, layer.format("train").replace('top: "label"', 'top: "weight"'), "other.prototxt"))
+        build_nets(write_net(here, layer.format("train").replace('top: "label"', 'top: "weight"'), "other.prototxt"),
+                   strict=True)
 
 
 def test_sphereface_s_aligned_casia_list_gives_its_image_size(here):

@@ -638,7 +638,7 @@ def test_window_data(build):
 
 def test_hdf5_data(build):
     text = layer("h", "HDF5Data", [], ["data", "label"], 'hdf5_data_param { source: "files.txt" batch_size: 10 }')
-    refused(build, text, "--input data=")
+    refused(build, text, "--input data=", strict=True)  # without --strict, images are assumed (test_assumed_images)
     net = build(text, inputs={"data": (10, 4), "label": (10, 1)})
     assert tops(net, "h") == [(10, 4), (10, 1)]
     refused(build, layer("h", "HDF5Data", [], ["data"], 'transform_param { scale: 2 } hdf5_data_param { source: "f" }'),

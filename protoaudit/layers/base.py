@@ -244,6 +244,12 @@ class Layer:
         """The shapes of the layer's parameter blobs (Caffe's `blobs_`), in Caffe's order."""
         return []
 
+    def label_for(self, prediction):
+        """The label (bottom 1) shape this layer takes beside a prediction (bottom 0) of that shape,
+        for a loss or accuracy whose label comes from a dataset that is not on this machine; None
+        for a layer that has no such rule."""
+        return None
+
     def walk_net(self, layers, blobs, bottoms):
         """For a class with `walks_net`: the checks of a LayerSetUp that reads the net built so far
         (`layers`: the LayerNodes before this one, `blobs`: the net's Blobs, `bottoms`: this

@@ -649,7 +649,7 @@ class HDF5Data(DataSource):
                 self.need_input(f"HDF5Data: {e.message} ({e.fix})", known=known)
             self.sets, origin = None, None
         if self.sets is None and not declared:
-            self.need_input(origin, known=known)
+            self.need_input(origin, known=known, absent=True)
         shapes = []
         for j, top in enumerate(tops):
             own = (batch,) + self.row_shape(self.sets[j].shape) if self.sets else None

@@ -33,6 +33,12 @@ def legacy_num_pair(layer, bottoms, same="the same number (loss_layer.cpp:25)"):
     return data, label
 
 
+def one_label_per_item(layer, prediction, axis):
+    """The prediction's shape with its class axis 1: the label check_label_count accepts."""
+    axis = canonical_axis(layer, axis, len(prediction))
+    return tuple(prediction[:axis]) + (1,) + tuple(prediction[axis + 1:])
+
+
 def check_label_count(layer, bottoms, axis):
     """One label per prediction: bottom 1 counts bottom 0's items less its class axis; returns the axis."""
     axis = canonical_axis(layer, axis, len(bottoms[0]))
@@ -52,6 +58,9 @@ class SoftmaxWithLoss(Loss):
 
     def check_bottoms(self, bottoms):
         check_label_count(self, bottoms, self.lp.softmax_param.axis)
+
+    def label_for(self, prediction):
+        return one_label_per_item(self, prediction, self.lp.softmax_param.axis)
 
     def class_weighting(self):
         """caffe-segnet's per-class loss weights (loss_param.weight_by_label_freqs); BVLC has none."""
@@ -95,6 +104,9 @@ class EuclideanLoss(Loss):
         self.check(count(bottoms[0], 1) == count(bottoms[1], 1),
                    f"inputs must have the same dimension: {bottoms[0]} vs {bottoms[1]}")
 
+    def label_for(self, prediction):
+        return tuple(prediction)
+
     def touches(self, run):
         return super().touches(run) + [touch.buffer("diff_", count(run.bottoms[0]), "forward", per_sample=True)]
 
@@ -104,6 +116,9 @@ class SigmoidCrossEntropyLoss(Loss):
     def check_bottoms(self, bottoms):
         self.check(count(bottoms[0]) == count(bottoms[1]),
                    "SigmoidCrossEntropyLoss needs inputs of the same count")
+
+    def label_for(self, prediction):
+        return tuple(prediction)
 
     def touches(self, run):
         """The inner Sigmoid's output (the bottom's size); the GPU forward borrows both bottoms'
@@ -212,6 +227,9 @@ class Accuracy(Layer):
         elif len(self.lp.top) > 1:
             tops.append((bottoms[0][axis],))
         return tops
+
+    def label_for(self, prediction):
+        return one_label_per_item(self, prediction, self.lp.accuracy_param.axis)
 
     def touches(self, run):
         t = super().touches(run)

@@ -123,13 +123,16 @@ class Net:
 
 
 def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=None, path=None, keep_own_batch=False,
-          root=None, logged=None, logged_from="", defines=None, read=None, logged_layers=None, guesses=()):
+          root=None, logged=None, logged_from="", defines=None, read=None, logged_layers=None, guesses=(),
+          sources=None, labels=()):
     """Build the net `net_param` (V2, upgraded) for `state`, as Caffe's Net::Init would. Tops
     whose shape cannot be known are collected, and raised at the end as one ShapesNeeded.
     `logged` are shapes a Caffe log gives for data tops (`logged_from` says where), under --input;
     `logged_layers` the layers the log of this very net set up, by name (a layer of a type with no
     rule takes its tops from there: Logged); `guesses`, the Assumptions that `logged` shapes stand on
-    where they were not read from a file (a layer's CHECK that fails on them says so).
+    where they were not read from a file (a layer's CHECK that fails on them says so); `sources`, where
+    each of them comes from, by top (default: `logged_from` for all). `labels`: logged tops whose size
+    was assumed, which a loss or accuracy that stops on them as its label may size instead (LabelSized).
     `read`: a dict the caller keeps for the builds of one message it does not change between them
     (a file's TRAIN and TEST nets): the layers' wiring is read from the message once, for them all."""
     given = dict(inputs or {})
@@ -155,7 +158,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
     planned = insert_splits(kept, kept_wires, list(net_param.input), holder)
     phase = phase_name(state)
     builder = _Builder(phase, inputs, batch, schema, path, keep_own_batch, root, defines)
-    builder.ctx.input_sources = dict.fromkeys(logged, logged_from or "Caffe's log")
+    builder.ctx.input_sources = {**dict.fromkeys(logged, logged_from or "Caffe's log"), **(sources or {})}
     builder.ctx.assumptions.extend(guesses)
     builder.ctx.logged_layers = dict(logged_layers or {})
     builder.ctx.read = frozenset(name for _, wire, _ in planned for name in wire[2])
@@ -173,6 +176,9 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
         except MissingShape as m:
             builder.missing(lp, line, m)
         except InputError as e:
+            label = builder.label_to_size(lp, labels) if labels and not isinstance(e, Unwired) else None
+            if label is not None:
+                raise label from None
             if not isinstance(e, Unwired):  # a layer's own CHECK: say what stands behind it
                 e.fix = _behind_check(builder.ctx, lp, e.fix, builder.upstream(lp))
             raise e.located(file=path, line=line, layer=lp.name) from None
@@ -285,6 +291,15 @@ class Need:
     reason: str
     tops: list  # (top name, known dims with None where unknown)
     absent: bool = False  # only a dataset that is not on this machine would give them
+
+
+class LabelSized(Exception):
+    """A loss or accuracy stops on a label whose shape was assumed (its dataset is not on this machine):
+    `top`, that data top, and `shape`, the one the layer takes beside its prediction (Layer.label_for)."""
+
+    def __init__(self, top, shape, layer, kind, prediction):
+        super().__init__(top)
+        self.top, self.shape, self.layer, self.kind, self.prediction = top, shape, layer, kind, prediction
 
 
 class Unwired(InputError):
@@ -719,6 +734,21 @@ class _Builder:
             "make sure the producing layer comes first and is included in this phase and stage, and that the net "
             "has no cycle",
         )
+
+    def label_to_size(self, lp, labels):
+        """LabelSized where `lp` reads as its label (bottom 1, through splits only) one of `labels` and
+        its class says what label its prediction (bottom 0) takes; else None."""
+        if len(lp.bottom) < 2 or lp.bottom[0] not in self.by_name or lp.bottom[1] not in self.by_name:
+            return None
+        blob = self.blobs[self.by_name[lp.bottom[1]]]
+        while blob.producer >= 0 and self.layers[blob.producer].type == "Split":
+            blob = self.blobs[self.layers[blob.producer].bottoms[0]]
+        cls = self.classes.get(lp.type)
+        if blob.name not in labels or cls is None:
+            return None
+        prediction = self.blobs[self.by_name[lp.bottom[0]]].shape
+        shape = cls(lp, self.ctx).label_for(prediction)
+        return None if shape is None else LabelSized(blob.name, shape, lp.name, lp.type, prediction)
 
     def upstream(self, lp):
         """The names of the blobs `lp` reads, directly or through the layers built so far."""

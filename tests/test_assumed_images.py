@@ -1,0 +1,89 @@
+"""A net whose datasets are not on this machine: the image assumed for them (data.ASSUMED_SIZE, 224 x
+224 in colour), and a label sized by the loss or accuracy that reads it, beside its prediction, where
+the assumed image does not fit it. Every shape below is derived by hand from Caffe's rules
+(conv_layer.cpp's output size, (in + 2 pad - kernel) / stride + 1; the losses' CHECKs)."""
+import json
+
+import pytest
+
+from conftest import run_in_process
+from protoaudit.audit import build_nets
+from protoaudit.net.build import ShapesNeeded
+
+DATA = ('layer {{ name: "{name}" type: "Data" top: "{top}" data_param {{ source: "/nowhere/{top}_lmdb" '
+        'batch_size: 4 backend: LMDB }} }}\n')
+HDF5 = ('layer { name: "d" type: "HDF5Data" top: "data" top: "label" '
+        'hdf5_data_param { source: "/nowhere/train.txt" batch_size: 8 } }\n')
+
+
+def conv(bottom, top, outputs, kernel, pad=0):
+    return (f'layer {{ name: "{top}" type: "Convolution" bottom: "{bottom}" top: "{top}" '
+            f'convolution_param {{ num_output: {outputs} kernel_size: {kernel} pad: {pad} }} }}\n')
+
+
+def loss(kind, *bottoms, name="loss"):
+    return (f'layer {{ name: "{name}" type: "{kind}" ' + " ".join(f'bottom: "{b}"' for b in bottoms)
+            + f' top: "{name}" }}\n')
+
+
+def write(tmp_path, text):
+    path = tmp_path / "net.prototxt"
+    path.write_text('name: "n"\n' + text)
+    return str(path)
+
+
+def shapes(net):
+    return {net.blobs[i].name: net.blobs[i].shape for node in net.layers for i in node.tops}
+
+
+def test_a_density_map_takes_the_euclidean_losss_prediction(tmp_path):
+    """data 4x3x224x224 (assumed); a 5x5 convolution without pad makes 224 - 5 + 1 = 220: the
+    density-map label EuclideanLoss compares with it is 4x1x220x220 (count(1) must agree, and the
+    prediction's own shape is the one label of that count a dataset of such maps gives)."""
+    path = write(tmp_path, DATA.format(name="data", top="data") + DATA.format(name="map", top="map")
+                 + conv("data", "pred", 1, 5) + loss("EuclideanLoss", "pred", "map"))
+    net = build_nets(path)[0]
+    got = shapes(net)
+    assert got["data"] == (4, 3, 224, 224) and got["pred"] == (4, 1, 220, 220) and got["map"] == (4, 1, 220, 220)
+    said = {a.layer: a.what for a in net.assumptions}
+    assert "224x224" in said["data"] and "EuclideanLoss layer 'loss'" in said["map"]
+    assert "4x1x220x220" in said["map"]
+    with pytest.raises(ShapesNeeded):
+        build_nets(path, strict=True)
+
+
+def test_a_segmentation_label_through_a_split_takes_one_class_per_pixel(tmp_path):
+    """Two classes per pixel, 4x2x224x224 (a 3x3 convolution with pad 1 keeps 224): SoftmaxWithLoss
+    and Accuracy each take N*H*W labels; the label (read by both, through Caffe's split) is the
+    prediction with its class axis 1, 4x1x224x224, not the 4x3x224x224 image first assumed for it."""
+    path = write(tmp_path, DATA.format(name="data", top="data") + DATA.format(name="label", top="label")
+                 + conv("data", "score", 2, 3, pad=1) + loss("SoftmaxWithLoss", "score", "label")
+                 + loss("Accuracy", "score", "label", name="accuracy"))
+    got = shapes(build_nets(path)[0])
+    assert got["score"] == (4, 2, 224, 224) and got["label"] == (4, 1, 224, 224)
+
+
+def test_an_hdf5_file_not_here_is_an_assumed_image_and_a_label_its_loss_takes(tmp_path):
+    """HDF5Data's datasets may have any rank; not on this machine, each top is first taken as an
+    image (8x3x224x224); the label, compared by EuclideanLoss with a 9x9 convolution's 216x216
+    output (224 - 9 + 1), becomes 8x1x216x216. The report says both, and --strict asks for them."""
+    path = write(tmp_path, HDF5 + conv("data", "pred", 1, 9) + loss("EuclideanLoss", "pred", "label"))
+    got = shapes(build_nets(path)[0])
+    assert got["data"] == (8, 3, 224, 224) and got["label"] == (8, 1, 216, 216)
+    run = run_in_process(path, "--format", "json")
+    assert run.returncode == 0, run.stderr
+    sources = {d["top"]: d["source"] for d in json.loads(run.stdout)["data_shapes"]}
+    assert sources == {"data": "assumed: an image size, its dataset not being on this machine",
+                       "label": "assumed: the label its loss takes, its dataset not being on this machine"}
+    run = run_in_process(path, "--strict")
+    assert run.returncode == 2 and "--input data=8xCxHxW --input label=8xCxHxW" in run.stderr
+
+
+def test_a_label_no_loss_can_size_leaves_the_refusal_saying_the_size_was_assumed(tmp_path):
+    """A Concat of the image (4x3x224x224) with a second dataset's top that a convolution shrank to
+    222: no loss reads it as a label, so the refusal stands, and says the size was assumed."""
+    path = write(tmp_path, DATA.format(name="data", top="data") + DATA.format(name="other", top="other")
+                 + conv("other", "small", 3, 3)
+                 + 'layer { name: "cat" type: "Concat" bottom: "data" bottom: "small" top: "cat" }\n')
+    run = run_in_process(path)
+    assert run.returncode == 2 and "follow from a size protoaudit assumed" in run.stderr, run.stderr
