@@ -105,6 +105,9 @@ CAFFE_COPIED_PARAMS = {
 FORK_V1_EXTRAS = {
     "mobilenet_yolo": ({"RELU6"}, {"relu6_param"}),
     "hed": ({"CROP"}, set()),
+    # torrvision/crfasrnn 650e988: caffe-crfrnn's enum names SIMPLE_FAST_MEANFIELD = 41, which no layer class
+    # registers (only multi_stage_meanfield.cpp:255 and crop_layer.cpp:124 add to the V1 enum's classes)
+    "crfrnn": ({"SIMPLE_FAST_MEANFIELD"}, set()),
     "deconvnet": ({"BIN_ACCURACY", "CROP", "DROPOUT_CHANNEL", "ELTWISE_ACCURACY", "IMAGE_SEG_DATA", "RED_SOFTMAX_LOSS",
                    "RED_ACCURACY", "SELECT_SEG_BINARY", "WINDOW_CLS_DATA", "WINDOW_SEG_DATA", "WINDOW_SEG_BINARY",
                    "WINDOW_INST_SEG_DATA"}, set()),

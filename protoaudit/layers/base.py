@@ -94,6 +94,7 @@ FORK_MODULES = {
     "caffe_pro": ("caffe_pro",),
     "hsmyy": ("hsmyy",),
     "posenet": ("posenet",),
+    "crfrnn": ("crfrnn",),
     "jfda": ("jfda",),
     "oftenliu": ("oftenliu",),
 }

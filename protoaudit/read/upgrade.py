@@ -42,6 +42,11 @@ FORK_V1_TYPES = {
     # HyeonwooNoh/caffe (DeconvNet): REGISTER_LAYER_CLASS(BN, BNLayer), bn_layer.cpp:419; UNPOOLING's
     # creator makes UnpoolingLayer (layer_factory.cpp:65-78)
     "deconvnet": {"BN": "BN", "UNPOOLING": "Unpooling"},
+    # torrvision/crfasrnn's caffe-crfrnn (650e988): REGISTER_LAYER_CLASS(MULTI_STAGE_MEANFIELD,
+    # MultiStageMeanfieldLayer), multi_stage_meanfield.cpp:255, V2 type MultiStageMeanfield as the fork's later
+    # Caffe registers it (torrvision/caffe d779ee3, multi_stage_meanfield.cpp:259); CROP, FCN's first CropLayer
+    # (REGISTER_LAYER_CLASS(CROP, CropLayer), crop_layer.cpp:124), V2 type Crop as HED's Caffe calls it
+    "crfrnn": {"MULTI_STAGE_MEANFIELD": "MultiStageMeanfield", "CROP": "Crop"},
     # xiaolonw/caffe-video_triplet's UpgradeV1LayerType (src/caffe/util/upgrade_proto.cpp:924-927)
     "video_triplet": {"RANK_HARD_LOSS": "RankHardLoss", "NORM": "Norm"},
 }
