@@ -112,3 +112,27 @@ def test_the_crf_layer_checks_what_its_source_checks(tmp_path):
     path.write_text(crf_net().replace("theta_alpha: 160 ", ""))
     run = run_in_process(str(path))
     assert run.returncode == 2 and "theta_alpha" in run.stderr
+
+
+V2_NET = os.path.join(DATA, "forks", "crfrnn", "TVG_CRFRNN_new_deploy.prototxt")
+
+
+def test_the_later_caffes_v2_nets_read_as_its_own():
+    """torrvision/caffe d779ee3 keeps the layer's sources (but for includes and its V2 registration,
+    multi_stage_meanfield.cpp:259) and adds multi_stage_meanfield_param = 146 to its V2 LayerParameter
+    (caffe.proto:388). CRF-RNN's deploy net: a 500 x 500 image, 21 classes, so the CRF's top is
+    (1, 21, 500, 500) and its parameters 3 x (1, 1, 21, 21); 10 iterations, so prob_ on the device is
+    10 x 21 x 500 x 500 floats (210,000,000 bytes). Its Crop is FCN's (crop_layer.cpp, no crop_param in its
+    caffe.proto): FCN-8s's offsets 5, 9 and 31 again."""
+    assert load(V2_NET).schema.name == "crfrnn_v2"
+    text = open(os.path.join(ROOT, "proto", "forks", "crfrnn_v2.proto")).read()
+    assert "  optional MultiStageMeanfieldParameter multi_stage_meanfield_param = 146;\n" in text
+    run = run_in_process(V2_NET)
+    assert run.returncode == 0, run.stderr
+    net = audit(V2_NET).nets[0].net
+    (crf,) = [node for node in net.layers if node.type == "MultiStageMeanfield"]
+    assert tuple(crf.top_shapes[0]) == (1, 21, 500, 500)
+    assert [tuple(p.shape) for p in crf.params] == [(1, 1, 21, 21)] * 3
+    assert owned(net, crf.name)[(f"{crf.name}.prob_ (device) x10", "device")] == 10 * 21 * 500 * 500 * F
+    crops = [node for node in net.layers if node.type == "Crop"]  # the fork's Crop: FCN's
+    assert [node.impl.crop for node in crops] == [(5, 5), (9, 9), (31, 31)]

@@ -108,6 +108,8 @@ FORK_V1_EXTRAS = {
     # torrvision/crfasrnn 650e988: caffe-crfrnn's enum names SIMPLE_FAST_MEANFIELD = 41, which no layer class
     # registers (only multi_stage_meanfield.cpp:255 and crop_layer.cpp:124 add to the V1 enum's classes)
     "crfrnn": ({"SIMPLE_FAST_MEANFIELD"}, set()),
+    # torrvision/caffe d779ee3: FCN's CROP = 40 in its V1 enum, upgraded to its own Crop (upgrade_proto.cpp:858-859)
+    "crfrnn_v2": ({"CROP"}, set()),
     "deconvnet": ({"BIN_ACCURACY", "CROP", "DROPOUT_CHANNEL", "ELTWISE_ACCURACY", "IMAGE_SEG_DATA", "RED_SOFTMAX_LOSS",
                    "RED_ACCURACY", "SELECT_SEG_BINARY", "WINDOW_CLS_DATA", "WINDOW_SEG_DATA", "WINDOW_SEG_BINARY",
                    "WINDOW_INST_SEG_DATA"}, set()),

@@ -14,10 +14,19 @@ as for the other forks here.
 
 File and line references are to that commit's caffe-crfrnn/ files.
 """
-from . import rcf, touch
-from .base import Layer, count, float32, legacy_shape, register
+from . import posenet, rcf, ssd, touch
+from .base import Layer, carry, float32, legacy_shape, register
 
 FORK = "crfrnn"
+# torrvision/caffe d779ee3, the Caffe torrvision/crfasrnn pins as its submodule since 2017: an April 2016 BVLC
+# Caffe with V2 layers whose multi_stage_meanfield.cpp, meanfield_iteration.cpp and modified_permutohedral.cpp
+# are caffe-crfrnn's but for includes, whitespace and the registration (REGISTER_LAYER_CLASS(MultiStageMeanfield),
+# cpp:259), and whose SoftmaxLayer and EltwiseLayer keep the same buffers (softmax_layer.cpp:11-25,
+# eltwise_layer.cpp:41); its data layers are of their time, as SSDH's (include/caffe/data_layers.hpp:57-109:
+# PREFETCH_COUNT = 3 batches copied into the tops, a DataReader), its ImageData reading "name label" pairs
+# (image_data_layer.cpp:40), as PoseNet's. Its Crop is caffe-crfrnn's (crop_layer.cpp, but for REGISTER_LAYER_CLASS(Crop),
+# :124): FCN's, with no crop_param.
+FORK_V2 = "crfrnn_v2"
 SOURCE = "CRF-RNN's Caffe"
 
 
@@ -189,3 +198,6 @@ class MultiStageMeanfield(Layer):
                   touch.buffer(f"pairwise_ diff (device) x{T}", T * X, "backward", per_sample=True,
                                note=f"{T} x {shape}")]
         return t
+
+
+carry(__name__, FORK_V2, MultiStageMeanfield, Crop, ssd.SSDData, ssd.SSDWindowData, posenet.ImageData)

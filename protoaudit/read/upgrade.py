@@ -47,6 +47,9 @@ FORK_V1_TYPES = {
     # Caffe registers it (torrvision/caffe d779ee3, multi_stage_meanfield.cpp:259); CROP, FCN's first CropLayer
     # (REGISTER_LAYER_CLASS(CROP, CropLayer), crop_layer.cpp:124), V2 type Crop as HED's Caffe calls it
     "crfrnn": {"MULTI_STAGE_MEANFIELD": "MultiStageMeanfield", "CROP": "Crop"},
+    # torrvision/caffe d779ee3 (crfrnn_v2): UpgradeV1LayerType's CROP -> "Crop" (upgrade_proto.cpp:858-859), the same
+    # FCN Crop (REGISTER_LAYER_CLASS(Crop), crop_layer.cpp:124)
+    "crfrnn_v2": {"CROP": "Crop"},
     # xiaolonw/caffe-video_triplet's UpgradeV1LayerType (src/caffe/util/upgrade_proto.cpp:924-927)
     "video_triplet": {"RANK_HARD_LOSS": "RankHardLoss", "NORM": "Norm"},
 }
