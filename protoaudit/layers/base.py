@@ -94,9 +94,10 @@ FORK_MODULES = {
     "caffe_pro": ("caffe_pro",),
     "hsmyy": ("hsmyy",),
     "posenet": ("posenet",),
-    "crfrnn": ("crfrnn", "crfrnn_v2"),
+    "crfrnn": ("crfrnn",),
     "jfda": ("jfda",),
     "oftenliu": ("oftenliu",),
+    "caffe_ocr": ("caffe_ocr",),
 }
 _IMPORTED_FORKS = set()
 

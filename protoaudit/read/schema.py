@@ -62,7 +62,6 @@ FORKS = {
     "ssd_focal": "SSD's Caffe with a focal loss (jiachen0212/ssd-focal_loss_caffe: FocalLoss, MultiBoxFocalLoss)",
     "caffeonspark": "CaffeOnSpark's Caffe (yahoo/caffe: MemoryData's source and share_in_parallel)",
     "crfrnn": "CRF-RNN's Caffe (torrvision/crfasrnn caffe-crfrnn, V1 layers only: MULTI_STAGE_MEANFIELD, FCN's CROP)",
-    "crfrnn_v2": "CRF-RNN's later Caffe (torrvision/caffe, torrvision/crfasrnn's submodule: MultiStageMeanfield in V2 nets)",
     "posenet": "PoseNet's Caffe (alexgkendall/caffe-posenet: a Data label of the record's float_data, Dropout's "
                "sample_weights_test)",
     "caffe_pro": "caffe-pro (yihui-he/caffe-pro, channel pruning's Caffe: ImageData's new_dim and bicubic)",
@@ -70,6 +69,9 @@ FORKS = {
     "jfda": "BVLC Caffe with JFDA's MTCNN loss (luoyetx/Joint-Face-Detection-and-Alignment: JfdaLoss, jfda_loss_param)",
     "oftenliu": "oftenliu's MTCNN Caffe (oftenliu/caffe, of oftenliu/caffe-mtcnn: OftenMtcnnClassBridge, "
                 "OftenMtcnnSoftmaxLoss, OftenMtcnnAccuracy, OftenMtcnnEuclideanLoss, OftenMtcnnLandMarkLoss)",
+    "caffe_ocr": "caffe_ocr's Caffe (senlinuc/caffe_ocr: Baidu's warp-ctc as WarpCTCLoss, CTCGreedyDecoder, "
+                 "multi-label Data and ImageData, Junhyuk Oh's Lstm on (T, N, I) sequences, Transpose, Reverse, "
+                 "Tongcheng's DenseBlock)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
