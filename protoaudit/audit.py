@@ -10,7 +10,7 @@ from .errors import InputError, LayerStops
 from .memory.buffers import Buffer, device_bytes, forget_touches, host_objects, net_buffers, runs_backward
 from .memory.host import draws_random
 from .layers.base import Assumption, MissingShape, solver_test_stops
-from .net.build import LabelSized, OtherPhase, Rebuild, ShapesNeeded, StageNeeded, build, input_dims, rebatched
+from .net.build import LabelSized, Need, OtherPhase, Rebuild, ShapesNeeded, StageNeeded, build, input_dims, rebatched
 from .read.glog import is_log_file
 from .net.netstate import keeps_the_same_layers, make_state
 from .read.load import ForksDisagree
@@ -225,11 +225,21 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
 def _built(spec, options, strict=False):
     """The net of `spec`; where shapes are missing, built with those a Caffe log of it beside its
     file gives, else a deploy net beside it, else (unless `strict`) an image size assumed for a
-    dataset that is not on this machine; else ShapesNeeded."""
+    dataset that is not on this machine; else ShapesNeeded. Where a layer stops on a size protoaudit
+    assumed (a Python layer's published defaults), the shapes such a log gives, if it gives them all."""
     try:
         return build(spec.param, spec.state, **options, read=spec.read)
     except ShapesNeeded as e:
         net = _with_logged_inputs(spec, options, e) or _with_deploy_inputs(spec, options, e, assume=not strict)
+        if net is None:
+            raise
+        return net
+    except InputError as e:  # a CHECK that fails on a size protoaudit assumed: a Caffe log beside may give it
+        guessed = getattr(e, "assumed", None)
+        if not guessed:
+            raise
+        needed = ShapesNeeded([Need(layer, None, None, "", [(top, ())]) for layer, top in guessed], spec.path)
+        net = _with_logged_inputs(spec, options, needed)
         if net is None:
             raise
         return net

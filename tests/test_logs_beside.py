@@ -50,8 +50,32 @@ def test_the_nets_then_reproduce_caffes_lines():
 
 def test_without_the_log_the_shapes_are_asked_for(tmp_path):
     shutil.copy(os.path.join(HERE, "train_ResNet_20.prototxt"), tmp_path)
-    run = run_in_process(str(tmp_path / "train_ResNet_20.prototxt"))
+    run = run_in_process(str(tmp_path / "train_ResNet_20.prototxt"), "--strict")  # else images are assumed
     assert run.returncode == 2 and "--input data=128xCxHxW" in run.stderr
+
+
+FCN = os.path.join(DATA, "logs_beside", "my_fcn")
+
+
+def test_a_log_beside_replaces_a_size_that_stops_the_net():
+    """KID-7391/my_fcn's FCN-32s reads SBDD through FCN's Python layer, whose published 500x500 VOC size
+    protoaudit assumes; its upscore (kernel 128, stride 8) makes 240 there, which the crop against 500
+    refuses, as Caffe would. Its own run, in Log/caffe.log beside it, fed 128x128 images (line 667-668:
+    data 1 3 128 128, label 1 1 128 128): those shapes replace the assumed ones, and the TRAIN net
+    then prints the log's own lines."""
+    run = run_in_process(os.path.join(FCN, "train.prototxt"), "--caffe-log")
+    assert run.returncode == 0, run.stderr
+    with open(os.path.join(FCN, "Log", "caffe.log"), errors="replace") as f:
+        want = [n for n in logparse.parse(f.read()) if n.phase == "TRAIN"]
+    got = logparse.parse(run.stdout)
+    assert logparse.first_difference(want[0], got[0]) is None, logparse.first_difference(want[0], got[0])
+
+
+def test_without_its_log_the_fcn_net_stops_on_the_assumed_size(tmp_path):
+    shutil.copy(os.path.join(FCN, "train.prototxt"), tmp_path)
+    run = run_in_process(str(tmp_path / "train.prototxt"))
+    assert run.returncode == 2 and "240 - offset 0 is smaller than 500" in run.stderr
+    assert "follow from a size protoaudit assumed" in run.stderr
 
 
 def test_a_given_input_wins_over_the_log():
