@@ -62,6 +62,7 @@ FORKS = {
     "ssd_focal": "SSD's Caffe with a focal loss (jiachen0212/ssd-focal_loss_caffe: FocalLoss, MultiBoxFocalLoss)",
     "caffeonspark": "CaffeOnSpark's Caffe (yahoo/caffe: MemoryData's source and share_in_parallel)",
     "crfrnn": "CRF-RNN's Caffe (torrvision/crfasrnn caffe-crfrnn, V1 layers only: MULTI_STAGE_MEANFIELD, FCN's CROP)",
+    "crfrnn_v2": "CRF-RNN's later Caffe (torrvision/caffe, torrvision/crfasrnn's submodule: MultiStageMeanfield in V2 nets)",
     "posenet": "PoseNet's Caffe (alexgkendall/caffe-posenet: a Data label of the record's float_data, Dropout's "
                "sample_weights_test)",
     "caffe_pro": "caffe-pro (yihui-he/caffe-pro, channel pruning's Caffe: ImageData's new_dim and bicubic)",
