@@ -86,15 +86,19 @@ def test_a_quoted_type_in_a_v1_block_names_the_enum():
     assert "type: SOFTMAX" in run.stderr and "another Caffe fork" not in run.stderr
 
 
-def test_an_unknown_type_names_its_fork_and_the_input_line():
-    """Cysu's GuidedDropout: its caffe.proto is shipped (guided_dropout_param reads), its layer has no rule."""
-    run = run_protoaudit("dgd_guided_dropout.prototxt", cwd=HERE)
+def test_an_unknown_type_names_its_fork_and_the_input_line(tmp_path):
+    """A type no fork has a rule for, whose guided_dropout_param says it is Cysu's: refused naming the fork
+    and the --input line. (Cysu's GuidedDropout itself is sized: tests/test_fork_cysu.py.)"""
+    with open(os.path.join(HERE, "dgd_guided_dropout.prototxt")) as f:
+        text = f.read().replace('type: "GuidedDropout"', 'type: "GuidedDropoutV2"')
+    (tmp_path / "dgd_guided_dropout.prototxt").write_text(text)
+    run = run_protoaudit("dgd_guided_dropout.prototxt", cwd=tmp_path)
     assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
     msg = run.stderr
     assert msg.startswith("protoaudit: dgd_guided_dropout.prototxt:6: layer 'guided_drop7': ")
-    assert "'GuidedDropout'" in msg and "Cysu" in msg and "--input dropped=NxCxHxW" in msg
-    # that line given, the rest is audited: InnerProduct, N x num_output
-    tops = _tops("dgd_guided_dropout.prototxt", "--input", "dropped=2x256")
+    assert "'GuidedDropoutV2'" in msg and "Cysu" in msg and "--input dropped=NxCxHxW" in msg
+    # the original file is sized with Cysu's layer: its top is bottom 0's shape; InnerProduct N x num_output
+    tops = _tops("dgd_guided_dropout.prototxt")
     assert tops["guided_drop7"] == [[2, 256]] and tops["fc"] == [[2, 5]]
 
 

@@ -76,6 +76,7 @@ FORK_MODULES = {
     "hed": ("hed", "rcf"),
     "rcf": ("rcf",),
     "tsn": ("tsn",),
+    "cysu": ("cysu",),
     "deconvnet": ("deconvnet",),
     "happynear": ("happynear",),
     "c3d": ("c3d",),
@@ -94,10 +95,9 @@ FORK_MODULES = {
     "caffe_pro": ("caffe_pro",),
     "hsmyy": ("hsmyy",),
     "posenet": ("posenet",),
-    "crfrnn": ("crfrnn", "crfrnn_v2"),
+    "crfrnn": ("crfrnn",),
     "jfda": ("jfda",),
     "oftenliu": ("oftenliu",),
-    "caffe_ocr": ("caffe_ocr",),
 }
 _IMPORTED_FORKS = set()
 
