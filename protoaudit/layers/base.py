@@ -95,9 +95,10 @@ FORK_MODULES = {
     "caffe_pro": ("caffe_pro",),
     "hsmyy": ("hsmyy",),
     "posenet": ("posenet",),
-    "crfrnn": ("crfrnn",),
+    "crfrnn": ("crfrnn", "crfrnn_v2"),
     "jfda": ("jfda",),
     "oftenliu": ("oftenliu",),
+    "caffe_ocr": ("caffe_ocr",),
 }
 _IMPORTED_FORKS = set()
 
