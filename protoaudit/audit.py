@@ -293,9 +293,9 @@ def _with_deploy_inputs(spec, options, needed, assume=False):
                            f"the layer gives{colour}"), f"assumed: the input of {found[1]} beside the net"
         if top in labels:
             e = labels[top]
-            return e.shape, (f"its shape is the label {e.kind} layer '{e.layer}' takes beside its prediction "
-                             f"{'x'.join(map(str, e.prediction))}, itself sized by the image assumed"), \
-                "assumed: the label its loss takes, its dataset not being on this machine"
+            return e.shape, (f"its shape is the one {e.kind} layer '{e.layer}' takes for it beside its first "
+                             f"input, {'x'.join(map(str, e.prediction))}"), \
+                "assumed: what the layer reading it takes, its dataset not being on this machine"
         return assumed_image(known) if top in absent else None
 
     while True:

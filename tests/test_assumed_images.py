@@ -46,7 +46,7 @@ def test_a_density_map_takes_the_euclidean_losss_prediction(tmp_path):
     got = shapes(net)
     assert got["data"] == (4, 3, 224, 224) and got["pred"] == (4, 1, 220, 220) and got["map"] == (4, 1, 220, 220)
     said = {a.layer: a.what for a in net.assumptions}
-    assert "224x224" in said["data"] and "EuclideanLoss layer 'loss'" in said["map"]
+    assert "224x224" in said["data"] and "EuclideanLoss layer 'loss' takes for it beside its first input" in said["map"]
     assert "4x1x220x220" in said["map"]
     with pytest.raises(ShapesNeeded):
         build_nets(path, strict=True)
@@ -74,7 +74,7 @@ def test_an_hdf5_file_not_here_is_an_assumed_image_and_a_label_its_loss_takes(tm
     assert run.returncode == 0, run.stderr
     sources = {d["top"]: d["source"] for d in json.loads(run.stdout)["data_shapes"]}
     assert sources == {"data": "assumed: an image size, its dataset not being on this machine",
-                       "label": "assumed: the label its loss takes, its dataset not being on this machine"}
+                       "label": "assumed: what the layer reading it takes, its dataset not being on this machine"}
     run = run_in_process(path, "--strict")
     assert run.returncode == 2 and "--input data=8xCxHxW --input label=8xCxHxW" in run.stderr
 
