@@ -556,9 +556,9 @@ def test_unknown_type_in_a_forks_net_names_that_fork(cli, tmp_path):
 
 
 def test_an_unknown_type_no_fork_has_takes_the_fork_of_the_files_other_types(cli, tmp_path):
-    """caffe_ocr's nets beside their Lstm (whose: caffe_ocr, by name) may carry its ReverseTime, which no
-    fork protoaudit knows names: the message points it to the fork the file's Lstm comes from (the
-    Lstm itself is sized by caffe-lstm's and CTPN's Caffes, neither of which reads an Input layer)."""
+    """A ReverseTime beside an Lstm on an Input layer: caffe_ocr's Caffe, now shipped, reads the file (its
+    Lstm on (T, N, I) sequences, and the Input layer, which caffe-lstm's and CTPN's Caffes do not read),
+    so the message says its layers have no rule for the type, and asks for its top."""
     write(tmp_path, "net.prototxt", """name: "ocr"
 layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 2 dim: 3 dim: 32 dim: 96 } } }
 layer { name: "t" type: "ReverseTime" bottom: "data" top: "t" }
@@ -566,9 +566,8 @@ layer { name: "l1" type: "Lstm" bottom: "t" top: "l1" }
 layer { name: "l2" type: "Lstm" bottom: "l1" top: "l2" }
 """)
     msg = refused(cli("net.prototxt"))
-    assert ("unknown layer type 'ReverseTime': no fork protoaudit knows has it; most likely a layer of the fork "
-            "this file's 'Lstm' comes from, caffe_ocr (senlinuc/caffe_ocr") in msg
-    assert "unknown layer type 'Lstm' in BVLC Caffe: protoaudit sizes it with --fork caffe_lstm or --fork ctpn" in msg
+    assert "unknown layer type 'ReverseTime': protoaudit has no rule for it in caffe_ocr's Caffe (senlinuc/caffe_ocr" in msg
+    assert "give --input t=NxCxHxW" in msg and "'Lstm'" not in msg
     says_what_to_do(msg)
 
 

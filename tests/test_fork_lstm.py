@@ -158,15 +158,13 @@ def test_a_python_layer_whose_tops_nobody_reads(tmp_path):
     assert tops(declared, "p") == [(2, 5)]
 
 
-def test_a_file_whose_fields_no_one_shipped_schema_has_all_of(tmp_path):
+def test_a_file_with_ctpns_transpose_and_a_later_bvlcs_scale_is_caffe_ocrs(tmp_path):
     """caffe_ocr's nets (senlinuc/caffe_ocr) carry CTPN's transpose_param and a 2016 BVLC's scale_param,
-    which CTPN's 2015 schema lacks: refused naming both, not called a fork's unknown field (nor a
-    misspelling of slice_param)."""
+    which CTPN's 2015 schema lacks: caffe_ocr's caffe.proto, shipped, has both, and reads the file."""
     text = ('input: "x" input_shape { dim: 2 dim: 3 dim: 4 }\n'
             'layer { name: "t" type: "Transpose" bottom: "x" top: "t" transpose_param { dim: 2 dim: 0 dim: 1 } }\n'
             'layer { name: "s" type: "Scale" bottom: "t" top: "s" scale_param { bias_term: true } }\n')
     path = tmp_path / "net.prototxt"
     path.write_text(text)
-    with pytest.raises(InputError, match="field \"scale_param\" of LayerParameter is BVLC Caffe's .*the file's "
-                                         "other fields are CTPN's Caffe"):
-        build_nets(str(path))
+    (net,) = build_nets(str(path))
+    assert net.schema == "caffe_ocr" and tops(net, "t") == [(4, 2, 3)]

@@ -193,9 +193,7 @@ def test_a_bottom_that_two_stages_could_make_or_a_solver_state_is_still_refused(
 
 @pytest.mark.parametrize("type_name, fork", [
     # each type is registered (REGISTER_LAYER_CLASS) in that repository's src/caffe/layers/, read there
-    ("WarpCTCLoss", "senlinuc/caffe_ocr"),  # warp_ctc_loss_layer.cpp
     ("ContinuationIndicator", "warrentdrew/Caffe_SSD_LSTM_LPR"),  # continuation_indicator_layer.cpp
-    ("MultiStageMeanfield", "torrvision/crfasrnn"),  # multi_stage_meanfield.cpp
     ("CosinAddm", "xialuxi/arcface-caffe"),  # cosin_add_m_layer.cpp
     ("BoxOutput", "zhaoweicai/mscnn"),  # box_output_layer.cpp
     ("BoxGroupOutput", "zhaoweicai/cascade-rcnn"),  # box_group_output_layer.cpp

@@ -95,8 +95,9 @@ def test_forks_that_would_size_a_file_differently_make_it_ambiguous(tmp_path, mo
     class OtherBN(BN):
         pass
 
-    # PSPNet's, TSN's and L-Softmax's Caffes read a bare BN too (with a BN of their own, tests/test_fork_seg.py,
-    # tests/test_fork_tsn.py; L-Softmax's sized as PSPNet's): here they get segnet's, so that only ducha differs
+    # PSPNet's, TSN's, L-Softmax's and Cysu's Caffes read a bare BN too (with a BN of their own,
+    # tests/test_fork_seg.py, tests/test_fork_tsn.py; L-Softmax's sized as PSPNet's, Cysu's as L-Softmax's):
+    # here PSPNet's and TSN's get segnet's
     monkeypatch.setitem(FORK_REGISTRY, "pspnet", {**fork_layers("pspnet"), "BN": BN})
     monkeypatch.setitem(FORK_REGISTRY, "tsn", {**fork_layers("tsn"), "BN": BN})
     monkeypatch.setitem(FORK_REGISTRY, "ducha", {"BN": OtherBN})
@@ -104,7 +105,8 @@ def test_forks_that_would_size_a_file_differently_make_it_ambiguous(tmp_path, mo
     with pytest.raises(InputError) as e:
         load.load(str(path))
     assert "more than one Caffe fork reads this file, and they size its layers differently" in str(e.value)
-    assert "segnet (" in str(e.value) and "ducha (" in str(e.value) and "--fork (segnet, ducha, pspnet, tsn, largemargin)" in str(e.value)
+    assert "segnet (" in str(e.value) and "ducha (" in str(e.value)
+    assert "--fork (segnet, ducha, pspnet, cysu, tsn, largemargin)" in str(e.value)
     assert load.load(str(path), "ducha").schema.name == "ducha"
     monkeypatch.setitem(FORK_REGISTRY, "ducha", {"BN": BN})
     load.READINGS.clear()

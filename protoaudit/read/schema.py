@@ -93,7 +93,9 @@ DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2", "ctpn": "caffe_lstm",
                  "rfcn": "fastrcnn", "rfcn_matlab": "rfcn",
                  "triplet_loss": "video_triplet",  # wujiyang/Triplet-Loss ports caffe-video_triplet's layers
                  "goodluckcwl": "happynear",  # goodluckcwl/custom-caffe is happynear/caffe-windows (ms) of early 2018
-                 "rcf": "hed"}
+                 "rcf": "hed",
+                 # senlinuc/caffe_ocr took Tongcheng's DenseBlock and CTPN's Lstm, Transpose and Reverse
+                 "caffe_ocr": ("tongcheng", "ctpn")}
 # Descendants whose caffe.proto reads a file as their ancestor's does (FaceBoxes' is SSD's byte for
 # byte; TextBoxes' is SSD's of 2016, fewer fields; R-FCN's MATLAB Caffe's has py-R-FCN's fields by the
 # same names), so that only a build tells
@@ -248,11 +250,14 @@ def _field_kind(field, repeated=None):
 
 
 def ancestors(name):
-    """The forks `name` descends from, nearest first."""
-    found = []
-    while name in DESCENDS_FROM:
-        name = DESCENDS_FROM[name]
-        found.append(name)
+    """The forks `name` descends from (a fork may have grown from several), nearest first."""
+    found, todo = [], [name]
+    while todo:
+        parents = DESCENDS_FROM.get(todo.pop(0), ())
+        for parent in (parents,) if isinstance(parents, str) else parents:
+            if parent not in found:
+                found.append(parent)
+                todo.append(parent)
     return found
 
 
