@@ -272,13 +272,13 @@ def _with_deploy_inputs(spec, options, needed, assume=False):
     that no deploy net gives, the image size data.assumed_image assumes, or for a label the loss or
     accuracy that stops on that image gives it (the shape it takes beside its prediction,
     Layer.label_for); None unless every top it needs is found so."""
-    from .layers.data import ASSUMED_CHANNELS, assumed_image
+    from .layers.data import ASSUMED_CHANNELS, ASSUMED_IMAGES, assumed_image
     from .read.deploy import fill, inputs_beside
 
     tops = {top for need in needed.needs for top, _ in need.tops}
     absent = {top for need in needed.needs if need.absent and assume for top, _ in need.tops}
     beside = inputs_beside(spec.path, spec.param, tops) if spec.path else {}
-    labels = {}  # top -> LabelSized: the label a loss takes beside its prediction
+    image, passed, labels = ASSUMED_IMAGES[0], "", {}  # labels: top -> LabelSized, the shape a layer takes
 
     def given(top, known):
         found = beside.get(top)
@@ -296,15 +296,46 @@ def _with_deploy_inputs(spec, options, needed, assume=False):
             return e.shape, (f"its shape is the one {e.kind} layer '{e.layer}' takes for it beside its first "
                              f"input, {'x'.join(map(str, e.prediction))}"), \
                 "assumed: what the layer reading it takes, its dataset not being on this machine"
-        return assumed_image(known) if top in absent else None
+        guessed.add(top)
+        return assumed_image(known, image, passed) if top in absent else None
 
+    first = None  # the refusal at the first image, where no image fits
+    for image in ASSUMED_IMAGES if absent else ASSUMED_IMAGES[:1]:
+        labels, guessed = {}, set()
+        try:
+            net = _labelled(spec, options, needed, given, absent, labels)
+            if net is not None and guessed & absent:
+                _check_sizes(net, assumed=True)
+            return net
+        except InputError as e:
+            if not getattr(e, "assumed", None):
+                raise
+            first = first or e
+            passed = _passed_over(passed, image, e)
+    first.fix += " (no other image protoaudit tries fits either: " + ", ".join(
+        "x".join(map(str, shape)) for shape, _ in ASSUMED_IMAGES[1:]) + ")"
+    raise first
+
+
+def _labelled(spec, options, needed, given, absent, labels):
+    """_with_shapes_beside, again for each label a layer sizes (LabelSized: into `labels`), until none
+    is sized again alike (its layer stops on something else) or every one has been sized thrice (the
+    slices of one label, each sized by its own loss)."""
+    tries = {}
     while True:
         try:
             return _with_shapes_beside(spec, options, needed, given, labels=absent)
         except LabelSized as e:
-            if e.top in labels:  # sized once already: the loss stops on something else
+            tries[e.top] = tries.get(e.top, 0) + 1
+            if e.top in labels and labels[e.top].shape == e.shape or tries[e.top] > 3:
                 return None
             labels[e.top] = e
+
+
+def _passed_over(passed, image, error):
+    """Why the images tried so far were passed over, for the assumption of the one taken."""
+    said = f"{'x'.join(map(str, image[0]))} stops layer '{error.layer}'"
+    return f"{passed}, {said}" if passed else f"; {said}"
 
 
 def _with_shapes_beside(spec, options, needed, given, **more):
@@ -360,23 +391,37 @@ def _log_shapes(log):
             layers)
 
 
-def _check_sizes(net):
-    """Blob::Reshape's CHECKs (blob.cpp:24-34): no blob, top or parameter, has more than
-    kMaxBlobAxes (32) axes or holds more than INT_MAX elements. Each distinct shape is looked at
-    once (a net has few); only a net with one too large is walked for the first layer it fails at."""
+def _check_sizes(net, assumed=False):
+    """Raise _size_error's error, if any; `assumed`: the net's data shapes were assumed, so the
+    error says so (and carries `assumed`, for the audit to try another image)."""
+    error = _size_error(net)
+    if error is None:
+        return
+    if assumed:
+        error.assumed = True
+        error.fix += ("; but first: the shapes here follow from an image protoaudit assumed, its dataset not being on "
+                      "this machine: give yours with --input")
+    raise error
+
+
+def _size_error(net):
+    """The InputError of Blob::Reshape's CHECKs (blob.cpp:24-34), or None: no blob, top or parameter,
+    has more than kMaxBlobAxes (32) axes or holds more than INT_MAX elements. Each distinct shape is
+    looked at once (a net has few); only a net with one too large is walked for the first layer it
+    fails at."""
     shapes = {blob.shape for blob in net.blobs}
     shapes.update(p.shape for layer in net.layers if layer.params for p in layer.params)
     if all(len(shape) <= MAX_AXES and prod(shape) <= INT_MAX for shape in shapes):
-        return
+        return None
     for layer in net.layers:
         for index in layer.tops:
             blob = net.blobs[index]
             if len(blob.shape) > MAX_AXES:
-                raise InputError(f"top '{blob.name}' would have {len(blob.shape):,} axes; a Caffe blob has at most "
-                                 f"{MAX_AXES}", file=net.path, line=layer.line, layer=layer.name,
-                                 fix="give the shape with fewer dims")
+                return InputError(f"top '{blob.name}' would have {len(blob.shape):,} axes; a Caffe blob has at "
+                                  f"most {MAX_AXES}", file=net.path, line=layer.line, layer=layer.name,
+                                  fix="give the shape with fewer dims")
             if blob.count > INT_MAX:
-                raise InputError(
+                return InputError(
                     f"top '{blob.name}' would hold {blob.count:,} elements {blob.shape}; a Caffe blob holds "
                     f"at most {INT_MAX:,}",
                     file=net.path, line=layer.line, layer=layer.name,
@@ -384,11 +429,12 @@ def _check_sizes(net):
                 )
         for k, param in enumerate(layer.params):
             if param.count > INT_MAX:
-                raise InputError(
+                return InputError(
                     f"parameter {k} would hold {param.count:,} elements {param.shape}; a Caffe blob holds at most "
                     f"{INT_MAX:,}", file=net.path, line=layer.line, layer=layer.name,
                     fix="use a smaller num_output or kernel",
                 )
+    return None
 
 
 def _check_choice(name, value, choices):

@@ -87,3 +87,46 @@ def test_a_label_no_loss_can_size_leaves_the_refusal_saying_the_size_was_assumed
                  + 'layer { name: "cat" type: "Concat" bottom: "data" bottom: "small" top: "cat" }\n')
     run = run_in_process(path)
     assert run.returncode == 2 and "follow from a size protoaudit assumed" in run.stderr, run.stderr
+
+
+def ip(bottom, top, outputs):
+    return (f'layer {{ name: "{top}" type: "InnerProduct" bottom: "{bottom}" top: "{top}" '
+            f'inner_product_param {{ num_output: {outputs} }} }}\n')
+
+
+def test_a_sliced_label_is_as_wide_as_its_pieces_losses_need(tmp_path):
+    """A label sliced at 1 on axis 1 into a 1-wide target and the rest, each compared by EuclideanLoss
+    with an InnerProduct of 1 and of 3 outputs: the first piece must be 4x1, the second 4x3, so the
+    label the Slice cuts is 4 x (1 + 3) = 4x4 (slice_layer.cpp: the pieces' widths along the axis
+    add up to the bottom's)."""
+    path = write(tmp_path, DATA.format(name="data", top="data") + DATA.format(name="label", top="label")
+                 + 'layer { name: "cut" type: "Slice" bottom: "label" top: "l1" top: "l2" '
+                   'slice_param { axis: 1 slice_point: 1 } }\n'
+                 + ip("data", "p1", 1) + ip("data", "p3", 3)
+                 + loss("EuclideanLoss", "p1", "l1", name="loss1") + loss("EuclideanLoss", "p3", "l2", name="loss2"))
+    got = shapes(build_nets(path)[0])
+    assert got["label"] == (4, 4) and got["l1"] == (4, 1) and got["l2"] == (4, 3)
+
+
+def test_a_net_that_adds_its_input_back_takes_a_grey_image(tmp_path):
+    """A residual super-resolution net: a 3x3 convolution with pad 1 to one channel, summed with its
+    input by Eltwise, which needs both of one shape. No colour image fits (3 channels against 1 at
+    224, 227 and 299); the grey 1x224x224 does, and the assumption says what stopped the others."""
+    path = write(tmp_path, DATA.format(name="data", top="data") + conv("data", "res", 1, 3, pad=1)
+                 + 'layer { name: "sum" type: "Eltwise" bottom: "data" bottom: "res" top: "sum" }\n')
+    net = build_nets(path)[0]
+    assert shapes(net)["data"] == (4, 1, 224, 224)
+    (said,) = net.assumptions
+    assert "1 channel (grey images" in said.what and "3x224x224 stops layer 'sum'" in said.what
+    assert "3x299x299 stops layer 'sum'" in said.what
+
+
+def test_a_blob_over_caffes_limit_at_224_takes_a_smaller_image(tmp_path):
+    """A 1x1 convolution to 50,000 channels: at 224x224, 4 x 50,000 x 224 x 224 = 10,035,200,000
+    elements, over Caffe's INT_MAX (2,147,483,647) per blob, as at 227 and 299 and in grey; CIFAR's
+    32x32 makes 4 x 50,000 x 32 x 32 = 204,800,000, which Caffe holds."""
+    path = write(tmp_path, DATA.format(name="data", top="data") + conv("data", "wide", 50000, 1))
+    got = shapes(build_nets(path)[0])
+    assert got["data"] == (4, 3, 32, 32) and got["wide"] == (4, 50000, 32, 32)
+    with pytest.raises(Exception, match="2,147,483,647"):
+        build_nets(path, inputs={"data": (4, 3, 224, 224)})

@@ -236,10 +236,13 @@ def test_hdf5data_refuses_a_crop_its_code_cannot_make(volumes, crop, tops_, mess
 
 
 def test_heartsegs_train_net_asks_for_its_volumes_then_audits():
-    """3D-DSN's train net reads ../train.list, not here: the data and label tops are asked for, their
-    crop known (batch 4, 64 x 64 x 64); given them, it audits. conv1a (3x3x3, pad 1) keeps 64; pool1-3
-    (the fork's N-D Pooling, kernel 2, stride 2) halve it: 32, 16, 8."""
+    """3D-DSN's train net reads ../train.list, not here: under --strict the data and label tops are asked
+    for, their crop known (batch 4, 64 x 64 x 64), and without it their channels are assumed; given them,
+    it audits. conv1a (3x3x3, pad 1) keeps 64; pool1-3 (the fork's N-D Pooling, kernel 2, stride 2)
+    halve it: 32, 16, 8."""
     r = run_in_process(TRAIN)
+    assert r.returncode == 0 and "data 4x3x64x64x64" in r.stdout, r.stderr
+    r = run_in_process(TRAIN, "--strict")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert "source '../train.list' is not found" in r.stderr
     assert "--input data=4xCx64x64x64 --input label=4xCx64x64x64" in r.stderr and "did you mean" not in r.stderr

@@ -116,9 +116,13 @@ def test_the_inception_net_at_the_readmes_image_size():
     assert layer_buffers(net, "ctcloss") == {("workspace_", "device"): 53_876_992}
 
 
-def test_at_the_assumed_224_image_the_ctc_check_refuses_naming_the_assumption():
+def test_at_the_assumed_224_image_the_ctc_check_refuses_and_a_32_high_image_fits():
     """At 224x224 the CNN leaves 28 columns of 25 rows: N = 64*25 = 1,600 sequences against 64 label
-    rows, which cpp:56's CHECK refuses; the message says the size was assumed."""
+    rows, which cpp:56's CHECK refuses (so at 227, 299 and in grey); under --strict's --input at that
+    size the message says so. A 32x32 image, 32 high as the README's 280x32 text lines, leaves one
+    row: N = 64, one sequence per label row, and the net audits, said as assumed."""
+    r = run_in_process(INCEPTION, "--input", "data=64x3x224x224")
+    assert r.returncode == 2 and "cpp:56" in r.stderr
     r = run_in_process(INCEPTION)
-    assert r.returncode == 2
-    assert "cpp:56" in r.stderr and "assumed" in r.stderr and "--input data=64x3xHxW" in r.stderr
+    assert r.returncode == 0, r.stderr
+    assert "top 'data' is 64x3x32x32" in r.stdout and "3x224x224 stops layer 'ctcloss'" in r.stdout

@@ -247,6 +247,12 @@ class Layer:
         """The shapes of the layer's parameter blobs (Caffe's `blobs_`), in Caffe's order."""
         return []
 
+    def bottom_for(self, top_index, shape, bottom):
+        """The shape of bottom 0 that gives top `top_index` the shape `shape` (bottom 0 is `bottom`
+        now), for a top a later layer sizes (a label whose dataset is absent: label_for); None for a
+        layer that has no such rule."""
+        return None
+
     def label_for(self, prediction):
         """The label (bottom 1) shape this layer takes beside a prediction (bottom 0) of that shape,
         for a loss or accuracy whose label comes from a dataset that is not on this machine; None

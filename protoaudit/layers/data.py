@@ -49,25 +49,38 @@ WINDOW_ENTRY = cached("window_file", "first_entry")
 HDF5_DATASETS = cached("hdf5_file", "datasets")
 
 
-# The image assumed for a data top whose dataset is not on this machine, where neither the layer's
-# parameters nor a log or deploy net beside the net give its size: 224x224, the training crop of the
-# ImageNet models (VGG, GoogLeNet, ResNet) most Caffe nets are built from, in colour.
-ASSUMED_SIZE = (224, 224)
-ASSUMED_CHANNELS = 3
+# The images assumed, in this order, for a data top whose dataset is not on this machine, where
+# neither the layer's parameters nor a log or deploy net beside the net give its size: the first
+# the net takes (a layer stops on the others). First the training crop of the ImageNet models most
+# Caffe nets are built from (VGG, GoogLeNet, ResNet), in colour; then the other crops and images
+# Caffe's nets are commonly built for. ASSUMED_CHANNELS is the channel count assumed alone.
+ASSUMED_IMAGES = (
+    ((3, 224, 224), "the ImageNet training crop most Caffe nets are built for, in colour"),
+    ((3, 227, 227), "AlexNet's and CaffeNet's crop"),
+    ((3, 299, 299), "Inception v3's crop"),
+    ((1, 224, 224), "grey images, or the luminance a super-resolution net reads"),
+    ((3, 32, 32), "CIFAR's images"),
+    ((1, 28, 28), "MNIST's images"),
+)
+ASSUMED_CHANNELS = ASSUMED_IMAGES[0][0][0]
 
 
-def assumed_image(known):
+def assumed_image(known, image=ASSUMED_IMAGES[0], passed=""):
     """(shape, why, where) of a data top from its known dimensions (batch, channels, [clip length,]
-    height, width; None where unknown): an unknown channel count ASSUMED_CHANNELS and unknown height
-    and width ASSUMED_SIZE. None where another dimension is unknown."""
+    height, width; None where unknown), the unknown ones `image`'s ((C, H, W), what it is), or None
+    where another dimension is unknown or the known ones make it an image already assumed.
+    `passed`: why the images before it were passed over."""
+    (c, h, w), what = image
     if len(known) < 4 or known[0] is None or any(k is None for k in known[2:-2]):
         return None
-    channels = ASSUMED_CHANNELS if known[1] is None else known[1]
-    height, width = (a if k is None else k for k, a in zip(known[-2:], ASSUMED_SIZE))
-    guessed = (["its height and width " + "x".join(map(str, ASSUMED_SIZE))] if None in known[-2:] else []) + \
-              ([f"{ASSUMED_CHANNELS} channels"] if known[1] is None else [])
-    why = (f"protoaudit assumes {' and '.join(guessed)} (the ImageNet training crop most Caffe nets are built for, "
-           "in colour): every figure that grows with the image is for that size")
+    channels = c if known[1] is None else known[1]
+    height, width = (a if k is None else k for k, a in zip(known[-2:], (h, w)))
+    guessed = ([f"its height and width {h}x{w}"] if None in known[-2:] else []) + \
+              ([f"{c} channel{'s' if c > 1 else ''}"] if known[1] is None else [])
+    if None not in known[-2:]:  # only the channels were guessed
+        what = "colour" if c == 3 else "grey"
+    why = (f"protoaudit assumes {' and '.join(guessed)} ({what}){passed}: every figure that grows with the "
+           "image is for that size")
     return (known[0], channels) + tuple(known[2:-2]) + (height, width), why, \
         "assumed: an image size, its dataset not being on this machine"
 

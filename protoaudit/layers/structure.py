@@ -14,6 +14,9 @@ class Split(Layer):
         refuse_in_place(self)  # each Split top keeps its own diff
         return [tuple(bottoms[0])] * len(self.lp.top)
 
+    def bottom_for(self, top_index, shape, bottom):
+        return tuple(shape)
+
     def shares(self):
         """Every top is the bottom's data (ShareData); each keeps a diff of its own."""
         return [(j, 0, "data") for j in range(len(self.lp.top))]
@@ -86,6 +89,27 @@ class Slice(Layer):
             self.check(size % n == 0, f"axis {axis} of size {size} cannot be sliced into {n} equal parts")
             sizes = [size // n] * n
         return [tuple(shape[:axis]) + (s,) + tuple(shape[axis + 1:]) for s in sizes]
+
+    def bottom_for(self, top_index, shape, bottom):
+        """The bottom whose slice `top_index` is `shape`: its width along the axis the pieces' widths
+        (the slice points'; the last piece, unless it is this one, keeps its width in `bottom`, at least
+        1), an even split's n times this one's."""
+        p, n = self.lp.slice_param, len(self.lp.top)
+        axis = p.slice_dim if p.HasField("slice_dim") else p.axis % len(shape) if -len(shape) <= p.axis < len(shape) \
+            else None
+        if axis is None or axis >= len(shape):
+            return None
+        points = list(p.slice_point)
+        if not points:
+            total = shape[axis] * n
+        elif top_index == n - 1:
+            total = points[-1] + shape[axis]
+        elif shape[axis] != points[top_index] - (points[top_index - 1] if top_index else 0):
+            return None  # no bottom gives this piece that width
+        else:
+            last = bottom[axis] - points[-1] if axis < len(bottom) else 0
+            total = points[-1] + max(last, 1)
+        return tuple(shape[:axis]) + (total,) + tuple(shape[axis + 1:])
 
     def shares(self):
         """With a single top Caffe shares the bottom's data and diff instead of copying."""

@@ -739,18 +739,22 @@ class _Builder:
         )
 
     def label_to_size(self, lp, labels):
-        """LabelSized where `lp` reads as its label (bottom 1, through splits only) one of `labels` and
+        """LabelSized where `lp` reads as its label (bottom 1) one of `labels`, directly or through
+        layers that say what bottom gives a top of a shape (Layer.bottom_for: a Split, a Slice), and
         its class says what label its prediction (bottom 0) takes; else None."""
         if len(lp.bottom) < 2 or lp.bottom[0] not in self.by_name or lp.bottom[1] not in self.by_name:
             return None
-        blob = self.blobs[self.by_name[lp.bottom[1]]]
-        while blob.producer >= 0 and self.layers[blob.producer].type == "Split":
-            blob = self.blobs[self.layers[blob.producer].bottoms[0]]
         cls = self.classes.get(lp.type)
-        if blob.name not in labels or cls is None:
-            return None
         prediction = self.blobs[self.by_name[lp.bottom[0]]].shape
-        shape = cls(lp, self.ctx).label_for(prediction)
+        shape = None if cls is None else cls(lp, self.ctx).label_for(prediction)
+        blob = self.blobs[self.by_name[lp.bottom[1]]]
+        while shape is not None and blob.name not in labels:
+            node = self.layers[blob.producer] if blob.producer >= 0 else None
+            if node is None or not node.bottoms or blob.index not in node.tops:
+                return None
+            bottom = self.blobs[node.bottoms[0]]
+            shape = node.impl.bottom_for(node.tops.index(blob.index), shape, bottom.shape)
+            blob = bottom
         return None if shape is None else LabelSized(blob.name, shape, lp.name, lp.type, prediction)
 
     def upstream(self, lp):
