@@ -361,7 +361,8 @@ def test_another_forks_regionloss_is_not_sized_with_the_ports(tmp_path):
     (tmp_path / "n.prototxt").write_text(
         'input: "x"\ninput_shape { dim: 1 dim: 125 dim: 13 dim: 13 }\ninput: "lab"\ninput_shape { dim: 1 dim: 150 }\n'
         'layer { name: "a" type: "ReLU6" bottom: "x" top: "x" }\n'
-        'layer { name: "r" type: "RegionLoss" bottom: "x" bottom: "lab" top: "loss" }\n')
+        'layer { name: "r" type: "RegionLoss" bottom: "x" bottom: "lab" top: "loss" }\n'
+        'layer { name: "s" type: "Silence" bottom: "loss" }\n')  # a layer reads its top: it is not the net's end
     r = run_in_process("n.prototxt", cwd=tmp_path)
     assert r.returncode == 2 and "mobilenet_yolo lacks RegionLoss" in r.stderr and "yolov2 lacks ReLU6" in r.stderr
     r = run_in_process("n.prototxt", "--fork", "mobilenet_yolo", cwd=tmp_path)
@@ -387,8 +388,9 @@ def test_another_caffes_detection_loss_is_not_the_ports(tmp_path):
     (tmp_path / "n.prototxt").write_text(
         'input: "x"\ninput_shape { dim: 1 dim: 6 dim: 4 dim: 4 }\n'
         'layer { name: "l" type: "DetectionLoss" bottom: "x" top: "loss" detection_loss_param { cls_num: 2 } }\n')
-    r = run_in_process("n.prototxt", cwd=tmp_path)
-    assert r.returncode == 2 and "MS-CNN's Caffe" in r.stderr and "YOLOv2" not in r.stderr
+    r = run_in_process("n.prototxt", cwd=tmp_path)  # no layer reads its top: taken as a loss, and said so
+    assert r.returncode == 0 and "MS-CNN's Caffe" in r.stdout and "YOLOv2" not in r.stdout, r.stderr
+    assert "taken as Caffe's LossLayer" in r.stdout
 
 
 def test_only_outputs_five_wide_pass_the_forks_test(tmp_path):

@@ -113,16 +113,22 @@ def test_param_blocks_say_its_weights_are_not_counted(tmp_path):
     assert run.stdout.count("it has 1 param { } block: its weights are not counted") == 2
 
 
-def test_a_net_file_with_an_unknown_type_is_refused_without_its_log(tmp_path):
-    """Without Caffe's log, nothing says what the layer makes: refused, as before."""
+def test_without_its_log_the_unknown_losses_are_taken_as_caffes_loss_layers(tmp_path):
+    """Without Caffe's log, nothing says what the layers make; no layer reads their tops and their
+    types are named like losses, so each is taken as a LossLayer, a scalar top of loss weight 1, and
+    said so (in the train and the test net): what the log beside it shows them to be ("Top shape: (1)",
+    "with loss weight 1")."""
     import shutil
 
     alone = shutil.copy(NET, tmp_path)
-    for extra in ((), ("--caffe-log",)):
-        run = run_in_process(alone, *extra, *BVLC)
-        assert run.returncode == 2, (extra, run.stdout)
-        assert "unknown layer type 'K1_EuclideanLoss'" in run.stderr and "'loss_1'" in run.stderr
-        assert len(run.stderr.strip().splitlines()) == 1 and "Traceback" not in run.stderr
+    run = run_in_process(alone, "--caffe-log", *BVLC)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    for name in UNKNOWN:
+        at = lines.index(f"Setting up {name}")
+        assert lines[at + 1:at + 3] == ["Top shape: (1)", "    with loss weight 1"]
+    run = run_in_process(alone, *BVLC)
+    assert run.stdout.count("no layer reads its tops") == 4 and "taken as Caffe's LossLayer" in run.stdout
 
 
 def test_a_net_file_with_its_log_given_or_beside_is_sized_as_the_log_set_it_up(tmp_path):

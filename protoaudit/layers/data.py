@@ -836,6 +836,26 @@ class Declared(Layer):
         return True
 
 
+class Unread(Declared):
+    """A layer of a type protoaudit has no rule for whose tops no layer of the net reads: a custom loss
+    or metric at the net's end. Nothing else depends on their shapes, so the rest of the net is
+    audited: a type named like a loss (`...Loss`) is taken as Caffe's LossLayer (a scalar top 0 of loss
+    weight 1 by default, so the layers below it run backward), any other top is counted empty. What
+    its code allocates is a gap, reported; the net driver says the rest as an assumption."""
+
+    gap = "its own buffers (protoaudit has no rule for its type)"
+
+    @property
+    def loss_by_default(self):
+        return self.lp.type.lower().endswith("loss")
+
+    def reshape(self, bottoms):
+        shapes = [(0,)] * len(self.lp.top)
+        if self.loss_by_default:
+            shapes[0] = ()
+        return [self.override(j, shape) for j, shape in enumerate(shapes)]
+
+
 # the fields of a layer's *_param that only a layer with weights has
 WEIGHT_FIELDS = ("num_output", "weight_filler", "bias_filler", "filler")
 

@@ -12,7 +12,7 @@ from .. import layers as _layers  # noqa: F401  (registers every layer type)
 from ..errors import InputError, closest
 from ..layers.base import (NET_INPUT, REGISTRY, Assumption, Context, MissingShape, ShapeOrigin, count, fork_layers,
                            one_pixel)
-from ..layers.data import DataSource, Declared, Logged
+from ..layers.data import DataSource, Declared, Logged, Unread
 from ..options import INT_MAX, MAX_AXES
 from ..records import RECORD
 from .netstate import included, layer_phase, phase_name
@@ -412,6 +412,7 @@ class _Builder:
         self.memory = 0
         self.param_owner = {}  # param name -> (layer index, param index)
         self.planned = []  # every layer Net::Init will set up, for naming a later producer
+        self.has_loss = None  # whether a planned layer is a loss (unread: found at the first need)
         self.left_out, self.stages = {}, ()  # top -> a layer the NetState leaves out that makes it; its stages
         self.before = []  # the layers of the net made again (rebatched)
         self.classes = {**REGISTRY, **fork_layers(schema)}  # layer_class's answers, as one table
@@ -473,11 +474,26 @@ class _Builder:
         undeclared = [t for t in lp.top if t not in self.ctx.inputs]
         if cls is None and undeclared and (typo := _typo(lp, self.ctx.schema)) is not None:
             raise typo
-        if cls is None or (issubclass(cls, Declared) and undeclared and cls.asks(lp)):
+        if (cls is None and not self.unread(lp)) or (cls is not None and issubclass(cls, Declared) and undeclared
+                                                     and cls.asks(lp)):
             reason = _unknown_type(lp, self.ctx.schema, self.unsized()).message if cls is None else cls.why(lp)
             self.missing(lp, line, MissingShape(reason, [(t, ()) for t in undeclared]))
         self.unknown.update(lp.top)
         return True
+
+    def unread(self, lp):
+        """Whether `lp`, of a type with no rule, is sized as Unread: a loss or a metric at the net's end,
+        with bottoms, whose tops no layer reads; a type named like a loss (...Loss), or any such layer of
+        a net that has a loss (its known types' or a loss_weight) for it to sit beside."""
+        if not (lp.bottom and lp.top) or any(t in self.ctx.read for t in lp.top):
+            return False
+        if lp.type.lower().endswith("loss"):
+            return True
+        if self.has_loss is None:
+            self.has_loss = any(other.loss_weight or other.type.lower().endswith("loss")
+                                or getattr(self.classes.get(other.type), "loss_by_default", False)
+                                for other, _, _ in self.planned)
+        return self.has_loss
 
     def unsized(self):
         """The net's layers of types no class sizes."""
@@ -515,8 +531,12 @@ class _Builder:
                 e = _unknown_type(lp, ctx.schema, self.unsized())
                 if not tops:
                     raise e
-                raise MissingShape(e.message, [(t, ()) for t in tops if t not in ctx.inputs])
-            cls = Declared  # the user declared its tops: build on, and report the gap
+                if not self.unread(lp):
+                    raise MissingShape(e.message, [(t, ()) for t in tops if t not in ctx.inputs])
+                cls = Unread  # no layer reads its tops: build on around it (a custom loss), and say so
+                ctx.assumptions.append(_unread_assumption(lp, e))
+            else:
+                cls = Declared  # the user declared its tops: build on, and report the gap
         if not bottom:
             propagate_down = ()
         elif propagate_down and len(propagate_down) != len(bottom):
@@ -868,6 +888,17 @@ def _forks_sizing(type_name, schema):
         return []
     return [f for f in FORKS if f != schema and type_name in fork_layers(f)
             and not fork_layers(f)[type_name].has_own_version(load_schema(schema))]
+
+
+def _unread_assumption(lp, unknown):
+    """The Assumption of a layer sized as Unread: the unknown type's message, and what was taken."""
+    tops, said = ", ".join(f"'{t}'" for t in lp.top), unknown.message.split("; a fork's own caffe.proto")[0]
+    taken = ("taken as Caffe's LossLayer: top 0 a scalar of loss weight 1, and the layers below it run "
+             "backward" if lp.type.lower().endswith("loss") else "counted empty")
+    return Assumption(lp.name, f"{said}; no layer reads its tops ({tops}), so they are {taken}; what "
+                      "its own code allocates is not counted",
+                      " ".join(f"--input {t}=NxCxHxW" for t in lp.top) + " (its tops' shapes), or its fork's "
+                      "caffe.proto with --caffe-proto")
 
 
 def _unknown_type(lp, schema, beside=()):

@@ -1,0 +1,49 @@
+"""A layer of a type protoaudit has no rule for at the net's end (no layer reads its tops): a custom
+loss or metric. Nothing else depends on its tops, so the rest of the net is audited around it, and
+the report says what was taken: a type named like a loss as Caffe's LossLayer (loss_layer.cpp: a
+scalar top, loss weight 1 unless the file gives one, so the layers below it run backward), any other
+top counted empty where the net has a loss beside it. Shapes by hand: a 3x3 convolution of an 8x8
+input makes 6x6."""
+import pytest
+
+from conftest import build_text, run_in_process
+from protoaudit.errors import InputError
+
+HEAD = ('layer { name: "in" type: "Input" top: "x" top: "y" input_param { shape { dim: 2 dim: 3 dim: 8 dim: 8 } '
+        'shape { dim: 2 } } }\n'
+        'layer { name: "conv" type: "Convolution" bottom: "x" top: "c" convolution_param { num_output: 4 kernel_size: 3 } }\n')
+
+
+def test_an_unknown_loss_at_the_end_is_a_loss_layer_and_the_net_runs_backward(tmp_path):
+    net = build_text(tmp_path, HEAD + 'layer { name: "l" type: "FancyLoss" bottom: "c" bottom: "y" top: "loss" }\n')
+    node = net.layer("l")
+    assert list(node.top_shapes) == [()] and list(node.loss_weights) == [1.0]
+    assert next(b for b in net.blobs if b.name == "c").shape == (2, 4, 6, 6)
+    assert next(b for b in net.blobs if b.name == "c").need_backward  # the convolution learns from it
+    (said,) = net.assumptions
+    assert "unknown layer type 'FancyLoss'" in said.what and "taken as Caffe's LossLayer" in said.what
+    assert said.override.startswith("--input loss=NxCxHxW")
+
+
+def test_an_unknown_metric_beside_a_loss_is_counted_empty(tmp_path):
+    text = (HEAD + 'layer { name: "ip" type: "InnerProduct" bottom: "c" top: "p" inner_product_param { num_output: 5 } }\n'
+            'layer { name: "loss" type: "SoftmaxWithLoss" bottom: "p" bottom: "y" top: "loss" }\n'
+            'layer { name: "m" type: "FancyMetric" bottom: "p" bottom: "y" top: "score" }\n')
+    net = build_text(tmp_path, text)
+    assert list(net.layer("m").top_shapes) == [(0,)]
+    assert "counted empty" in net.assumptions[0].what
+
+
+def test_an_unknown_layer_whose_top_is_read_or_in_a_net_without_a_loss_is_asked_for(tmp_path):
+    with pytest.raises(InputError, match="unknown layer type 'FancyMetric'"):
+        build_text(tmp_path, HEAD + 'layer { name: "m" type: "FancyMetric" bottom: "c" top: "score" }\n')
+    with pytest.raises(InputError, match="unknown layer type 'FancyLoss'"):
+        build_text(tmp_path, HEAD + 'layer { name: "l" type: "FancyLoss" bottom: "c" bottom: "y" top: "loss" }\n'
+                   'layer { name: "s" type: "Silence" bottom: "loss" }\n')
+
+
+def test_the_report_lists_it_as_not_counted(tmp_path):
+    (tmp_path / "n.prototxt").write_text(HEAD + 'layer { name: "l" type: "FancyLoss" bottom: "c" bottom: "y" top: "loss" }\n')
+    run = run_in_process("n.prototxt", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "Not counted: layer 'l' (FancyLoss)" in run.stdout and "no layer reads its tops ('loss')" in run.stdout
