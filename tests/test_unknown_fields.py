@@ -178,6 +178,25 @@ def test_a_params_propagate_down_names_its_fork_and_is_refused(tmp_path):
     assert "did you mean" not in run.stderr
 
 
+def test_a_fillers_fork_field_is_read_past_even_where_it_looks_misspelt(tmp_path):
+    """mikuhatsune/e2e_face's InnerProduct fills its weights from `weight_filler { values: ... }`, a
+    repeated field of its fork's FillerParameter; BVLC's has `value`. A filler fills parameters at
+    setup (filler.hpp) and shapes nothing, so the field is read past: the total is the same net's
+    without it, and the assumption says what it may be."""
+    net = ('input: "x" input_shape { dim: 2 dim: 6 }\n'
+           'layer { name: "ip" type: "InnerProduct" bottom: "x" top: "y" inner_product_param { num_output: 6 '
+           'weight_filler { type: "constant" %s } } }\n')
+    (tmp_path / "fork.prototxt").write_text(net % "values: 1 values: 0 values: 0")
+    (tmp_path / "plain.prototxt").write_text(net % "value: 1")
+    fork = run_protoaudit("fork.prototxt", "--format", "json", cwd=tmp_path)
+    plain = run_protoaudit("plain.prototxt", "--format", "json", cwd=tmp_path)
+    assert fork.returncode == 0, fork.stderr
+    assert json.loads(fork.stdout)["total_bytes"] == json.loads(plain.stdout)["total_bytes"]
+    said = [a["assumption"] for a in json.loads(fork.stdout)["assumptions"]]  # one per `values:` given
+    assert len(said) == 3 and all("FillerParameter.values" in a and "did you mean 'value'?" in a for a in said)
+    assert run_protoaudit("fork.prototxt", "--strict", cwd=tmp_path).returncode == 2
+
+
 def test_a_misspelt_solver_field_is_still_refused(tmp_path):
     (tmp_path / "n.prototxt").write_text(open(os.path.join(HERE, "plain_train_val.prototxt")).read())
     (tmp_path / "s.prototxt").write_text('net: "n.prototxt"\nbase_lrr: 0.1\n')

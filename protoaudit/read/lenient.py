@@ -45,6 +45,9 @@ FIELD_FORKS = {
 # `engine` field Caffe's schema lacks is read past only on the others.
 ENGINE_SIZED = frozenset(("Convolution", "Deconvolution", "Pooling", "LRN", "Softmax", "SoftmaxWithLoss", "ReLU",
                           "Sigmoid", "TanH"))
+# Messages none of whose fields changes a shape or a byte: a filler fills parameters at setup. A field of
+# one that no schema has is read past even where it looks like a misspelling (said so in the assumption).
+NEVER_SIZES = frozenset(("FillerParameter",))
 # A data layer's field that says in what order records are read, never what a record holds.
 _ORDER_FIELDS = re.compile(r"^(shuffle\w*|seed)$")
 
@@ -140,6 +143,8 @@ def judged(field, message, line, layer, layer_type, tops, names):
         why = "a net-wide setting: every shape and byte is worked out from the layers and the inputs"
     elif message == "LayerParameter" and field == "engine" and layer_type and layer_type not in ENGINE_SIZED:
         why = f"a {layer_type} layer allocates the same under every engine"
+    elif message in NEVER_SIZES:
+        why = "a filler's setting: it fills the parameters at setup, and never shapes them"
     elif message.endswith("DataParameter") and _ORDER_FIELDS.match(field):
         why = "it orders the records a data layer reads, never what a record holds"
     else:

@@ -434,9 +434,11 @@ def _misspelt(failures):
 
 
 def _fork_field(failure):
-    """Whether a 'has no field named' failure names a field of a fork protoaudit knows of (lenient.FIELD_FORKS)."""
+    """Whether a 'has no field named' failure names a field of a fork protoaudit knows of (lenient.FIELD_FORKS),
+    or one of a message none of whose fields sizes anything (lenient.NEVER_SIZES), which is read past."""
     found = _NO_FIELD.search(failure)
-    return bool(found) and (found.group(1).rsplit(".", 1)[-1], found.group(2)) in lenient.FIELD_FORKS
+    holder = found.group(1).rsplit(".", 1)[-1] if found else ""
+    return bool(found) and ((holder, found.group(2)) in lenient.FIELD_FORKS or holder in lenient.NEVER_SIZES)
 
 
 def _takes_its_bottoms(reading):
@@ -528,7 +530,7 @@ def _past_unknown_fields(path, text):
             continue
         refused = skipped.why is None and (layer is None or layer.bottom or not layer.top
                                            or holder == "LayerParameter")  # (--input stands for a data source's)
-        if skipped.near or refused:
+        if (skipped.near and holder not in lenient.NEVER_SIZES) or refused:
             # a field another shipped schema has is no misspelling: the file needs a fork with both
             elsewhere = tuple(described(other) for other in SCHEMA_NAMES
                               if other != schema.name and _has_field(load_schema(other), field, holder))
