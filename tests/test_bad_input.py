@@ -210,6 +210,18 @@ def test_a_type_named_after_the_one_it_extends_is_no_misspelling(cli, tmp_path):
     says_what_to_do(msg)
 
 
+def test_a_git_lfs_pointer_is_named_as_one(cli, tmp_path):
+    """A repository that keeps its prototxt files in Git LFS, cloned without LFS, holds pointer files
+    (the LFS spec: a `version https://git-lfs.github.com/spec/v1` line, the object's oid and size):
+    tried as a new user would (DBC-Lab/Brain_MRI_Enhancement's solver), it was read as a net and
+    refused for a field named 'version'."""
+    write(tmp_path, "solver.prototxt", "version https://git-lfs.github.com/spec/v1\n"
+          "oid sha256:cd2d440fdbc4444d97c68699a77581455ebbcf4a6a6367c02bc93d9dc2fad1ae\nsize 1512\n")
+    msg = refused(cli("solver.prototxt"))
+    assert "Git LFS pointer" in msg and "git lfs pull" in msg and "field" not in msg
+    says_what_to_do(msg)
+
+
 def test_missing_bottom(cli, tmp_path):
     write(tmp_path, "net.prototxt", NET.replace('bottom: "data"', 'bottom: "dat"'))
     msg = refused(cli("net.prototxt"))

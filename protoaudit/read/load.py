@@ -81,7 +81,13 @@ def read_text(path):
     text = data.decode("utf-8", errors="replace")
     if not text.strip() or not has_tokens(text):
         raise InputError("the file is empty", file=path, fix="give a net or solver prototxt")
+    if text.startswith(LFS_POINTER):
+        raise InputError("this is a Git LFS pointer, not the file: the repository keeps the file itself in LFS",
+                         file=path, fix="run `git lfs pull` in the repository (Git LFS installed), then give the file")
     return text
+
+
+LFS_POINTER = "version https://git-lfs.github.com/spec/v1\n"  # a pointer file's first line (the LFS spec)
 
 
 def looks_binary(head):
