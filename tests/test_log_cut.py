@@ -184,3 +184,14 @@ def test_two_nets_with_two_reasons_are_each_told_theirs(tmp_path):
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert "for the TRAIN net, " in run.stderr and "'train-data2' where the log set up 'train-data'" in run.stderr
     assert "for the TEST net, " in run.stderr and "'val-data2' where the log set up 'val-data'" in run.stderr
+
+
+def test_many_cut_nets_are_counted_not_listed():
+    """A log of a ConvLSTM net prints its eight unrolled sub-nets as TEST nets (tried as a new user
+    would: DengPingFan/DAVSOD's logc20.log): the message counts them, where it listed "TEST and TEST ..."."""
+    from protoaudit.read.netspecs import _nets_named
+
+    assert _nets_named(["TRAIN"]) == "the TRAIN net"
+    assert _nets_named(["TRAIN", "TEST"]) == "the TRAIN and TEST nets"
+    assert _nets_named(["TEST"] * 8) == "8 TEST nets"
+    assert _nets_named(["TRAIN", "TEST", "TEST"]) == "3 nets (1 TRAIN, 2 TEST)"

@@ -118,9 +118,23 @@ def _cut_unread(cut, files, path):
     net = os.path.basename(named.pop()) if len(named) == 1 and None not in named else None
     give = f"the net file, {net} as Caffe ran it," if net else "the net file,"
     return InputError(
-        f"glog cut the printed text of the {' and '.join(n.phase for n in cut)} net{'s' if len(cut) > 1 else ''} "
-        f"at its 30,000-byte limit, and {why}", file=path, line=cut[0].params.line,
+        f"glog cut the printed text of {_nets_named(n.phase for n in cut)} at its 30,000-byte limit, and {why}",
+        file=path, line=cut[0].params.line,
         fix=f"give {give} with this log for its data shapes: protoaudit {net or 'NET.prototxt'} --log {path}")
+
+
+def _nets_named(phases):
+    """"the TRAIN net", "the TRAIN and TEST nets", "8 TEST nets" (a log of unrolled sub-nets), or
+    "4 nets (1 TRAIN, 3 TEST)"."""
+    phases = list(phases)
+    counts = {p: phases.count(p) for p in dict.fromkeys(phases)}
+    if len(phases) == 1:
+        return f"the {phases[0]} net"
+    if all(n == 1 for n in counts.values()):
+        return f"the {' and '.join(counts)} nets"
+    if len(counts) == 1:
+        return f"{len(phases)} {phases[0]} nets"
+    return f"{len(phases)} nets ({', '.join(f'{n} {p}' for p, n in counts.items())})"
 
 
 def _named_file(net, log_path, schema, defines, strict):
