@@ -15,7 +15,7 @@ src/caffe/layers/often_mtcnn_*_layer.cpp.
 from . import touch
 from .base import Layer, count, legacy_shape, register
 from .losses import Accuracy as BvlcAccuracy
-from .losses import Loss, check_label_count
+from .losses import Loss, SoftmaxWithLoss
 from .normalization import softmax_buffers
 
 FORK = "oftenliu"
@@ -27,6 +27,15 @@ def label_stop(layer, run):
         return [touch.stop("backward", f"{layer.lp.type} cannot backpropagate to label inputs (LOG(FATAL) in "
                                        "its Backward_cpu)", fix="set propagate_down: 0 on its label bottom")]
     return []
+
+
+def host_backward(layer, run):
+    """label_stop, then the backward of a layer with CPU code only: top 0's diff read on the host and
+    bottom 0's diff written, where the net asks for it."""
+    t = label_stop(layer, run)
+    if run.propagate_down and run.propagate_down[0]:
+        t += [touch.top(0, "diff", "backward", device="host"), touch.bottom(0, "diff", "backward")]
+    return t
 
 
 @register("OftenMtcnnClassBridge", fork=FORK)
@@ -52,20 +61,17 @@ class OftenMtcnnClassBridge(Layer):
     def touches(self, run):
         t = [touch.bottom(j, "data", "forward", device="host") for j in range(2)]
         t += [touch.top(j, "data", "forward", device="host") for j in range(len(run.tops))]
-        t += label_stop(self, run)
-        if run.propagate_down and run.propagate_down[0]:
-            t += [touch.top(0, "diff", "backward", device="host"), touch.bottom(0, "diff", "backward")]
-        return t
+        return t + host_backward(self, run)
 
 
 @register("OftenMtcnnSoftmaxLoss", fork=FORK)
-class OftenMtcnnSoftmaxLoss(Loss):
+class OftenMtcnnSoftmaxLoss(SoftmaxWithLoss):
     """OftenMtcnnSoftmaxLossLayer: BVLC's SoftmaxWithLoss rewritten to skip labels -1 and -2 and to
     pass back only the 70% of the samples with the largest loss (softmax_loss_layer.cpp:105-163). A
     LossLayer (loss weight 1 unless the file says otherwise, LossLayer::LayerSetUp, cpp:27), 1 or 2
     tops (hpp:72-74): the scalar loss and, with two, the probabilities, shaped like bottom 0 (cpp:65-68)
     and sharing prob_'s data at each forward (cpp:198-200). The label count must be bottom 0's count
-    up to the softmax axis (cpp:58-64).
+    up to the softmax axis (cpp:58-64): BVLC's shape rule, inherited.
 
     LayerSetUp makes an inner Softmax from a copy of the layer's parameters, after LossLayer's setup
     gave them a loss weight (cpp:27-35): it is made by the layer factory (cuDNN's in a cuDNN build),
@@ -73,17 +79,6 @@ class OftenMtcnnSoftmaxLoss(Loss):
     loss_buffer_, a std::vector of one (Dtype loss, int index) pair per label (cpp:70, hpp:45-50), on
     the host. The forward reads prob_ and the labels on the host (cpp:171-172); the backward copies
     prob_ into bottom 0's diff and scales it there, on the host (cpp:212-243)."""
-
-    exact_tops = None
-    min_tops = 1
-    max_tops = 2
-
-    def check_bottoms(self, bottoms):
-        check_label_count(self, bottoms, self.lp.softmax_param.axis)
-
-    def reshape(self, bottoms):
-        tops = super().reshape(bottoms)
-        return tops + [tuple(bottoms[0])] if len(self.lp.top) > 1 else tops
 
     def touches(self, run):
         shape, labels = run.bottoms[0], count(run.bottoms[1])
@@ -99,10 +94,7 @@ class OftenMtcnnSoftmaxLoss(Loss):
         t.append(touch.top(0, "data", "forward", device="host"))
         if len(run.tops) > 1:
             t.append(touch.top(1, "data", "forward", owns=False))  # prob_'s data (ShareData)
-        t += label_stop(self, run)
-        if run.propagate_down and run.propagate_down[0]:
-            t += [touch.top(0, "diff", "backward", device="host"), touch.bottom(0, "diff", "backward")]
-        return t
+        return t + host_backward(self, run)
 
 
 @register("OftenMtcnnAccuracy", fork=FORK)
