@@ -178,9 +178,11 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
         is_test = spec.role == "test" or as_test
         if batched_only and is_test:
             continue
-        for skipped in spec.skipped:  # a field a data layer's shape could read: its tops must be given
-            if skipped.why is None and not all(t in inputs for t in skipped.tops):
-                raise skipped.refusal(spec.path)
+        for k, skipped in enumerate(spec.skipped):  # a field a data layer's shape could read: its tops given,
+            if skipped.why is None and not all(t in inputs for t in skipped.tops):  # or its dataset absent
+                if strict or not _dataset_absent(spec, skipped.layer, root):
+                    raise skipped.refusal(spec.path)
+                spec.skipped = spec.skipped[:k] + (skipped._replace(why=ABSENT_WHY),) + spec.skipped[k + 1:]
         logged = dict(spec.shapes)
         if log is not None:
             logged.update(log.get(spec.phase, {}))
@@ -220,6 +222,20 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
     if needed is not None:
         raise needed
     return nets
+
+
+ABSENT_WHY = ("the layer's dataset is not on this machine, so its tops' shapes are assumed (or given) whatever "
+              "the field says")
+
+
+def _dataset_absent(spec, name, root):
+    """Whether the data layer `name` of the net names a source (any *_param's `source`) and none of its
+    sources is on this machine: its shape is then assumed or given, whatever its fields say."""
+    from .read.datasets.paths import locate
+
+    sources = [value.source for lp in spec.param.layer if lp.name == name for _, value in lp.ListFields()
+               if hasattr(value, "DESCRIPTOR") and "source" in value.DESCRIPTOR.fields_by_name and value.source]
+    return bool(sources) and all(locate(source, root, spec.path) is None for source in sources)
 
 
 def _built(spec, options, strict=False):

@@ -111,8 +111,25 @@ def test_engine_on_a_layer_whose_memory_depends_on_it_is_refused(tmp_path):
     assert "--caffe-proto" in run.stderr
 
 
-def test_a_field_a_data_layers_shape_could_read_is_refused_with_both_ways_out():
-    msg = refused("new_length.prototxt")
+def test_a_field_a_data_layers_shape_could_read_is_read_past_where_its_dataset_is_absent(tmp_path):
+    """no_such_lmdb is not on this machine: the data top's shape is assumed whatever new_length says, so
+    the field is read past, said so; with a database of that name beside the net (here a folder: only
+    its being there is asked), the field could shape what is read, and the net is refused, naming it."""
+    out = json.loads(audit("new_length.prototxt", "--format", "json"))
+    said = {a["assumption"].split(" (")[0]: a["assumption"] for a in out["assumptions"]}
+    assert "the layer's dataset is not on this machine" in said["DataParameter.new_length"]
+    (tmp_path / "n.prototxt").write_text(open(os.path.join(HERE, "new_length.prototxt")).read())
+    (tmp_path / "no_such_lmdb").mkdir()
+    run = run_protoaudit("n.prototxt", cwd=tmp_path)
+    assert run.returncode == 2 and 'field "new_length" of DataParameter' in run.stderr, run.stderr
+
+
+def test_a_field_a_data_layers_shape_could_read_is_refused_with_both_ways_out(tmp_path):
+    (tmp_path / "new_length.prototxt").write_text(open(os.path.join(HERE, "new_length.prototxt")).read())
+    (tmp_path / "no_such_lmdb").mkdir()  # the database is there (only its being there is asked)
+    run = run_protoaudit("new_length.prototxt", cwd=tmp_path)
+    assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
+    msg = run.stderr.strip()
     assert msg.startswith("protoaudit: new_length.prototxt:9: layer 'data': ")
     assert 'field "new_length" of DataParameter' in msg
     assert "--caffe-proto" in msg and "--input data=NxCxHxW" in msg
@@ -151,6 +168,7 @@ def test_a_field_of_another_shipped_schema_is_no_forks_field(tmp_path):
         '  convolution_param { num_output: 4 kernel_size: 3 } }\n'
         'layer { name: "bn" type: "BatchNorm" bottom: "conv" top: "conv"\n'
         '  batch_norm_param { use_global_stats: false } }\n')
+    (tmp_path / "absent.lst").write_text("a.jpg a.png\n")  # the list is here: the field could shape what it reads
     run = run_protoaudit("n.prototxt", cwd=tmp_path)
     assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
     assert 'field "normalize" of ImageDataParameter' in run.stderr and "batch_norm_param" not in run.stderr
