@@ -212,6 +212,11 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
         except ShapesNeeded as e:  # every net's missing shapes, in one message
             needed = e if needed is None else needed.merged(e)
             continue
+        except InputError:  # a data layer's field read past (its dataset absent) may be what it stops on
+            read_past = [skipped for skipped in spec.skipped if skipped.why == ABSENT_WHY]
+            if read_past:
+                raise read_past[0]._replace(why=None).refusal(spec.path) from None
+            raise
         net.assumptions.extend(Assumption(*skipped.assumption()) for skipped in spec.skipped)
         net.assumptions.extend(Assumption(*assumed) for assumed in spec.assumed)
         values = (spec.role, not is_test, spec.solver, frozen, spec.own_phase, spec.schema.name)

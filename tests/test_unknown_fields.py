@@ -124,6 +124,20 @@ def test_a_field_a_data_layers_shape_could_read_is_read_past_where_its_dataset_i
     assert run.returncode == 2 and 'field "new_length" of DataParameter' in run.stderr, run.stderr
 
 
+def test_a_data_layers_field_read_past_is_named_where_the_net_then_stops(tmp_path):
+    """Kevin35Day/deep-residual-networks' multi-label ImageData: a fork's `label_dim: 3` makes the label
+    3 wide, which a Slice on axis 1 cuts. Read past (the list is absent), the label is BVLC's one value
+    per image, on which the Slice stops: the refusal names the field, not the Slice."""
+    (tmp_path / "n.prototxt").write_text(
+        'layer { name: "data" type: "ImageData" top: "data" top: "label"\n'
+        '  image_data_param { source: "absent.txt" batch_size: 2 new_height: 8 new_width: 8 label_dim: 3 } }\n'
+        'layer { name: "slice" type: "Slice" bottom: "label" top: "a" top: "b" slice_param { axis: 1 slice_point: 1 } }\n'
+        'layer { name: "s" type: "Silence" bottom: "data" bottom: "a" bottom: "b" }\n')
+    run = run_protoaudit("n.prototxt", cwd=tmp_path)
+    assert run.returncode == 2 and 'field "label_dim" of ImageDataParameter' in run.stderr, run.stderr
+    assert "--caffe-proto" in run.stderr
+
+
 def test_a_field_a_data_layers_shape_could_read_is_refused_with_both_ways_out(tmp_path):
     (tmp_path / "new_length.prototxt").write_text(open(os.path.join(HERE, "new_length.prototxt")).read())
     (tmp_path / "no_such_lmdb").mkdir()  # the database is there (only its being there is asked)
