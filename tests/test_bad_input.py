@@ -116,6 +116,16 @@ def test_unknown_layer_type_suggests_the_near_one(cli, tmp_path):
     says_what_to_do(msg)
 
 
+def test_a_type_that_changes_a_word_is_no_misspelling():
+    """Wheatly2/Bag-of-Tricks' SoftmaxCrossEntropyLoss (its mixup fork's loss), tried as a new user would,
+    was offered SigmoidCrossEntropyLoss: of the same length, but six letters apart. A misspelling
+    changes two at most (Convolutoin: two transposed; EuclidianLoss: one)."""
+    from protoaudit.layers import suggest
+
+    assert suggest("SoftmaxCrossEntropyLoss") is None
+    assert suggest("Convolutoin") == "Convolution" and suggest("EuclidianLoss") == "EuclideanLoss"
+
+
 def test_misspelt_field_suggests_the_near_one(cli, tmp_path):
     write(tmp_path, "net.prototxt", NET.replace("num_output: 4", "num_ouptut: 4"))
     msg = refused(cli("net.prototxt"))

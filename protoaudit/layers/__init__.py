@@ -4,6 +4,7 @@ that hold forks' layers only (base.FORK_MODULES), which register theirs when a n
 forks is in play (fork_layers)."""
 import importlib
 import os
+from difflib import SequenceMatcher
 
 from ..errors import closest
 from .base import FORK_MODULES, FORK_REGISTRY, REGISTRY, fork_layers, fork_types, layer_class
@@ -19,7 +20,12 @@ for _file in sorted(os.listdir(os.path.dirname(__file__))):  # as pkgutil.iter_m
 
 def suggest(type_name, schema="bvlc"):
     """The registered type closest to a misspelt one (BVLC's and the net's fork's), or None. A
-    misspelling keeps the length but for a letter; a name longer or shorter than that is a fork's
-    own type named after the one it extends (BboxAccuracy, K1_EuclideanLoss, ROIPooling)."""
+    misspelling keeps the length but for a letter, and changes two letters at most; a name longer or
+    shorter than that is a fork's own type named after the one it extends (BboxAccuracy,
+    K1_EuclideanLoss, ROIPooling), and one that changes a word is another type (SoftmaxCrossEntropyLoss,
+    a mixup fork's loss, beside SigmoidCrossEntropyLoss)."""
     near = closest(type_name, list(REGISTRY) + list(fork_layers(schema)))
-    return near if near is not None and abs(len(near) - len(type_name)) <= 1 else None
+    if near is None or abs(len(near) - len(type_name)) > 1:
+        return None
+    edits = SequenceMatcher(None, near.lower(), type_name.lower()).get_opcodes()
+    return near if sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in edits if tag != "equal") <= 2 else None
