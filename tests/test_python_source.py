@@ -86,6 +86,43 @@ def test_param_str_entries_defaults_and_bottom_shapes_are_followed(tmp_path):
     assert list(net.layer("copy").top_shapes) == [(16, 3, 24, 24), (16, 6)]
 
 
+ARRAYS = """import caffe
+import numpy as np
+
+
+class Data(caffe.Layer):
+    def setup(self, bottom, top):
+        params = eval(self.param_str)
+        self.batch_size = params['batch']
+        self.crop = params.get('crop', 24)
+
+    def reshape(self, bottom, top):
+        self.data = np.zeros((self.batch_size, 3, self.crop, self.crop))
+        self.label = np.zeros((self.batch_size, 1))
+        for x in range(0, self.batch_size):
+            self.data[x,] = self.load_image(x)
+        top[0].reshape(*self.data.shape)
+        top[1].reshape(*self.label.shape)
+
+
+class Copy(caffe.Layer):
+    def setup(self, bottom, top):
+        pass
+    def reshape(self, bottom, top):
+        top[0].reshape(*bottom[0].data.shape)
+        top[1].reshape(bottom[0].num, 1)
+"""
+
+
+def test_the_shape_of_an_array_the_layer_makes_is_followed(tmp_path):
+    """gombru/pycaffeCNNTemplate's customDataLayer, tried as a new user would: reshape makes self.data =
+    np.zeros((batch_size, 3, crop_w, crop_h)) from param_str and shapes its top with *self.data.shape;
+    the loop that fills it (a subscript) changes no shape. Here batch 16, crop 24 (.get's default):
+    16x3x24x24 and a 16x1 label."""
+    (net,) = build_nets(_net(tmp_path, ARRAYS))
+    assert list(net.layer("data").top_shapes) == [(16, 3, 24, 24), (16, 1)]
+
+
 def test_a_module_one_folder_up_is_found(tmp_path):
     """PYTHONPATH usually names the repository's root; the net sits in a folder below it."""
     (tmp_path / "proto").mkdir()

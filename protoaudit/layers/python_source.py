@@ -2,9 +2,10 @@
 
 Many training repositories (MTCNN's, most of all) ship their own Python layers beside the net. Their
 `setup` or `reshape` usually shapes each top with one `top[i].reshape(...)` whose arguments are
-numbers, names given a number in the same method, `param_str` entries, or the bottoms' shapes. This
-module finds the layer's class in its file, reads those two methods line by line with `ast` (which
-parses, and evaluates nothing), and works out such arguments. Anything else (a branch, a loop, a
+numbers, names given a number in the same method, `param_str` entries, the bottoms' shapes, or the
+shape of an array the layer made with numpy's zeros, ones, empty or full. This module finds the
+layer's class in its file, reads those two methods line by line with `ast` (which parses, and
+evaluates nothing), and works out such arguments. Anything else (a branch, a loop, a
 value made by a call it does not know, a name given two values) leaves the shape unknown, and the
 user is asked for it as before. Python 2 sources are read too: tabs count to the next multiple of 8.
 """
@@ -22,6 +23,7 @@ _UP = 4  # folders above the net's searched for the module, as PYTHONPATH usuall
 # lib/, CTPN's src/): looked in under each folder searched
 _CODE_FOLDERS = ("", "lib", "src", "python")
 _PARAM_READERS = {"load", "safe_load", "eval", "loads", "literal_eval", "full_load"}
+_ARRAY_MAKERS = {"zeros", "ones", "empty", "full"}  # numpy's, whose first argument is the array's shape
 
 
 class Unread(Exception):
@@ -266,6 +268,10 @@ class _Scope:
             return self.env[_target(node)]
         if isinstance(node, ast.Attribute) and node.attr in ("param_str", "param_str_"):
             return _Params(self.param_str)
+        if isinstance(node, ast.Attribute) and node.attr == "shape":  # an array the method made: its shape
+            array = self.value(node.value)
+            if isinstance(array, _Blob):
+                return array.shape
         if isinstance(node, ast.Tuple):
             items = tuple(self.value(e) for e in node.elts)
             return _UNKNOWN if _UNKNOWN in items else items
@@ -308,6 +314,8 @@ class _Scope:
             return args[0].shape[0] if args[0].shape else _UNKNOWN
         if name == "int" and len(args) == 1 and isinstance(args[0], (int, float)):
             return int(args[0])
+        if name in _ARRAY_MAKERS and args and isinstance(args[0], tuple) and all(isinstance(d, int) for d in args[0]):
+            return _Blob(args[0])  # np.zeros((n, c, h, w)) and the like: an array of that shape
         if name in _PARAM_READERS and len(args) >= 1 and isinstance(args[0], _Params):
             return args[0].read()
         if name == "get" and isinstance(node.func, ast.Attribute):
@@ -343,7 +351,7 @@ class _Params(str):
 
 
 class _Blob:
-    """A bottom's data or diff, whose shape is known."""
+    """A bottom's data or diff, or an array the method made (np.zeros((...))), whose shape is known."""
 
     def __init__(self, shape):
         self.shape = tuple(shape)
