@@ -284,7 +284,8 @@ def _with_logged_inputs(spec, options, needed):
         return None if shape is None else (shape, f"its shape is the one Caffe logged for it in {name} beside the net",
                                            f"Caffe's log {name} beside the net")
 
-    return _with_shapes_beside(spec, options, needed, given, logged_layers={**run.by_name(), **options["logged_layers"]})
+    return _with_shapes_beside(spec, options, needed, given,
+                               logged_layers={**run.by_name(), **options["logged_layers"]})
 
 
 def _with_deploy_inputs(spec, options, needed, assume=False):
