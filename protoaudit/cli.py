@@ -136,7 +136,8 @@ def _common(p, formats=True):
     p.add_argument("--strict", action="store_true",
                    help="refuse a file with a field no shipped caffe.proto has, even where it cannot change a "
                    "figure, and ask for the size of a dataset that is not on this machine (by default such fields "
-                   "are read past, such images assumed 224x224, and both listed as assumptions)")
+                   "are read past, such images assumed (224x224 in colour, or the first of a few other conventional images "
+                   "the net takes), and both listed as assumptions)")
     p.add_argument("--log", metavar="LOG",
                    help="a Caffe log of a run of this net: its data layers' shapes are taken from it")
     p.add_argument("--optimizer", metavar="NAME",
