@@ -195,15 +195,24 @@ def test_a_field_of_another_shipped_schema_is_no_forks_field(tmp_path):
     assert out["nets"][0]["caffe_proto"] == "rcf"
 
 
-def test_a_params_propagate_down_names_its_fork_and_is_refused(tmp_path):
+def test_a_params_propagate_down_beside_another_forks_field_names_its_fork_and_is_refused(tmp_path):
     """longriyao/caffe_GAN's ParamSpec.param_propagate_down (its caffe.proto: `optional bool
-    param_propagate_down = 6`; net.cpp sets the parameter's gradient flag from it, over lr_mult): a layer's
-    memory can depend on it, so it is refused, naming the fork, and it is no misspelling of
-    propagate_down."""
+    param_propagate_down = 6`; net.cpp sets the parameter's gradient flag from it, over lr_mult) is read
+    with that fork's schema (tests/test_fork_caffe_gan.py); beside a field of another fork (caffe-segnet's
+    Upsample, as caffe_colorizer's Caffe had) no shipped schema reads the file, and as a layer's memory can
+    depend on it, it is refused, naming the fork, and it is no misspelling of propagate_down."""
     (tmp_path / "n.prototxt").write_text(
         'input: "x" input_shape { dim: 1 dim: 3 dim: 8 dim: 8 }\n'
         'layer { name: "c" type: "Convolution" bottom: "x" top: "c" param { lr_mult: 1 param_propagate_down: 0 }\n'
         '  convolution_param { num_output: 4 kernel_size: 3 } }\n')
+    assert run_protoaudit("n.prototxt", cwd=tmp_path).returncode == 0
+    (tmp_path / "n.prototxt").write_text(
+        'input: "x" input_shape { dim: 1 dim: 3 dim: 8 dim: 8 }\n'
+        'layer { name: "p" type: "Pooling" bottom: "x" top: "p" top: "m"\n'
+        '  pooling_param { pool: MAX kernel_size: 2 stride: 2 } }\n'
+        'layer { name: "c" type: "Convolution" bottom: "p" top: "c" param { lr_mult: 1 param_propagate_down: 0 }\n'
+        '  convolution_param { num_output: 3 kernel_size: 1 } }\n'
+        'layer { name: "u" type: "Upsample" bottom: "c" bottom: "m" top: "u" upsample_param { scale: 2 } }\n')
     run = run_protoaudit("n.prototxt", cwd=tmp_path)
     assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
     assert 'field "param_propagate_down" of ParamSpec' in run.stderr and "longriyao/caffe_GAN" in run.stderr

@@ -27,4 +27,4 @@ def _made_from(node):
         return node.index  # (every other layer's is a tuple)
     return (type(impl), id(impl.ctx), node.form, tuple(node.bottom_shapes), tuple(node.top_shapes),
             tuple(node.in_place), tuple(node.bottom_need_backward), node.need_backward,
-            tuple([p.need_backward for p in node.params]), tuple(node.loss_weights))
+            tuple([p.propagates for p in node.params]), tuple(node.loss_weights))

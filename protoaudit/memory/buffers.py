@@ -56,7 +56,7 @@ def run_of(node, mode, engine):
     """The Run a layer gets: its shapes and the backward flags Net::Init settled (the node's own
     lists, which a layer reads and never changes)."""
     return Run(mode, engine, node.impl.ctx.phase, node.bottom_shapes, node.top_shapes, node.in_place,
-               node.bottom_need_backward, [p.need_backward for p in node.params], len(node.params))
+               node.bottom_need_backward, [p.propagates for p in node.params], len(node.params))
 
 
 def layer_touches(node, mode, engine):

@@ -43,11 +43,19 @@ class ParamBlob:
     owner: tuple = None  # (layer index, param index) of the owner when shared, else None
     lr_mult: float = 1.0
     decay_mult: float = 1.0
-    need_backward: bool = True
+    need_backward: bool = True  # lr_mult is not 0: Net::Init's need_backward for the layer
+    # longriyao/caffe_GAN's ParamSpec.param_propagate_down where the file gives it: the layer's
+    # param_propagate_down_ flag, over lr_mult (its net.cpp:178-184); None: the flag is need_backward
+    down: bool = None
 
     @property
     def count(self):
         return count(self.shape)
+
+    @property
+    def propagates(self):
+        """Whether the layer's backward writes this param's diff (Layer::param_propagate_down)."""
+        return self.need_backward if self.down is None else self.down
 
 
 @dataclass(**RECORD)
@@ -672,7 +680,7 @@ class _Builder:
                     or any(p.count > INT_MAX for p in params)):
                 raise Rebuild
             for p, q in zip(params, node.params):  # as Net::Init's backward pass and force_backward left them
-                p.need_backward = q.need_backward
+                p.need_backward, p.down = q.need_backward, q.down
         self.layers.append(LayerNode(node.index, node.name, node.type, lp, impl, node.line, node.bottoms, node.tops,
                                      node.in_place, bottom_shapes, shapes, node.loss_weights, params,
                                      node.need_backward, node.bottom_need_backward, memory * 4, node.form))
@@ -708,12 +716,13 @@ class _Builder:
             shape = tuple(map(int, shape))
             # Net::Init reads the net's copy for need-backward; the solver, the layer's own copy
             need_backward = (specs[k].lr_mult if k < len(specs) else 1.0) != 0
+            down = _param_propagate_down(specs[k]) if k < len(specs) else None
             if k < len(own):
                 spec = own[k]
                 p = ParamBlob(known.setdefault(shape, shape), spec.name, None, spec.lr_mult, spec.decay_mult,
-                              need_backward)
+                              need_backward, down)
             else:
-                p = ParamBlob(known.setdefault(shape, shape), need_backward=need_backward)
+                p = ParamBlob(known.setdefault(shape, shape), need_backward=need_backward, down=down)
             if p.name and p.name in param_owner:
                 owner_layer, owner_k = param_owner[p.name]
                 owner = self.layers[owner_layer].params[owner_k] if owner_layer < len(self.layers) else params[owner_k]
@@ -816,8 +825,18 @@ class _Builder:
                 node.bottom_need_backward = self._shared(down)
                 for index, nb in zip(node.bottoms, down):
                     blobs[index].need_backward |= nb
-                for p in node.params:
-                    p.need_backward = True
+                for p in node.params:  # (caffe_GAN's net.cpp:266-270 sets every param's flag too)
+                    p.need_backward, p.down = True, None
+
+
+def _param_propagate_down(spec):
+    """A ParamSpec's param_propagate_down where its schema has the field (longriyao/caffe_GAN's, number 6)
+    and the file sets it, else None. That Caffe's Net::Init still asks for the layer's backward by
+    lr_mult, then sets the layer's flag for the param to this field where given (net.cpp:174-184):
+    the param's diff is written by the layer's backward only where the flag says so."""
+    if "param_propagate_down" in spec.DESCRIPTOR.fields_by_name and spec.HasField("param_propagate_down"):
+        return spec.param_propagate_down
+    return None
 
 
 def _top_shapes(impl, bottom_shapes, tops, bottom, known):

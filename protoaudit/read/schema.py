@@ -73,6 +73,8 @@ FORKS = {
     "caffe_ocr": "caffe_ocr's Caffe (senlinuc/caffe_ocr: Baidu's warp-ctc as WarpCTCLoss, CTCGreedyDecoder, "
                  "multi-label Data and ImageData, Junhyuk Oh's Lstm on (T, N, I) sequences, Transpose, Reverse, "
                  "Tongcheng's DenseBlock)",
+    "caffe_gan": "longriyao/caffe_GAN's Caffe (a 2016 BVLC Caffe whose ParamSpec.param_propagate_down says which "
+                 "param diffs a layer's backward writes, over lr_mult)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
