@@ -99,6 +99,7 @@ FORK_MODULES = {
     "jfda": ("jfda",),
     "oftenliu": ("oftenliu",),
     "caffe_ocr": ("caffe_ocr",),
+    "e2e_face": ("e2e_face",),
 }
 _IMPORTED_FORKS = set()
 

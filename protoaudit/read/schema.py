@@ -75,6 +75,8 @@ FORKS = {
                  "Tongcheng's DenseBlock)",
     "caffe_gan": "longriyao/caffe_GAN's Caffe (a 2016 BVLC Caffe whose ParamSpec.param_propagate_down says which "
                  "param diffs a layer's backward writes, over lr_mult)",
+    "e2e_face": "e2e_face's Caffe (mikuhatsune/e2e_face: a 2017 BVLC Caffe with its caffe_modification/ files: "
+                "SpatialTransformer, CenterLoss, HDF5Data's scale, mirror, mean_value and crop_size)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
