@@ -47,3 +47,13 @@ def test_the_report_lists_it_as_not_counted(tmp_path):
     run = run_in_process("n.prototxt", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert "Not counted: layer 'l' (FancyLoss)" in run.stdout and "no layer reads its tops ('loss')" in run.stdout
+
+
+def test_its_param_blocks_say_weights_that_are_not_counted(tmp_path):
+    """e2e_face's MarginSoftmaxLoss (its own weights, a param { } block in the file; tried as a new user
+    would): the blocks are not refused as more than the layer's blobs (which are unknown, not absent),
+    and the assumption says its weights are left out."""
+    net = build_text(tmp_path, HEAD + 'layer { name: "l" type: "FancyLoss" bottom: "c" bottom: "y" top: "loss" '
+                     'param { lr_mult: 1 } }\n')
+    assert list(net.layer("l").top_shapes) == [()] and net.layer("l").params == ()
+    assert "its 1 param { } block says it has weights, which are not counted" in net.assumptions[0].what

@@ -704,7 +704,7 @@ class _Builder:
         """The layer's parameter blobs (AppendParam) of these shapes (its param_shapes): names,
         sharing and lr_mult."""
         specs = lp.param
-        if len(specs) > len(shapes) and not isinstance(impl, Logged):  # (its blobs are unknown, not absent)
+        if len(specs) > len(shapes) and not isinstance(impl, (Logged, Unread)):  # (its blobs are unknown, not absent)
             raise InputError(f"gives {len(specs)} param specs but the layer has {len(shapes)} parameter blobs",
                              fix="remove the extra param { } entries")
         if not shapes:
@@ -914,8 +914,11 @@ def _unread_assumption(lp, unknown):
     tops, said = ", ".join(f"'{t}'" for t in lp.top), unknown.message.split("; a fork's own caffe.proto")[0]
     taken = ("taken as Caffe's LossLayer: top 0 a scalar of loss weight 1, and the layers below it run "
              "backward" if lp.type.lower().endswith("loss") else "counted empty")
+    blocks = f"{len(lp.param)} param {{ }} block{'s' if len(lp.param) > 1 else ''}"
+    weights = f"; its {blocks} {'say' if len(lp.param) > 1 else 'says'} it has weights, which are not counted" \
+        if lp.param else ""
     return Assumption(lp.name, f"{said}; no layer reads its tops ({tops}), so they are {taken}; what "
-                      "its own code allocates is not counted",
+                      f"its own code allocates is not counted{weights}",
                       " ".join(f"--input {t}=NxCxHxW" for t in lp.top) + " (its tops' shapes), or its fork's "
                       "caffe.proto with --caffe-proto")
 

@@ -99,7 +99,10 @@ DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2", "ctpn": "caffe_lstm",
                  "goodluckcwl": "happynear",  # goodluckcwl/custom-caffe is happynear/caffe-windows (ms) of early 2018
                  "rcf": "hed",
                  # senlinuc/caffe_ocr took Tongcheng's DenseBlock and CTPN's Lstm, Transpose and Reverse
-                 "caffe_ocr": ("tongcheng", "ctpn")}
+                 "caffe_ocr": ("tongcheng", "ctpn"),
+                 # mikuhatsune/e2e_face's caffe_modification/ took caffe-face's CenterLoss: a file both read
+                 # (a CenterLoss and no SpatialTransformer) is caffe-face's
+                 "e2e_face": "caffe_face"}
 # Descendants whose caffe.proto reads a file as their ancestor's does (FaceBoxes' is SSD's byte for
 # byte; TextBoxes' is SSD's of 2016, fewer fields; R-FCN's MATLAB Caffe's has py-R-FCN's fields by the
 # same names), so that only a build tells
