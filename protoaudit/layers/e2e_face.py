@@ -10,9 +10,9 @@ the net is counted as BVLC's layers. MarginSoftmaxLoss (train_test.prototxt) has
 File and line references are to that commit's caffe_modification/ files.
 """
 from . import touch
-from .base import Layer, canonical_axis, count, legacy_shape, register
+from .base import Layer, count, register
+from .caffe_face import CenterLoss as CaffeFaceCenterLoss
 from .data import HDF5Data as BVLCHDF5Data
-from .losses import Loss
 
 FORK = "e2e_face"
 
@@ -101,30 +101,16 @@ class SpatialTransformer(Layer):
 
 
 @register("CenterLoss", fork=FORK)
-class CenterLoss(Loss):
-    """CenterLossLayer (center_loss_layer.cpp/.cu/.hpp): centres (num_output, K), K bottom 0's count
-    from `axis` on (cpp:13-33); labels (N, 1, 1, 1) read through channels(), height() and width()
-    (cpp:41-43); LossLayer's scalar top (cpp:47). distance_ like bottom 0 (cpp:48), variation_sum_
-    like the centres (cpp:49), count_ num_output ints (cpp:50-52). Unlike caffe-face's, the GPU code
-    keeps all three on the device (.cu:57, 67-79): the backward writes variation_sum_, count_ and the
-    centres' diff whatever param_propagate_down says (.cu:64-79); the CPU backward only where the
-    centres learn (cpp:80-91)."""
-
-    def reshape(self, bottoms):
-        p = self.fork_param("center_loss_param")
-        self.check(p.num_output > 0, "center_loss_param needs num_output, the number of classes",
-                   fix="set center_loss_param { num_output: CLASSES }")
-        label = legacy_shape(self, bottoms[1])
-        self.check(label[1:] == (1, 1, 1), f"the labels must be (N, 1, 1, 1), one per item; got {tuple(bottoms[1])}")
-        return super().reshape(bottoms)
-
-    def param_shapes(self, bottoms):
-        p = self.fork_param("center_loss_param")
-        axis = canonical_axis(self, p.axis, len(bottoms[0]))
-        return [(p.num_output, count(bottoms[0], axis))]
+class CenterLoss(CaffeFaceCenterLoss):
+    """CenterLossLayer (center_loss_layer.cpp/.cu/.hpp): caffe-face's shapes (centres (num_output, K), K
+    bottom 0's count from `axis` on, cpp:13-33; labels (N, 1, 1, 1), cpp:41-43; LossLayer's scalar
+    top, cpp:47). distance_ like bottom 0 (cpp:48), variation_sum_ like the centres (cpp:49), count_
+    num_output ints (cpp:50-52). Unlike caffe-face's, the GPU code keeps all three on the device
+    (.cu:57, 67-79): the backward writes variation_sum_, count_ and the centres' diff whatever
+    param_propagate_down says (.cu:64-79); the CPU backward only where the centres learn (cpp:80-91)."""
 
     def touches(self, run):
-        t = super().touches(run)
+        t = super(CaffeFaceCenterLoss, self).touches(run)  # LossLayer's: the buffers are this fork's own
         t.append(touch.buffer("distance_", count(run.bottoms[0]), "forward", per_sample=True))
         classes, k = self.param_shapes(run.bottoms)[0]
         gpu = run.mode == "gpu"
