@@ -251,7 +251,8 @@ def _built(spec, options, strict=False):
     try:
         return build(spec.param, spec.state, **options, read=spec.read)
     except ShapesNeeded as e:
-        net = _with_logged_inputs(spec, options, e) or _with_deploy_inputs(spec, options, e, assume=not strict)
+        net = (_with_logged_inputs(spec, options, e.needs)
+               or _with_deploy_inputs(spec, options, e.needs, assume=not strict))
         if net is None:
             raise
         return net
@@ -259,14 +260,13 @@ def _built(spec, options, strict=False):
         guessed = getattr(e, "assumed", None)
         if not guessed:
             raise
-        needed = ShapesNeeded([Need(layer, None, None, "", [(top, ())]) for layer, top in guessed], spec.path)
-        net = _with_logged_inputs(spec, options, needed)
+        net = _with_logged_inputs(spec, options, [Need(layer, None, None, "", [(top, ())]) for layer, top in guessed])
         if net is None:
             raise
         return net
 
 
-def _with_logged_inputs(spec, options, needed):
+def _with_logged_inputs(spec, options, needs):
     """The net built with the shapes Caffe logged for its missing tops in a log of this net beside its
     file (protoaudit.read.logs_beside), a layer of a type protoaudit has no rule for sized as that log
     set it up (data.Logged); None unless the log gives every top it needs."""
@@ -284,11 +284,11 @@ def _with_logged_inputs(spec, options, needed):
         return None if shape is None else (shape, f"its shape is the one Caffe logged for it in {name} beside the net",
                                            f"Caffe's log {name} beside the net")
 
-    return _with_shapes_beside(spec, options, needed, given,
+    return _with_shapes_beside(spec, options, needs, given,
                                logged_layers={**run.by_name(), **options["logged_layers"]})
 
 
-def _with_deploy_inputs(spec, options, needed, assume=False):
+def _with_deploy_inputs(spec, options, needs, assume=False):
     """The net built with the shapes its missing data tops have in a deploy net beside its file
     (protoaudit.read.deploy), and with `assume`, for a top whose dataset is not on this machine and
     that no deploy net gives, the image size data.assumed_image assumes, or for a label the loss or
@@ -297,8 +297,8 @@ def _with_deploy_inputs(spec, options, needed, assume=False):
     from .layers.data import ASSUMED_CHANNELS, ASSUMED_IMAGES, assumed_image
     from .read.deploy import fill, inputs_beside
 
-    tops = {top for need in needed.needs for top, _ in need.tops}
-    absent = {top for need in needed.needs if need.absent and assume for top, _ in need.tops}
+    tops = {top for need in needs for top, _ in need.tops}
+    absent = {top for need in needs if need.absent and assume for top, _ in need.tops}
     beside = inputs_beside(spec.path, spec.param, tops) if spec.path else {}
     image, passed, labels = ASSUMED_IMAGES[0], "", {}  # labels: top -> LabelSized, the shape a layer takes
 
@@ -318,15 +318,17 @@ def _with_deploy_inputs(spec, options, needed, assume=False):
             return e.shape, (f"its shape is the one {e.kind} layer '{e.layer}' takes for it beside its first "
                              f"input, {'x'.join(map(str, e.prediction))}"), \
                 "assumed: what the layer reading it takes, its dataset not being on this machine"
+        if top not in absent:
+            return None
         guessed.add(top)
-        return assumed_image(known, image, passed) if top in absent else None
+        return assumed_image(known, image, passed)
 
     first = None  # the refusal at the first image, where no image fits
     for image in ASSUMED_IMAGES if absent else ASSUMED_IMAGES[:1]:
         labels, guessed = {}, set()
         try:
-            net = _labelled(spec, options, needed, given, absent, labels)
-            if net is not None and guessed & absent:
+            net = _labelled(spec, options, needs, given, absent, labels)
+            if net is not None and guessed:
                 _check_sizes(net, assumed=True)
             return net
         except InputError as e:
@@ -339,14 +341,14 @@ def _with_deploy_inputs(spec, options, needed, assume=False):
     raise first
 
 
-def _labelled(spec, options, needed, given, absent, labels):
+def _labelled(spec, options, needs, given, absent, labels):
     """_with_shapes_beside, again for each label a layer sizes (LabelSized: into `labels`), until none
     is sized again alike (its layer stops on something else) or every one has been sized thrice (the
     slices of one label, each sized by its own loss)."""
     tries = {}
     while True:
         try:
-            return _with_shapes_beside(spec, options, needed, given, labels=absent)
+            return _with_shapes_beside(spec, options, needs, given, labels=absent)
         except LabelSized as e:
             tries[e.top] = tries.get(e.top, 0) + 1
             if e.top in labels and labels[e.top].shape == e.shape or tries[e.top] > 3:
@@ -360,12 +362,12 @@ def _passed_over(passed, image, error):
     return f"{passed}, {said}" if passed else f"; {said}"
 
 
-def _with_shapes_beside(spec, options, needed, given, **more):
-    """The net built with a shape for each top `needed` asks for, `given(top, known dims)` -> (shape,
+def _with_shapes_beside(spec, options, needs, given, **more):
+    """The net built with a shape for each top `needs` (Need) asks for, `given(top, known dims)` -> (shape,
     why, where it comes from) or None, each listed as an assumption; None where one has none or the
     net still needs more. `more`: other build options (a log's layers, the labels a loss may size)."""
     shapes, said, wheres = {}, [], {}
-    for need in needed.needs:
+    for need in needs:
         for top, known in need.tops:
             found = given(top, known)
             if found is None:

@@ -836,6 +836,12 @@ class Declared(Layer):
         return True
 
 
+def named_like_a_loss(type_name):
+    """Whether a layer type of no known rule is named like a loss (`...Loss`): Caffe's forks name their
+    LossLayer subclasses so, and such a layer at the net's end is taken as one (Unread)."""
+    return type_name.lower().endswith("loss")
+
+
 class Unread(Declared):
     """A layer of a type protoaudit has no rule for whose tops no layer of the net reads: a custom loss
     or metric at the net's end. Nothing else depends on their shapes, so the rest of the net is
@@ -847,7 +853,7 @@ class Unread(Declared):
 
     @property
     def loss_by_default(self):
-        return self.lp.type.lower().endswith("loss")
+        return named_like_a_loss(self.lp.type)
 
     def reshape(self, bottoms):
         shapes = [(0,)] * len(self.lp.top)

@@ -12,7 +12,7 @@ from .. import layers as _layers  # noqa: F401  (registers every layer type)
 from ..errors import InputError, closest
 from ..layers.base import (NET_INPUT, REGISTRY, Assumption, Context, MissingShape, ShapeOrigin, count, fork_layers,
                            one_pixel)
-from ..layers.data import DataSource, Declared, Logged, Unread
+from ..layers.data import DataSource, Declared, Logged, Unread, named_like_a_loss
 from ..options import INT_MAX, MAX_AXES
 from ..records import RECORD
 from .netstate import included, layer_phase, phase_name
@@ -495,10 +495,10 @@ class _Builder:
         a net that has a loss (its known types' or a loss_weight) for it to sit beside."""
         if not (lp.bottom and lp.top) or any(t in self.ctx.read for t in lp.top):
             return False
-        if lp.type.lower().endswith("loss"):
+        if named_like_a_loss(lp.type):
             return True
         if self.has_loss is None:
-            self.has_loss = any(other.loss_weight or other.type.lower().endswith("loss")
+            self.has_loss = any(other.loss_weight or named_like_a_loss(other.type)
                                 or getattr(self.classes.get(other.type), "loss_by_default", False)
                                 for other, _, _ in self.planned)
         return self.has_loss
@@ -913,7 +913,7 @@ def _unread_assumption(lp, unknown):
     """The Assumption of a layer sized as Unread: the unknown type's message, and what was taken."""
     tops, said = ", ".join(f"'{t}'" for t in lp.top), unknown.message.split("; a fork's own caffe.proto")[0]
     taken = ("taken as Caffe's LossLayer: top 0 a scalar of loss weight 1, and the layers below it run "
-             "backward" if lp.type.lower().endswith("loss") else "counted empty")
+             "backward" if named_like_a_loss(lp.type) else "counted empty")
     blocks = f"{len(lp.param)} param {{ }} block{'s' if len(lp.param) > 1 else ''}"
     weights = f"; its {blocks} {'say' if len(lp.param) > 1 else 'says'} it has weights, which are not counted" \
         if lp.param else ""
