@@ -126,6 +126,15 @@ def test_mtcnn_data_layer_by_hand_and_as_logged(net, side):
     assert same_as_log(built, log) == len(log) >= 10
 
 
+def refused_in_one_line(file, template, cases):
+    """Each (param_str, what the refusal says): the net with it written into `template` exits 2 with
+    one line saying so."""
+    for bad, says in cases:
+        file.write_text(template % bad)
+        r = run_in_process(str(file))
+        assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and says in r.stderr, (bad, r.stderr)
+
+
 MTCNN_DATA = """layer { name: "PyData" type: "Python" top: "data" top: "label" top: "bbox" top: "landmark"
   python_param { module: "pydata_layer" layer: "MtcnnDataLayer" param_str: "%s" } }"""
 
@@ -138,11 +147,9 @@ def test_mtcnn_data_layer_defaults_and_bad_param_str(tmp_path):
     assert blobs["data"] == (256, 3, 24, 24) and blobs["landmark"] == (256, 10)
     file.write_text(MTCNN_DATA % "{'batch_size': 64}")
     assert build(str(file))[0]["data"] == (64, 3, 12, 12)
-    for bad, says in (("{'batch_size': [384", "not a YAML mapping"), ("384", "not a YAML mapping"),
-                      ("{'net_type': 'lnet'}", "'net_type' is 'lnet'"), ("{'batch_size': 'many'}", "not a whole number")):
-        file.write_text(MTCNN_DATA % bad)
-        r = run_in_process(str(file))
-        assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and says in r.stderr, (bad, r.stderr)
+    refused_in_one_line(file, MTCNN_DATA, (("{'batch_size': [384", "not a YAML mapping"), ("384", "not a YAML mapping"),
+                                           ("{'net_type': 'lnet'}", "'net_type' is 'lnet'"),
+                                           ("{'batch_size': 'many'}", "not a whole number")))
 
 
 # --- reasonsolo/mtcnn_caffe: python_layer.DataLayer and LabelBridgeLayer ---------------------------
@@ -186,11 +193,9 @@ def test_reasonsolo_rnet_and_bad_param_str(tmp_path):
     file.write_text(SOLO % '{"net": "rnet", "batch": 64}')
     blobs, _ = build(str(file))
     assert blobs["img"] == (64, 3, 24, 24) and blobs["landm5"] == (64, 10)
-    for bad, says in (('{"net": "pnet", "batch": 64}', "shapes 3 tops"),  # pnet makes no landmarks
-                      ('{"batch": 64}', "has no 'net'"), ('__import__("os")', "not a Python dict of plain values")):
-        file.write_text(SOLO % bad)
-        r = run_in_process(str(file))
-        assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and says in r.stderr, (bad, r.stderr)
+    refused_in_one_line(file, SOLO, (('{"net": "pnet", "batch": 64}', "shapes 3 tops"),  # pnet makes no landmarks
+                                     ('{"batch": 64}', "has no 'net'"),
+                                     ('__import__("os")', "not a Python dict of plain values")))
 
 
 # --- mahyarnajibi/SSH: SSH.layers.anchor_target_layer.AnchorTargetLayer -----------------------------
