@@ -294,15 +294,18 @@ def _with_deploy_inputs(spec, options, needs, assume=False):
     that no deploy net gives, the image size data.assumed_image assumes, or for a label the loss or
     accuracy that stops on that image gives it (the shape it takes beside its prediction,
     Layer.label_for); None unless every top it needs is found so."""
-    from .layers.data import ASSUMED_CHANNELS, ASSUMED_IMAGES, assumed_image
+    from .layers.data import ASSUMED_CHANNELS, ASSUMED_IMAGES, NOT_HERE, assumed_image
+    from .layers.python_layers import DATA_FROM_CODE, DATA_FROM_CODE_WHERE
     from .read.deploy import fill, inputs_beside
 
     tops = {top for need in needs for top, _ in need.tops}
     absent = {top for need in needs if need.absent and assume for top, _ in need.tops}
     beside = inputs_beside(spec.path, spec.param, tops) if spec.path else {}
     image, passed, labels = ASSUMED_IMAGES[0], "", {}  # labels: top -> LabelSized, the shape a layer takes
+    from_code = {top for need in needs if need.absent == DATA_FROM_CODE for top, _ in need.tops}
 
     def given(top, known):
+        lacking = DATA_FROM_CODE_WHERE if top in from_code else NOT_HERE
         found = beside.get(top)
         shape = fill(known, found[0]) if found else None
         colour = ""
@@ -315,13 +318,13 @@ def _with_deploy_inputs(spec, options, needs, assume=False):
                            f"the layer gives{colour}"), f"assumed: the input of {found[1]} beside the net"
         if top in labels:
             e = labels[top]
-            return e.shape, (f"its shape is the one {e.kind} layer '{e.layer}' takes for it beside its first "
+            return e.sized[top], (f"its shape is the one {e.kind} layer '{e.layer}' takes for it beside its first "
                              f"input, {'x'.join(map(str, e.prediction))}"), \
-                "assumed: what the layer reading it takes, its dataset not being on this machine"
+                f"assumed: what the layer reading it takes, {lacking}"
         if top not in absent:
             return None
         guessed.add(top)
-        return assumed_image(known, image, passed)
+        return assumed_image(known, image, passed, lacking)
 
     first = None  # the refusal at the first image, where no image fits
     for image in ASSUMED_IMAGES if absent else ASSUMED_IMAGES[:1]:
@@ -342,18 +345,20 @@ def _with_deploy_inputs(spec, options, needs, assume=False):
 
 
 def _labelled(spec, options, needs, given, absent, labels):
-    """_with_shapes_beside, again for each label a layer sizes (LabelSized: into `labels`), until none
-    is sized again alike (its layer stops on something else) or every one has been sized thrice (the
+    """_with_shapes_beside, again for the labels a layer sizes (LabelSized: into `labels`), until
+    none is sized again alike (its layer stops on something else) or one has been sized thrice (the
     slices of one label, each sized by its own loss)."""
     tries = {}
     while True:
         try:
             return _with_shapes_beside(spec, options, needs, given, labels=absent)
         except LabelSized as e:
-            tries[e.top] = tries.get(e.top, 0) + 1
-            if e.top in labels and labels[e.top].shape == e.shape or tries[e.top] > 3:
+            for top in e.sized:
+                tries[top] = tries.get(top, 0) + 1
+            if all(top in labels and labels[top].sized[top] == shape for top, shape in e.sized.items()) \
+                    or max(tries[top] for top in e.sized) > 3:
                 return None
-            labels[e.top] = e
+            labels.update(dict.fromkeys(e.sized, e))
 
 
 def _passed_over(passed, image, error):
@@ -373,8 +378,9 @@ def _with_shapes_beside(spec, options, needs, given, **more):
             if found is None:
                 return None
             shapes[top], whence, wheres[top] = found
-            said.append(Assumption(need.layer, f"top '{top}' is {'x'.join(map(str, shapes[top]))}: its data is not "
-                                   f"on this machine, so {whence}", f"--input {top}={input_dims(known)}"))
+            why = need.absent if isinstance(need.absent, str) else "its data is not on this machine"
+            said.append(Assumption(need.layer, f"top '{top}' is {'x'.join(map(str, shapes[top]))}: {why}, so "
+                                   f"{whence}", f"--input {top}={input_dims(known)}"))
     try:
         return build(spec.param, spec.state, **dict(options, logged={**options["logged"], **shapes}, sources=wheres,
                                                     **more), read=spec.read, guesses=said)
@@ -423,8 +429,7 @@ def _check_sizes(net, assumed=False):
         return
     if assumed:
         error.assumed = True
-        error.fix += ("; but first: the shapes here follow from an image protoaudit assumed, its dataset not being on "
-                      "this machine: give yours with --input")
+        error.fix += "; but first: the shapes here follow from an image protoaudit assumed: give yours with --input"
     raise error
 
 

@@ -130,3 +130,107 @@ def test_a_blob_over_caffes_limit_at_224_takes_a_smaller_image(tmp_path):
     assert got["data"] == (4, 3, 32, 32) and got["wide"] == (4, 50000, 32, 32)
     with pytest.raises(Exception, match="2,147,483,647"):
         build_nets(path, inputs={"data": (4, 3, 224, 224)})
+
+
+def ip(bottom, top, outputs):
+    return (f'layer {{ name: "{top}" type: "InnerProduct" bottom: "{bottom}" top: "{top}" '
+            f'inner_product_param {{ num_output: {outputs} }} }}\n')
+
+
+def test_labels_joined_by_a_concat_share_what_the_loss_takes(tmp_path):
+    """DeepFashion's box: four HDF5 tops x1, y1, x2 and y2 joined along axis 1 and compared by
+    EuclideanLoss with a 4-output InnerProduct, 8x4. Concat adds the widths along its axis
+    (concat_layer.cpp:39-50), so the four, alike, are 8x1 each: 4 / 4. The class label beside them is
+    one per item for SoftmaxWithLoss (8 labels for an 8x10 prediction)."""
+    path = write(tmp_path, 'layer { name: "d" type: "HDF5Data" top: "data" top: "x1" top: "y1" top: "x2" top: "y2" '
+                 'top: "category" hdf5_data_param { source: "/nowhere/train.txt" batch_size: 8 } }\n'
+                 'layer { name: "box" type: "Concat" bottom: "x1" bottom: "y1" bottom: "x2" bottom: "y2" top: "box" '
+                 'concat_param { axis: 1 } }\n'
+                 + ip("data", "pred", 4) + ip("data", "cls", 10) + loss("EuclideanLoss", "pred", "box")
+                 + loss("SoftmaxWithLoss", "cls", "category", name="closs"))
+    got = shapes(build_nets(path)[0])
+    assert got["box"] == (8, 4) and all(got[t] == (8, 1) for t in ("x1", "y1", "x2", "y2"))
+    assert got["category"][0] == 8 and len(got["category"]) <= 2 and got["data"] == (8, 3, 224, 224)
+
+
+def test_a_concat_of_a_known_blob_and_a_label_leaves_the_label_what_is_left(tmp_path):
+    """A label joined beside a known 8x3 blob (a 3-output InnerProduct) into the 8x5 target: the label
+    takes the other 2 of the axis, 8x2."""
+    path = write(tmp_path, HDF5 + ip("data", "known", 3) + ip("data", "pred", 5)
+                 + 'layer { name: "t" type: "Concat" bottom: "known" bottom: "label" top: "t" }\n'
+                 + loss("EuclideanLoss", "pred", "t"))
+    got = shapes(build_nets(path)[0])
+    assert got["label"] == (8, 2) and got["t"] == (8, 5)
+
+
+def test_a_label_pooled_to_its_prediction_is_the_image_the_windows_tile(tmp_path):
+    """A GoogLeNet-style map: 7x7 prediction (224 through a 32-stride convolution: (224 - 32) / 32 + 1
+    = 7), its label pooled 2x2 stride 2 before SigmoidCrossEntropyLoss (counts must match). Caffe's
+    ceil rounding gives ceil((14 - 2) / 2) + 1 = 7 from 14 (and from 13); the label is taken as the
+    size the windows tile exactly, (7 - 1) x 2 + 2 = 14: 8x1x14x14."""
+    path = write(tmp_path, HDF5 + 'layer { name: "pred" type: "Convolution" bottom: "data" top: "pred" '
+                 'convolution_param { num_output: 1 kernel_size: 32 stride: 32 } }\n'
+                 'layer { name: "lp" type: "Pooling" bottom: "label" top: "lp" '
+                 'pooling_param { pool: AVE kernel_size: 2 stride: 2 } }\n'
+                 + loss("SigmoidCrossEntropyLoss", "pred", "lp"))
+    got = shapes(build_nets(path)[0])
+    assert got["pred"] == (8, 1, 7, 7) and got["lp"] == (8, 1, 7, 7) and got["label"] == (8, 1, 14, 14)
+
+
+PYDATA = ('layer {{ name: "data" type: "Python" top: "data" top: "label" python_param {{ module: "nowhere_layers" '
+          'layer: "TrainData" param_str: "{params}" }} }}\n')
+
+
+def test_a_python_data_layer_not_found_is_an_assumed_image_and_a_label(tmp_path):
+    """A Python data layer whose module is not on this machine: its tops are taken as an absent
+    dataset's, the batch from param_str's batch_size (a dict literal, read by a parser that runs
+    nothing), 16x3x224x224, and the label one per item as SoftmaxWithLoss takes it. Every format says
+    the data's shape came from an assumption; --strict asks for the tops, as before."""
+    path = write(tmp_path, PYDATA.format(params="{'batch_size': 16, 'split': 'train'}") + ip("data", "fc", 10)
+                 + loss("SoftmaxWithLoss", "fc", "label"))
+    got = shapes(build_nets(path)[0])
+    assert got["data"] == (16, 3, 224, 224) and got["fc"] == (16, 10)
+    assert got["label"] in ((16,), (16, 1))  # SoftmaxWithLoss: outer x inner = 16 labels
+    run = run_in_process(path, "--format", "json")
+    assert run.returncode == 0, run.stderr
+    sources = {d["top"]: d["source"] for d in json.loads(run.stdout)["data_shapes"]}
+    assert sources == {"data": "assumed: an image size, its data coming from Python code",
+                       "label": "assumed: what the layer reading it takes, its data coming from Python code"}
+    run = run_in_process(path)
+    assert run.returncode == 0 and "for data shapes protoaudit assumed (data 16x3x224x224" in run.stdout
+    run = run_in_process(path, "--strict")
+    assert run.returncode == 2 and "Python layer (nowhere_layers.TrainData)" in run.stderr
+
+
+def test_a_python_data_layer_with_no_batch_in_param_str_takes_one_item_or_batch(tmp_path):
+    """No batch_size in param_str (a YAML mapping here): one item at a time, 1x3x224x224; --batch 4
+    sets it, as for any data layer."""
+    path = write(tmp_path, PYDATA.format(params="split: train") + ip("data", "fc", 10)
+                 + loss("SoftmaxWithLoss", "fc", "label"))
+    assert shapes(build_nets(path)[0])["data"] == (1, 3, 224, 224)
+    assert shapes(build_nets(path, batch=4)[0])["data"] == (4, 3, 224, 224)
+
+
+def test_a_python_data_layer_declared_with_input_has_its_data_shape_line(tmp_path):
+    """--input gives a Python data layer's tops: the report's data shapes name them, as a Data layer's."""
+    path = write(tmp_path, PYDATA.format(params="") + ip("data", "fc", 10) + loss("SoftmaxWithLoss", "fc", "label"))
+    run = run_in_process(path, "--input", "data=2x1x28x28", "--input", "label=2", "--format", "json")
+    assert run.returncode == 0, run.stderr
+    assert {d["top"]: (tuple(d["shape"]), d["source"]) for d in json.loads(run.stdout)["data_shapes"]} == {
+        "data": ((2, 1, 28, 28), "--input"), "label": ((2,), "--input")}
+
+
+def test_a_label_piece_joined_beside_features_is_one_wide(tmp_path):
+    """MPIIGaze's net: the label sliced at 2 into gaze and head pose; the head pose joined beside 500
+    features (Concat along axis 1 needs the same rank and the other axes equal), gaze compared with a
+    2-output InnerProduct. Nothing says the head pose's width: it is taken as one value per item,
+    8x1, so the label is 2 + 1 = 3 wide (the last slice keeps what is left: slice_layer.cpp), gaze
+    8x2, and the join 8x501. The assumption names the Concat."""
+    path = write(tmp_path, HDF5 + 'layer { name: "cut" type: "Slice" bottom: "label" top: "gaze" top: "pose" '
+                 'slice_param { axis: 1 slice_point: 2 } }\n' + ip("data", "ip1", 500)
+                 + 'layer { name: "cat" type: "Concat" bottom: "ip1" bottom: "pose" top: "cat" }\n'
+                 + ip("cat", "ip2", 2) + loss("EuclideanLoss", "ip2", "gaze"))
+    net = build_nets(path)[0]
+    got = shapes(net)
+    assert (got["label"], got["gaze"], got["pose"], got["cat"]) == ((8, 3), (8, 2), (8, 1), (8, 501))
+    assert any("top 'label' is 8x3" in a.what and "Concat layer 'cat'" in a.what for a in net.assumptions)

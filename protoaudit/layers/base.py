@@ -187,7 +187,8 @@ def one_pixel(top, shape):
 class MissingShape(Exception):
     """A layer cannot know a top's shape: the net driver collects every such top of every net and
     asks for them all in one message (`tops`: (name, known dims, None where unknown)). `absent`: the
-    dataset that would give them is not on this machine (the audit may then assume an image size)."""
+    dataset that would give them is not on this machine (the audit may then assume an image size),
+    or, as a string, why else only the data would give them (DATA_FROM_CODE)."""
 
     def __init__(self, reason, tops, absent=False):
         super().__init__(reason)
@@ -252,6 +253,19 @@ class Layer:
         """The shape of bottom 0 that gives top `top_index` the shape `shape` (bottom 0 is `bottom`
         now), for a top a later layer sizes (a label whose dataset is absent: label_for); None for a
         layer that has no such rule."""
+        return None
+
+    def bottoms_for(self, top_index, shape, bottoms, labels):
+        """bottom_for for each bottom (`bottoms`: their shapes now; `labels`: whether each is a label
+        whose dataset is absent): a list with None for a bottom left as it is, or None where no shape
+        of the bottoms gives that top."""
+        first = self.bottom_for(top_index, shape, bottoms[0])
+        return None if first is None else [first] + [None] * (len(bottoms) - 1)
+
+    def beside(self, bottoms, labels):
+        """For a layer that stops on labels whose dataset is absent (`labels`: a flag per bottom) beside
+        its other bottoms (`bottoms`: their shapes), the shape each label takes to be joined (None for
+        the others), for a later layer to size again; None for a layer that has no such rule."""
         return None
 
     def label_for(self, prediction):

@@ -65,11 +65,14 @@ ASSUMED_IMAGES = (
 ASSUMED_CHANNELS = ASSUMED_IMAGES[0][0][0]
 
 
-def assumed_image(known, image=ASSUMED_IMAGES[0], passed=""):
+NOT_HERE = "its dataset not being on this machine"  # why a data top's shape is assumed, unless said otherwise
+
+
+def assumed_image(known, image=ASSUMED_IMAGES[0], passed="", lacking=NOT_HERE):
     """(shape, why, where) of a data top from its known dimensions (batch, channels, [clip length,]
     height, width; None where unknown), the unknown ones `image`'s ((C, H, W), what it is), or None
     where another dimension is unknown or the known ones make it an image already assumed.
-    `passed`: why the images before it were passed over."""
+    `passed`: why the images before it were passed over; `lacking`: why the data gives no size."""
     (c, h, w), what = image
     if len(known) < 4 or known[0] is None or any(k is None for k in known[2:-2]):
         return None
@@ -82,7 +85,7 @@ def assumed_image(known, image=ASSUMED_IMAGES[0], passed=""):
     why = (f"protoaudit assumes {' and '.join(guessed)} ({what}){passed}: every figure that grows with the "
            "image is for that size")
     return (known[0], channels) + tuple(known[2:-2]) + (height, width), why, \
-        "assumed: an image size, its dataset not being on this machine"
+        f"assumed: an image size, {lacking}"
 
 
 class DataSource(Layer):

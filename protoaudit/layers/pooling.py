@@ -2,6 +2,7 @@
 import math
 
 from . import touch
+from ..errors import InputError
 from .base import CUDNN_2015_FORKS, Layer, count, float32, register
 
 MAX, AVE, STOCHASTIC = 0, 1, 2
@@ -84,6 +85,23 @@ class Pooling(Layer):
         w = pooled_size(self, shape[3], kernel[1], stride[1], pad[1], rounding, padded)
         top = (shape[0], shape[1], h, w)
         return [top] * max(1, len(self.lp.top))
+
+    def bottom_for(self, top_index, shape, bottom):
+        """The image whose windows tile exactly into `shape`, (out - 1) x stride + kernel - 2 x pad on
+        each axis (a label pooled to its prediction's size: GoogLeNet's 7x7 map from 14x14); None for
+        global pooling or where no bottom pools to it."""
+        p = self.lp.pooling_param
+        if p.global_pooling or len(shape) != 4:
+            return None
+        kernel, stride, pad = pooling_geometry(self, p, shape)
+        sizes = tuple((out - 1) * s + k - 2 * q for out, k, s, q in zip(shape[2:], kernel, stride, pad))
+        try:
+            if min(sizes) < 1 or tuple(pooled_size(self, size, k, s, q, self.rounding(), any(pad)) for size, k, s, q
+                                       in zip(sizes, kernel, stride, pad)) != tuple(shape[2:]):
+                return None
+        except InputError:
+            return None
+        return tuple(shape[:2]) + sizes
 
     def rounding(self):
         """CEIL or FLOOR: BVLC's round_mode (default CEIL)."""

@@ -25,6 +25,9 @@ from .data import Declared
 from .python_source import SourceShapes, Unread, module_file, read_lines
 
 KNOWN = {}  # (python_param.module, python_param.layer) -> class
+# why a Python data layer's tops may be assumed as an absent dataset's (MissingShape.absent)
+DATA_FROM_CODE = "its data comes from Python code, which protoaudit never runs"
+DATA_FROM_CODE_WHERE = "its data coming from Python code"  # the same, where a shape's origin is said
 
 
 def known(module, layer):
@@ -45,6 +48,9 @@ class Python(Declared):
     gap = "what its Python code allocates (protoaudit never runs it)"
 
     module_path = None  # the module's file, where it was found (FromSource)
+    # whether, as a data layer whose tops are not found, its data may be assumed (an image, and labels
+    # its losses size); not for a layer protoaudit knows, whose own refusal says what it lacks
+    assumes_data = True
 
     def __new__(cls, lp, ctx):
         path = None
@@ -72,15 +78,43 @@ class Python(Declared):
     def reshape(self, bottoms):
         try:
             return self.top_shapes(bottoms)
-        except MissingShape:
+        except MissingShape as e:
             outputs = self.outputs_only()
-            if outputs is None:
+            if outputs is not None:
+                return outputs
+            if self.lp.bottom or e.absent or not self.assumes_data:
                 raise
-            return outputs
+            # a data layer: its tops are the data its code reads, which the audit may assume as it
+            # assumes a dataset's that is not on this machine (an image; a label its loss sizes)
+            batch = self.ctx.batch or self.batch_size() or 1
+            raise MissingShape(e.reason, [(t, known if len(known) >= 4 else (batch, None, None, None))
+                                          for t, known in e.tops], DATA_FROM_CODE) from None
+
+    def batch_size(self):
+        """The batch_size (or batch) its param_str gives as a plain value (a dict literal, JSON or YAML,
+        read by parsers that run nothing), or None."""
+        import yaml
+
+        text = self.lp.python_param.param_str
+        for parse in (ast.literal_eval, yaml.safe_load):
+            try:
+                params = parse(text)
+            except Exception:  # noqa: BLE001  (not this notation: try the next)
+                continue
+            if isinstance(params, dict):
+                value = params.get("batch_size", params.get("batch"))
+                return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+        return None
 
     def top_shapes(self, bottoms):
-        """The tops' shapes: --input's (a layer protoaudit knows: its source's)."""
-        return Declared.reshape(self, bottoms)
+        """The tops' shapes: --input's (a layer protoaudit knows: its source's), noted as a data
+        layer's where it has no bottoms."""
+        tops = Declared.reshape(self, bottoms)
+        self.data_source = not bottoms
+        if self.data_source:
+            for j, shape in enumerate(tops):
+                self.note_origin(j, shape, "--input")
+        return tops
 
     def outputs_only(self):
         """Empty tops for a layer fed by the net whose tops no layer reads and none is declared (a
@@ -101,6 +135,7 @@ class Known(Python):
     give `defaults(bottoms)`: one shape per top, and the reason (the source's defaults)."""
 
     tops = None  # the exact top count the layer's code requires, when it checks one
+    assumes_data = False
 
     @property
     def source(self):
@@ -117,7 +152,7 @@ class Known(Python):
                        f"{self.source} makes {self.tops} tops; {len(self.lp.top)} are named")
         declared = [t in self.ctx.inputs for t in self.lp.top]
         if all(declared):
-            return [self.override(j, None) for j in range(len(self.lp.top))]
+            return Python.top_shapes(self, bottoms)
         shapes, reason = self.defaults(bottoms)
         tops = []
         assumed = []
@@ -188,6 +223,8 @@ class FromSource(Known):
     """A Python layer whose module is found beside the net (its folder or one above, or --root):
     the tops' shapes its setup and reshape give with plain values, read off the source
     (python_source); where they are not plain, its tops are asked for as any Python layer's."""
+
+    assumes_data = True
 
     def defaults(self, bottoms):
         p = self.lp.python_param

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field, replace
 
 from .. import layers as _layers  # noqa: F401  (registers every layer type)
 from ..errors import InputError, closest
-from ..layers.base import (NET_INPUT, REGISTRY, Assumption, Context, MissingShape, ShapeOrigin, count, fork_layers,
-                           one_pixel)
+from ..layers.base import (NET_INPUT, REGISTRY, Assumption, Context, Layer, MissingShape, ShapeOrigin, count,
+                           fork_layers, one_pixel)
 from ..layers.data import DataSource, Declared, Logged, Unread, named_like_a_loss
 from ..options import INT_MAX, MAX_AXES
 from ..records import RECORD
@@ -184,7 +184,8 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
         except MissingShape as m:
             builder.missing(lp, line, m)
         except InputError as e:
-            label = builder.label_to_size(lp, labels) if labels and not isinstance(e, Unwired) else None
+            label = (builder.label_to_size(lp, labels) or builder.label_to_join(lp, labels)
+                     if labels and not isinstance(e, Unwired) else None)
             if label is not None:
                 raise label from None
             if not isinstance(e, Unwired):  # a layer's own CHECK: say what stands behind it
@@ -305,12 +306,13 @@ class Need:
 
 
 class LabelSized(Exception):
-    """A loss or accuracy stops on a label whose shape was assumed (its dataset is not on this machine):
-    `top`, that data top, and `shape`, the one the layer takes beside its prediction (Layer.label_for)."""
+    """A loss or accuracy stops on labels whose shapes were assumed (their dataset is not on this machine):
+    `sized`, {data top: the shape it takes} for the layer to have the label it takes beside its
+    prediction (Layer.label_for), traced back through the layers between (Layer.bottoms_for)."""
 
-    def __init__(self, top, shape, layer, kind, prediction):
-        super().__init__(top)
-        self.top, self.shape, self.layer, self.kind, self.prediction = top, shape, layer, kind, prediction
+    def __init__(self, sized, layer, kind, prediction):
+        super().__init__(", ".join(sized))
+        self.sized, self.layer, self.kind, self.prediction = sized, layer, kind, prediction
 
 
 class Unwired(InputError):
@@ -768,23 +770,69 @@ class _Builder:
         )
 
     def label_to_size(self, lp, labels):
-        """LabelSized where `lp` reads as its label (bottom 1) one of `labels`, directly or through
-        layers that say what bottom gives a top of a shape (Layer.bottom_for: a Split, a Slice), and
-        its class says what label its prediction (bottom 0) takes; else None."""
+        """LabelSized where `lp` reads as its label (bottom 1) some of `labels`, directly or through
+        layers that say what bottoms give a top of a shape (Layer.bottoms_for: a Split, a Slice, a
+        Concat), and its class says what label its prediction (bottom 0) takes; else None."""
         if len(lp.bottom) < 2 or lp.bottom[0] not in self.by_name or lp.bottom[1] not in self.by_name:
             return None
         cls = self.classes.get(lp.type)
         prediction = self.blobs[self.by_name[lp.bottom[0]]].shape
         shape = None if cls is None else cls(lp, self.ctx).label_for(prediction)
-        blob = self.blobs[self.by_name[lp.bottom[1]]]
-        while shape is not None and blob.name not in labels:
-            node = self.layers[blob.producer] if blob.producer >= 0 else None
-            if node is None or not node.bottoms or blob.index not in node.tops:
+        sized = None if shape is None else self._sized(self.by_name[lp.bottom[1]], tuple(shape), labels)
+        return LabelSized(sized, lp.name, lp.type, prediction) if sized else None
+
+    def label_to_join(self, lp, labels):
+        """LabelSized where `lp` stops on bottoms that are among `labels` (directly) beside others, and
+        its class says what shape lets it take them (Layer.beside: a Concat); else None."""
+        cls = self.classes.get(lp.type)
+        if cls is None or any(b not in self.by_name for b in lp.bottom):
+            return None
+        blobs = [self.blobs[self.by_name[b]] for b in lp.bottom]
+        wanted = cls(lp, self.ctx).beside([b.shape for b in blobs], [self._from_label(b, labels) for b in blobs])
+        sized = {}
+        for b, want in zip(blobs, wanted or ()):
+            found = self._sized(self.by_name[b.name], tuple(want), labels) if want is not None else {}
+            if found is None:
                 return None
-            bottom = self.blobs[node.bottoms[0]]
-            shape = node.impl.bottom_for(node.tops.index(blob.index), shape, bottom.shape)
-            blob = bottom
-        return None if shape is None else LabelSized(blob.name, shape, lp.name, lp.type, prediction)
+            sized.update(found)
+        return LabelSized(sized, lp.name, lp.type, blobs[0].shape) if sized else None
+
+    def _from_label(self, blob, labels):
+        """Whether `blob` is one of `labels` that is not its data layer's image (_a_label), or a piece
+        of one through layers of one bottom that say what bottom gives a top (a Slice, a Split)."""
+        while not self._a_label(blob, labels):
+            node = self.layers[blob.producer] if blob.producer >= 0 else None
+            if node is None or len(node.bottoms) != 1 or type(node.impl).bottom_for is Layer.bottom_for:
+                return False
+            blob = self.blobs[node.bottoms[0]]
+        return True
+
+    def _a_label(self, blob, labels):
+        """Whether `blob` is one of `labels` that is not its data layer's first top (its image)."""
+        return blob.name in labels and blob.producer >= 0 and self.layers[blob.producer].tops[0] != blob.index
+
+    def _sized(self, index, shape, labels):
+        """{label top: shape} that gives blob `index` the shape `shape`, walking back to the tops in
+        `labels`; {} where it has that shape already and is no label; None where no layer says how."""
+        blob = self.blobs[index]
+        if blob.name in labels:
+            return {blob.name: shape}
+        if tuple(blob.shape) == shape:
+            return {}
+        node = self.layers[blob.producer] if blob.producer >= 0 else None
+        if node is None or not node.bottoms or index not in node.tops:
+            return None
+        wanted = node.impl.bottoms_for(node.tops.index(index), shape, [self.blobs[b].shape for b in node.bottoms],
+                                       [self._a_label(self.blobs[b], labels) for b in node.bottoms])
+        if wanted is None:
+            return None
+        sized = {}
+        for b, want in zip(node.bottoms, wanted):
+            found = self._sized(b, tuple(want), labels) if want is not None else {}
+            if found is None:
+                return None
+            sized.update(found)
+        return sized
 
     def upstream(self, lp):
         """The names of the blobs `lp` reads, directly or through the layers built so far."""
