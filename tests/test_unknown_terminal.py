@@ -6,7 +6,7 @@ top counted empty where the net has a loss beside it. Shapes by hand: a 3x3 conv
 input makes 6x6."""
 import pytest
 
-from conftest import build_text, run_in_process
+from conftest import build_text, run_in_process, tops
 from protoaudit.errors import InputError
 
 HEAD = ('layer { name: "in" type: "Input" top: "x" top: "y" input_param { shape { dim: 2 dim: 3 dim: 8 dim: 8 } '
@@ -57,3 +57,18 @@ def test_its_param_blocks_say_weights_that_are_not_counted(tmp_path):
                      'param { lr_mult: 1 } }\n')
     assert list(net.layer("l").top_shapes) == [()] and net.layer("l").params == ()
     assert "its 1 param { } block says it has weights, which are not counted" in net.assumptions[0].what
+
+
+def test_its_own_param_block_does_not_keep_a_fork_that_knows_the_other_types_from_reading_the_file(tmp_path):
+    """A re-identification net: SSD's Normalize (no normalize_param: its defaults) and, at the end, a
+    QuartetLoss with a quartet_loss_param no caffe.proto has. Every schema reads past that block
+    alike; the one that knows more of the file's types (SSD's, which has Normalize) reads it, and the
+    loss is audited around as above. Normalize keeps its bottom's shape (normalize_layer.cpp
+    Reshape): 2x4x6x6."""
+    text = (HEAD + 'layer { name: "n" type: "Normalize" bottom: "c" top: "n" }\n'
+            'layer { name: "q" type: "QuartetLoss" bottom: "n" bottom: "y" top: "loss" '
+            'quartet_loss_param { margin: 1.0 } }\n')
+    net = build_text(tmp_path, text)
+    assert tops(net, "n") == [(2, 4, 6, 6)] and tops(net, "q") == [()]
+    run = run_in_process(str(tmp_path / "net.prototxt"))
+    assert run.returncode == 0 and "Read with the caffe.proto of SSD" in run.stdout, run.stderr

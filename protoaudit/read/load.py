@@ -481,7 +481,7 @@ def _past_unknown_fields(path, text):
         own = whose.OWN_UNSIZED.get(name, {}).values()
         ranked = (any(holder in own or _has_field(load_schema(other_name), field, holder)
                       for field, holder, _ in skipped for other_name in SCHEMA_NAMES if other_name != name),
-                  not _types_used(message, kind, schema.layers) <= _known_types(schema.layers), len(skipped))
+                  len(_types_used(message, kind, schema.layers) - _known_types(schema.layers)), len(skipped))
         return ranked, ((kind, message, schema), skipped)
 
     found = [r for r in (reading(SCHEMA_NAMES[0], kind) for kind in ("net", "solver")) if r is not None]
@@ -495,7 +495,7 @@ def _past_unknown_fields(path, text):
         kinds, forks = (kind,), [name for name in forks if _may_read_better(load_schema(name), skipped, types)]
         # a fork that defines no name the file uses otherwise reads it as BVLC's schema did, and only
         # knows other types: its rank needs no pass, and it is read only if it wins
-        alike = {name: (False, not _types_used(message, kind, name) <= _known_types(load_schema(name).layers),
+        alike = {name: (False, len(_types_used(message, kind, name) - _known_types(load_schema(name).layers)),
                         len(skipped))
                  for name in forks if not _reads_otherwise(text, name) and not load_schema(name).predates_v2}
     else:  # a fork reads what BVLC's schema does not only where the file uses a name it defines otherwise
