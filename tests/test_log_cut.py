@@ -195,3 +195,29 @@ def test_many_cut_nets_are_counted_not_listed():
     assert _nets_named(["TRAIN", "TEST"]) == "the TRAIN and TEST nets"
     assert _nets_named(["TEST"] * 8) == "8 TEST nets"
     assert _nets_named(["TRAIN", "TEST", "TEST"]) == "3 nets (1 TRAIN, 2 TEST)"
+
+
+DEEPFASHION = os.path.join(DATA, "logs_cut", "deepfashion_test", "epoch0_validation.log")
+
+
+def test_a_cut_log_that_names_no_file_is_read_from_the_net_beside_it():
+    """A `caffe test` run (no solver, so no file named) whose TEST net's text glog cut: the net file
+    beside the log is taken, as it holds, in that phase, the very layers the log set up; every line
+    of the log's is reproduced, and the report says where the net was read from."""
+    run = run_in_process(DEEPFASHION, "--caffe-log")
+    assert run.returncode == 0, run.stderr
+    with open(DEEPFASHION, errors="replace") as f:
+        (expected,) = logparse.parse(f.read())
+    (got,) = logparse.parse(run.stdout)
+    assert expected.phase == "TEST" and run.stdout.startswith("Net ResNet-50, phase TEST") and len(expected.layers) > 200
+    assert logparse.first_difference(expected, got) is None, logparse.first_difference(expected, got)
+    run = run_in_process(DEEPFASHION)
+    assert run.returncode == 0 and "a net file beside the log" in run.stdout, run.stderr
+
+
+def test_a_cut_log_beside_no_net_holding_its_layers_is_refused(tmp_path):
+    shutil.copy(DEEPFASHION, tmp_path)
+    (tmp_path / "train.prototxt").write_text('name: "other" layer { name: "x" type: "Input" top: "x" '
+                                             'input_param { shape { dim: 1 } } }\n')
+    run = run_in_process(str(tmp_path / "epoch0_validation.log"))
+    assert run.returncode == 2 and "no net file beside it holds the layers it set up" in run.stderr

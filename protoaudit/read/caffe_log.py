@@ -172,9 +172,11 @@ class _Reader:
         self.runs = []
         self.run = None
         self.text = None  # [kind, lines, first line, size, thread] of a multi-line message being read
-        # thread -> (the net it sets up, {name: LoggedLayer being created}: net.cpp prints <- and ->
-        # before "Setting up"). Processes writing into one log (a script's workers each building a
-        # net) interleave their lines; glog's thread id tells whose each is.
+        # thread -> [(a net it sets up, {name: LoggedLayer being created}: net.cpp prints <- and ->
+        # before "Setting up")], the last the one it is in: a recurrent layer's setup builds its
+        # unrolled net (printed as a net of its own) inside its own net's, which goes on after it.
+        # Processes writing into one log (a script's workers each building a net) interleave their
+        # lines; glog's thread id tells whose each is.
         self.building = {}
         self.iteration = None
         self.solving = self.testing = False
@@ -220,9 +222,11 @@ class _Reader:
         if kind == "solver":
             self.run.solver = text
         else:
-            net = LoggedNet(text, _state_phase(lines), source=self.sources.pop(thread, None))
-            self.run.nets.append(net)
-            self.building[thread] = (net, {})
+            stack = [entry for entry in self.building.get(thread, ()) if not entry[0].done]
+            net = LoggedNet(text, _state_phase(lines), source=None if stack else self.sources.pop(thread, None))
+            if not stack:  # (an unrolled net inside a layer is the layer's, not the run's)
+                self.run.nets.append(net)
+            self.building[thread] = stack + [(net, {})]
 
     def _message(self, msg, severity, thread, number, size):
         msg = msg.rstrip()
@@ -257,7 +261,7 @@ class _Reader:
             self.iteration = int(m.group(1))
             self.testing = "Testing net" in msg
             return
-        net, creating = self.building.get(thread, (None, None))
+        net, creating = (self.building.get(thread) or [(None, None)])[-1]
         if net is None or net.done:
             return
         if msg.startswith("Creating Layer "):
@@ -282,6 +286,8 @@ class _Reader:
                 net.memory = int(m.group(1))
         elif msg.startswith("Network initialization done"):
             net.done = True
+            if len(self.building[thread]) > 1:  # an unrolled net: its layer's net goes on
+                self.building[thread].pop()
         else:
             m = _ARROW.match(msg)
             if m and m.group(1) in creating:

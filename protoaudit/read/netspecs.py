@@ -142,13 +142,12 @@ def _named_file(net, log_path, schema, defines, strict):
     named, or by the last parts of that path beside the log or in a folder above it (a log kept in
     the repository of its nets), and taken only if, in the state Caffe printed, it holds the very
     layers the log set up. (source, layer lines, state, assumed), or why not (a clause)."""
-    if not net.source:
-        return "the log does not name the file the net came from"
     if not net.layers:
-        return f"the log set up none of its layers to check the file '{net.source}' against"
+        return (f"the log set up none of its layers to check the file '{net.source}' against" if net.source else
+                "the log does not name the file the net came from")
     logged = [layer.name for layer in net.layers]
     differs = None
-    for candidate in _candidates(net.source, log_path):
+    for candidate in _candidates(net.source, log_path) if net.source else _beside(log_path):
         try:
             src = loader.load(candidate, schema, defines, strict)
             if src.kind != "net":
@@ -161,16 +160,32 @@ def _named_file(net, log_path, schema, defines, strict):
         known = set(names)
         kept = [name for name in logged if name in known or not name.endswith("_split")]  # Caffe's own splits
         if kept == names or (not net.done and kept == names[:len(kept)]):
+            whose = f"the file the log names ('{net.source}')" if net.source else "a net file beside the log"
             what = (f"glog cut the {net.phase} net's printed text (log line {net.params.line}); the net is read from "
-                    f"{candidate}, the file the log names ('{net.source}'), whose {len(names)} layers in that state "
-                    "are the ones Caffe set up")
+                    f"{candidate}, {whose}, whose {len(names)} layers in that state are the ones Caffe set up")
             return src, lines, state, (("(file)", what, "give the net file with --log LOG to choose another"),
                                        *upgraded)
         differs = differs or (candidate, next((f"'{a}' where the log set up '{b}'" for a, b in zip(names, kept)
                                                if a != b), f"{len(names)} layers where the log set up {len(kept)}"))
+    if not net.source:
+        return "the log does not name the file the net came from, and no net file beside it holds the layers it set up"
     if differs:
         return f"the file found, {differs[0]}, is not the net Caffe ran (it has {differs[1]})"
     return f"the file the log names, '{net.source}', is found neither as named nor beside the log or above it"
+
+
+MAX_BESIDE = 64  # the net files beside a log that one whose text glog cut is looked for among
+
+
+def _beside(log_path):
+    """The net files in a log's own folder (a `caffe test` or pycaffe run names none), at most
+    MAX_BESIDE of them: a repository keeps a log beside the net that ran it."""
+    folder = os.path.dirname(os.path.abspath(log_path))
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".prototxt") and "solver" not in n.lower())
+    except OSError:
+        return []
+    return [shown(os.path.join(folder, n)) for n in names[:MAX_BESIDE] if os.path.isfile(os.path.join(folder, n))]
 
 
 def _candidates(named, log_path):
