@@ -53,14 +53,20 @@ class Concat(Layer):
             total += shape[axis]
         return [tuple(first[:axis]) + (total,) + tuple(first[axis + 1:])]
 
+    def axis_of(self, rank):
+        """The axis joined for bottoms of `rank` axes, or None where the file's is out of range (the
+        reshape's checks say why)."""
+        p = self.lp.concat_param
+        axis = p.concat_dim if p.HasField("concat_dim") else p.axis + rank if p.axis < 0 else p.axis
+        return axis if 0 <= axis < rank else None
+
     def bottoms_for(self, top_index, shape, bottoms, labels):
         """The bottoms that join into `shape`: one that fits it beside the axis keeps its width unless
         it is a label; the others (labels whose dataset is absent, an image or as wide as beside()
         made them) share what is left of the axis evenly (DeepFashion's x1, y1, x2 and y2 into one
         box of 4)."""
-        p = self.lp.concat_param
-        axis = p.concat_dim if p.HasField("concat_dim") else p.axis + len(shape) if p.axis < 0 else p.axis
-        if axis >= len(shape):
+        axis = self.axis_of(len(shape))
+        if axis is None:
             return None
         fits = [not label and len(b) == len(shape) and all(d == w for a, (d, w) in enumerate(zip(b, shape))
                                                            if a != axis) for b, label in zip(bottoms, labels)]
@@ -76,12 +82,9 @@ class Concat(Layer):
         let the join take them beside the others: the first other's, one wide along the axis (a gaze
         net's head pose beside its 500 features), for the loss below to size again; None where
         every bottom is a label."""
-        p = self.lp.concat_param
         first = next((b for b, label in zip(bottoms, labels) if not label), None)
-        if first is None:
-            return None
-        axis = p.concat_dim if p.HasField("concat_dim") else p.axis + len(first) if p.axis < 0 else p.axis
-        if not 0 <= axis < len(first):
+        axis = None if first is None else self.axis_of(len(first))
+        if axis is None:
             return None
         one = tuple(first[:axis]) + (1,) + tuple(first[axis + 1:])
         return [one if label else None for label in labels]

@@ -782,8 +782,9 @@ class _Builder:
         return LabelSized(sized, lp.name, lp.type, prediction) if sized else None
 
     def label_to_join(self, lp, labels):
-        """LabelSized where `lp` stops on bottoms that are among `labels` (directly) beside others, and
-        its class says what shape lets it take them (Layer.beside: a Concat); else None."""
+        """LabelSized where `lp` stops on bottoms that are among `labels` (or pieces of them, _from_label)
+        beside others, and its class says what shape lets it take them (Layer.beside: a Concat); else
+        None."""
         cls = self.classes.get(lp.type)
         if cls is None or any(b not in self.by_name for b in lp.bottom):
             return None
