@@ -318,9 +318,10 @@ def _with_deploy_inputs(spec, options, needs, assume=False):
                            f"the layer gives{colour}"), f"assumed: the input of {found[1]} beside the net"
         if top in labels:
             e = labels[top]
-            return e.sized[top], (f"its shape is the one {e.kind} layer '{e.layer}' takes for it beside its first "
-                             f"input, {'x'.join(map(str, e.prediction))}"), \
-                f"assumed: what the layer reading it takes, {lacking}"
+            said = (f"its shape is one {e.kind} layer '{e.layer}' takes: {e.how}" if e.how else
+                    f"its shape is the one {e.kind} layer '{e.layer}' takes for it beside its first input, "
+                    f"{'x'.join(map(str, e.prediction))}")
+            return e.sized[top], said, f"assumed: what the layer reading it takes, {lacking}"
         if top not in absent:
             return None
         guessed.add(top)

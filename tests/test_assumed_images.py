@@ -234,3 +234,50 @@ def test_a_label_piece_joined_beside_features_is_one_wide(tmp_path):
     got = shapes(net)
     assert (got["label"], got["gaze"], got["pose"], got["cat"]) == ((8, 3), (8, 2), (8, 1), (8, 501))
     assert any("top 'label' is 8x3" in a.what and "Concat layer 'cat'" in a.what for a in net.assumptions)
+
+
+def test_a_label_sliced_into_more_pieces_than_it_is_wide_takes_one_value_a_piece(tmp_path):
+    """A CAPTCHA net: the label sliced along axis 1 into 6 tops, one per character, each read by its
+    SoftmaxWithLoss beside a 36-way InnerProduct. Slice needs the axis at least as wide as its pieces
+    (slice_layer.cpp: an even split of 3 into 6 stops Caffe); a label's piece is first taken one value
+    wide (8x6x224x224), then each loss takes its piece as one label per item: 8x1, the label 8x6."""
+    cut = ('layer { name: "cut" type: "Slice" bottom: "label" ' + " ".join(f'top: "c{i}"' for i in range(6))
+           + ' slice_param { axis: 1 } }\n')
+    path = write(tmp_path, HDF5 + cut + "".join(ip("data", f"p{i}", 36) + loss("SoftmaxWithLoss", f"p{i}", f"c{i}",
+                                                                                name=f"l{i}") for i in range(6)))
+    net = build_nets(path)[0]
+    got = shapes(net)
+    assert got["label"] == (8, 6) and all(got[f"c{i}"] == (8, 1) for i in range(6))
+    assert any("top 'label' is 8x6:" in a.what and "SoftmaxWithLoss layer" in a.what for a in net.assumptions)
+
+
+def test_an_image_sliced_into_frames_takes_a_colour_image_a_frame(tmp_path):
+    """A clip's frames stacked on the channel axis, sliced into 4 tops, each convolved: the image's
+    channels are unknown, so each frame is taken as a colour image, 4 x 3 = 12 channels (the
+    assumption says so); each frame is 8x3x224x224."""
+    cut = 'layer { name: "cut" type: "Slice" bottom: "data" top: "f0" top: "f1" top: "f2" top: "f3" }\n'
+    path = write(tmp_path, HDF5 + cut + "".join(conv(f"f{i}", f"c{i}", 4, 3) for i in range(4))
+                 + 'layer { name: "s" type: "Silence" bottom: "label" }\n')
+    got = shapes(build_nets(path)[0])
+    assert got["data"] == (8, 12, 224, 224) and got["f3"] == (8, 3, 224, 224) and got["c0"] == (8, 4, 222, 222)
+
+
+def test_a_label_reshaped_to_a_size_holds_that_many_values_an_item(tmp_path):
+    """MDNet's label, reshaped to (0, 1, 49, 1): Reshape needs the counts equal (reshape_layer.cpp),
+    so the label holds 49 values an item: 8x49 (dim 0 copies the batch)."""
+    path = write(tmp_path, HDF5 + 'layer { name: "r" type: "Reshape" bottom: "label" top: "r" '
+                 'reshape_param { shape { dim: 0 dim: 1 dim: 49 dim: 1 } } }\n'
+                 'layer { name: "s" type: "Silence" bottom: "r" bottom: "data" }\n')
+    got = shapes(build_nets(path)[0])
+    assert got["label"] == (8, 49) and got["r"] == (8, 1, 49, 1)
+
+
+def test_a_mask_multiplied_into_a_score_map_takes_its_shape(tmp_path):
+    """A coverage mask (an HDF5 file's second top) multiplied into a 5-channel score map by an Eltwise
+    PROD, which needs identical shapes (eltwise_layer.cpp): 8x5x222x222, a 3x3 convolution of 224."""
+    path = write(tmp_path, HDF5 + conv("data", "score", 5, 3)
+                 + 'layer { name: "m" type: "Eltwise" bottom: "score" bottom: "label" top: "m" '
+                   'eltwise_param { operation: PROD } }\n'
+                 + 'layer { name: "s" type: "Silence" bottom: "m" }\n')
+    got = shapes(build_nets(path)[0])
+    assert got["label"] == (8, 5, 222, 222) == got["m"]

@@ -257,15 +257,17 @@ class Layer:
 
     def bottoms_for(self, top_index, shape, bottoms, labels):
         """bottom_for for each bottom (`bottoms`: their shapes now; `labels`: whether each is a label
-        whose dataset is absent): a list with None for a bottom left as it is, or None where no shape
-        of the bottoms gives that top."""
+        whose dataset is absent, fitting's kinds): a list with None for a bottom left as it is, or None
+        where no shape of the bottoms gives that top."""
         first = self.bottom_for(top_index, shape, bottoms[0])
         return None if first is None else [first] + [None] * (len(bottoms) - 1)
 
-    def beside(self, bottoms, labels):
-        """For a layer that stops on labels whose dataset is absent (`labels`: a flag per bottom) beside
-        its other bottoms (`bottoms`: their shapes), the shape each label takes to be joined (None for
-        the others), for a later layer to size again; None for a layer that has no such rule."""
+    def fitting(self, bottoms, kinds):
+        """For a layer that stops on data whose dataset is absent (`kinds`, per bottom: "image" for a
+        data layer's first top, "label" for another, None for a bottom of the net's own), beside its
+        other bottoms (`bottoms`: their shapes): (a shape per bottom that lets the layer take it, None
+        for a bottom left as it is; how, in words), for a later layer to size again; None for a layer
+        that has no such rule."""
         return None
 
     def label_for(self, prediction):

@@ -3,6 +3,7 @@ Flatten, Reshape, Crop, Tile, Reduction, ArgMax, Filter, BatchReindex, Parameter
 HDF5Output."""
 from . import touch
 from .base import Layer, canonical_axis, count, refuse_in_place, register
+from .data import ASSUMED_CHANNELS
 
 
 @register("Split")
@@ -62,14 +63,15 @@ class Concat(Layer):
 
     def bottoms_for(self, top_index, shape, bottoms, labels):
         """The bottoms that join into `shape`: one that fits it beside the axis keeps its width unless
-        it is a label; the others (labels whose dataset is absent, an image or as wide as beside()
+        it is a label; the others (labels whose dataset is absent, an image or as wide as fitting()
         made them) share what is left of the axis evenly (DeepFashion's x1, y1, x2 and y2 into one
         box of 4)."""
         axis = self.axis_of(len(shape))
         if axis is None:
             return None
-        fits = [not label and len(b) == len(shape) and all(d == w for a, (d, w) in enumerate(zip(b, shape))
-                                                           if a != axis) for b, label in zip(bottoms, labels)]
+        fits = [label != "label" and len(b) == len(shape)
+                and all(d == w for a, (d, w) in enumerate(zip(b, shape)) if a != axis)
+                for b, label in zip(bottoms, labels)]
         left = shape[axis] - sum(b[axis] for b, fit in zip(bottoms, fits) if fit)
         rest = fits.count(False)
         if not rest or left <= 0 or left % rest:
@@ -77,17 +79,15 @@ class Concat(Layer):
         width = tuple(shape[:axis]) + (left // rest,) + tuple(shape[axis + 1:])
         return [None if fit else width for fit in fits]
 
-    def beside(self, bottoms, labels):
-        """Shapes for the bottoms `labels` flags (labels whose dataset is absent, still an image) that
-        let the join take them beside the others: the first other's, one wide along the axis (a gaze
-        net's head pose beside its 500 features), for the loss below to size again; None where
-        every bottom is a label."""
-        first = next((b for b, label in zip(bottoms, labels) if not label), None)
+    def fitting(self, bottoms, kinds):
+        """Labels joined beside the net's own bottoms: each the first other's shape, one wide along the
+        axis (a gaze net's head pose beside its 500 features)."""
+        first = next((b for b, kind in zip(bottoms, kinds) if kind != "label"), None)
         axis = None if first is None else self.axis_of(len(first))
         if axis is None:
             return None
         one = tuple(first[:axis]) + (1,) + tuple(first[axis + 1:])
-        return [one if label else None for label in labels]
+        return [one if kind == "label" else None for kind in kinds], "one wide along the axis it is joined on"
 
     def shares(self):
         """With a single bottom Caffe shares its data and diff instead of copying."""
@@ -126,14 +126,37 @@ class Slice(Layer):
             sizes = [size // n] * n
         return [tuple(shape[:axis]) + (s,) + tuple(shape[axis + 1:]) for s in sizes]
 
+    def axis_of(self, rank):
+        """The axis sliced for a bottom of `rank` axes, or None where the file's is out of range (the
+        reshape's checks say why)."""
+        p = self.lp.slice_param
+        axis = p.slice_dim if p.HasField("slice_dim") else p.axis + rank if p.axis < 0 else p.axis
+        return axis if 0 <= axis < rank else None
+
+    def fitting(self, bottoms, kinds):
+        """Absent data too narrow for its slices: as wide as its pieces need, the last (or each, in an
+        even split) as wide as the narrowest given piece, or a label's one value and an image's colour
+        channels (a CAPTCHA's 6 characters, 4 colour frames of a clip, 12 channels)."""
+        p, n, shape = self.lp.slice_param, len(self.lp.top), bottoms[0]
+        axis = self.axis_of(len(shape))
+        if kinds[0] is None or axis is None:
+            return None
+        points = list(p.slice_point)
+        widths = [b - a for a, b in zip([0] + points, points)]
+        if points and min(widths) < 1:
+            return None
+        each = min(widths) if points else ASSUMED_CHANNELS if kinds[0] == "image" else 1
+        total = points[-1] + each if points else n * each
+        return ([tuple(shape[:axis]) + (total,) + tuple(shape[axis + 1:])],
+                f"{total} wide along the axis its {n} slices are cut from")
+
     def bottom_for(self, top_index, shape, bottom):
         """The bottom whose slice `top_index` is `shape`: its width along the axis the pieces' widths
         (the slice points'; the last piece, unless it is this one, keeps its width in `bottom`, at least
         1), an even split's n times this one's."""
         p, n = self.lp.slice_param, len(self.lp.top)
-        axis = p.slice_dim if p.HasField("slice_dim") else p.axis % len(shape) if -len(shape) <= p.axis < len(shape) \
-            else None
-        if axis is None or axis >= len(shape):
+        axis = self.axis_of(len(shape))
+        if axis is None:
             return None
         points = list(p.slice_point)
         if not points:
@@ -166,6 +189,14 @@ class Eltwise(Layer):
                 self.fail(f"bottom {i} has shape {tuple(shape)}, but bottom 0 has {tuple(bottoms[0])}",
                           fix="Eltwise needs bottoms of identical shape")
         return [tuple(bottoms[0])]
+
+    def fitting(self, bottoms, kinds):
+        """Labels combined with the net's own blobs: the first other's shape (a coverage mask
+        multiplied into a score map)."""
+        other = next((b for b, kind in zip(bottoms, kinds) if kind != "label"), None)
+        if other is None:
+            return None
+        return [tuple(other) if kind == "label" else None for kind in kinds], "the shape of the blob it is combined with"
 
     def touches(self, run):
         """MAX keeps the index of each output's winning bottom (max_idx_, int32)."""
@@ -221,6 +252,20 @@ class Reshape(Layer):
         self.check(count(top) == count(shape),
                    f"output count {count(top)} of {tuple(top)} must match input count {count(shape)} of {shape}")
         return [tuple(top)]
+
+    def fitting(self, bottoms, kinds):
+        """A label reshaped to a given size: its batch by the values per item that size holds (MDNet's
+        label, reshaped to (N, 1, 49, 1): (N, 49)); None where the size holds -1 or the axes it keeps
+        (axis, num_axes) are not the whole blob."""
+        p, shape = self.lp.reshape_param, bottoms[0]
+        dims = list(p.shape.dim)
+        if kinds[0] != "label" or -1 in dims or p.axis != 0 or p.num_axes != -1 or not dims:
+            return None
+        top = [shape[i] if d == 0 and i < len(shape) else d for i, d in enumerate(dims)]
+        batch = shape[0]
+        if any(d < 1 for d in top) or count(top) % batch:
+            return None
+        return [(batch, count(top) // batch)], f"{count(top) // batch} values an item, the size it is reshaped to"
 
     def shares(self):
         return [(0, 0, "data"), (0, 0, "diff")]

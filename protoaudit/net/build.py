@@ -184,7 +184,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
         except MissingShape as m:
             builder.missing(lp, line, m)
         except InputError as e:
-            label = (builder.label_to_size(lp, labels) or builder.label_to_join(lp, labels)
+            label = (builder.label_to_size(lp, labels) or builder.label_to_fit(lp, labels)
                      if labels and not isinstance(e, Unwired) else None)
             if label is not None:
                 raise label from None
@@ -308,11 +308,12 @@ class Need:
 class LabelSized(Exception):
     """A loss or accuracy stops on labels whose shapes were assumed (their dataset is not on this machine):
     `sized`, {data top: the shape it takes} for the layer to have the label it takes beside its
-    prediction (Layer.label_for), traced back through the layers between (Layer.bottoms_for)."""
+    prediction (Layer.label_for), traced back through the layers between (Layer.bottoms_for); or
+    another layer stops on such data, and `how` says what shape lets it take them (Layer.fitting)."""
 
-    def __init__(self, sized, layer, kind, prediction):
+    def __init__(self, sized, layer, kind, prediction, how=None):
         super().__init__(", ".join(sized))
-        self.sized, self.layer, self.kind, self.prediction = sized, layer, kind, prediction
+        self.sized, self.layer, self.kind, self.prediction, self.how = sized, layer, kind, prediction, how
 
 
 class Unwired(InputError):
@@ -781,36 +782,36 @@ class _Builder:
         sized = None if shape is None else self._sized(self.by_name[lp.bottom[1]], tuple(shape), labels)
         return LabelSized(sized, lp.name, lp.type, prediction) if sized else None
 
-    def label_to_join(self, lp, labels):
-        """LabelSized where `lp` stops on bottoms that are among `labels` (or pieces of them, _from_label)
-        beside others, and its class says what shape lets it take them (Layer.beside: a Concat); else
-        None."""
+    def label_to_fit(self, lp, labels):
+        """LabelSized where `lp` stops on bottoms that are data among `labels` (or pieces of them,
+        _kind_of), and its class says what shapes let it take them (Layer.fitting: a Concat, a Slice,
+        an Eltwise, a Reshape); else None."""
         cls = self.classes.get(lp.type)
         if cls is None or any(b not in self.by_name for b in lp.bottom):
             return None
         blobs = [self.blobs[self.by_name[b]] for b in lp.bottom]
-        wanted = cls(lp, self.ctx).beside([b.shape for b in blobs], [self._from_label(b, labels) for b in blobs])
+        kinds = [self._kind_of(b, labels) for b in blobs]
+        fitted = cls(lp, self.ctx).fitting([b.shape for b in blobs], kinds) if any(kinds) else None
+        if fitted is None:
+            return None
         sized = {}
-        for b, want in zip(blobs, wanted or ()):
+        for b, want in zip(blobs, fitted[0]):
             found = self._sized(self.by_name[b.name], tuple(want), labels) if want is not None else {}
             if found is None:
                 return None
             sized.update(found)
-        return LabelSized(sized, lp.name, lp.type, blobs[0].shape) if sized else None
+        return LabelSized(sized, lp.name, lp.type, None, how=fitted[1]) if sized else None
 
-    def _from_label(self, blob, labels):
-        """Whether `blob` is one of `labels` that is not its data layer's image (_a_label), or a piece
-        of one through layers of one bottom that say what bottom gives a top (a Slice, a Split)."""
-        while not self._a_label(blob, labels):
+    def _kind_of(self, blob, labels):
+        """"image" for a data layer's first top among `labels`, "label" for another, or a piece of one
+        through layers of one bottom that say what bottom gives a top (a Slice, a Split); else None."""
+        while blob.name not in labels:
             node = self.layers[blob.producer] if blob.producer >= 0 else None
             if node is None or len(node.bottoms) != 1 or type(node.impl).bottom_for is Layer.bottom_for:
-                return False
+                return None
             blob = self.blobs[node.bottoms[0]]
-        return True
-
-    def _a_label(self, blob, labels):
-        """Whether `blob` is one of `labels` that is not its data layer's first top (its image)."""
-        return blob.name in labels and blob.producer >= 0 and self.layers[blob.producer].tops[0] != blob.index
+        first = blob.producer >= 0 and self.layers[blob.producer].tops[0] == blob.index
+        return "image" if first else "label"
 
     def _sized(self, index, shape, labels):
         """{label top: shape} that gives blob `index` the shape `shape`, walking back to the tops in
@@ -824,7 +825,7 @@ class _Builder:
         if node is None or not node.bottoms or index not in node.tops:
             return None
         wanted = node.impl.bottoms_for(node.tops.index(index), shape, [self.blobs[b].shape for b in node.bottoms],
-                                       [self._a_label(self.blobs[b], labels) for b in node.bottoms])
+                                       [self._kind_of(self.blobs[b], labels) for b in node.bottoms])
         if wanted is None:
             return None
         sized = {}
