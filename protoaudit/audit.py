@@ -371,11 +371,15 @@ def _passed_over(passed, image, error):
 def _with_shapes_beside(spec, options, needs, given, **more):
     """The net built with a shape for each top `needs` (Need) asks for, `given(top, known dims)` -> (shape,
     why, where it comes from) or None, each listed as an assumption; None where one has none or the
-    net still needs more. `more`: other build options (a log's layers, the labels a loss may size)."""
+    net still needs more. A layer fed by the net is left to size its own tops where none is given
+    (a Python loss at the net's end, once its bottoms are known). `more`: other build options (a
+    log's layers, the labels a loss may size)."""
     shapes, said, wheres = {}, [], {}
     for need in needs:
         for top, known in need.tops:
             found = given(top, known)
+            if found is None and need.fed:
+                continue
             if found is None:
                 return None
             shapes[top], whence, wheres[top] = found

@@ -281,3 +281,15 @@ def test_a_mask_multiplied_into_a_score_map_takes_its_shape(tmp_path):
                  + 'layer { name: "s" type: "Silence" bottom: "m" }\n')
     got = shapes(build_nets(path)[0])
     assert got["label"] == (8, 5, 222, 222) == got["m"]
+
+
+def test_a_python_loss_at_the_end_is_audited_around_once_the_data_is_assumed(tmp_path):
+    """An embedding net: an HDF5 file not on this machine, an InnerProduct, and a Python hinge loss
+    whose top no layer reads (its module not here). The data is assumed (8x3x224x224) and the Python
+    layer, fed by the net, is then counted empty as any such layer, not asked for."""
+    path = write(tmp_path, 'force_backward: true\n' + HDF5 + ip("data", "emb", 16)
+                 + 'layer { name: "loss" type: "Python" bottom: "emb" bottom: "label" top: "loss" '
+                   'python_param { module: "nowhere_loss" layer: "HingeLoss" } }\n')
+    net = build_nets(path)[0]
+    got = shapes(net)
+    assert got["data"] == (8, 3, 224, 224) and got["emb"] == (8, 16) and got["loss"] == (0,)

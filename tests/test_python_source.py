@@ -152,7 +152,12 @@ def test_a_branch_param_str_decides_is_run_as_the_code_would(tmp_path):
 
 
 def _asks(tmp_path, source):
-    run = run_in_process(_net(tmp_path, source), cwd=tmp_path)
+    """The refusal --strict gives (without it, the layer's data is assumed as an absent dataset's:
+    tests/test_assumed_images.py), after checking that a plain run audits it so."""
+    path = _net(tmp_path, source)
+    plain = run_in_process(path, cwd=tmp_path)
+    assert plain.returncode == 0 and "for data shapes protoaudit assumed" in plain.stdout, plain.stderr
+    run = run_in_process(path, "--strict", cwd=tmp_path)
     assert run.returncode == 2, run.stdout
     assert "--input data=" in run.stderr and "Traceback" not in run.stderr
     return run.stderr

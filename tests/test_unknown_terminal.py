@@ -72,3 +72,11 @@ def test_its_own_param_block_does_not_keep_a_fork_that_knows_the_other_types_fro
     assert tops(net, "n") == [(2, 4, 6, 6)] and tops(net, "q") == [()]
     run = run_in_process(str(tmp_path / "net.prototxt"))
     assert run.returncode == 0 and "Read with the caffe.proto of SSD" in run.stdout, run.stderr
+
+
+def test_a_type_with_loss_inside_its_name_is_a_loss_layer_too(tmp_path):
+    """A colorization net's EuclideanLossWithTV (a Euclidean loss with total variation): named like a
+    loss, it is taken as Caffe's LossLayer at the net's end, as above."""
+    net = build_text(tmp_path, HEAD + 'layer { name: "l" type: "EuclideanLossWithTV" bottom: "c" bottom: "y" '
+                     'top: "loss" }\n')
+    assert tops(net, "l") == [()] and list(net.layer("l").loss_weights) == [1.0]

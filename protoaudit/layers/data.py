@@ -840,9 +840,9 @@ class Declared(Layer):
 
 
 def named_like_a_loss(type_name):
-    """Whether a layer type of no known rule is named like a loss (`...Loss`): Caffe's forks name their
-    LossLayer subclasses so, and such a layer at the net's end is taken as one (Unread)."""
-    return type_name.lower().endswith("loss")
+    """Whether a layer type of no known rule is named like a loss (`...Loss`, `...LossWithTV`): Caffe's
+    forks name their LossLayer subclasses so, and such a layer at the net's end is taken as one (Unread)."""
+    return "loss" in type_name.lower()
 
 
 class Unread(Declared):

@@ -303,6 +303,7 @@ class Need:
     reason: str
     tops: list  # (top name, known dims with None where unknown)
     absent: bool = False  # only a dataset that is not on this machine would give them
+    fed: bool = False  # the layer has bottoms: once they are known, it may size its tops itself
 
 
 class LabelSized(Exception):
@@ -511,7 +512,7 @@ class _Builder:
         return [lp for lp, _, _ in self.planned if lp.type not in self.classes]
 
     def missing(self, lp, line, m):
-        self.needs.append(Need(lp.name, lp.type, line, m.reason, m.tops, m.absent))
+        self.needs.append(Need(lp.name, lp.type, line, m.reason, m.tops, m.absent, bool(lp.bottom)))
         self.unknown.update(lp.top)
 
     def _class_of(self, lp, tops):

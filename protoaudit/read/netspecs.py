@@ -73,6 +73,7 @@ def _log_specs(run, path, phase, schema, defines, strict=False):
     """The nets of one run of a Caffe log, from the parameters Net::Init printed (already filtered
     for their NetState and upgraded), with the shapes Caffe logged for their data sources."""
     solver = _logged_solver(run, path, schema, defines, strict)
+    created = _created_type(solver)
     nets = [n for n in run.nets if phase is None or n.phase == phase]
     if not nets:
         built = sorted({n.phase for n in run.nets})
@@ -101,7 +102,7 @@ def _log_specs(run, path, phase, schema, defines, strict=False):
         where = f"Caffe's log, line {net.layers[0].line}" if net.layers else ""
         specs.append(NetSpec(role, src.message, state, src.schema, src.path, lines, solver, own_phase=True,
                              shapes=net.data_shapes(), shapes_from=where, logged_layers=net.by_name(),
-                             skipped=src.skipped, assumed=src.assumed + assumed))
+                             skipped=src.skipped, assumed=src.assumed + assumed + created))
     return specs
 
 
@@ -231,6 +232,24 @@ def _logged_solver(run, path, schema, defines, strict=False):
         raise InputError("the text after 'Initializing solver from parameters' is not a solver", file=path,
                          line=run.solver.line)
     return src.message
+
+
+def _created_type(solver):
+    """The solver a log's Caffe created, where the printed type is a known one written in other case
+    ("sgd"): Solver::Init prints the solver only once the registry has made it, so that Caffe took it
+    (a Windows build's). The type is set to the known name, and ((file), what, override) said; ()
+    where there is nothing to say."""
+    from ..memory.solver import SOLVER_TYPES
+
+    if solver is None or "type" not in solver.DESCRIPTOR.fields_by_name or not solver.HasField("type"):
+        return ()
+    known = next((t for t in SOLVER_TYPES if t.lower() == solver.type.lower()), None)
+    if known is None or known == solver.type:
+        return ()
+    written, solver.type = solver.type, known
+    return (("(file)", f"the solver's type '{written}' is read as {known}: the log's Caffe created it (it printed "
+             f"the solver, which Solver::Init does once the registry has made it), though BVLC Caffe's registry "
+             f"is case-sensitive and refuses it", f"type: \"{known}\" in the solver for BVLC Caffe"),)
 
 
 def file_phase(net):
