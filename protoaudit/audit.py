@@ -334,6 +334,7 @@ def _with_deploy_inputs(spec, options, needs, assume=False):
             net = _labelled(spec, options, needs, given, absent, labels)
             if net is not None and guessed:
                 _check_sizes(net, assumed=True)
+                _check_logged(net, options["logged_layers"])
             return net
         except InputError as e:
             if not getattr(e, "assumed", None):
@@ -343,6 +344,20 @@ def _with_deploy_inputs(spec, options, needs, assume=False):
     first.fix += " (no other image protoaudit tries fits either: " + ", ".join(
         "x".join(map(str, shape)) for shape, _ in ASSUMED_IMAGES[1:]) + ")"
     raise first
+
+
+def _check_logged(net, logged_layers):
+    """An InputError (carrying `assumed`) where a layer of a net built at an assumed image has other top
+    shapes than a Caffe log of the run set up (a log kept from after its data layers: the layers it
+    does show say which image it ran)."""
+    for node in net.layers:
+        logged = logged_layers.get(node.name)
+        if logged is not None and logged.shapes and [tuple(s) for s in logged.shapes] != list(node.top_shapes):
+            shown = " ".join(map(str, logged.shapes[0]))
+            error = InputError(f"its tops are not the ones Caffe's log set up (line {logged.line}: {shown})",
+                               layer=node.name)
+            error.assumed = True
+            raise error
 
 
 def _labelled(spec, options, needs, given, absent, labels):

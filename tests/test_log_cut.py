@@ -221,3 +221,37 @@ def test_a_cut_log_beside_no_net_holding_its_layers_is_refused(tmp_path):
                                              'input_param { shape { dim: 1 } } }\n')
     run = run_in_process(str(tmp_path / "epoch0_validation.log"))
     assert run.returncode == 2 and "no net file beside it holds the layers it set up" in run.stderr
+
+
+BACTERIA = os.path.join(DATA, "logs_cut", "bacteria_trimmed", "loadMeanHang.txt")
+
+
+def _lines(text, start=None):
+    """The Top shape and Memory required lines of glog lines or of --caffe-log's first net, from the
+    first line naming `start` on."""
+    out, on = [], start is None
+    for line in text.splitlines():
+        message = line.split("] ", 1)[1] if "] " in line else line
+        on = on or message.startswith(f"Setting up {start}")
+        if on and message.startswith(("Top shape:", "Memory required for data:")):
+            out.append(message.strip())
+    return out
+
+
+def test_a_log_kept_from_after_its_net_text_is_read_from_the_net_beside_it():
+    """A log whose first line is a layer's setup (its net's text and first layers not kept): the net
+    file beside it holds those layers, last ones first, in the TEST phase. Its data layer's lines are
+    gone, and its dataset is not here: of the images assumed, the first whose shapes are the ones the
+    log set up is taken, 3x32x32 (at 224, conv1_1 would be 50x64x224x224 where the log set up
+    50x64x32x32). Every kept Top shape and Memory line is then Caffe's own: the memory lines count the
+    unlogged data layer's 50x3x32x32 floats and 50 labels too (615,000 bytes at the label's split)."""
+    run = run_in_process(BACTERIA)
+    assert run.returncode in (0, 1), run.stderr
+    assert "without printing it" in run.stdout and "data 50x3x32x32" in run.stdout
+    run = run_in_process(BACTERIA, "--caffe-log")
+    assert run.returncode == 0, run.stderr
+    with open(BACTERIA, errors="replace") as f:
+        logged = _lines(f.read())
+    printed = _lines(run.stdout.split("\nNet ")[0], start="label_data_1_split")
+    assert len(logged) > 40 and printed[:len(logged)] == logged
+    assert logged[2] == "Memory required for data: 615000" == f"Memory required for data: {50 * 3 * 32 * 32 * 4 + 3 * 50 * 4}"

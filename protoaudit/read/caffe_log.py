@@ -215,6 +215,16 @@ class _Reader:
         self.runs.append(self.run)
         self.iteration, self.solving, self.testing = None, False, False
 
+    def _unprinted(self, number, thread):
+        """A net whose setup begins with no printed text before it (a log kept from its first layer
+        on): a net of its own, its text missing (read from a file beside the log, if one holds its
+        layers, as a cut text is)."""
+        if self.run is None or self.run.thread != thread or any(net.done for net in self.run.nets):
+            self._new_run(number, thread)
+        net = LoggedNet(Text("", number, cut=True), None, source=self.sources.pop(thread, None))
+        self.run.nets.append(net)
+        self.building[thread] = [(net, {})]
+
     def _end_text(self):
         kind, lines, first, size, thread = self.text
         self.text = None
@@ -243,6 +253,8 @@ class _Reader:
         if msg.startswith("GPU ") and ": " in msg:
             (self.run.gpus if self.run is not None and not self.run.nets else self.gpus).append(msg.split(": ", 1)[1])
             return
+        if msg.startswith("Creating Layer ") and not any(not net.done for net, _ in self.building.get(thread, ())):
+            self._unprinted(number, thread)
         if self.run is None:
             return
         m = _NET_FILE.match(msg)

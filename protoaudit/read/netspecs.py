@@ -85,7 +85,7 @@ def _log_specs(run, path, phase, schema, defines, strict=False):
         raise _cut_unread(cut, files, path)
     specs = []
     for k, net in enumerate(nets):
-        if net.layers and not net.params.text.strip():
+        if net.layers and not net.params.text.strip() and not net.params.cut:
             raise InputError("the net after 'Initializing net from parameters' was printed empty, though Caffe "
                              "set up its layers", file=path, line=net.params.line,
                              fix=f"give the net file, with this log for its data shapes: protoaudit NET.prototxt --log {path}")
@@ -118,8 +118,12 @@ def _cut_unread(cut, files, path):
     named = {n.source for n in cut}
     net = os.path.basename(named.pop()) if len(named) == 1 and None not in named else None
     give = f"the net file, {net} as Caffe ran it," if net else "the net file,"
+    unprinted = all(not n.params.text for n in cut)
+    what = (f"the log sets up {_nets_named(n.phase for n in cut)} without the text Net::Init prints before (it "
+            f"was kept from a later line)" if unprinted else
+            f"glog cut the printed text of {_nets_named(n.phase for n in cut)} at its 30,000-byte limit")
     return InputError(
-        f"glog cut the printed text of {_nets_named(n.phase for n in cut)} at its 30,000-byte limit, and {why}",
+        f"{what}, and {why}",
         file=path, line=cut[0].params.line,
         fix=f"give {give} with this log for its data shapes: protoaudit {net or 'NET.prototxt'} --log {path}")
 
@@ -154,20 +158,29 @@ def _named_file(net, log_path, schema, defines, strict):
             if src.kind != "net":
                 continue
             lines, upgraded = _upgraded(src.message, src.schema, candidate, src.layer_lines[("", 0)])
-            state = _printed_state(net.params.text, src.message)
-            names = [layer.name for layer in src.message.layer if included(layer, state)]
+            states = _states(net, src.message)
         except InputError:
             continue
-        known = set(names)
-        kept = [name for name in logged if name in known or not name.endswith("_split")]  # Caffe's own splits
-        if kept == names or (not net.done and kept == names[:len(kept)]):
-            whose = f"the file the log names ('{net.source}')" if net.source else "a net file beside the log"
-            what = (f"glog cut the {net.phase} net's printed text (log line {net.params.line}); the net is read from "
-                    f"{candidate}, {whose}, whose {len(names)} layers in that state are the ones Caffe set up")
-            return src, lines, state, (("(file)", what, "give the net file with --log LOG to choose another"),
-                                       *upgraded)
-        differs = differs or (candidate, next((f"'{a}' where the log set up '{b}'" for a, b in zip(names, kept)
-                                               if a != b), f"{len(names)} layers where the log set up {len(kept)}"))
+        for state in states:
+            names = [layer.name for layer in src.message.layer if included(layer, state)]
+            known = set(names)
+            kept = [name for name in logged if name in known or not name.endswith("_split")]  # Caffe's own splits
+            if (kept == names or (not net.done and kept == names[:len(kept)])
+                    or (not net.params.text and kept and kept == names[len(names) - len(kept):])):
+                break  # (a log kept from a later line holds the last layers set up)
+        else:
+            differs = differs or (candidate, next((f"'{a}' where the log set up '{b}'" for a, b in zip(names, kept)
+                                                   if a != b), f"{len(names)} layers where the log set up {len(kept)}"))
+            continue
+        whose = f"the file the log names ('{net.source}')" if net.source else "a net file beside the log"
+        if net.params.text:
+            how = f"glog cut the {net.phase} net's printed text (log line {net.params.line})"
+        else:
+            net.phase = _phase_name(state)
+            how = f"the log sets up a {net.phase} net from its line {net.params.line} without printing it"
+        what = (f"{how}; the net is read from {candidate}, {whose}, whose {len(names)} layers in that state are "
+                "the ones Caffe set up")
+        return src, lines, state, (("(file)", what, "give the net file with --log LOG to choose another"), *upgraded)
     if not net.source:
         return "the log does not name the file the net came from, and no net file beside it holds the layers it set up"
     if differs:
@@ -187,6 +200,23 @@ def _beside(log_path):
     except OSError:
         return []
     return [shown(os.path.join(folder, n)) for n in names[:MAX_BESIDE] if os.path.isfile(os.path.join(folder, n))]
+
+
+def _states(net, param):
+    """The NetStates a net of the log may have been built in: the one it printed; for a net whose
+    text the log does not hold, TRAIN then TEST."""
+    if net.params.text:
+        return [_printed_state(net.params.text, param)]
+    states = []
+    for phase in (0, 1):  # caffe.Phase TRAIN, TEST
+        state = type(param.state)()
+        state.phase = phase
+        states.append(state)
+    return states
+
+
+def _phase_name(state):
+    return state.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_number[state.phase].name
 
 
 def _candidates(named, log_path):
