@@ -294,7 +294,8 @@ def _with_deploy_inputs(spec, options, needs, assume=False):
     that no deploy net gives, the image size data.assumed_image assumes, or for a label the loss or
     accuracy that stops on that image gives it (the shape it takes beside its prediction,
     Layer.label_for); None unless every top it needs is found so."""
-    from .layers.data import ASSUMED_CHANNELS, ASSUMED_IMAGES, NOT_HERE, assumed_image
+    from .layers.data import ASSUMED_CHANNELS, ASSUMED_IMAGES, NOT_HERE, SEARCHED_IMAGES, SEARCHED_SIDES, \
+        assumed_image
     from .layers.python_layers import DATA_FROM_CODE, DATA_FROM_CODE_WHERE
     from .read.deploy import fill, inputs_beside
 
@@ -328,7 +329,7 @@ def _with_deploy_inputs(spec, options, needs, assume=False):
         return assumed_image(known, image, passed, lacking)
 
     first = None  # the refusal at the first image, where no image fits
-    for image in ASSUMED_IMAGES if absent else ASSUMED_IMAGES[:1]:
+    for k, image in enumerate(ASSUMED_IMAGES + SEARCHED_IMAGES if absent else ASSUMED_IMAGES[:1]):
         labels, guessed = {}, set()
         try:
             net = _labelled(spec, options, needs, given, absent, labels)
@@ -340,9 +341,13 @@ def _with_deploy_inputs(spec, options, needs, assume=False):
             if not getattr(e, "assumed", None):
                 raise
             first = first or e
-            passed = _passed_over(passed, image, e)
+            if k < len(ASSUMED_IMAGES):  # (the searched ones are said together)
+                passed = _passed_over(passed, image, e)
+            elif k == len(ASSUMED_IMAGES):
+                passed += ", and the searched sizes before it"
     first.fix += " (no other image protoaudit tries fits either: " + ", ".join(
-        "x".join(map(str, shape)) for shape, _ in ASSUMED_IMAGES[1:]) + ")"
+        "x".join(map(str, shape)) for shape, _ in ASSUMED_IMAGES[1:]) + \
+        f", nor a square colour image of side {', '.join(map(str, SEARCHED_SIDES))}, nor 360x480)"
     raise first
 
 

@@ -293,3 +293,19 @@ def test_a_python_loss_at_the_end_is_audited_around_once_the_data_is_assumed(tmp
     net = build_nets(path)[0]
     got = shapes(net)
     assert got["data"] == (8, 3, 224, 224) and got["emb"] == (8, 16) and got["loss"] == (0,)
+
+
+def test_where_no_conventional_image_fits_the_size_the_nets_fixed_sizes_take_is_searched(tmp_path):
+    """A decoder's fixed size: the image pooled 2x2 (stride 2) and added to a 2x3x128x128 input, which
+    Eltwise needs of identical shape (eltwise_layer.cpp): 224, 227, 299, 32 and 28 (and grey 224)
+    stop it; of the searched square sides, 256 is the first that gives 128. The assumption says so."""
+    path = write(tmp_path, DATA.format(name="data", top="data")
+                 + 'layer { name: "fixed" type: "Input" top: "fixed" input_param { shape { dim: 4 dim: 3 dim: 128 '
+                   'dim: 128 } } }\n'
+                 'layer { name: "half" type: "Pooling" bottom: "data" top: "half" pooling_param { pool: MAX '
+                 'kernel_size: 2 stride: 2 } }\n'
+                 'layer { name: "sum" type: "Eltwise" bottom: "half" bottom: "fixed" top: "sum" }\n')
+    net = build_nets(path)[0]
+    assert shapes(net)["data"] == (4, 3, 256, 256)
+    (said,) = [a.what for a in net.assumptions if a.layer == "data"]
+    assert "256x256 and 3 channels (a square image the net's fixed sizes take); 3x224x224 stops layer 'sum'" in said
