@@ -100,6 +100,7 @@ FORK_MODULES = {
     "oftenliu": ("oftenliu",),
     "caffe_ocr": ("caffe_ocr",),
     "e2e_face": ("e2e_face",),
+    "nvcaffe": ("nvcaffe",),
 }
 _IMPORTED_FORKS = set()
 
@@ -141,6 +142,28 @@ def solver_test_stops(net):
     fork_layers(net.schema)  # the fork's modules, which register its check
     check = SOLVER_TEST_CHECKS.get(net.schema)
     return check(net) if check is not None else None
+
+
+# What a fork's Caffe does to every net it runs, beyond its layers (its allocator, a workspace its layers
+# share), said as assumptions of each net it reads (fork -> function(the net's layers) -> [Assumption]),
+# registered by the fork's module with `fork_note`.
+FORK_NOTES = {}
+
+
+def fork_note(fork):
+    """Register a function that says what the fork's Caffe does to every net (fork_notes)."""
+    def deco(fn):
+        FORK_NOTES[fork] = fn
+        return fn
+    return deco
+
+
+def fork_notes(schema, layers):
+    """The Assumptions the fork that read a net says of every net it runs ([] for most)."""
+    fork = schema.split("+", 1)[0]
+    fork_layers(fork)  # the fork's modules, which register its note
+    note = FORK_NOTES.get(fork)
+    return note(layers) if note is not None else []
 
 
 def layer_class(type_name, schema="bvlc"):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from .. import layers as _layers  # noqa: F401  (registers every layer type)
 from ..errors import InputError, closest
 from ..layers.base import (NET_INPUT, REGISTRY, Assumption, Context, Layer, MissingShape, ShapeOrigin, count,
-                           fork_layers, one_pixel)
+                           fork_layers, fork_notes, one_pixel)
 from ..layers.data import DataSource, Declared, Logged, Unread, named_like_a_loss
 from ..options import INT_MAX, MAX_AXES
 from ..records import RECORD
@@ -213,7 +213,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
         inputs=builder.inputs,
         force_backward=net_param.force_backward,
         path=path,
-        assumptions=_borrowed(builder.layers, schema) + builder.ctx.assumptions,
+        assumptions=_borrowed(builder.layers, schema) + fork_notes(schema, builder.layers) + builder.ctx.assumptions,
         origins=builder.ctx.origins,
         context=builder.ctx,
     )
@@ -271,7 +271,8 @@ def rebatched(net, batch):
     if ctx.used_inputs != old.used_inputs:
         raise Rebuild
     return replace(net, layers=builder.layers, blobs=builder.blobs,
-                   assumptions=_borrowed(builder.layers, old.schema) + ctx.assumptions, origins=ctx.origins, context=ctx)
+                   assumptions=_borrowed(builder.layers, old.schema) + fork_notes(old.schema, builder.layers)
+                   + ctx.assumptions, origins=ctx.origins, context=ctx)
 
 
 def _borrowed(layers, schema):

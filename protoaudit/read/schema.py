@@ -77,6 +77,8 @@ FORKS = {
                  "param diffs a layer's backward writes, over lr_mult)",
     "e2e_face": "e2e_face's Caffe (mikuhatsune/e2e_face: a 2017 BVLC Caffe with its caffe_modification/ files: "
                 "SpatialTransformer, CenterLoss, HDF5Data's scale, mirror, mean_value and crop_size)",
+    "nvcaffe": "NVIDIA's Caffe 0.15 (NVIDIA/caffe, branch caffe-0.15: DIGITS' DetectNet, with "
+               "DetectNetTransformation and L1Loss)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
