@@ -5,10 +5,15 @@ An RNN or LSTM layer builds an internal "unrolled" net of T timesteps from its b
 and cont (T, N), plus an optional static input x_static (N, ...). Its top is that net's output,
 (T, N, num_output); with expose_hidden the initial hidden state blobs are extra bottoms and the final
 ones extra tops, each (1, N, num_output). The layer's parameters are the unrolled net's own (not
-shared) parameter blobs, in the order that net's layers create them. What the unrolled net allocates
-besides is a memory question, not a shape one.
+shared) parameter blobs, in the order that net's layers create them. What the layer allocates is
+what running that net allocates, less what it shares with the layer's blobs: the unrolled net is
+built and walked as any net (protoaudit.layers.recurrent_unrolled).
 """
+from . import recurrent_unrolled, touch
 from .base import Layer, count, register
+from ..options import INT_MAX
+
+KEPT = 4  # unrolled nets kept per layer object, by bottom shapes
 
 
 class Recurrent(Layer):
@@ -16,6 +21,8 @@ class Recurrent(Layer):
 
     recurrent_states = ()  # the hidden state blobs carried between timesteps (h_0, or h_0 and c_0)
     gates = 1  # rows of the transforms per output unit (LSTM: 4, for input, forget, output, cell)
+    fill_unrolled = None  # FillUnrolledNet: the subclass's layers of the unrolled net (recurrent_unrolled)
+    transform = None  # the name FillUnrolledNet gives x's transform's weight (W_xh, W_xc)
 
     @property
     def num_exposed(self):
@@ -55,10 +62,19 @@ class Recurrent(Layer):
         for j, shape in enumerate(bottoms[2 + (static is not None):]):
             self.check(tuple(shape) == state, f"the initial state {self.recurrent_states[j]} "
                        f"(bottom {2 + (static is not None) + j}) is {tuple(shape)}; it must be {state}")
+        rows = self.gates * num_output  # the largest blob of the unrolled net: x's transform, (T, N, rows)
+        self.check(t * n * rows <= INT_MAX, f"its unrolled net's blob {self.transform}_x would hold "
+                   f"{t * n * rows:,} elements {(t, n, rows)}; a Caffe blob holds at most {INT_MAX:,}",
+                   fix="use fewer timesteps or streams")
         return t, n, num_output, static
 
     def reshape(self, bottoms):
         t, n, num_output, _ = self._setup(bottoms)
+        if t > recurrent_unrolled.STEPS_BUILT:
+            self.assume(f"its unrolled net of {t:,} timesteps is not built whole: its buffers are counted from "
+                        f"the pattern of its timesteps (exact), its C++ objects (host memory) read off the nets "
+                        f"of {recurrent_unrolled.BASES[0]} and {recurrent_unrolled.BASES[1]} timesteps (within about "
+                        "10%)", f"fewer timesteps: up to {recurrent_unrolled.STEPS_BUILT:,} are built whole")
         return [(t, n, num_output)] + [(1, n, num_output)] * self.num_exposed
 
     def param_shapes(self, bottoms):
@@ -72,6 +88,51 @@ class Recurrent(Layer):
     def recurrent_params(self, num_output):
         raise NotImplementedError
 
+    def unrolled(self, bottoms):
+        """(Plan, built net) of the unrolled net on these bottoms (the last few kept: a search over
+        the batch asks for one net after another)."""
+        bottoms = tuple(map(tuple, bottoms))
+        kept = self.__dict__.setdefault("_unrolled", {})
+        if bottoms not in kept:
+            self._setup(bottoms)
+            if len(kept) >= KEPT:
+                del kept[next(iter(kept))]
+            kept[bottoms] = recurrent_unrolled.build_unrolled(self, bottoms)
+        return kept[bottoms]
+
+    def touches(self, run):
+        """Every buffer the unrolled net allocates, setting it up (inside this layer's LayerSetUp),
+        running it forward and backward: those it shares with this layer's bottoms, tops and
+        parameters as theirs, the rest as this layer's own (recurrent_unrolled.unrolled_touches).
+        Backward always writes x's diff (bottom 0) and x_static's (bottom 2): the unrolled net's
+        transforms of them have propagate_down true; the exposed states' bottoms never get a diff.
+        Past STEPS_BUILT timesteps, from the pattern of its timesteps (recurrent_unrolled)."""
+        if recurrent_unrolled.steps(run.bottoms) > recurrent_unrolled.STEPS_BUILT:
+            found = recurrent_unrolled.periodic_touches(self, run)
+            if found is not None:
+                return found
+        p, net = self.unrolled(run.bottoms)
+        return recurrent_unrolled.unrolled_touches(self, run, p, net)
+
+    def inner_objects(self, node):
+        """(bytes, SyncedMemory objects its first forward frees) of the C++ objects the unrolled net
+        adds to this layer's, for the layer `node` (this object's, or one alike named otherwise:
+        the inner layers' names begin with its name); protoaudit.memory.host asks. Past STEPS_BUILT
+        timesteps the bytes are read off the nets of a few (reshape notes it as an assumption)."""
+        bottoms = tuple(map(tuple, node.bottom_shapes))
+        kept = self.__dict__.setdefault("_objects", {})
+        key = (bottoms, node.lp.name)
+        if key not in kept:
+            if len(kept) >= KEPT:
+                del kept[next(iter(kept))]
+            if recurrent_unrolled.steps(bottoms) > recurrent_unrolled.STEPS_BUILT:
+                kept[key] = recurrent_unrolled.periodic_objects(self, node.lp.name, bottoms)
+            else:
+                p, net = (self.unrolled(bottoms) if node.lp.name == self.lp.name
+                          else recurrent_unrolled.build_unrolled(self, bottoms, node.lp.name))
+                kept[key] = recurrent_unrolled.objects(self, p, net)
+        return kept[key]
+
 
 @register("RNN")
 class RNN(Recurrent):
@@ -81,6 +142,8 @@ class RNN(Recurrent):
     """
 
     recurrent_states = ("h_0",)
+    transform = "W_xh"
+    fill_unrolled = staticmethod(recurrent_unrolled.fill_rnn)
 
     def recurrent_params(self, num_output):
         return [(num_output, num_output), (num_output, num_output), (num_output,)]
@@ -95,6 +158,8 @@ class LSTM(Recurrent):
 
     recurrent_states = ("h_0", "c_0")
     gates = 4
+    transform = "W_xc"
+    fill_unrolled = staticmethod(recurrent_unrolled.fill_lstm)
 
     def recurrent_params(self, num_output):
         return [(self.gates * num_output, num_output)]
@@ -121,3 +186,23 @@ class LSTMUnit(Layer):
                    f"{tuple(c_prev)}, {tuple(gates)}, {tuple(cont)}")
         self.check(gates[2] == 4 * c_prev[2], f"the gates {tuple(gates)} must be 4 x the cell size {c_prev[2]}")
         return [tuple(c_prev), tuple(c_prev)]
+
+    def touches(self, run):
+        """lstm_unit_layer.cpp/.cu: forward reads the three bottoms and writes c_t and h_t; the GPU
+        forward keeps the gates' activations in X_acts_ (the gates' size), whose diff the GPU
+        backward uses. Backward (when either c_{t-1} or the gates propagate down) reads both tops'
+        diffs and writes the diffs of c_{t-1} and of the gates, both, whatever propagate_down says
+        of each (cpp:77-87, cu:127-145): in an unrolled LSTM, c_0's diff, which Net::Init never asks for."""
+        t = [touch.bottom(j, "data", "forward") for j in range(3)]
+        t += [touch.top(j, "data", "forward") for j in range(2)]
+        gpu = run.mode == "gpu"
+        gates = count(run.bottoms[1])
+        note = "x".join(map(str, run.bottoms[1]))
+        if gpu:
+            t.append(touch.buffer("X_acts_", gates, "forward", per_sample=True, note=note))
+        if run.propagate_down[0] or run.propagate_down[1]:
+            t += [touch.top(j, "diff", "backward") for j in range(2)]
+            t += [touch.bottom(j, "diff", "backward") for j in range(2)]
+            if gpu:
+                t.append(touch.buffer("X_acts_ (diff)", gates, "backward", per_sample=True, note=note))
+        return t

@@ -118,6 +118,12 @@ def _step(t, cpu):
     return (PROCESS if t.process else BUFFER), t.name, t.elements * t.itemsize, device, t
 
 
+def asked_engine(net, mode):
+    """Whether a layer of `net`, walked in `mode`, asked which engine runs (its touches then are the
+    engine's): a layer that walks a net of its own (an RNN's or LSTM's unrolled net) asks only then."""
+    return any(asked is not None for _, walked, asked in net.__dict__.get("_touches", {}) if walked == mode)
+
+
 def forget_touches(net):
     """Drop the touches and likenesses kept on `net` (once every engine of an audit has walked it)."""
     net.__dict__.pop("_touches", None)

@@ -17,10 +17,11 @@ compiler's layout. Everything is linear in the layers and blobs.
 
 Not modelled: the members of a fork's layer types (they count as a plain Layer<Dtype> with their
 LayerParameter, blobs and params; the prefetching data layers of SSD and DeepLab v2 and 3D-Caffe's
-N-D pooling are derived from their sources) and of RNN, LSTM, LSTMUnit and SPP (inner nets and
-layers); a data layer's thread, RNGs, database handle and libraries are its own model's
-(protoaudit/layers/data.py). The core classes are BVLC's: a fork built on an older Caffe
-(caffe-segnet, caffe-fast-rcnn) holds a little less.
+N-D pooling are derived from their sources) and of SPP (inner layers); a data layer's thread, RNGs,
+database handle and libraries are its own model's (protoaudit/layers/data.py). An RNN's or LSTM's
+unrolled net is sized with this module by its class (protoaudit/layers/recurrent_unrolled.py). The
+core classes are BVLC's: a fork built on an older Caffe (caffe-segnet, caffe-fast-rcnn) holds a
+little less.
 """
 from google.protobuf.descriptor import FieldDescriptor as F
 
@@ -776,7 +777,10 @@ MEMBERS = {
     "HingeLoss": _loss, "MultinomialLogisticLoss": _loss, "Accuracy": _accuracy, "Dropout": _dropout,
     "LRN": _lrn, "PReLU": _prelu, "Eltwise": _eltwise, "Slice": _slice, "Concat": _concat, "Reshape": _reshape,
     "Crop": _crop,     "Embed": _embed, "MVN": _mvn, "Reduction": _reduction, "Swish": _swish, "Im2col": _im2col,
-    "DummyData": _dummy_data,
+    "DummyData": _dummy_data, "LSTMUnit": lambda node, lp_bytes: blob(3),  # X_acts_ (lstm_unit_layer.cpp:37)
+    # the unrolled net an RNN or LSTM builds and holds, sized by the layer's class (layers/recurrent.py)
+    "RNN": lambda node, lp_bytes: node.impl.inner_objects(node)[0],
+    "LSTM": lambda node, lp_bytes: node.impl.inner_objects(node)[0],
 }
 
 # SyncedMemory objects a layer's first forward frees by sharing another blob's: each Split top takes
@@ -790,6 +794,8 @@ FORWARD_SHARES = {
     "SoftmaxWithLoss": lambda node: len(node.tops) - 1,
     "InfogainLoss": lambda node: len(node.tops) - 1,
     "LRN": lambda node: 2 * (node.impl.lp.lrn_param.norm_region == 1),
+    "RNN": lambda node: node.impl.inner_objects(node)[1],  # its unrolled net's, and exposed tops'
+    "LSTM": lambda node: node.impl.inner_objects(node)[1],
 }
 # and its first backward: Flatten's bottom takes the top's diff (flatten_layer.cpp:38)
 BACKWARD_SHARES = {"Flatten": lambda node: 1}

@@ -4,6 +4,7 @@ Reports only format these; every sum is made here.
 """
 from dataclasses import dataclass, field
 
+from ..layers.recurrent_unrolled import PREFIX as UNROLLED  # how a recurrent layer's inner net's buffers are named
 from ..net.freeze import frozen_cost
 from ..records import RECORD
 from .buffers import KINDS
@@ -214,7 +215,9 @@ def biggest(audit, rows, n=BIGGEST):
     for r in top:
         parts = {}
         for b in (found[id(r.held)][r.name] if id(r.held) in found else r.held):
-            if b.kind == "layer buffer":
+            if b.kind == "layer buffer" and b.owner.startswith(UNROLLED, len(b.layer) + 1):
+                what = "its unrolled net"  # (hundreds of small buffers: one part)
+            elif b.kind == "layer buffer":
                 member = b.owner.rsplit(".", 1)[-1]
                 what = PART_NAMES.get(member, f"buffer {member}")
             else:
