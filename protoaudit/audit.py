@@ -260,10 +260,51 @@ def _built(spec, options, strict=False):
         guessed = getattr(e, "assumed", None)
         if not guessed:
             raise
-        net = _with_logged_inputs(spec, options, [Need(layer, None, None, "", [(top, ())]) for layer, top in guessed])
+        net = (_with_logged_inputs(spec, options, [Need(layer, None, None, "", [(top, ())])
+                                                   for layer, top, _ in guessed])
+               or (None if strict else _with_images_searched(spec, options, guessed, e)))
         if net is None:
             raise
         return net
+
+
+def _with_images_searched(spec, options, guessed, error):
+    """The net built with the images a layer protoaudit knows assumed (a Python data layer's published
+    defaults: FCN's largest VOC image, 500x500) at another size of data.ASSUMED_IMAGES and
+    data.SEARCHED_IMAGES the net takes (a U-Net's crops need a multiple of its pooling): the largest
+    not above the layer's own, else the smallest above it, the height and width of every image-like
+    top (4 axes, more than one pixel) alike; None where none builds."""
+    from .layers.data import ASSUMED_IMAGES, SEARCHED_IMAGES
+
+    images = [(layer, top, shape) for layer, top, shape in guessed if len(shape) == 4 and min(shape[2:]) > 1]
+    if not images:
+        return None
+    own = images[0][2][2:]
+    sizes = {}
+    for (_, height, width), what in ASSUMED_IMAGES + SEARCHED_IMAGES:
+        sizes.setdefault((height, width), what)
+    within = sorted((size for size in sizes if size[0] <= own[0] and size[1] <= own[1]), key=lambda s: -s[0] * s[1])
+    for height, width in within + sorted((size for size in sizes if size not in within), key=lambda s: s[0] * s[1]):
+        what = sizes[(height, width)]
+        if any(tuple(shape[2:]) == (height, width) for _, _, shape in images):
+            continue
+        shapes = {top: tuple(shape[:2]) + (height, width) for _, top, shape in images}
+        how = ("so protoaudit takes the largest height and width not above it that the net takes"
+               if (height, width) in within else
+               "and so does every size below it protoaudit tries: it takes the smallest above that the net takes")
+        said = [Assumption(layer, f"top '{top}' is {'x'.join(map(str, shapes[top]))}: the size the layer assumes, "
+                           f"{'x'.join(map(str, shape))}, stops layer '{error.layer}', {how}, {height}x{width} "
+                           f"({what})", f"--input {top}={'x'.join(map(str, shape[:2]))}xHxW")
+                for layer, top, shape in images]
+        wheres = dict.fromkeys(shapes, "assumed: an image size the net takes, the layer's own stopping it")
+        try:
+            net = build(spec.param, spec.state, **dict(options, logged={**options["logged"], **shapes},
+                                                       sources=wheres), read=spec.read, guesses=said)
+            _check_sizes(net, assumed=True)
+            return net
+        except (InputError, ShapesNeeded):
+            continue
+    return None
 
 
 def _with_logged_inputs(spec, options, needs):

@@ -71,9 +71,19 @@ def test_a_log_beside_replaces_a_size_that_stops_the_net():
     assert logparse.first_difference(want[0], got[0]) is None, logparse.first_difference(want[0], got[0])
 
 
-def test_without_its_log_the_fcn_net_stops_on_the_assumed_size(tmp_path):
+def test_without_its_log_the_fcn_net_takes_the_largest_size_it_takes_the_logs_own(tmp_path):
+    """Without its log, the layer's 500x500 stops the crop; of the sizes protoaudit tries, the largest
+    not above 500x500 that the net takes is 128x128, the size its own run logged: the same total as
+    with the log, said as assumed. --strict keeps the refusal, which says the size was assumed."""
+    with_log = json.loads(run_in_process(os.path.join(FCN, "train.prototxt"), "--format", "json").stdout)
     shutil.copy(os.path.join(FCN, "train.prototxt"), tmp_path)
-    run = run_in_process(str(tmp_path / "train.prototxt"))
+    run = run_in_process(str(tmp_path / "train.prototxt"), "--format", "json")
+    assert run.returncode in (0, 1), run.stderr
+    alone = json.loads(run.stdout)
+    assert {d["top"]: d["shape"] for d in alone["data_shapes"]} == {"data": [1, 3, 128, 128], "label": [1, 1, 128, 128]}
+    assert alone["total_bytes"] == with_log["total_bytes"]
+    assert any("stops layer 'score'" in a["assumption"] and "128x128" in a["assumption"] for a in alone["assumptions"])
+    run = run_in_process(str(tmp_path / "train.prototxt"), "--strict")
     assert run.returncode == 2 and "240 - offset 0 is smaller than 500" in run.stderr
     assert "follow from a size protoaudit assumed" in run.stderr
 

@@ -182,14 +182,18 @@ def test_a_check_that_fails_on_an_assumed_size_says_so(tmp_path):
     """A Concat of a convolution and a pooling that disagree at the assumed 600x1000: both 3x3, stride
     2, no padding, but a convolution rounds down, (600 - 3) // 2 + 1 = 299, and a pooling up,
     ceil((600 - 3) / 2) + 1 = 300 (Caffe's conv_layer.cpp and pooling_layer.cpp): the refusal names
-    the size protoaudit assumed and the flag that gives the real one."""
+    the size protoaudit assumed and the flag that gives the real one (--strict). Without --strict the
+    largest size not above 600x1000 that protoaudit tries and the net takes is taken: an odd side,
+    where both give (n - 3) / 2 + 1, 299x299."""
     text = (ORIGINAL_FAST_RCNN
             + 'layer { name: "c" type: "Convolution" bottom: "data" top: "c" '
               'convolution_param { num_output: 2 kernel_size: 3 stride: 2 } }\n'
             + 'layer { name: "p" type: "Pooling" bottom: "data" top: "p" '
               'pooling_param { pool: MAX kernel_size: 3 stride: 2 } }\n'
             + 'layer { name: "cat" type: "Concat" bottom: "c" bottom: "p" top: "cat" }\n')
-    r = run_in_process(net_file(tmp_path, text))
+    blobs, _ = shapes(net_file(tmp_path, text))
+    assert blobs["data"] == (2, 3, 299, 299) and blobs["c"] == blobs["p"][:1] + (2,) + blobs["p"][2:] == (2, 2, 149, 149)
+    r = run_in_process(net_file(tmp_path, text), "--strict")
     assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
     assert "layer 'cat'" in r.stderr and "Caffe stops here too" not in r.stderr
     assert "assumed" in r.stderr and "--input data=2x3x600x1000" in r.stderr
@@ -373,3 +377,26 @@ def test_fcn_sample_at_a_typical_voc_size():
     assert r.returncode == 0 and not report["assumptions"]
     data = next(layer for layer in report["nets"][0]["layers"] if layer["name"] == "data")
     assert data["tops"] == [[1, 3, 375, 500], [1, 1, 375, 500]]
+
+
+def test_a_known_layers_image_that_stops_the_net_gives_way_to_the_first_size_it_takes(tmp_path):
+    """FCN's VOC layer, reused by a net whose pooled image is added to a fixed 1x3x112x112 input
+    (Eltwise needs identical shapes, eltwise_layer.cpp): the layer's 500x500 pools to 250x250 and
+    stops it, so the first other size the net takes is taken, 224x224 (224 / 2 = 112), for the
+    image and its label alike, each said as assumed. --strict keeps the refusal."""
+    path = tmp_path / "net.prototxt"
+    path.write_text('layer { name: "data" type: "Python" top: "data" top: "label" python_param { '
+                    'module: "voc_layers" layer: "VOCSegDataLayer" param_str: "{\'split\': \'train\'}" } }\n'
+                    'layer { name: "fixed" type: "Input" top: "fixed" input_param { shape { dim: 1 dim: 3 '
+                    'dim: 112 dim: 112 } } }\n'
+                    'layer { name: "half" type: "Pooling" bottom: "data" top: "half" pooling_param { pool: MAX '
+                    'kernel_size: 2 stride: 2 } }\n'
+                    'layer { name: "sum" type: "Eltwise" bottom: "half" bottom: "fixed" top: "sum" }\n'
+                    'layer { name: "s" type: "Silence" bottom: "label" bottom: "sum" }\n')
+    (net,) = build_nets(str(path))
+    assert list(net.layer("data").top_shapes) == [(1, 3, 224, 224), (1, 1, 224, 224)]
+    said = [a.what for a in net.assumptions if a.layer == "data"]
+    assert len(said) == 2 and all("1x3x500x500" in w or "1x1x500x500" in w for w in said)
+    assert all("stops layer 'sum'" in w and "224x224" in w for w in said)
+    run = run_in_process(str(path), "--strict")
+    assert run.returncode == 2 and "layer 'sum'" in run.stderr

@@ -192,7 +192,8 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
                 upstream = builder.upstream(lp)
                 e.fix = _behind_check(builder.ctx, lp, e.fix, upstream)
                 if any(o.source.startswith("assumed") and o.top in upstream for o in builder.ctx.origins):
-                    e.assumed = [(o.layer, o.top) for o in builder.ctx.origins if o.source.startswith("assumed")]
+                    e.assumed = [(o.layer, o.top, o.shape) for o in builder.ctx.origins
+                                 if o.source.startswith("assumed")]
             raise e.located(file=path, line=line, layer=lp.name) from None
     if builder.needs:
         raise ShapesNeeded(builder.needs, path)
