@@ -309,3 +309,32 @@ def test_where_no_conventional_image_fits_the_size_the_nets_fixed_sizes_take_is_
     assert shapes(net)["data"] == (4, 3, 256, 256)
     (said,) = [a.what for a in net.assumptions if a.layer == "data"]
     assert "256x256 and 3 channels (a square image the net's fixed sizes take); 3x224x224 stops layer 'sum'" in said
+
+
+def test_a_euclidean_loss_whose_label_comes_first_sizes_it_too(tmp_path):
+    """EuclideanLoss compares its two bottoms alike (euclidean_loss_layer.cpp: only their counts per
+    item must agree, and either may be a prediction): a face net's age target given first, its
+    1-output InnerProduct second, takes the target as 8x1."""
+    path = write(tmp_path, HDF5 + ip("data", "age", 1) + loss("EuclideanLoss", "label", "age"))
+    assert shapes(build_nets(path)[0])["label"] == (8, 1)
+
+
+def test_smooth_l1_losss_targets_and_weights_take_the_predictions_shape(tmp_path):
+    """Fast R-CNN's SmoothL1Loss needs its targets and its inside and outside weights of the
+    prediction's channels, height and width (smooth_L1_loss_layer.cpp:28-37): beside an 84-output
+    InnerProduct (21 classes x 4), each of the three absent tops is 8x84."""
+    path = write(tmp_path, 'layer { name: "d" type: "HDF5Data" top: "data" top: "t" top: "wi" top: "wo" '
+                 'hdf5_data_param { source: "/nowhere/train.txt" batch_size: 8 } }\n' + ip("data", "bbox", 84)
+                 + 'layer { name: "l" type: "SmoothL1Loss" bottom: "bbox" bottom: "t" bottom: "wi" bottom: "wo" '
+                   'top: "l" loss_weight: 1 }\n')
+    got = shapes(build_nets(path)[0])
+    assert got["t"] == got["wi"] == got["wo"] == (8, 84)
+
+
+def test_a_wrong_count_of_bottoms_is_the_files_whatever_was_assumed(tmp_path):
+    """A ReLU given two bottoms stops Caffe whatever the data (neuron_layer.hpp, ExactNumBottomBlobs
+    1): the refusal does not say the shapes were assumed."""
+    path = write(tmp_path, HDF5 + 'layer { name: "r" type: "ReLU" bottom: "data" bottom: "label" top: "r" }\n')
+    run = run_in_process(path)
+    assert run.returncode == 2 and "takes exactly 1 bottom blob, got 2" in run.stderr
+    assert "assumed" not in run.stderr

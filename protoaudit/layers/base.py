@@ -293,6 +293,9 @@ class Layer:
         that has no such rule."""
         return None
 
+    labels_beside = (1,)  # the bottoms label_for sizes beside the prediction (bottom 0)
+    label_either = False  # whether either of the first two bottoms may be the prediction (label_for both ways)
+
     def label_for(self, prediction):
         """The label (bottom 1) shape this layer takes beside a prediction (bottom 0) of that shape,
         for a loss or accuracy whose label comes from a dataset that is not on this machine; None

@@ -81,6 +81,10 @@ class SmoothL1Loss(Layer):
     auto_top_blobs = True
     source = SOURCE
     no_cpu_code = "smooth_L1_loss_layer.cpp:54 and :60"  # Forward_cpu, Backward_cpu
+    labels_beside = (1, 2, 3)  # the targets and both weights, each bottom 0's shape
+
+    def label_for(self, prediction):
+        return tuple(prediction)
 
     def check_shapes(self, bottoms):
         """LossLayer's num check, and every bottom with bottom 0's channels, height and width."""

@@ -97,6 +97,8 @@ class SoftmaxWithLoss(Loss):
 
 @register("EuclideanLoss")
 class EuclideanLoss(Loss):
+    label_either = True  # either bottom may be the label (a net's age target first, then its prediction)
+
     def allow_force_backward(self, bottom_index):
         return True  # both bottoms may be predictions
 

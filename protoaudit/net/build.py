@@ -185,10 +185,10 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
             builder.missing(lp, line, m)
         except InputError as e:
             label = (builder.label_to_size(lp, labels) or builder.label_to_fit(lp, labels)
-                     if labels and not isinstance(e, Unwired) else None)
+                     if labels and not isinstance(e, (Unwired, Miscounted)) else None)
             if label is not None:
                 raise label from None
-            if not isinstance(e, Unwired):  # a layer's own CHECK: say what stands behind it
+            if not isinstance(e, (Unwired, Miscounted)):  # a layer's own CHECK: say what stands behind it
                 upstream = builder.upstream(lp)
                 e.fix = _behind_check(builder.ctx, lp, e.fix, upstream)
                 if any(o.source.startswith("assumed") and o.top in upstream for o in builder.ctx.origins):
@@ -321,6 +321,11 @@ class LabelSized(Exception):
 
 class Unwired(InputError):
     """A bottom no earlier layer makes: the file's wiring, which no assumed size explains."""
+
+
+class Miscounted(InputError):
+    """A layer given more or fewer bottoms or tops than its type takes: the file's, which no assumed
+    size explains."""
 
 
 class OtherPhase(Unwired):
@@ -774,16 +779,30 @@ class _Builder:
         )
 
     def label_to_size(self, lp, labels):
-        """LabelSized where `lp` reads as its label (bottom 1) some of `labels`, directly or through
-        layers that say what bottoms give a top of a shape (Layer.bottoms_for: a Split, a Slice, a
-        Concat), and its class says what label its prediction (bottom 0) takes; else None."""
-        if len(lp.bottom) < 2 or lp.bottom[0] not in self.by_name or lp.bottom[1] not in self.by_name:
-            return None
+        """LabelSized where `lp` reads as its labels (bottom 1, or the bottoms its class's
+        `labels_beside` names) some of `labels`, directly or through layers that say what bottoms give
+        a top of a shape (Layer.bottoms_for: a Split, a Slice, a Concat), and its class says what label
+        its prediction (bottom 0) takes; where its class allows either first two bottoms to be the
+        prediction (`label_either`: EuclideanLoss), the other way round too; else None."""
         cls = self.classes.get(lp.type)
-        prediction = self.blobs[self.by_name[lp.bottom[0]]].shape
-        shape = None if cls is None else cls(lp, self.ctx).label_for(prediction)
-        sized = None if shape is None else self._sized(self.by_name[lp.bottom[1]], tuple(shape), labels)
-        return LabelSized(sized, lp.name, lp.type, prediction) if sized else None
+        if cls is None or len(lp.bottom) < 2 or any(b not in self.by_name for b in lp.bottom):
+            return None
+        layer = cls(lp, self.ctx)
+        for first, beside in [(0, layer.labels_beside)] + ([(1, (0,))] if layer.label_either else []):
+            prediction = self.blobs[self.by_name[lp.bottom[first]]].shape
+            shape = layer.label_for(prediction)
+            if shape is None:
+                return None
+            sized = {}
+            for j in beside:
+                found = self._sized(self.by_name[lp.bottom[j]], tuple(shape), labels) if j < len(lp.bottom) else {}
+                if found is None:
+                    sized = None
+                    break
+                sized.update(found)
+            if sized:
+                return LabelSized(sized, lp.name, lp.type, prediction)
+        return None
 
     def label_to_fit(self, lp, labels):
         """LabelSized where `lp` stops on bottoms that are data among `labels` (or pieces of them,
@@ -918,12 +937,12 @@ def _top_shapes(impl, bottom_shapes, tops, bottom, known):
 def _check_counts(n, exact, low, high, kind):
     plural = kind + "s"
     if exact is not None and n != exact:
-        raise InputError(f"takes exactly {exact} {kind} blob{'s' if exact != 1 else ''}, got {n}",
+        raise Miscounted(f"takes exactly {exact} {kind} blob{'s' if exact != 1 else ''}, got {n}",
                          fix=f"check the layer's {kind} entries")
     if low is not None and n < low:
-        raise InputError(f"takes at least {low} {plural}, got {n}", fix=f"check the layer's {kind} entries")
+        raise Miscounted(f"takes at least {low} {plural}, got {n}", fix=f"check the layer's {kind} entries")
     if high is not None and n > high:
-        raise InputError(f"takes at most {high} {plural}, got {n}", fix=f"check the layer's {kind} entries")
+        raise Miscounted(f"takes at most {high} {plural}, got {n}", fix=f"check the layer's {kind} entries")
 
 
 def _loss_weights(impl, given, num_tops):
