@@ -282,3 +282,22 @@ def test_a_log_printed_by_a_fork_reads_past_its_fields_too(tmp_path):
     assert fork["total_bytes"] == plain["total_bytes"]
     assert any(a["assumption"].startswith(f"DataParameter.shuffle_seed ({tmp_path / 'fork.log'}:{at + 2})")
                for a in fork["assumptions"])
+
+
+def test_an_lstms_gradient_clip_is_read_past_and_it_counts_as_without_it(tmp_path):
+    """recurrent_param's clipping_threshold (a recurrent fork's: junhyukoh's caffe-lstm has it in its
+    LstmParameter) bounds the gradient's values: the LSTM counts the same bytes with it as without
+    it, and the field is listed as read past; --strict refuses it."""
+    net = ('layer { name: "in" type: "Input" top: "x" top: "cont" input_param { shape { dim: 5 dim: 3 dim: 7 } '
+           'shape { dim: 5 dim: 3 } } }\n'
+           'layer { name: "lstm" type: "LSTM" bottom: "x" bottom: "cont" top: "h" '
+           'recurrent_param { num_output: 4 %s} }\n'
+           'layer { name: "loss" type: "EuclideanLoss" bottom: "h" bottom: "h" top: "loss" }\n')
+    (tmp_path / "clip.prototxt").write_text(net % "clipping_threshold: 0.1 ")
+    (tmp_path / "plain.prototxt").write_text(net % "")
+    clip = json.loads(run_protoaudit("clip.prototxt", "--format", "json", cwd=tmp_path).stdout)
+    plain = json.loads(run_protoaudit("plain.prototxt", "--format", "json", cwd=tmp_path).stdout)
+    assert clip["total_bytes"] == plain["total_bytes"]
+    assert [a["assumption"].split(" (")[0] for a in clip["assumptions"]] == ["RecurrentParameter.clipping_threshold"]
+    run = run_protoaudit("clip.prototxt", "--strict", cwd=tmp_path)
+    assert run.returncode == 2 and "clipping_threshold" in run.stderr

@@ -36,6 +36,8 @@ FIELD_FORKS = {
     ("SolverParameter", "device_id"): "yjxiong/caffe (TSN's Caffe), where it is a list",
     ("ParamSpec", "param_propagate_down"): "longriyao/caffe_GAN (its net.cpp sets whether the parameter gets "
                                            "a gradient from it, over lr_mult)",
+    ("RecurrentParameter", "clipping_threshold"): "a recurrent fork's (junhyukoh/caffe-lstm's LstmParameter has it: "
+                                                  "a bound on the gradient's values)",
     **{(message, field): "video-caffe (chuckcho/video-caffe), whose NdConvolution and NdPooling read it"
        for message in ("ConvolutionParameter", "PoolingParameter") for field in ("kernel_shape", "pad_shape",
                                                                                 "stride_shape")},
@@ -48,6 +50,8 @@ ENGINE_SIZED = frozenset(("Convolution", "Deconvolution", "Pooling", "LRN", "Sof
 # Messages none of whose fields changes a shape or a byte: a filler fills parameters at setup. A field of
 # one that no schema has is read past even where it looks like a misspelling (said so in the assumption).
 NEVER_SIZES = frozenset(("FillerParameter",))
+# Fields that clip the values a layer computes (an LSTM's gradient), never sizing anything.
+_VALUE_BOUNDS = frozenset(("clipping_threshold",))
 # A data layer's field that says in what order records are read, never what a record holds.
 _ORDER_FIELDS = re.compile(r"^(shuffle\w*|seed)$")
 
@@ -147,6 +151,8 @@ def judged(field, message, line, layer, layer_type, tops, names):
         why = "a filler's setting: it fills the parameters at setup, and never shapes them"
     elif message.endswith("DataParameter") and _ORDER_FIELDS.match(field):
         why = "it orders the records a data layer reads, never what a record holds"
+    elif field in _VALUE_BOUNDS:
+        why = "it bounds values a pass computes, never a shape or a buffer"
     else:
         why = None
     if why and field == "richness":
