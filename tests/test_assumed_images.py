@@ -338,3 +338,14 @@ def test_a_wrong_count_of_bottoms_is_the_files_whatever_was_assumed(tmp_path):
     run = run_in_process(path)
     assert run.returncode == 2 and "takes exactly 1 bottom blob, got 2" in run.stderr
     assert "assumed" not in run.stderr
+
+
+def test_a_label_flattened_for_its_loss_is_as_flat_as_the_prediction(tmp_path):
+    """A denoising autoencoder's target, flattened (axis 1 to the end, flatten_layer.cpp) and compared
+    by EuclideanLoss with a 100-output InnerProduct: a label of 100 values an item, 8x100, which
+    flattening leaves as it is."""
+    path = write(tmp_path, HDF5 + ip("data", "rec", 100)
+                 + 'layer { name: "flat" type: "Flatten" bottom: "label" top: "flat" }\n'
+                 + loss("EuclideanLoss", "rec", "flat"))
+    got = shapes(build_nets(path)[0])
+    assert got["label"] == got["flat"] == (8, 100)

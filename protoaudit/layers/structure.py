@@ -219,6 +219,12 @@ class Flatten(Layer):
         end = canonical_axis(self, p.end_axis, len(shape))
         return [tuple(shape[:start]) + (count(shape, start, end + 1),) + tuple(shape[end + 1:])]
 
+    def bottom_for(self, top_index, shape, bottom):
+        """A bottom already as flat as `shape` (flattening from axis 1 to the end, the default, leaves
+        an (N, K) blob as it is): a label flattened for its loss (a denoising autoencoder's target)."""
+        p = self.lp.flatten_param
+        return tuple(shape) if len(shape) == 2 and p.axis == 1 and p.end_axis == -1 else None
+
     def shares(self):
         return [(0, 0, "data"), (0, 0, "diff")]
 
