@@ -123,17 +123,20 @@ def fork_layers(fork):
     return FORK_REGISTRY.get(fork, {})
 
 
+def _fork_hook(table):
+    """`@hook(fork)`: a decorator that keeps the function it decorates in `table`, under the fork."""
+    def hook(fork):
+        def deco(fn):
+            table[fork] = fn
+            return fn
+        return deco
+    return hook
+
+
 # A fork's Solver::Test check on the outputs of its test nets (fork -> function(net) -> Assumption or
-# None), registered by the fork's module with `solver_test_check`.
+# None), registered by the fork's module with `@solver_test_check(fork)`.
 SOLVER_TEST_CHECKS = {}
-
-
-def solver_test_check(fork):
-    """Register a function that says whether the fork's Solver::Test stops on a test net it tests."""
-    def deco(fn):
-        SOLVER_TEST_CHECKS[fork] = fn
-        return fn
-    return deco
+solver_test_check = _fork_hook(SOLVER_TEST_CHECKS)
 
 
 def solver_test_stops(net):
@@ -146,16 +149,9 @@ def solver_test_stops(net):
 
 # What a fork's Caffe does to every net it runs, beyond its layers (its allocator, a workspace its layers
 # share), said as assumptions of each net it reads (fork -> function(the net's layers) -> [Assumption]),
-# registered by the fork's module with `fork_note`.
+# registered by the fork's module with `@fork_note(fork)`.
 FORK_NOTES = {}
-
-
-def fork_note(fork):
-    """Register a function that says what the fork's Caffe does to every net (fork_notes)."""
-    def deco(fn):
-        FORK_NOTES[fork] = fn
-        return fn
-    return deco
+fork_note = _fork_hook(FORK_NOTES)
 
 
 def fork_notes(schema, layers):

@@ -174,20 +174,29 @@ def _sum(net, name, bottoms, top):
     lp.eltwise_param.operation = lp.eltwise_param.SUM
 
 
+def _step_input(net, t, slices, rows, rp, static, w_h, w_x, names):
+    """Timestep t's input to the recurrence, alike in both FillUnrolledNets (rnn_layer.cpp:147-195,
+    lstm_layer.cpp:156-204): cont_t and the transformed x_t sliced off, h_{t-1} scaled by cont_t,
+    transformed by `w_h` (the InnerProduct named names[0], no bias) and summed with x_t's transform
+    (and the static input's) by the Eltwise names[1] into names[2]."""
+    cont_slice, x_slice = slices
+    cont_slice.top.append(f"cont_{t}")
+    x_slice.top.append(f"{w_x}_x_{t}")
+    _scale(net, t)
+    w = _transform(net, names[0], rows, rp, False)
+    w.param.add().name = w_h
+    w.bottom.append(f"h_conted_{t - 1}")
+    w.top.append(f"{w_h}_h_{t - 1}")
+    _sum(net, names[1], (f"{w_h}_h_{t - 1}", f"{w_x}_x_{t}") + ((f"{w_x}_x_static",) if static else ()), names[2])
+
+
 def fill_rnn(net, t_steps, n, num_output, static, rp):
     """RNNLayer::FillUnrolledNet (rnn_layer.cpp:41-231): names (recur inputs, recur outputs, outputs)."""
     cont_slice, x_slice = _common(net, t_steps, n, num_output, num_output, static, rp, ("h_0",), "W_xh", "b_h")
     concat = []
     for t in range(1, t_steps + 1):
-        cont_slice.top.append(f"cont_{t}")
-        x_slice.top.append(f"W_xh_x_{t}")
-        _scale(net, t)
-        w = _transform(net, f"W_hh_h_{t - 1}", num_output, rp, False)
-        w.param.add().name = "W_hh"
-        w.bottom.append(f"h_conted_{t - 1}")
-        w.top.append(f"W_hh_h_{t - 1}")
-        _sum(net, f"h_input_sum_{t}", (f"W_hh_h_{t - 1}", f"W_xh_x_{t}") + (("W_xh_x_static",) if static else ()),
-             f"h_neuron_input_{t}")
+        _step_input(net, t, (cont_slice, x_slice), num_output, rp, static, "W_hh", "W_xh",
+                    (f"W_hh_h_{t - 1}", f"h_input_sum_{t}", f"h_neuron_input_{t}"))
         _layer(net, f"h_neuron_{t}", "TanH", (f"h_neuron_input_{t}",), (f"h_{t}",))
         o = _transform(net, f"W_ho_h_{t}", num_output, rp, True)
         o.param.add().name = "W_ho"
@@ -208,15 +217,8 @@ def fill_lstm(net, t_steps, n, num_output, static, rp):
     cont_slice, x_slice = _common(net, t_steps, n, num_output, rows, static, rp, ("c_0", "h_0"), "W_xc", "b_c")
     concat = []
     for t in range(1, t_steps + 1):
-        cont_slice.top.append(f"cont_{t}")
-        x_slice.top.append(f"W_xc_x_{t}")
-        _scale(net, t)
-        w = _transform(net, f"transform_{t}", rows, rp, False)
-        w.param.add().name = "W_hc"
-        w.bottom.append(f"h_conted_{t - 1}")
-        w.top.append(f"W_hc_h_{t - 1}")
-        _sum(net, f"gate_input_{t}", (f"W_hc_h_{t - 1}", f"W_xc_x_{t}") + (("W_xc_x_static",) if static else ()),
-             f"gate_input_{t}")
+        _step_input(net, t, (cont_slice, x_slice), rows, rp, static, "W_hc", "W_xc",
+                    (f"transform_{t}", f"gate_input_{t}", f"gate_input_{t}"))
         _layer(net, f"unit_{t}", "LSTMUnit", (f"c_{t - 1}", f"gate_input_{t}", f"cont_{t}"), (f"c_{t}", f"h_{t}"))
         concat.append(f"h_{t}")
     _layer(net, None, "Split", (f"c_{t_steps}",), ("c_T",))
