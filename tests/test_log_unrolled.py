@@ -40,9 +40,24 @@ def test_the_run_is_the_outer_net_with_every_layer_it_set_up():
     assert layers["rev1"].shapes == [(15, 1, 512, 6)] and "rev2" in layers and "ctc_loss" in layers
 
 
-def test_the_outer_nets_lines_are_reproduced():
+def _logged_lines(text):
+    """Every Top shape and Memory required line, in order, of glog lines or --caffe-log's."""
+    out = []
+    for line in text.splitlines():
+        message = (line.split("] ", 1)[1] if "] " in line else line).strip()
+        if message.startswith(("Top shape:", "Memory required for data:")):
+            out.append(message)
+    return out
+
+
+def test_every_line_is_reproduced_the_unrolled_nets_within_their_layers_setup():
+    """--caffe-log prints each LSTM's unrolled net where Caffe does, between the layer's "->" lines and
+    its "Setting up": every Top shape and Memory line of the log, the four unrolled nets' and the
+    outer net's (82 of them), in the log's order."""
     run = run_in_process(LOG, "--caffe-log")
     assert run.returncode == 0, run.stderr
-    got = [line.strip() for line in run.stdout.splitlines() if line.strip().startswith("Top shape:")]
-    got = [line.split("] ", 1)[1] if "] " in line else line for line in got]
-    assert got == _outer_lines() and len(got) > 50
+    with open(LOG, errors="replace") as f:
+        logged = _logged_lines(f.read())
+    assert _logged_lines(run.stdout) == logged and len(logged) > 1000
+    outer = [line for line in run.stdout.split("\n") if line.startswith("Top shape:")]
+    assert len(_outer_lines()) == 82 and len(outer) == len([line for line in logged if line.startswith("Top")])

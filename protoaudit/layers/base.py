@@ -289,6 +289,11 @@ class Layer:
         that has no such rule."""
         return None
 
+    def inner_nets(self, node):
+        """The nets this layer builds inside itself, as Net::Init logs them within its setup (a
+        recurrent layer's unrolled net), for the layer `node`; [] for most."""
+        return []
+
     labels_beside = (1,)  # the bottoms label_for sizes beside the prediction (bottom 0)
     label_either = False  # whether either of the first two bottoms may be the prediction (label_for both ways)
 

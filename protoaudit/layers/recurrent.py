@@ -100,6 +100,17 @@ class Recurrent(Layer):
             kept[bottoms] = recurrent_unrolled.build_unrolled(self, bottoms)
         return kept[bottoms]
 
+    def inner_nets(self, node):
+        """Its unrolled net, which Net::Init prints within this layer's setup (recurrent_layer.cpp:
+        `new Net<Dtype>(net_param)` in LayerSetUp); none past STEPS_BUILT timesteps, where it is not
+        built whole."""
+        bottoms = tuple(map(tuple, node.bottom_shapes))
+        if recurrent_unrolled.steps(bottoms) > recurrent_unrolled.STEPS_BUILT:
+            return []
+        if node.lp.name == self.lp.name:
+            return [self.unrolled(bottoms)[1]]
+        return [recurrent_unrolled.build_unrolled(self, bottoms, node.lp.name)[1]]
+
     def touches(self, run):
         """Every buffer the unrolled net allocates, setting it up (inside this layer's LayerSetUp),
         running it forward and backward: those it shares with this layer's bottoms, tops and

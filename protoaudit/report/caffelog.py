@@ -23,6 +23,8 @@ def caffe_log(net, memory_per_layer=True, four_axes=False):
             lines.append(f"{layer.name} <- {net.blobs[index].name}")
         for index, in_place in zip(layer.tops, layer.in_place):
             lines.append(f"{layer.name} -> {net.blobs[index].name}" + (" (in-place)" if in_place else ""))
+        for inner in layer.impl.inner_nets(layer):  # built in the layer's setup, before "Setting up"
+            lines += caffe_log(inner, memory_per_layer, four_axes)
         lines.append(f"Setting up {layer.name}")
         for shape, weight in zip(layer.top_shapes, layer.loss_weights):
             lines.append(f"Top shape: {shape_string(tuple(shape) + (1,) * (4 - len(shape)) if four_axes else shape)}")
