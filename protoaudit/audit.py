@@ -247,7 +247,8 @@ def _built(spec, options, strict=False):
     """The net of `spec`; where shapes are missing, built with those a Caffe log of it beside its
     file gives, else a deploy net beside it, else (unless `strict`) an image size assumed for a
     dataset that is not on this machine; else ShapesNeeded. Where a layer stops on a size protoaudit
-    assumed (a Python layer's published defaults), the shapes such a log gives, if it gives them all."""
+    assumed (a Python layer's published defaults), the shapes such a log gives, if it gives them all,
+    else (unless `strict`) another image size the net takes (_with_images_searched)."""
     try:
         return build(spec.param, spec.state, **options, read=spec.read)
     except ShapesNeeded as e:
