@@ -93,3 +93,22 @@ def test_a_given_input_wins_over_the_log():
                              "--input", "labels=128x4")
     assert shapes[("net", "data")][0] == [128, 1, 40, 80]
     assert not [a for a in report["assumptions"] if LOG in a["assumption"]]
+
+
+def test_a_cluster_jobs_output_beside_the_net_is_a_log_too(tmp_path):
+    """A video net trained as a cluster job: its glog lines are in the job's output file,
+    NAME.o639312 (SGE and PBS name it so), beside the net. Its dataset is not here, and no image
+    protoaudit assumes fits its 7x4096 kernel; the log gives the data, 100x1x150x4096 (line 107),
+    and conv1's top is then the log's own, 100x400x144x1 (line 125): (150 - 7) + 1 = 144 and
+    (4096 - 4096) + 1 = 1. (The run's TRAIN net also had an accuracy layer, which the file keeps for
+    TEST: nine in ten of its layers are the file's, as a log beside must have.)"""
+    here = os.path.join(DATA, "logs_beside", "caffe_vid")
+    shapes, _ = _shapes(os.path.join(here, "train_net1.prototxt"))
+    assert shapes[("train", "data")] == ([100, 1, 150, 4096], "Caffe's log f400w7_s1_detailed.o639312 beside the net")
+    run = run_in_process(os.path.join(here, "train_net1.prototxt"), "--phase", "train", "--caffe-log")
+    assert run.returncode == 0, run.stderr
+    with open(os.path.join(here, "f400w7_s1_detailed.o639312"), errors="replace") as f:
+        (want, *_) = [n for n in logparse.parse(f.read()) if n.phase == "TRAIN"]
+    (got,) = logparse.parse(run.stdout)
+    conv1 = [layer.shapes for net in (want, got) for layer in net.layers if layer.name == "conv1"]
+    assert conv1 == [[(100, 400, 144, 1)]] * 2

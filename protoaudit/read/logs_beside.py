@@ -11,7 +11,9 @@ from . import caffe_log
 MAX_FILES = 16  # files opened, in the net's folder and its log folders
 MAX_BYTES = 64 << 20  # a larger file is passed over (Caffe's own logs of a run are rarely this large)
 HEAD = 4 << 20  # a log names its net within this many bytes, or is passed over unread
-_NAMES = re.compile(r".*(\.log|\.txt|\.out|log)$", re.IGNORECASE)
+# a log's names: train.log, log.txt, nohup.out, and a cluster job's output (SGE's and PBS's NAME.o639312,
+# NAME.e639312: glog writes to stderr)
+_NAMES = re.compile(r".*(\.log|\.txt|\.out|log|\.[oe]\d+)$", re.IGNORECASE)
 _LOG_FOLDERS = ("log", "logs", "Log", "Logs")
 _INIT = b"] Initializing net from parameters"
 
