@@ -926,9 +926,13 @@ def _nets_in_state(path, inference, options):
 def _test_net_alone(path, options, tests, failed):
     """A net file whose TRAIN net Caffe could not build, as its TEST net alone (LRCN's deploy net: its
     input is reshaped by a TEST-only layer; `tests`: the file's spec in the TEST state, already read),
-    said as an assumption; the TRAIN net's refusal stands where the TEST net does not build either."""
+    said as an assumption; the TRAIN net's refusal stands where the TEST net does not build either,
+    unless only shapes are missing there: those are what to give (a video net's TEST-only data layer,
+    its ConvLSTM a type of no rule)."""
     try:
         nets = build_nets(path, **{**options, "phase": "TEST"}, specs=tests)[:1]
+    except ShapesNeeded:
+        raise
     except InputError:
         raise failed from None
     nets[0].assumptions.append(Assumption(

@@ -78,6 +78,21 @@ def test_a_deploy_file_whose_train_phase_cannot_build_is_its_test_net(tmp_path):
     assert refused.returncode == 2 and "unknown bottom blob 'seq'" in refused.stderr
 
 
+def test_where_that_test_net_lacks_shapes_those_are_asked_for(tmp_path):
+    """The same file with a layer of a type protoaudit has no rule for after the Reshape (a video
+    net's ConvLSTM): the TRAIN phase stops on the TEST-only bottom as above, and the TEST net, the one
+    Caffe can build, lacks that layer's tops: those are asked for, not the TRAIN phase's wiring."""
+    (tmp_path / "n.prototxt").write_text(
+        'layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 4 dim: 6 } } }\n'
+        'layer { name: "reshape" type: "Reshape" bottom: "data" top: "seq" include { phase: TEST }\n'
+        '  reshape_param { shape { dim: 2 dim: 2 dim: 6 } } }\n'
+        'layer { name: "enc" type: "FancyConvLSTM" bottom: "seq" top: "enc" }\n'
+        'layer { name: "fc" type: "InnerProduct" bottom: "enc" top: "fc" inner_product_param { num_output: 3 } }\n')
+    run = run_protoaudit("n.prototxt", cwd=tmp_path)
+    assert run.returncode == 2 and "unknown layer type 'FancyConvLSTM'" in run.stderr, run.stderr
+    assert "--input enc=" in run.stderr and "unknown bottom blob" not in run.stderr
+
+
 def test_a_quoted_type_in_a_v1_block_names_the_enum():
     run = run_protoaudit("v1_quoted_type.prototxt", cwd=HERE)
     assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
