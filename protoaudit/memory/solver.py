@@ -75,10 +75,15 @@ def solver_type_of(solver_param=None, given=None):
     return _known_type(solver_param.type) if "type" in fields else "SGD"
 
 
+def in_other_case(name):
+    """The solver type `name` writes in other case ("sgd": SGD), or None."""
+    return next((t for t in SOLVER_TYPES if t.lower() == str(name).lower() and t != name), None)
+
+
 def _known_type(name):
     if name in SOLVER_TYPES:
         return name
-    near = next((t for t in SOLVER_TYPES if t.lower() == str(name).lower()), None)
+    near = in_other_case(name)
     hint = f"did you mean '{near}'? " if near else ""
     raise InputError(f"unknown solver type '{name}'",
                      fix=f"{hint}Caffe's solver types are {', '.join(SOLVER_TYPES)} (case matters)")

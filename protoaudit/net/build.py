@@ -793,13 +793,8 @@ class _Builder:
             shape = layer.label_for(prediction)
             if shape is None:
                 return None
-            sized = {}
-            for j in beside:
-                found = self._sized(self.by_name[lp.bottom[j]], tuple(shape), labels) if j < len(lp.bottom) else {}
-                if found is None:
-                    sized = None
-                    break
-                sized.update(found)
+            sized = self._sized_each([(self.by_name[lp.bottom[j]], shape) for j in beside if j < len(lp.bottom)],
+                                     labels)
             if sized:
                 return LabelSized(sized, lp.name, lp.type, prediction)
         return None
@@ -816,12 +811,7 @@ class _Builder:
         fitted = cls(lp, self.ctx).fitting([b.shape for b in blobs], kinds) if any(kinds) else None
         if fitted is None:
             return None
-        sized = {}
-        for b, want in zip(blobs, fitted[0]):
-            found = self._sized(self.by_name[b.name], tuple(want), labels) if want is not None else {}
-            if found is None:
-                return None
-            sized.update(found)
+        sized = self._sized_each([(self.by_name[b.name], want) for b, want in zip(blobs, fitted[0])], labels)
         return LabelSized(sized, lp.name, lp.type, None, how=fitted[1]) if sized else None
 
     def _kind_of(self, blob, labels):
@@ -848,11 +838,13 @@ class _Builder:
             return None
         wanted = node.impl.bottoms_for(node.tops.index(index), shape, [self.blobs[b].shape for b in node.bottoms],
                                        [self._kind_of(self.blobs[b], labels) for b in node.bottoms])
-        if wanted is None:
-            return None
+        return None if wanted is None else self._sized_each(list(zip(node.bottoms, wanted)), labels)
+
+    def _sized_each(self, wanted, labels):
+        """_sized for each (blob index, shape or None: left as it is), merged; None where one has none."""
         sized = {}
-        for b, want in zip(node.bottoms, wanted):
-            found = self._sized(b, tuple(want), labels) if want is not None else {}
+        for index, shape in wanted:
+            found = self._sized(index, tuple(shape), labels) if shape is not None else {}
             if found is None:
                 return None
             sized.update(found)

@@ -9,7 +9,7 @@ from .folders import shown, tails
 from .glog import is_log_file
 from . import load as loader
 from ..errors import InputError
-from ..net.netstate import included, make_state
+from ..net.netstate import included, make_state, phase_name
 from .upgrade import upgrade
 
 
@@ -34,7 +34,7 @@ class NetSpec:
 
     @property
     def phase(self):
-        return self.state.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_number[self.state.phase].name
+        return phase_name(self.state)
 
 
 def _upgraded(param, schema, path, lines):
@@ -176,7 +176,7 @@ def _named_file(net, log_path, schema, defines, strict):
         if net.params.text:
             how = f"glog cut the {net.phase} net's printed text (log line {net.params.line})"
         else:
-            net.phase = _phase_name(state)
+            net.phase = phase_name(state)
             how = f"the log sets up a {net.phase} net from its line {net.params.line} without printing it"
         what = (f"{how}; the net is read from {candidate}, {whose}, whose {len(names)} layers in that state are "
                 "the ones Caffe set up")
@@ -204,19 +204,10 @@ def _beside(log_path):
 
 def _states(net, param):
     """The NetStates a net of the log may have been built in: the one it printed; for a net whose
-    text the log does not hold, TRAIN then TEST."""
+    text the log does not hold, the file's own in TRAIN, then in TEST (as `caffe` builds a file)."""
     if net.params.text:
         return [_printed_state(net.params.text, param)]
-    states = []
-    for phase in (0, 1):  # caffe.Phase TRAIN, TEST
-        state = type(param.state)()
-        state.phase = phase
-        states.append(state)
-    return states
-
-
-def _phase_name(state):
-    return state.DESCRIPTOR.fields_by_name["phase"].enum_type.values_by_number[state.phase].name
+    return [make_state(param, phase) for phase in ("TRAIN", "TEST")]
 
 
 def _candidates(named, log_path):
@@ -269,12 +260,12 @@ def _created_type(solver):
     ("sgd"): Solver::Init prints the solver only once the registry has made it, so that Caffe took it
     (a Windows build's). The type is set to the known name, and ((file), what, override) said; ()
     where there is nothing to say."""
-    from ..memory.solver import SOLVER_TYPES
+    from ..memory.solver import in_other_case
 
     if solver is None or "type" not in solver.DESCRIPTOR.fields_by_name or not solver.HasField("type"):
         return ()
-    known = next((t for t in SOLVER_TYPES if t.lower() == solver.type.lower()), None)
-    if known is None or known == solver.type:
+    known = in_other_case(solver.type)
+    if known is None:
         return ()
     written, solver.type = solver.type, known
     return (("(file)", f"the solver's type '{written}' is read as {known}: the log's Caffe created it (it printed "
