@@ -164,8 +164,9 @@ def _asks(tmp_path, source):
 
 
 def test_what_only_running_code_knows_is_asked_for(tmp_path):
-    # a shape set again by forward, batch by batch
-    stderr = _asks(tmp_path, LAYER.replace("top[0].data[...] = 0", "top[0].reshape(7, 3, 9, 9)"))
+    # a shape set again by forward, batch by batch, from what the batch holds
+    stderr = _asks(tmp_path, LAYER.replace("top[0].data[...] = 0", "blob = self.next_batch()\n"
+                                           "        top[0].reshape(*blob.shape)"))
     assert "its forward reshapes its tops to each batch" in stderr
     # a value another method sets (a training script calls it)
     stderr = _asks(tmp_path, LAYER.replace("    def forward(self, bottom, top):",
@@ -174,7 +175,7 @@ def test_what_only_running_code_knows_is_asked_for(tmp_path):
     assert "depends on values only the running code has" in stderr
     # a shape inside a branch
     stderr = _asks(tmp_path, LAYER.replace("        top[1].reshape(self.batch)",
-                                           "        if size > 12:\n            top[1].reshape(self.batch)"))
+                                           "        for _ in range(2):\n            top[1].reshape(self.batch)"))
     assert "top 1 is shaped inside a branch or loop" in stderr
     # a name of setup's own, read again in reshape, where Python would not find it
     stderr = _asks(tmp_path, LAYER.replace("        top[1].reshape(self.batch)\n", "").replace(
@@ -187,6 +188,86 @@ def test_what_only_running_code_knows_is_asked_for(tmp_path):
     # no such class in the module
     stderr = _asks(tmp_path, LAYER.replace("class Data(", "class Other("))
     assert "no class Data in mylayers.py" in stderr
+
+
+def test_a_forward_that_reshapes_to_its_bottoms_shape_is_followed(tmp_path):
+    """hizhangp/triplet's L2NormLayer: setup gives (num, channels); forward reshapes to
+    *bottom[0].data.shape each batch, which the run has: here the copy of 16x3x24x24 stays 4-D.
+    A reshape commented out in forward (essishen93/Triplet-Loss's data layer) is not run."""
+    source = LAYER.replace("top[0].data[...] = 0", "# top[0].reshape(*(blob.shape))\n        top[0].data[...] = 0")
+    source = source.replace("""        pass
+    def reshape(self, bottom, top):
+        top[0].reshape(*bottom[0].data.shape)""", """        top[0].reshape(bottom[0].num, bottom[0].channels)
+    def forward(self, bottom, top):
+        top[0].reshape(*bottom[0].data.shape)
+    def reshape(self, bottom, top):""")
+    (net,) = build_nets(_net(tmp_path, source))
+    assert list(net.layer("data").top_shapes) == [(16, 3, 24, 24), (16,)]
+    assert list(net.layer("copy").top_shapes) == [(16, 3, 24, 24), (16, 6)]
+
+
+CONFIG = """BATCH_SIZE = 240
+TRIPLET = True
+CHANNELS = 1 + 2
+"""
+
+TRIPLET = """import caffe
+import config as cfg
+from numpy import *
+from settings import *
+
+class Data(caffe.Layer):
+    def setup(self, bottom, top):
+        if cfg.TRIPLET:
+            self.batch = cfg.BATCH_SIZE / 3 * 3
+        else:
+            self.batch = 7
+        top[0].reshape(self.batch, cfg.CHANNELS, SIDE, SIDE)
+        top[1].reshape(self.batch)
+    def reshape(self, bottom, top):
+        pass
+
+class Copy(caffe.Layer):
+    def setup(self, bottom, top):
+        top[0].reshape(*bottom[0].data.shape)
+        top[1].reshape(cfg.BATCH_SIZE / 3, shape(bottom[0].data)[1])
+    def reshape(self, bottom, top):
+        pass
+"""
+
+
+def test_a_config_modules_plain_values_and_a_sibling_folder_are_followed(tmp_path):
+    """essishen93/Triplet-Loss's pattern: the layers live in a folder of their own beside the nets'
+    (a script puts it on sys.path), and read config.BATCH_SIZE = 240 of a module beside them. By hand:
+    TRIPLET is True, so batch = 240 / 3 * 3 = 240 (Python 2 integer division); channels 1 + 2 = 3;
+    SIDE = 28 from `from settings import *`: data 240x3x28x28, label 240. Copy: the data's shape, and
+    (240 / 3, shape(data)[1]) = 80x3. The modules are read, never imported."""
+    (tmp_path / "models").mkdir()
+    code = tmp_path / "tripletcode"
+    code.mkdir()
+    (code / "mylayers.py").write_text(TRIPLET)
+    (code / "config.py").write_text(CONFIG)
+    (code / "settings.py").write_text("import os\nSIDE = 28\nos.remove('x')\n")
+    # the script that runs the layers puts their folder on sys.path (_init_paths.py's add_path)
+    (code / "_init_paths.py").write_text("import sys\nsys.path.insert(0, 'tripletcode')\n")
+    (tmp_path / "models" / "net.prototxt").write_text(NET.replace("{'batch': 16}", ""))
+    (net,) = build_nets(str(tmp_path / "models" / "net.prototxt"))
+    assert list(net.layer("data").top_shapes) == [(240, 3, 28, 28), (240,)]
+    assert list(net.layer("copy").top_shapes) == [(240, 3, 28, 28), (80, 3)]
+    net_path = str(tmp_path / "models" / "net.prototxt")
+    # a folder no script puts on sys.path (another repository's, beside this one) is not looked in
+    (code / "_init_paths.py").unlink()
+    run = run_in_process(net_path)
+    assert run.returncode == 2 and "Python layer (mylayers.Copy)" in run.stderr
+    assert "its source was read" not in run.stderr
+    (code / "_init_paths.py").write_text("import sys\nsys.path.append('tripletcode')\n")
+    # a flag the config gives two values leaves the branch unread: the data is assumed as an absent
+    # dataset's, and --strict asks for it
+    (code / "config.py").write_text(CONFIG + "TRIPLET = False\n")
+    run = run_in_process(net_path)
+    assert run.returncode == 0 and "for data shapes protoaudit assumed" in run.stdout, run.stderr
+    run = run_in_process(net_path, "--strict")
+    assert run.returncode == 2 and "mylayers.py:12 depends on values only the running code has" in run.stderr
 
 
 def test_the_module_is_never_run(tmp_path):

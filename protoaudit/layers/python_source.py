@@ -22,6 +22,7 @@ _UP = 4  # folders above the net's searched for the module, as PYTHONPATH usuall
 # the folders a repository keeps its Python in, which its scripts put on sys.path (py-faster-rcnn's
 # lib/, CTPN's src/): looked in under each folder searched
 _CODE_FOLDERS = ("", "lib", "src", "python")
+_MAX_SUBFOLDERS = 64  # subfolders of one folder looked in for a module
 _PARAM_READERS = {"load", "safe_load", "eval", "loads", "literal_eval", "full_load"}
 _ARRAY_MAKERS = {"zeros", "ones", "empty", "full"}  # numpy's, whose first argument is the array's shape
 
@@ -36,20 +37,53 @@ def module_file(module, net_path, root=None):
     if not re.fullmatch(r"\w+(\.\w+)*", module):
         return None
     rel = os.path.join(*module.split(".")) + ".py"
-    folders = [root] if root else []
+    above = []
     here = os.path.dirname(os.path.abspath(net_path)) if net_path else None
     for _ in range(_UP + 1):
         if here is None:
             break
-        folders.append(here)
+        above.append(here)
         parent = os.path.dirname(here)
         here = parent if parent != here else None
-    for folder in folders:
+    for folder in ([root] if root else []) + above:
         for code in _CODE_FOLDERS:
             path = os.path.join(folder, code, rel)
             if os.path.isfile(path):
                 return path
+    # a folder of the repository's own that its scripts put on sys.path (a triplet-loss repository's
+    # tripletloss/ with its _init_paths.py): under the net's folder or the one above it, nearest first
+    for folder in above[:2]:
+        path = _in_subfolder(folder, rel)
+        if path:
+            return path
     return None
+
+
+def _in_subfolder(folder, rel):
+    """folder/SUB/rel for the first SUB (by name) that has it and whose own Python puts a folder on
+    sys.path, as the scripts that run such layers do; hidden folders skipped."""
+    try:
+        subs = sorted(e.name for e in os.scandir(folder) if e.is_dir() and not e.name.startswith("."))
+    except OSError:
+        return None
+    for sub in subs[:_MAX_SUBFOLDERS]:
+        path = os.path.join(folder, sub, rel)
+        if os.path.isfile(path) and _sets_sys_path(os.path.join(folder, sub)):
+            return path
+    return None
+
+
+def _sets_sys_path(folder):
+    """Whether one of the folder's own .py files changes sys.path (`sys.path.insert`, `.append`)."""
+    try:
+        names = sorted(e.name for e in os.scandir(folder) if e.is_file() and e.name.endswith(".py"))
+    except OSError:
+        return False
+    for name in names[:_MAX_SUBFOLDERS]:
+        lines = read_lines(os.path.join(folder, name))
+        if lines and any(re.search(r"\bsys\.path\.(insert|append)\s*\(", line) for line in lines):
+            return True
+    return False
 
 
 def read_lines(path):
@@ -122,11 +156,12 @@ class SourceShapes:
         self.path = path
         self.lines = lines
         self.methods, self.elsewhere = self._methods(layer)
+        self.globals = _module_names(path, lines)
 
     def _methods(self, layer):
-        """{method name: (bottom's name, top's name, first, end)} of the class's setup and reshape,
-        and what its other methods change: the attributes they assign ('self.n'), and 'forward'
-        where forward reshapes a top (each batch's own shape, known only when it runs)."""
+        """{method name: (bottom's name, top's name, first, end)} of the class's setup and reshape, and
+        its forward where that reshapes a top; and what its methods other than setup and reshape
+        change: the attributes they assign ('self.n')."""
         head = re.compile(r"^\s*class\s+" + re.escape(layer) + r"\s*[(:]")
         start = next((k for k, line in enumerate(self.lines) if head.match(line)), None)
         if start is None:
@@ -145,21 +180,28 @@ class SourceShapes:
             text = "\n".join(self.lines[body[0]:body[1]])
             elsewhere.update("self." + a for a in re.findall(r"\bself\.(\w+)\s*(?:[-+*/]?=)(?!=)", text))
             if m.group(1) == "forward" and m.group(3) and _reshapes(text, m.group(3)):
-                elsewhere.add("forward")
+                found["forward"] = (m.group(2), m.group(3), *body)
         return found, elsewhere
 
     def shapes(self, tops, bottoms, param_str):
         """One shape per top, and the source line of each; Caffe runs setup, then reshape, so a
-        top reshape shapes wins over setup's."""
-        if "forward" in self.elsewhere:
-            raise Unread(f"its forward reshapes its tops to each batch ({os.path.basename(self.path)})")
+        top reshape shapes wins over setup's. A forward that reshapes a top gives the shape each batch
+        has: it wins where it is plain (the bottoms' own shape), and anything else is unread."""
         shaped, lines = [None] * tops, [None] * tops
         env = {name: _UNKNOWN for name in self.elsewhere}  # set by code protoaudit does not follow
-        for method in ("setup", "reshape"):
+        for method in ("setup", "reshape", "forward"):
             if method in self.methods:  # a method's own names are its own; self's attributes carry over
                 bottom, top, first, end = self.methods[method]
                 env = {k: v for k, v in env.items() if k.startswith("self.")}
-                self._read(top, first, end, _Scope(env, bottom, bottoms, param_str), shaped, lines)
+                scope = _Scope(env, bottom, bottoms, param_str, self.globals)
+                if method != "forward":
+                    self._read(top, first, end, scope, shaped, lines)
+                    continue
+                try:
+                    self._read(top, first, end, scope, shaped, lines)
+                except Unread:
+                    raise Unread(f"its forward reshapes its tops to each batch ({os.path.basename(self.path)})") \
+                        from None
         missing = [j for j in range(tops) if shaped[j] is None]
         if missing:
             raise Unread(f"top {missing[0]} is given no shape that can be read off "
@@ -253,11 +295,12 @@ class _Scope:
     """What one method's expressions are worked out from: its names ('x', 'self.x'), the names it
     gives its bottoms, their shapes, and the layer's param_str."""
 
-    def __init__(self, env, bottom, bottoms, param_str):
+    def __init__(self, env, bottom, bottoms, param_str, names=None):
         self.env = env
         self.bottom = bottom
         self.bottoms = bottoms
         self.param_str = param_str
+        self.names = names or {}  # the module's own top-level names (_module_names)
 
     def value(self, node):
         """The value of an expression made of numbers, known names, param_str entries and the
@@ -266,6 +309,12 @@ class _Scope:
             return node.value
         if isinstance(node, (ast.Name, ast.Attribute)) and _target(node) in self.env:
             return self.env[_target(node)]
+        if isinstance(node, ast.Name) and node.id in self.names:
+            return self.names[node.id]
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            owner = self.value(node.value)
+            if isinstance(owner, _Module):
+                return owner.names.get(node.attr, _UNKNOWN)
         if isinstance(node, ast.Attribute) and node.attr in ("param_str", "param_str_"):
             return _Params(self.param_str)
         if isinstance(node, ast.Attribute) and node.attr == "shape":  # an array the method made: its shape
@@ -305,7 +354,10 @@ class _Scope:
             key, params = self.value(node.args[0]), self.value(node.func.value)
             if isinstance(key, str) and isinstance(params, dict):
                 return key in params
-        return _UNKNOWN
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            return _compare(node.ops[0], self.value(node.left), self.value(node.comparators[0]))
+        value = self.value(node)  # a flag a config module sets (`if cfg.TRIPLET_LOSS:`)
+        return bool(value) if isinstance(value, (int, float, str)) else _UNKNOWN
 
     def _call(self, node):
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
@@ -314,6 +366,8 @@ class _Scope:
             return args[0].shape[0] if args[0].shape else _UNKNOWN
         if name == "int" and len(args) == 1 and isinstance(args[0], (int, float)):
             return int(args[0])
+        if name == "shape" and len(args) == 1 and isinstance(args[0], _Blob):  # numpy's shape(a)
+            return args[0].shape
         if name in _ARRAY_MAKERS and args and isinstance(args[0], tuple) and all(isinstance(d, int) for d in args[0]):
             return _Blob(args[0])  # np.zeros((n, c, h, w)) and the like: an array of that shape
         if name in _PARAM_READERS and len(args) >= 1 and isinstance(args[0], _Params):
@@ -417,7 +471,77 @@ def _target(node):
 
 
 def _reshapes(text, top):
-    return re.search(r"\b" + re.escape(top) + r"\s*\[[^\]]*\]\s*\.\s*reshape\s*\(", text) is not None
+    code = re.sub(r"#[^\n]*", "", text)  # a reshape commented out is not run
+    return re.search(r"\b" + re.escape(top) + r"\s*\[[^\]]*\]\s*\.\s*reshape\s*\(", code) is not None
+
+
+def _compare(op, a, b):
+    """A comparison of two plain values (numbers or strings); _UNKNOWN otherwise."""
+    plain = (int, float, str)
+    if not (isinstance(a, plain) and isinstance(b, plain)) or isinstance(a, str) != isinstance(b, str):
+        return _UNKNOWN
+    compares = {ast.Eq: a == b, ast.NotEq: a != b}
+    if not isinstance(a, str):
+        compares.update({ast.Lt: a < b, ast.LtE: a <= b, ast.Gt: a > b, ast.GtE: a >= b})
+    return compares.get(type(op), _UNKNOWN)
+
+
+class _Module:
+    """A module the layer's file imports: its top-level names with plain values."""
+
+    def __init__(self, names):
+        self.names = names
+
+
+def _module_names(path, lines, depth=0):
+    """The top-level names of a module's source with plain values (BATCH_SIZE = 240, or arithmetic of
+    earlier ones), and the modules it imports by name (import config as cfg: cfg.BATCH_SIZE), found
+    where Python would find them beside it; one level of imports is followed. A name given two
+    values is unknown."""
+    names = {}
+    scope = _Scope({}, None, [], "", names)
+    for _, indent, text in _statements(lines, 0, len(lines)):
+        if indent or not re.match(r"(import|from|\w+\s*=[^=])", text):
+            continue
+        try:
+            node = ast.parse(text).body[0]
+        except (SyntaxError, IndexError, ValueError):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if depth == 0:
+                _imported(node, path, names)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            names[name] = _UNKNOWN if name in names else scope.value(node.value)
+    return names
+
+
+def _imported(node, path, names):
+    """Bind what one import statement brings in: a module (_Module) or its names."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname or "." not in alias.name:
+                module = _module_at(alias.name, path)
+                names[alias.asname or alias.name] = _Module(module) if module is not None else _UNKNOWN
+        return
+    if node.level or not node.module:
+        return
+    module = _module_at(node.module, path)
+    for alias in node.names:
+        if alias.name == "*":
+            names.update(module or {})
+        else:
+            names[alias.asname or alias.name] = (module or {}).get(alias.name, _UNKNOWN)
+
+
+def _module_at(module, path):
+    """The plain top-level names of `module` as imported from the file at `path`; None where it is
+    not found (a library's) or not read."""
+    found = module_file(module, path)
+    if found is None or os.path.abspath(found) == os.path.abspath(path):
+        return None
+    lines = read_lines(found)
+    return None if lines is None else _module_names(found, lines, depth=1)
 
 
 def _reshape_call(node, top):
