@@ -10,7 +10,7 @@ from .errors import InputError, LayerStops
 from .memory.buffers import Buffer, device_bytes, forget_touches, host_objects, net_buffers, runs_backward
 from .memory.host import draws_random
 from .layers.base import Assumption, MissingShape, solver_test_stops
-from .net.build import LabelSized, Need, OtherPhase, Rebuild, ShapesNeeded, StageNeeded, build, input_dims, rebatched
+from .net.build import LabelSized, Miscounted, Need, OtherPhase, Rebuild, ShapesNeeded, StageNeeded, build, input_dims, rebatched
 from .read.glog import is_log_file
 from .net.netstate import keeps_the_same_layers, make_state
 from .read.load import ForksDisagree
@@ -257,6 +257,11 @@ def _built(spec, options, strict=False):
         if net is None:
             raise
         return net
+    except Miscounted:  # a fork that relaxed a layer's top count: a Caffe log beside may show it ran so
+        net = _with_logged_layers(spec, options, strict)
+        if net is None:
+            raise
+        return net
     except InputError as e:  # a CHECK that fails on a size protoaudit assumed: a Caffe log beside may give it
         guessed = getattr(e, "assumed", None)
         if not guessed:
@@ -267,6 +272,18 @@ def _built(spec, options, strict=False):
         if net is None:
             raise
         return net
+
+
+def _with_logged_layers(spec, options, strict):
+    """The net built again with the layers a Caffe log of it beside its file set up (whose top counts
+    the net's build then takes as that run's Caffe did); None where no log beside it is of this net,
+    or where its layers were already given."""
+    from .read.logs_beside import logged_beside
+
+    found = logged_beside(spec.path, spec.param, spec.phase) if spec.path else None
+    if found is None or set(found[0].by_name()) <= set(options["logged_layers"]):
+        return None
+    return _built(spec, dict(options, logged_layers={**found[0].by_name(), **options["logged_layers"]}), strict)
 
 
 def _with_images_searched(spec, options, guessed, error):
@@ -371,7 +388,9 @@ def _with_deploy_inputs(spec, options, needs, assume=False):
         return assumed_image(known, image, passed, lacking)
 
     first = None  # the refusal at the first image, where no image fits
-    for k, image in enumerate(ASSUMED_IMAGES + SEARCHED_IMAGES if absent else ASSUMED_IMAGES[:1]):
+    furthest = None  # the refusal that comes latest in the file
+    images = ASSUMED_IMAGES + _named_image(spec) + SEARCHED_IMAGES if absent else ASSUMED_IMAGES[:1]
+    for k, image in enumerate(images):
         labels, guessed = {}, set()
         try:
             net = _labelled(spec, options, needs, given, absent, labels)
@@ -383,14 +402,33 @@ def _with_deploy_inputs(spec, options, needs, assume=False):
             if not getattr(e, "assumed", None):
                 raise
             first = first or e
+            if furthest is None or (e.line or 0) > (furthest.line or 0):
+                furthest = e
             if k < len(ASSUMED_IMAGES):  # (the searched ones are said together)
                 passed = _passed_over(passed, image, e)
             elif k == len(ASSUMED_IMAGES):
                 passed += ", and the searched sizes before it"
+    if furthest is not first:  # a size the net takes up to a later layer, whose own check is the blocker
+        raise furthest  # (it says the size, and where the sizes before it stopped)
     first.fix += " (no other image protoaudit tries fits either: " + ", ".join(
         "x".join(map(str, shape)) for shape, _ in ASSUMED_IMAGES[1:]) + \
         f", nor a square colour image of side {', '.join(map(str, SEARCHED_SIDES))}, nor 360x480)"
     raise first
+
+
+def _named_image(spec):
+    """(the image whose size is the largest map size a layer of the net fixes in its own fields, a
+    decoder's last Upsample restoring the image; what it is), as a tuple of none or one, to try
+    before the searched sizes."""
+    from .layers.base import layer_class
+    from .layers.data import ASSUMED_CHANNELS
+
+    named = [(size, lp.name) for lp in spec.param.layer
+             for size in getattr(layer_class(lp.type, spec.schema.name), "sizes_named", lambda _: ())(lp)]
+    if not named:
+        return ()
+    (height, width), layer = max(named, key=lambda found: found[0][0] * found[0][1])
+    return (((ASSUMED_CHANNELS, height, width), f"the largest map size the net's own layers fix (layer '{layer}')"),)
 
 
 def _check_logged(net, logged_layers):

@@ -349,3 +349,42 @@ def test_a_label_flattened_for_its_loss_is_as_flat_as_the_prediction(tmp_path):
                  + loss("EuclideanLoss", "rec", "flat"))
     got = shapes(build_nets(path)[0])
     assert got["label"] == got["flat"] == (8, 100)
+
+
+def _decoder(classes_loss="", label=DATA.format(name="label", top="label")):
+    """A SegNet-style net (caffe-segnet's Upsample): two 2x2 poolings, then two Upsample layers
+    whose sizes the file fixes, 50x66 and 100x132, each fed the mask of the pooling it mirrors."""
+    pool = ('layer {{ name: "{t}" type: "Pooling" bottom: "{b}" top: "{t}" top: "{t}_mask" '
+            'pooling_param {{ pool: MAX kernel_size: 2 stride: 2 }} }}\n')
+    up = ('layer {{ name: "{t}" type: "Upsample" bottom: "{b}" bottom: "{m}_mask" top: "{t}" '
+          'upsample_param {{ upsample_h: {h} upsample_w: {w} }} }}\n')
+    return (DATA.format(name="data", top="data") + label
+            + pool.format(t="pool1", b="data") + pool.format(t="pool2", b="pool1")
+            + up.format(t="up2", b="pool2", m="pool2", h=50, w=66) + up.format(t="up1", b="up2", m="pool1", h=100, w=132)
+            + conv("up1", "score", 11, 3, pad=1)
+            + 'layer { name: "loss" type: "SoftmaxWithLoss" bottom: "score" bottom: "label" top: "loss"'
+            + classes_loss + ' }\n')
+
+
+def test_an_image_size_the_nets_own_upsample_sizes_fix_is_tried(tmp_path):
+    """By hand: up2 gives 50x66, which must be pool1's mask, so pool1 is 50x66 and the image 100x132
+    (2x2 pooling, stride 2), the size up1 restores; no conventional or searched size gives it. The
+    largest size a layer fixes, 100x132, is tried before the searched ones, and the assumption names
+    the layer: data 4x3x100x132, the label one class a pixel, 4x1x100x132."""
+    net = build_nets(write(tmp_path, _decoder()))[0]
+    assert shapes(net)["data"] == (4, 3, 100, 132) and shapes(net)["label"] == (4, 1, 100, 132)
+    (said,) = [a.what for a in net.assumptions if a.layer == "data"]
+    assert "100x132 and 3 channels (the largest map size the net's own layers fix (layer 'up1'))" in said
+
+
+def test_where_a_size_builds_further_its_own_refusal_is_the_one_said(tmp_path):
+    """The same net with its label given (an Input layer, 4x1x100x132) and caffe-segnet's
+    weight_by_label_freqs with no class_weighting, which its SoftmaxWithLoss refuses at any size
+    (softmax_loss_layer.cpp: one weight per class). At 224x224 the net stops earlier, at up2; at
+    100x132 it reaches the loss: that refusal is the one said."""
+    label = ('layer { name: "label" type: "Input" top: "label" input_param { shape { dim: 4 dim: 1 dim: 100 '
+             'dim: 132 } } }\n')
+    run = run_in_process(write(tmp_path, _decoder(" loss_param { weight_by_label_freqs: true }", label)))
+    assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
+    assert "layer 'loss': 0 class_weighting values for 11 classes" in run.stderr
+    assert "100x132" in run.stderr

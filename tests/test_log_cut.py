@@ -255,3 +255,29 @@ def test_a_log_kept_from_after_its_net_text_is_read_from_the_net_beside_it():
     printed = _lines(run.stdout.split("\nNet ")[0], start="label_data_1_split")
     assert len(logged) > 40 and printed[:len(logged)] == logged
     assert logged[2] == "Memory required for data: 615000" == f"Memory required for data: {50 * 3 * 32 * 32 * 4 + 3 * 50 * 4}"
+
+
+def test_a_pycaffe_runs_net_file_is_the_one_upgrade_proto_names():
+    """whuhxb/py-R-FCN-PSB's test run (tools/test_net.py, pycaffe: no solver names its net): glog cut the
+    TEST net's text, and the only line naming its file is upgrade_proto.cpp's "Attempting to upgrade
+    input file specified using deprecated input fields: models/pascal_voc/ResNet-101/rfcn_end2end/
+    test_agnostic.prototxt" (line 5), relative to the repository's root where the script ran. That
+    file is read, and every layer Caffe set up up to rfcn_cls has the log's own shapes (the Python
+    proposal layer's too: --caffe-log prints the shapes its setup gave, 1x5 at line 5686). The
+    repository's file was changed after the run: rfcn_cls has 11 x 49 outputs where the log shows
+    21 x 49 (1029), the first line that differs."""
+    repo = os.path.join(DATA, "logs_cut", "rfcn_test_upgrade")
+    log = os.path.join(repo, "experiments", "logs", "rfcn_end2end_ResNet-101_.txt.2017-05-09_19-53-04")
+    run = run_in_process(log, "--caffe-log")
+    assert run.returncode == 0, run.stderr
+    with open(log, errors="replace") as f:
+        (want,) = logparse.parse(f.read())
+    (got,) = logparse.parse(run.stdout)
+    names = [layer.name for layer in want.layers]
+    assert names == [layer.name for layer in got.layers]
+    upto = names.index("rfcn_cls")
+    assert [layer.shapes for layer in want.layers][:upto] == [layer.shapes for layer in got.layers][:upto]
+    assert dict(zip(names, [layer.shapes for layer in got.layers]))["proposal"] == [(1, 5)]
+    assert logparse.first_difference(want, got).startswith("layer 'rfcn_cls'")
+    plain = run_in_process(log)
+    assert plain.returncode == 0 and "test_agnostic.prototxt" in plain.stdout, plain.stderr

@@ -112,3 +112,22 @@ def test_a_cluster_jobs_output_beside_the_net_is_a_log_too(tmp_path):
     (got,) = logparse.parse(run.stdout)
     conv1 = [layer.shapes for net in (want, got) for layer in net.layers if layer.name == "conv1"]
     assert conv1 == [[(100, 400, 144, 1)]] * 2
+
+
+def test_a_log_in_a_folder_beside_shows_a_layer_its_caffe_set_up_with_fewer_tops(tmp_path):
+    """caunion/gnet's ImageData has one top (its labels come from an LMDB Data layer), which BVLC's
+    ImageDataLayer refuses (ExactNumTopBlobs 2); its log, glog's own file in log/ beside the net's
+    folder, shows the run's Caffe set it up so (line 405: "Top shape: 130 3 224 224", one top). The
+    net then audits, saying so: data 260x3x224x224 (the file's batch_size 260 and crop_size 224) and the
+    label 260x1x1x6 (the log's 1x1x6, line 415, with the file's batch). Without the log it is refused."""
+    here = os.path.join(DATA, "logs_beside", "gnet_one_top")
+    net = os.path.join(here, "caffenet_proto", "train_val.prototxt")
+    shapes, report = _shapes(net)
+    assert shapes[("train", "data")][0] == [260, 3, 224, 224]
+    assert shapes[("train", "label")][0] == [260, 1, 1, 6]
+    said = [a["assumption"] for a in report["assumptions"] if a["layer"] == "data"]
+    assert any("ImageData takes exactly 2 top blobs in BVLC Caffe; Caffe's log shows the run's own Caffe set it "
+               "up with 1" in a for a in said), said
+    shutil.copytree(os.path.join(here, "caffenet_proto"), tmp_path / "caffenet_proto")
+    run = run_in_process(str(tmp_path / "caffenet_proto" / "train_val.prototxt"))
+    assert run.returncode == 2 and "layer 'data': takes exactly 2 top blobs, got 1" in run.stderr

@@ -114,6 +114,26 @@ def test_proposal_target_layer_by_hand():
     assert blobs["pool5"] == (128, 512, 7, 7)  # ROIPooling: one 512x7x7 map per RoI
 
 
+def test_a_known_layer_with_more_tops_than_its_code_makes_takes_them_all_declared(tmp_path):
+    """affordance-net's own ProposalTargetLayer makes 10 tops where py-faster-rcnn's makes 5
+    (proposal_target_layer.py:78-96): refused as stock code would be, naming both counts; with every
+    top given (--input, or a log's shapes with --caffe-log) the run's own code made them, and the net
+    is audited with them."""
+    tops = ["rois", "labels", "bbox_targets", "bbox_inside_weights", "bbox_outside_weights", "mask_targets"]
+    text = ('input: "rpn_rois" input_shape { dim: 300 dim: 5 }\ninput: "gt" input_shape { dim: 3 dim: 5 }\n'
+            'layer { name: "roi-data" type: "Python" bottom: "rpn_rois" bottom: "gt" '
+            + " ".join(f'top: "{t}"' for t in tops)
+            + ' python_param { module: "rpn.proposal_target_layer" layer: "ProposalTargetLayer" '
+              'param_str: "\'num_classes\': 2" } }\n')
+    path = net_file(tmp_path, text)
+    r = run_in_process(path)
+    assert r.returncode == 2 and "ProposalTargetLayer makes 5 tops; 6 are named" in r.stderr, r.stderr
+    given = ["rois=128x5", "labels=128", "bbox_targets=128x8", "bbox_inside_weights=128x8",
+             "bbox_outside_weights=128x8", "mask_targets=128x244x244"]
+    blobs, _ = shapes(path, inputs={top: tuple(map(int, dims.split("x"))) for top, dims in (g.split("=") for g in given)})
+    assert blobs["mask_targets"] == (128, 244, 244)
+
+
 def test_fast_rcnn_data_layer_by_hand():
     """Without an RPN the layer has 6 tops (layer.py:108-137): IMS_PER_BATCH 2 images (config.py:
     44) padded to the larger (utils/blob.py:18-20), at most 600x1000; 128 RoIs over both
@@ -157,6 +177,30 @@ def test_anchor_ratios_from_param_str_as_pva_faster_rcnn_reads_them(tmp_path):
     pva = "{'feat_stride': 16, 'ratios': [0.333, 0.5, 0.667, 1, 1.5, 2, 3], 'scales': [2, 3, 5, 9, 16, 32]}"
     blobs, _ = shapes(net_file(tmp_path, RPN % pva))
     assert blobs["labels"] == (1, 1, 420, 12) and blobs["targets"] == (1, 168, 10, 12)
+
+
+def test_anchor_scales_as_a_python_tuple_are_read_without_running_anything(tmp_path):
+    """affordance-net's param_str writes the scales as `!!python/tuple [2, 4, 8, 16, 32]`, which its layer's
+    yaml.load builds (PyYAML's full loader): 3 ratios x 5 scales = 15 anchors, labels 1x1x(15*10)x12.
+    A tag that would call code is still refused, in one line."""
+    blobs, _ = shapes(net_file(tmp_path, RPN % "'feat_stride': 16 \\n'scales': !!python/tuple [2, 4, 8, 16, 32]"))
+    assert blobs["labels"] == (1, 1, 150, 12) and blobs["targets"] == (1, 60, 10, 12)
+    marker = tmp_path / "ran"
+    r = run_in_process(net_file(tmp_path, RPN % f"'scales': !!python/object/apply:os.system ['touch {marker}']"))
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "not YAML" in r.stderr, r.stderr
+    assert not marker.exists()
+
+
+def test_anchor_count_follows_the_score_map_where_the_repository_changed_its_defaults(tmp_path):
+    """A rotated RPN's repository sets 10 scales in its own anchor_target_layer.py (30 anchors) and its
+    net's rpn_cls_score says so with 60 channels, 2 per anchor; param_str names neither ratios nor
+    scales. The labels are then 1x1x(30*10)x12 and the targets 1x(4*30)x10x12, and the count is said.
+    A score map of 18 channels is stock py-faster-rcnn's 9 anchors."""
+    blobs, net = shapes(net_file(tmp_path, RPN.replace("dim: 18", "dim: 60") % "'feat_stride': 16"))
+    assert blobs["labels"] == (1, 1, 300, 12) and blobs["targets"] == (1, 120, 10, 12)
+    assert any("30 anchors, as its score map's 60 channels (2 per anchor) say" in a.what for a in net.assumptions)
+    blobs, _ = shapes(net_file(tmp_path, RPN % "'feat_stride': 16"))
+    assert blobs["labels"] == (1, 1, 90, 12)
 
 
 ORIGINAL_FAST_RCNN = """

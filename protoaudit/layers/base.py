@@ -289,6 +289,12 @@ class Layer:
         that has no such rule."""
         return None
 
+    @classmethod
+    def sizes_named(cls, lp):
+        """The (height, width) of maps the layer's own fields fix (a decoder's Upsample sizes), one of
+        which is the image's where the net's data is absent; () for most."""
+        return ()
+
     def inner_nets(self, node):
         """The nets this layer builds inside itself, as Net::Init logs them within its setup (a
         recurrent layer's unrolled net), for the layer `node`; [] for most."""

@@ -18,6 +18,7 @@ Sources, cited file:line in each class:
 import ast
 import os
 
+from ..read import plain_yaml
 from ..read.sidecar import SUFFIX
 from . import touch
 from .base import MissingShape, register
@@ -93,10 +94,8 @@ class Python(Declared):
     def batch_size(self):
         """The batch_size (or batch) its param_str gives as a plain value (a dict literal, JSON or YAML,
         read by parsers that run nothing), or None."""
-        import yaml
-
         text = self.lp.python_param.param_str
-        for parse in (ast.literal_eval, yaml.safe_load):
+        for parse in (ast.literal_eval, plain_yaml.load):
             try:
                 params = parse(text)
             except Exception:  # noqa: BLE001  (not this notation: try the next)
@@ -147,12 +146,12 @@ class Known(Python):
 
     def top_shapes(self, bottoms):
         self.data_source = not bottoms
+        declared = [t in self.ctx.inputs for t in self.lp.top]
+        if all(declared):  # (given, or logged: the run's own code made them, whatever their count)
+            return Python.top_shapes(self, bottoms)
         if self.tops is not None:
             self.check(len(self.lp.top) == self.tops,
                        f"{self.source} makes {self.tops} tops; {len(self.lp.top)} are named")
-        declared = [t in self.ctx.inputs for t in self.lp.top]
-        if all(declared):
-            return Python.top_shapes(self, bottoms)
         shapes, reason = self.defaults(bottoms)
         tops = []
         assumed = []
@@ -193,7 +192,7 @@ class Known(Python):
 
         text = self.lp.python_param.param_str
         try:
-            params = yaml.safe_load(text) if text.strip() else {}
+            params = plain_yaml.load(text) if text.strip() else {}
         except yaml.YAMLError as e:
             self.fail(f"param_str {text!r} is not YAML, which {self.source} reads it as: {str(e).splitlines()[0]}",
                       fix="write it like \"'num_classes': 21\"")
@@ -289,7 +288,7 @@ def _pva_net(ctx):
                                        ("rpn.proposal_layer", "ProposalLayer")):
             continue
         try:
-            params = yaml.safe_load(p.param_str) if p.param_str.strip() else {}
+            params = plain_yaml.load(p.param_str) if p.param_str.strip() else {}
         except yaml.YAMLError:
             continue
         if isinstance(params, dict) and "ratios" in params:
@@ -315,7 +314,7 @@ def _pva_cfg_beside(path):
                 continue
             try:
                 with open(os.path.join(cfgs, name), encoding="utf-8", errors="replace") as f:
-                    data = yaml.safe_load(f.read(1 << 20))
+                    data = plain_yaml.load(f.read(1 << 20))
             except (OSError, yaml.YAMLError):
                 continue
             train = data.get("TRAIN") if isinstance(data, dict) else None
@@ -396,16 +395,25 @@ class RoIDataLayer(Known):
             "pva-faster-rcnn's RPN layers read")
 
 
-def anchors(layer, params):
-    """Anchors per position: one per ratio and scale (generate_anchors.py:37-48). py-faster-rcnn
-    reads 'scales' from param_str (anchor_target_layer.py:28); pva-faster-rcnn's layers read
-    'ratios' too (sanghoon/pva-faster-rcnn lib/rpn/anchor_target_layer.py:28-30, proposal_layer.py:29-31)."""
+def anchors(layer, params, score=None):
+    """(anchors per position, how that count was found): one per ratio and scale (generate_anchors.py:
+    37-48). py-faster-rcnn reads 'scales' from param_str (anchor_target_layer.py:28); pva-faster-rcnn's
+    layers read 'ratios' too (sanghoon/pva-faster-rcnn lib/rpn/anchor_target_layer.py:28-30,
+    proposal_layer.py:29-31). Where param_str gives neither and the score map `score` (2 channels per
+    anchor: rpn_cls_score, or its softmax) has another count than the defaults' 9, the repository's
+    own layer changed its defaults (a rotated RPN's 10 scales): the net's count is taken, and said."""
     counts = []
     for key, default in (("ratios", ANCHOR_RATIOS), ("scales", ANCHOR_SCALES)):
         value = params.get(key, default)
         layer.check(isinstance(value, (list, tuple)) and value, f"param_str '{key}' must be a list of anchor {key}")
         counts.append(len(value))
-    return counts[0] * counts[1]
+    a = counts[0] * counts[1]
+    if (score is not None and len(score) == 4 and score[1] % 2 == 0 and score[1] // 2 != a
+            and "ratios" not in params and "scales" not in params):
+        return score[1] // 2, (f"{score[1] // 2} anchors, as its score map's {score[1]} channels (2 per anchor) "
+                               f"say, where py-faster-rcnn's default ratios and scales make {a}: the repository's own "
+                               "layer sets others")
+    return a, f"{a} anchors"
 
 
 @known("rpn.anchor_target_layer", "AnchorTargetLayer")
@@ -418,11 +426,11 @@ class AnchorTargetLayer(Known):
     tops = 4
 
     def defaults(self, bottoms):
-        a = anchors(self, self.yaml_params())
+        a, said = anchors(self, self.yaml_params(), bottoms[0])
         self.check(len(bottoms[0]) >= 2, f"bottom 0 {tuple(bottoms[0])} needs height and width axes")
         h, w = bottoms[0][-2:]
         return [(1, 1, a * h, w)] + [(1, 4 * a, h, w)] * 3, (
-            f"{a} anchors at each of the {h}x{w} positions of the score map (bottom 0)")
+            f"{said} at each of the {h}x{w} positions of the score map (bottom 0)")
 
     def reads(self, bottoms):
         return range(min(bottoms, 3))  # the score map, gt_boxes and im_info (forward :74-82)
@@ -437,14 +445,14 @@ class ProposalLayer(Known):
 
     def defaults(self, bottoms):
         self.check(len(self.lp.top) in (1, 2), f"{self.source} makes 1 or 2 tops (rois, scores)")
-        a = anchors(self, self.yaml_params())
+        a, said = anchors(self, self.yaml_params(), bottoms[0])
         self.check(len(bottoms[0]) >= 2, f"bottom 0 {tuple(bottoms[0])} needs height and width axes")
         h, w = bottoms[0][-2:]
         phase = self.ctx.phase
         p = min(POST_NMS_TOP_N[phase], a * h * w)
         return [(p, 5), (p, 1)][:len(self.lp.top)], (
             f"at most {POST_NMS_TOP_N[phase]} proposals in {phase} (cfg.{phase}.RPN_POST_NMS_TOP_N), and at most "
-            f"one per anchor ({a} at each of {h}x{w} positions)")
+            f"one per anchor ({said} at each of {h}x{w} positions)")
 
 
 @known("rpn.proposal_target_layer", "ProposalTargetLayer")

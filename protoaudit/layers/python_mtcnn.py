@@ -18,6 +18,7 @@ import ast
 import os
 import re
 
+from ..read import plain_yaml
 from . import touch
 from .python_layers import FromSource, Known, known
 from .python_source import module_file
@@ -42,12 +43,13 @@ def literal_dict(layer, example):
 
 
 def yaml_dict(layer, example):
-    """A param_str the layer reads with yaml.load, read with yaml.safe_load: nothing runs."""
+    """A param_str the layer reads with yaml.load, read by a loader that makes plain values only:
+    nothing runs."""
     import yaml
 
     text = layer.lp.python_param.param_str
     try:
-        params = yaml.safe_load(text)
+        params = plain_yaml.load(text)
     except yaml.YAMLError:
         params = None
     layer.check(isinstance(params, dict),

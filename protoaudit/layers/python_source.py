@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import yaml
 
+from ..read import plain_yaml
+
 MAX_SOURCE_BYTES = 2**20  # a layer module larger than this is not read
 _UP = 4  # folders above the net's searched for the module, as PYTHONPATH usually names one of them
 # the folders a repository keeps its Python in, which its scripts put on sys.path (py-faster-rcnn's
@@ -398,7 +400,7 @@ class _Params(str):
             value = ast.literal_eval(text)
         except (ValueError, SyntaxError):
             try:
-                value = yaml.safe_load(text)
+                value = plain_yaml.load(text)
             except yaml.YAMLError:
                 return _UNKNOWN
         return value if isinstance(value, dict) else _UNKNOWN

@@ -22,7 +22,7 @@ class SSHAnchorTargetLayer(AnchorTargetLayer):
     def defaults(self, bottoms):
         params = self.yaml_params()
         self.param(params, "feat_stride", "anchor_target_layer.py:40")
-        a = anchors(self, params)
+        a, _ = anchors(self, params)
         self.check(len(bottoms[0]) >= 2, f"bottom 0 {tuple(bottoms[0])} needs height and width axes")
         h, w = bottoms[0][-2:]
         return [(1, 1, a * h, w)] + [(1, 4 * a, h, w)] * 3, (

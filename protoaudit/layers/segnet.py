@@ -90,6 +90,11 @@ class Upsample(Layer):
     exact_bottoms = 2
     exact_tops = 1
 
+    @classmethod
+    def sizes_named(cls, lp):
+        p = getattr(lp, "upsample_param", None)
+        return ((p.upsample_h, p.upsample_w),) if p is not None and p.upsample_h > 1 and p.upsample_w > 1 else ()
+
     def _output_size(self, height, width):
         p = self.fork_param("upsample_param")
         has = p.HasField

@@ -536,6 +536,12 @@ class _Builder:
             return Logged
         return None
 
+    def _logged_with(self, lp, tops):
+        """Whether the log of this very net shows Caffe set the layer up with these tops (a fork that
+        relaxed a layer's top count: an ImageData with no label top)."""
+        logged = self.ctx.logged_layers.get(lp.name)
+        return logged is not None and list(logged.tops) == list(tops)
+
     def add_layer(self, lp, wire, line, auto, form):
         """AppendBottom, SetUp, AppendTop and AppendParam for one layer: the LayerNode, its lists
         kept as tuples of their exact size (small ones shared: most layers have the same flags)."""
@@ -580,7 +586,15 @@ class _Builder:
         if impl.auto_top_blobs:
             needed = max(impl.min_tops or 0, impl.exact_tops or 0)
             tops += (None,) * max(0, needed - len(tops))
-        _check_counts(len(tops), impl.exact_tops, impl.min_tops, impl.max_tops, "top")
+        try:
+            _check_counts(len(tops), impl.exact_tops, impl.min_tops, impl.max_tops, "top")
+        except Miscounted as e:
+            if not self._logged_with(lp, tops):
+                raise
+            self.ctx.assumptions.append(Assumption(
+                lp.name, f"{lp.type} {e.message.split(',')[0]} in BVLC Caffe; Caffe's log shows the run's own "
+                f"Caffe set it up with {len(tops)}, as the file names them: its tops are counted as that log "
+                "shows them", "--caffe-proto and the fork's layer, to check the count"))
         if impl.equal_bottoms_tops and len(tops) != len(bottom):
             raise InputError("needs as many tops as bottoms")
         if impl.walks_net:  # (its LayerSetUp, before Reshape)

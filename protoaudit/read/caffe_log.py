@@ -30,7 +30,10 @@ _ITERATION = re.compile(r"^Iteration ([0-9]{1,20})(?![0-9])")
 _QUOTED = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'""")
 _FRAME = re.compile(r"^\s*@\s+0x[0-9a-f]+\s+(.+?)\s*$")
 # solver.cpp names the file each net comes from just before Net::Init prints it
-_NET_FILE = re.compile(r"^Creating (?:training|test) net .*? file: (.+)$")
+# the file the next net comes from: the solver's net (solver.cpp), or a text file ReadProtoFromTextFile
+# upgrades before a pycaffe script's net (upgrade_proto.cpp; a weights file it names is not a net's)
+_NET_FILE = re.compile(r"^Creating (?:training|test) net .*? file: (.+)$"
+                       r"|^Attempting to upgrade input file specified using deprecated [^:]*: (.+?\.(?:prototxt|pt))$")
 
 
 @dataclass
@@ -255,11 +258,11 @@ class _Reader:
             return
         if msg.startswith("Creating Layer ") and not any(not net.done for net, _ in self.building.get(thread, ())):
             self._unprinted(number, thread)
-        if self.run is None:
-            return
         m = _NET_FILE.match(msg)
-        if m:
-            self.sources[thread] = m.group(1).strip()
+        if m:  # (a pycaffe script's file comes before any run)
+            self.sources[thread] = (m.group(1) or m.group(2)).strip()
+            return
+        if self.run is None:
             return
         if severity == "F":
             if self.run.failure is None:

@@ -11,16 +11,17 @@ from . import caffe_log
 MAX_FILES = 16  # files opened, in the net's folder and its log folders
 MAX_BYTES = 64 << 20  # a larger file is passed over (Caffe's own logs of a run are rarely this large)
 HEAD = 4 << 20  # a log names its net within this many bytes, or is passed over unread
-# a log's names: train.log, log.txt, nohup.out, and a cluster job's output (SGE's and PBS's NAME.o639312,
-# NAME.e639312: glog writes to stderr)
-_NAMES = re.compile(r".*(\.log|\.txt|\.out|log|\.[oe]\d+)$", re.IGNORECASE)
+# a log's names: train.log, log.txt, nohup.out, a cluster job's output (SGE's and PBS's NAME.o639312,
+# NAME.e639312: glog writes to stderr), and glog's own files (caffe.HOST.USER.log.INFO.20160320-043113.4127,
+# and the caffe.INFO link to the latest)
+_NAMES = re.compile(r".*(\.log|\.txt|\.out|log|\.[oe]\d+|\.log\.INFO\.\d{8}-\d{6}\.\d+|\.INFO)$", re.IGNORECASE)
 _LOG_FOLDERS = ("log", "logs", "Log", "Logs")
 _INIT = b"] Initializing net from parameters"
 
 
 def logged_beside(path, param, phase):
-    """(LoggedNet, file) of a Caffe log beside the net file `path` (its folder, or a log/logs folder
-    in it) that initialised this net in `phase`: the same name and nine in ten of the net's layers
+    """(LoggedNet, file) of a Caffe log beside the net file `path` (its folder, a log/logs folder in
+    it or beside it) that initialised this net in `phase`: the same name and nine in ten of the net's layers
     by name. The last run in the file to build it wins; None where no log did."""
     folder = os.path.dirname(os.path.abspath(path))
     names = {lp.name for lp in param.layer}
@@ -40,13 +41,16 @@ def logged_beside(path, param, phase):
 
 
 def _candidates(folder, name):
-    """Files that may be Caffe logs of the net `name`, in `folder` and its log folders: at most
+    """Files that may be Caffe logs of the net `name`, in `folder`, its log folders and those beside
+    it (a repository's models/ and log/ side by side): at most
     MAX_FILES files with a name a log has (those that say "log" first) are opened, at most MAX_BYTES
     each, and kept where their first HEAD bytes hold Net::Init's line and the net's name. (A folder of
     a dataset's many .txt files costs a look at their names, not a read of each.)"""
     printed = f'name: "{name}"'.encode() if name else _INIT
     named = []
-    for where in (folder, *(os.path.join(folder, f) for f in _LOG_FOLDERS)):
+    parent = os.path.dirname(folder)
+    for where in (folder, *(os.path.join(folder, f) for f in _LOG_FOLDERS),
+                  *(os.path.join(parent, f) for f in _LOG_FOLDERS if parent != folder)):
         try:
             with os.scandir(where) as entries:
                 named += [e.path for e in entries if _NAMES.fullmatch(e.name)]

@@ -58,7 +58,7 @@ def net_specs(path, *, phase=None, stages=(), level=None, schema=None, root=None
 
         runs = caffe_log.built_runs(caffe_log.read(path), path)
         return [spec for run in (runs if every_run else runs[-1:])
-                for spec in _log_specs(run, path, phase, schema, defines, strict)]
+                for spec in _log_specs(run, path, phase, schema, defines, strict, echo=every_run)]
     src = loader.load(path, schema, defines, strict)
     if src.kind == "net":
         lines, assumed = _upgraded(src.message, src.schema, path, src.layer_lines[("", 0)])
@@ -69,9 +69,11 @@ def net_specs(path, *, phase=None, stages=(), level=None, schema=None, root=None
     return _solver_specs(src, phase, stages, level, dict(root=root, schema=schema, defines=defines, strict=strict))
 
 
-def _log_specs(run, path, phase, schema, defines, strict=False):
+def _log_specs(run, path, phase, schema, defines, strict=False, echo=False):
     """The nets of one run of a Caffe log, from the parameters Net::Init printed (already filtered
-    for their NetState and upgraded), with the shapes Caffe logged for their data sources."""
+    for their NetState and upgraded), with the shapes Caffe logged for their data sources; with
+    `echo` (the log's lines printed again, --caffe-log), for their Python layers' tops too: the shapes
+    their setup gave, which Caffe logs, where the audit counts what their forward reshapes them to."""
     solver = _logged_solver(run, path, schema, defines, strict)
     created = _created_type(solver)
     nets = [n for n in run.nets if phase is None or n.phase == phase]
@@ -101,9 +103,17 @@ def _log_specs(run, path, phase, schema, defines, strict=False):
         role = "net" if solver is None else "train" if net.phase == "TRAIN" and k == 0 else "test"
         where = f"Caffe's log, line {net.layers[0].line}" if net.layers else ""
         specs.append(NetSpec(role, src.message, state, src.schema, src.path, lines, solver, own_phase=True,
-                             shapes=net.data_shapes(), shapes_from=where, logged_layers=net.by_name(),
+                             shapes={**net.data_shapes(), **(_python_tops(net, src.message) if echo else {})},
+                             shapes_from=where, logged_layers=net.by_name(),
                              skipped=src.skipped, assumed=src.assumed + assumed + created))
     return specs
+
+
+def _python_tops(logged, param):
+    """The shapes Caffe logged for the tops of the net's Python layers."""
+    python = {lp.name for lp in param.layer if lp.type == "Python"}
+    return {top: shape for layer in logged.layers if layer.name in python
+            for top, shape in zip(layer.tops, layer.shapes)}
 
 
 def _cut_unread(cut, files, path):
