@@ -410,7 +410,7 @@ def _with_deploy_inputs(spec, options, needs, assume=False):
                 passed += ", and the searched sizes before it"
     if furthest is not first:  # a size the net takes up to a later layer, whose own check is the blocker
         raise furthest  # (it says the size, and where the sizes before it stopped)
-    first.fix += " (no other image protoaudit tries fits either: " + ", ".join(
+    first.fix = (first.fix or "") + " (no other image protoaudit tries fits either: " + ", ".join(
         "x".join(map(str, shape)) for shape, _ in ASSUMED_IMAGES[1:]) + \
         f", nor a square colour image of side {', '.join(map(str, SEARCHED_SIDES))}, nor 360x480)"
     raise first

@@ -281,3 +281,19 @@ def test_a_pycaffe_runs_net_file_is_the_one_upgrade_proto_names():
     assert logparse.first_difference(want, got).startswith("layer 'rfcn_cls'")
     plain = run_in_process(log)
     assert plain.returncode == 0 and "test_agnostic.prototxt" in plain.stdout, plain.stderr
+
+
+def test_a_net_file_kept_a_folder_above_its_log_is_found_by_its_name(tmp_path):
+    """A repository that keeps its logs in a folder of their own below its nets (kaidic/AFEW_Competition's
+    video/log/, naming ../scripts/inception21k_train_step4.prototxt, kept as video/): here Res18_SSD's
+    log moved into job/log/. No last part of the named path is beside the log, and the file's name
+    alone is found one folder above; it holds the very layers the log set up, so the log is reproduced."""
+    shutil.copytree(REPO, tmp_path / "repo")
+    (tmp_path / "repo" / "job" / "log").mkdir()
+    shutil.move(str(tmp_path / "repo" / LOG), str(tmp_path / "repo" / "job" / "log"))
+    log = str(tmp_path / "repo" / "job" / "log" / os.path.basename(LOG))
+    run = run_in_process(log, "--caffe-log")
+    assert run.returncode == 0, run.stderr
+    expected, got = _logged(), logparse.parse(run.stdout)
+    for want, have in zip(expected, got):
+        assert logparse.first_difference(want, have) is None, logparse.first_difference(want, have)

@@ -5,6 +5,7 @@ run that died is told where, with what protoaudit says was held then.
 Every expected shape and figure is the real log's own (tests/data/logs, PAIRS.tsv)."""
 import json
 import os
+import re
 
 import pytest
 
@@ -227,3 +228,34 @@ def test_a_2015_caffe_that_logged_the_memory_once_kept_its_blobs_shapes():
     assert len(got) == len(expected) == 2
     for want, have in zip(expected, got):
         assert logparse.first_difference(want, have) is None, logparse.first_difference(want, have)
+
+
+def _net_lines(text):
+    """Each net's "Top shape" and "Memory required" lines, as net.cpp logged them (glog's prefix
+    taken off), in order."""
+    nets = []
+    for line in text.splitlines():
+        m = re.match(r"^(?:[IWEF]\d{4} [\d:.]+\s+\d+ net\.cpp:\d+\] )?(Initializing net from parameters|Net |"
+                     r"Top shape: .*|Memory required for data: .*)", line)
+        if not m:
+            continue
+        if m.group(1).startswith(("Initializing", "Net ")):
+            nets.append([])
+        elif nets:
+            nets[-1].append(m.group(1).strip())
+    return nets
+
+
+def test_a_2014_log_whose_data_layer_is_set_up_with_no_name_is_reproduced():
+    """wateryym/authorship-recognition's log, from a Caffe of early 2014: the LeNet's DATA layer has no
+    name, and its two "Top shape" lines (149-150: 8 3 28 28, 8 1 1 1) come right after the net's text
+    with no "Creating Layer" before them. They are the first layer's with no bottom, so the data is
+    the log's 8x3x28x28 and every line of both nets comes back."""
+    path = os.path.join(DATA, "logs_early_2014", "authorship_output.log")
+    run = run_in_process(path, "--caffe-log")
+    assert run.returncode == 0, run.stderr
+    with open(path) as f:
+        expected = [net for net in _net_lines(f.read()) if net]
+    got = [net for net in _net_lines(run.stdout) if net]
+    assert len(expected) == 2 and expected[0][:2] == ["Top shape: 8 3 28 28 (18816)", "Top shape: 8 1 1 1 (8)"]
+    assert got == expected

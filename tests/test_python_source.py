@@ -296,3 +296,32 @@ def test_a_declared_python_data_layer_gives_the_nets_batch(tmp_path):
     run = run_in_process("net.prototxt", "--input", "data=16x3x24x24", "--input", "label=16", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert "(batch 16, forward and backward)" in run.stdout.splitlines()[1]
+
+
+def test_a_package_pip_installs_and_a_folder_a_script_appends_are_looked_in(tmp_path):
+    """akolesnikoff/SEC's layers are a package its setup.py installs (pylayers/setup.py, and
+    pylayers/pylayers/__init__.py's `from .pylayers import *` taking the classes from pylayers.py);
+    Tushar-N/cartoon-colorization's scripts at the repository's root do sys.path.append('%s/resources/'
+    % os.getcwd()) for the layers under resources/, two folders above the net. Both are read: the
+    shapes are LAYER's, by hand 16x3x24x24 and 16 (see test_param_str_entries...)."""
+    (tmp_path / "training").mkdir()
+    (tmp_path / "training" / "net.prototxt").write_text(NET.replace('"mylayers"', '"pylayers"'))
+    package = tmp_path / "pylayers" / "pylayers"
+    package.mkdir(parents=True)
+    (tmp_path / "pylayers" / "setup.py").write_text("from setuptools import setup\nsetup(name='pylayers')\n")
+    (package / "__init__.py").write_text("from .pylayers import *\n")
+    (package / "pylayers.py").write_text(LAYER)
+    (net,) = build_nets(str(tmp_path / "training" / "net.prototxt"))
+    assert list(net.layer("data").top_shapes) == [(16, 3, 24, 24), (16,)]
+
+    other = tmp_path / "other"
+    (other / "models" / "train_val").mkdir(parents=True)
+    (other / "models" / "train_val" / "net.prototxt").write_text(NET)
+    (other / "resources").mkdir()
+    (other / "resources" / "mylayers.py").write_text(LAYER)
+    path = str(other / "models" / "train_val" / "net.prototxt")
+    run = run_in_process(path, "--strict")
+    assert run.returncode == 2 and "its source was read" not in run.stderr  # nothing says resources/ is used
+    (other / "colorize.py").write_text("import os, sys\nsys.path.append('%s/resources/' % os.getcwd())\n")
+    (net,) = build_nets(path)
+    assert list(net.layer("copy").top_shapes) == [(16, 3, 24, 24), (16, 6)]

@@ -301,3 +301,22 @@ def test_an_lstms_gradient_clip_is_read_past_and_it_counts_as_without_it(tmp_pat
     assert [a["assumption"].split(" (")[0] for a in clip["assumptions"]] == ["RecurrentParameter.clipping_threshold"]
     run = run_protoaudit("clip.prototxt", "--strict", cwd=tmp_path)
     assert run.returncode == 2 and "clipping_threshold" in run.stderr
+
+
+def test_a_known_fields_name_with_a_word_added_is_a_forks_field_not_a_misspelling(tmp_path):
+    """WenlongZhang0517/sar_script_caffe's fork writes `mean_value_file:` in transform_param, which Caffe
+    prints first (field order) in its log: it is BVLC's mean_value with "_file" added, a fork's field, read
+    past as any (its dataset is absent, so the data shape is assumed whatever it says). A misspelling
+    (`mean_valeu`) is still refused."""
+    net = ('layer { name: "data" type: "Data" top: "data" top: "label" transform_param { '
+           'mean_value_file: "mean_std.txt" crop_size: 28 } data_param { source: "no_such_lmdb" batch_size: 4 '
+           'backend: LMDB } }\n'
+           'layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 2 } }\n'
+           'layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }\n')
+    (tmp_path / "n.prototxt").write_text(net)
+    run = run_protoaudit("n.prototxt", "--format", "json", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert any("TransformationParameter.mean_value_file" in a["assumption"] for a in json.loads(run.stdout)["assumptions"])
+    (tmp_path / "n.prototxt").write_text(net.replace("mean_value_file", "mean_valeu"))
+    run = run_protoaudit("n.prototxt", cwd=tmp_path)
+    assert run.returncode == 2 and "did you mean 'mean_value'?" in run.stderr, run.stderr

@@ -23,7 +23,7 @@ from ..read.sidecar import SUFFIX
 from . import touch
 from .base import MissingShape, register
 from .data import Declared
-from .python_source import SourceShapes, Unread, module_file, read_lines
+from .python_source import SourceShapes, Unread, class_file, module_file, read_lines
 
 KNOWN = {}  # (python_param.module, python_param.layer) -> class
 # why a Python data layer's tops may be assumed as an absent dataset's (MissingShape.absent)
@@ -227,7 +227,7 @@ class FromSource(Known):
 
     def defaults(self, bottoms):
         p = self.lp.python_param
-        path = self.module_path
+        path = class_file(self.module_path, p.layer)
         lines = read_lines(path)
         try:
             if lines is None:

@@ -25,6 +25,8 @@ _UP = 4  # folders above the net's searched for the module, as PYTHONPATH usuall
 # lib/, CTPN's src/): looked in under each folder searched
 _CODE_FOLDERS = ("", "lib", "src", "python")
 _MAX_SUBFOLDERS = 64  # subfolders of one folder looked in for a module
+_SUBFOLDERS_UP = 3  # the net's folder and those above it whose subfolders are looked in
+_SYS_PATH = re.compile(r"\bsys\.path\.(insert|append)\s*\(")
 _PARAM_READERS = {"load", "safe_load", "eval", "loads", "literal_eval", "full_load"}
 _ARRAY_MAKERS = {"zeros", "ones", "empty", "full"}  # numpy's, whose first argument is the array's shape
 
@@ -34,11 +36,13 @@ class Unread(Exception):
 
 
 def module_file(module, net_path, root=None):
-    """The file `module` (dotted) is imported from: under --root, the net's folder or one of the
-    few above it, or their lib/, src/ or python/; None where none has it."""
+    """The file `module` (dotted) is imported from, a module's own or a package's __init__.py: under
+    --root, the net's folder or one of the few above it, or their lib/, src/ or python/; else a folder
+    of the repository's that is on sys.path where its layers run (_in_subfolder); None where none has it."""
     if not re.fullmatch(r"\w+(\.\w+)*", module):
         return None
-    rel = os.path.join(*module.split(".")) + ".py"
+    parts = module.split(".")
+    rels = (os.path.join(*parts) + ".py", os.path.join(*parts, "__init__.py"))
     above = []
     here = os.path.dirname(os.path.abspath(net_path)) if net_path else None
     for _ in range(_UP + 1):
@@ -49,43 +53,72 @@ def module_file(module, net_path, root=None):
         here = parent if parent != here else None
     for folder in ([root] if root else []) + above:
         for code in _CODE_FOLDERS:
-            path = os.path.join(folder, code, rel)
-            if os.path.isfile(path):
+            for rel in rels:
+                path = os.path.join(folder, code, rel)
+                if os.path.isfile(path):
+                    return path
+    for folder in above[:_SUBFOLDERS_UP]:
+        for rel in rels:
+            path = _in_subfolder(folder, rel)
+            if path:
                 return path
-    # a folder of the repository's own that its scripts put on sys.path (a triplet-loss repository's
-    # tripletloss/ with its _init_paths.py): under the net's folder or the one above it, nearest first
-    for folder in above[:2]:
-        path = _in_subfolder(folder, rel)
-        if path:
-            return path
     return None
 
 
 def _in_subfolder(folder, rel):
-    """folder/SUB/rel for the first SUB (by name) that has it and whose own Python puts a folder on
-    sys.path, as the scripts that run such layers do; hidden folders skipped."""
+    """folder/SUB/rel for the first SUB (by name) that has it and that is on sys.path where the layers
+    run (_on_sys_path); hidden folders skipped."""
     try:
         subs = sorted(e.name for e in os.scandir(folder) if e.is_dir() and not e.name.startswith("."))
     except OSError:
         return None
     for sub in subs[:_MAX_SUBFOLDERS]:
         path = os.path.join(folder, sub, rel)
-        if os.path.isfile(path) and _sets_sys_path(os.path.join(folder, sub)):
+        if os.path.isfile(path) and _on_sys_path(folder, sub):
             return path
     return None
 
 
-def _sets_sys_path(folder):
-    """Whether one of the folder's own .py files changes sys.path (`sys.path.insert`, `.append`)."""
+def _on_sys_path(folder, sub):
+    """Whether the repository puts folder/SUB on sys.path: a .py file of SUB's own changes sys.path (a
+    triplet-loss repository's _init_paths.py), one of `folder`'s appends SUB by name
+    (sys.path.append('%s/resources/' % os.getcwd())), or SUB is a project pip installs (its setup.py)."""
+    if os.path.isfile(os.path.join(folder, sub, "setup.py")):
+        return True
+    named = re.compile(r"[/'\"]" + re.escape(sub) + r"[/'\"]")
+    return (_path_lines(os.path.join(folder, sub), lambda line: True)
+            or _path_lines(folder, lambda line: named.search(line) is not None))
+
+
+def _path_lines(folder, which):
+    """Whether one of the folder's own .py files has a line that changes sys.path and that `which` takes."""
     try:
         names = sorted(e.name for e in os.scandir(folder) if e.is_file() and e.name.endswith(".py"))
     except OSError:
         return False
     for name in names[:_MAX_SUBFOLDERS]:
         lines = read_lines(os.path.join(folder, name))
-        if lines and any(re.search(r"\bsys\.path\.(insert|append)\s*\(", line) for line in lines):
+        if lines and any(_SYS_PATH.search(line) and which(line) for line in lines):
             return True
     return False
+
+
+def class_file(path, layer):
+    """The file that defines class `layer`: the module's own, else, for a package's __init__.py that
+    takes it from a module of its own (`from .pylayers import *`), that module's."""
+    lines = read_lines(path)
+    if lines is None or not os.path.basename(path) == "__init__.py":
+        return path
+    head = re.compile(r"^\s*class\s+" + re.escape(layer) + r"\s*[(:]")
+    if any(head.match(line) for line in lines):
+        return path
+    for line in lines:
+        m = re.match(r"^from\s+\.(\w+)\s+import\s+(.+)$", line.strip())
+        if m and (m.group(2).strip() == "*" or layer in re.split(r"[\s,()]+", m.group(2))):
+            found = os.path.join(os.path.dirname(path), m.group(1) + ".py")
+            if os.path.isfile(found):
+                return found
+    return path
 
 
 def read_lines(path):

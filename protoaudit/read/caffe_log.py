@@ -67,6 +67,9 @@ class LoggedNet:
     memory: int = None  # the last "Memory required for data"
     creating: str = None  # the last layer Caffe began to create (where a failed setup stopped)
     source: str = None  # the net file the solver named for it, as the log gives it
+    # (name, tops) of the printed net's first layer with no bottom: where a Caffe of 2014 logged its
+    # data layer's top shapes with no "Creating Layer" before them, the layer they are
+    first_source: tuple = None
 
     @property
     def memory_per_layer(self):
@@ -236,7 +239,8 @@ class _Reader:
             self.run.solver = text
         else:
             stack = [entry for entry in self.building.get(thread, ()) if not entry[0].done]
-            net = LoggedNet(text, _state_phase(lines), source=None if stack else self.sources.pop(thread, None))
+            net = LoggedNet(text, _state_phase(lines), source=None if stack else self.sources.pop(thread, None),
+                            first_source=_first_source(lines))
             if not stack:  # (an unrolled net inside a layer is the layer's, not the run's)
                 self.run.nets.append(net)
             self.building[thread] = stack + [(net, {})]
@@ -288,6 +292,9 @@ class _Reader:
             net.layers.append(creating.pop(name, None) or LoggedLayer(name, number))
         elif msg.startswith("Top shape:"):
             m = _TOP_SHAPE.match(msg)
+            if m and not net.layers and net.first_source is not None:  # (a data layer's, in 2014)
+                name, tops = net.first_source
+                net.layers.append(LoggedLayer(name, number, tops=list(tops)))
             if m and net.layers:
                 net.layers[-1].shapes.append(tuple(int(d) for d in m.group(1).split()))
                 net.layers[-1].weights.append(0.0)
@@ -319,6 +326,28 @@ def _opened(lines):
         line = _QUOTED.sub("", line)
         depth += line.count("{") - line.count("}")
     return depth > 0
+
+
+def _first_source(lines):
+    """(name, tops) of the first layer of a printed net that has no bottom; None where none has."""
+    depth, name, tops, bottoms, inside = 0, "", [], False, False
+    for line in lines:
+        text = _QUOTED.sub('""', line).strip()
+        if depth == 0 and re.match(r"layers?\s*\{", text):
+            inside, name, tops, bottoms = True, "", [], False
+        elif inside and depth == 1:
+            m = re.match(r'(name|top|bottom)\s*:\s*"([^"]*)"', line.strip())
+            if m:
+                key, value = m.groups()
+                name = value if key == "name" else name
+                tops += [value] if key == "top" else []
+                bottoms = bottoms or key == "bottom"
+        depth += text.count("{") - text.count("}")
+        if inside and depth == 0:
+            if not bottoms and tops:
+                return name, tuple(tops)
+            inside = False
+    return None
 
 
 def _state_phase(lines):

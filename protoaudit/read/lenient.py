@@ -137,10 +137,17 @@ def without_id_lists(text):
     return _ID_LIST.sub(lambda m: m.group(1) + "0" + " " * (len(m.group(2)) - 1), text), skipped
 
 
+def extends(field, names):
+    """Whether `field` is one of `names` with words added before or after it (a fork's mean_value_file,
+    beside mean_value): a field of its own, not a misspelling."""
+    return any(field.startswith(name + "_") or field.endswith("_" + name) for name in names)
+
+
 def judged(field, message, line, layer, layer_type, tops, names):
     """The Skipped for a field read past, with why it cannot change a shape or a byte (None: it
     could); `names` are the fields its message has, for a misspelling (which is refused too)."""
-    near = "" if (message, field) in FIELD_FORKS else next(iter(difflib.get_close_matches(field, names, 1, 0.8)), "")
+    near = "" if (message, field) in FIELD_FORKS or extends(field, names) else next(
+        iter(difflib.get_close_matches(field, names, 1, 0.8)), "")
     if message == "SolverParameter":
         why = "a solver setting: the solver's memory is its history, which its type sizes"
     elif message == "NetParameter":

@@ -434,9 +434,21 @@ def _misspelt(failures):
     furthest = max(map(line, fields), default=0)  # (the other kind of file fails at its first line)
     fields = [f for f in fields if line(f) == furthest]
     # a layer's *_param near another (convolution3d_param) is a fork's own layer's, not a misspelling,
-    # nor is a field a known fork has (video-caffe's kernel_shape, near kernel_size)
+    # nor is a field a known fork has (video-caffe's kernel_shape, near kernel_size), nor a known field's
+    # name with a word added (a fork's mean_value_file beside mean_value)
     return bool(fields) and all(_near(f, pool) and not f.rstrip('".').endswith("_param") and not _fork_field(f)
-                                for f in fields)
+                                and not _extends_a_field(f, pool) for f in fields)
+
+
+def _extends_a_field(failure, pool):
+    """Whether a 'has no field named' failure names a field of its message with words added before or
+    after it (mean_value_file, of mean_value)."""
+    found = _NO_FIELD.search(failure)
+    try:
+        known = [f.name for f in pool.FindMessageTypeByName(found.group(1)).fields] if found else []
+    except KeyError:
+        return False
+    return bool(found) and lenient.extends(found.group(2), known)
 
 
 def _fork_field(failure):

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 from google.protobuf import text_format
 
-from .folders import shown, tails
+from .folders import shown, tails, up_from
 from .glog import is_log_file
 from . import load as loader
 from ..errors import InputError
@@ -222,8 +222,12 @@ def _states(net, param):
 
 def _candidates(named, log_path):
     """Where the net file a log names may be: as named (from the working directory), then by the
-    last parts of its path beside the log and above it (folders.tails)."""
-    return [shown(c) for c in dict.fromkeys([named] + tails(named, log_path)) if os.path.isfile(c)]
+    last parts of its path beside the log and above it (folders.tails), then by its name alone in the
+    two folders above the log (a repository that moved its nets: a log in video/log/ naming
+    ../scripts/NET.prototxt, kept as video/NET.prototxt). Each is taken only where it holds the very
+    layers the log set up (_named_file)."""
+    near = [os.path.join(folder, os.path.basename(named)) for folder in up_from(log_path)[1:3]]
+    return [shown(c) for c in dict.fromkeys([named] + tails(named, log_path) + near) if os.path.isfile(c)]
 
 
 def _printed_state(text, param):
