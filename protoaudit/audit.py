@@ -10,6 +10,7 @@ from .errors import InputError, LayerStops
 from .memory.buffers import Buffer, device_bytes, forget_touches, host_objects, net_buffers, runs_backward
 from .memory.host import draws_random
 from .layers.base import Assumption, MissingShape, solver_test_stops
+from .layers.data import Unread
 from .net.build import LabelSized, Miscounted, Need, OtherPhase, Rebuild, ShapesNeeded, StageNeeded, build, input_dims, rebatched
 from .read.glog import is_log_file
 from .net.netstate import keeps_the_same_layers, make_state
@@ -824,7 +825,7 @@ def _nets_to_audit(path, inference, options):
     try:
         return _nets_of_fork(path, inference, options)
     except ForksDisagree as e:
-        raise _where_every_fork_stops(path, inference, options, e) from None
+        return _where_every_fork_stops(path, inference, options, e)
     except StageNeeded as e:
         if options["stages"] or len(e.stages) != 1 or any(spec.role != "net" for spec in _file_specs(path, options)):
             raise
@@ -837,28 +838,42 @@ def _nets_to_audit(path, inference, options):
 
 
 def _where_every_fork_stops(path, inference, options, disagree):
-    """The refusal of a file several forks read and size differently (`disagree`): where each of them
-    stops at the same layer with the same message (a file's wiring, such as two TRAIN data layers that
-    make one top, which Net::Init refuses in any Caffe), that stop, naming the forks, as the choice of
-    fork cannot help; else the ambiguity itself."""
-    stops = []
+    """A file several forks read and size differently (`disagree`): the nets of the first of them
+    (in the order forks are listed, the most used first) that builds it, the choice said as an
+    assumption with the others' --fork; where each of them stops at the same layer with the same
+    message (a file's wiring, such as two TRAIN data layers that make one top, which Net::Init refuses
+    in any Caffe), that stop, naming the forks, as the choice of fork cannot help; else the ambiguity."""
+    from .read.schema import described
+
+    stops, built = [], []
     for fork in disagree.forks:
         try:
-            _nets_to_audit(path, inference, {**options, "schema": fork})
+            built.append((fork, _nets_to_audit(path, inference, {**options, "schema": fork})))
         except (ShapesNeeded, StageNeeded, ForksDisagree):
-            return disagree
+            raise disagree from None
         except InputError as e:
             stops.append(e)
-            continue
-        return disagree  # one fork builds it: the choice matters
+    # a fork that sizes every layer comes before one that builds around a type it lacks (data.Unread)
+    sized = [(fork, nets) for fork, nets in built
+             if not any(isinstance(node.impl, Unread) for net in nets for node in net.layers)]
+    for fork, nets in (sized or built)[:1]:
+        others = [f for f in disagree.forks if f != fork]
+        layers = ", ".join(f"'{name}'" for name in disagree.layers[:3]) + (
+            f" and {len(disagree.layers) - 3} more" if len(disagree.layers) > 3 else "")
+        nets[0].assumptions.append(Assumption(
+            "(file)", f"more than one Caffe fork reads this file and sizes {'layers ' + layers if layers else 'it'} "
+                      f"differently: it is read with the caffe.proto of {described(fork)}, the first of "
+                      f"{', '.join(disagree.forks)} that builds it{' sizing every layer' if sized else ''}",
+            " or ".join(f"--fork {f}" for f in others) + ", or your fork's own file with --caffe-proto"))
+        return nets
     first = stops[0]
     if any((e.line, e.layer, e.message) != (first.line, first.layer, first.message) for e in stops[1:]):
-        return disagree
+        raise disagree
     first.fix = ((first.fix + "; ") if first.fix and not first.fix.startswith("Caffe stops here too") else "") + (
         f"every Caffe fork that reads this file ({', '.join(disagree.forks)}) stops here, as Caffe's Net::Init "
         "does whatever the fork; once it is fixed, say which fork with --fork, or give your fork's own file with "
         "--caffe-proto")
-    return first
+    raise first
 
 
 def _nets_of_fork(path, inference, options):

@@ -8,6 +8,7 @@ and multibox_focal_loss_layer.hpp/.cpp, cited by file and line, which differ fro
 in the arithmetic of each element's loss and gradient.
 """
 import difflib
+import json
 import os
 import re
 
@@ -162,13 +163,19 @@ def test_focal_loss_counts_labels_along_its_own_axis(tmp_path):
         build_text(tmp_path, loss_net(axis="axis: 2 "), schema="ssd_focal")
 
 
-def test_a_file_whose_only_fork_type_is_focal_loss_is_not_taken_as_this_forks(tmp_path):
+def test_a_file_whose_only_fork_type_is_focal_loss_is_read_with_the_fork_that_sizes_it(tmp_path):
     """caffe-priv's and happynear's caffe.proto also read focal_loss_param, for their own FocalLoss,
-    which protoaudit does not size: such a file is refused naming the forks, and --fork picks this one."""
+    which protoaudit does not size (they would build only around it, as an unknown type): the file is
+    read with this fork, the one that sizes every layer, said with the others' --fork; the audit is
+    the one --fork ssd_focal gives."""
     (tmp_path / "n.prototxt").write_text(loss_net())
-    r = run_in_process("n.prototxt", cwd=tmp_path)
-    assert r.returncode == 2 and "ssd_focal" in r.stderr and "--fork" in r.stderr
-    assert run_in_process("n.prototxt", "--fork", "ssd_focal", cwd=tmp_path).returncode == 0
+    r = run_in_process("n.prototxt", "--format", "json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    said = [a for a in json.loads(r.stdout)["assumptions"] if "more than one Caffe fork" in a["assumption"]]
+    assert len(said) == 1 and "ssd-focal_loss_caffe" in said[0]["assumption"] and "sizing every layer" in said[0]["assumption"]
+    assert "--fork priv or --fork happynear" in json.dumps(said[0])
+    chosen = run_in_process("n.prototxt", "--fork", "ssd_focal", "--format", "json", cwd=tmp_path)
+    assert json.loads(chosen.stdout)["total_bytes"] == json.loads(r.stdout)["total_bytes"]
 
 
 def test_ssds_nets_stay_ssds(tmp_path):

@@ -599,9 +599,10 @@ def _nets_of(message, kind):
 class ForksDisagree(InputError):
     """Several forks read the file and size its layers differently (`forks`: their names)."""
 
-    def __init__(self, message, forks, **where):
+    def __init__(self, message, forks, layers=(), **where):
         super().__init__(message, **where)
         self.forks = forks
+        self.layers = layers  # the layers they size differently
 
 
 def _refuse_ambiguous(path, readings):
@@ -617,12 +618,16 @@ def _refuse_ambiguous(path, readings):
                    for t, layer in _layers_used(message, kind, schema.layers))
         return tuple(cls.sized_as(layer) if cls is not None else None for cls, layer in classes)
 
-    classes = {sizing(r) for r in readings}
-    if len(classes) > 1:
+    sized = [sizing(r) for r in readings]
+    if len(set(sized)) > 1:
         names = [r[2].name for r in readings]
+        kind, message, schema = readings[0]
+        used = [layer for _, layer in _layers_used(message, kind, schema.layers)]
+        differ = list(dict.fromkeys(layer.name for k, layer in enumerate(used)
+                                    if len({s[k] for s in sized if k < len(s)}) > 1))
         raise ForksDisagree(
             "more than one Caffe fork reads this file, and they size its layers differently: "
-            + "; ".join(f"{n} ({described(n)})" for n in names), names,
+            + "; ".join(f"{n} ({described(n)})" for n in names), names, tuple(differ),
             file=path, fix=f"say which with --fork ({', '.join(names)}), or give your fork's own file with --caffe-proto",
         )
 
