@@ -325,3 +325,11 @@ def test_a_package_pip_installs_and_a_folder_a_script_appends_are_looked_in(tmp_
     (other / "colorize.py").write_text("import os, sys\nsys.path.append('%s/resources/' % os.getcwd())\n")
     (net,) = build_nets(path)
     assert list(net.layer("copy").top_shapes) == [(16, 3, 24, 24), (16, 6)]
+
+
+def test_the_largest_batch_search_rebuilds_a_layer_read_off_its_source(tmp_path):
+    """--gpu-mem builds the net again at other batches, each Python layer made anew as the class it was
+    sized by the first time: the layer read off its source is found again, never an internal error."""
+    path = _net(tmp_path, LAYER)
+    run = run_in_process(path, "--gpu-mem", "8G", cwd=tmp_path)
+    assert run.returncode in (0, 1) and "Largest batch that fits" in run.stdout, run.stderr

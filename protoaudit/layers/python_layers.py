@@ -54,14 +54,12 @@ class Python(Declared):
     assumes_data = True
 
     def __new__(cls, lp, ctx):
-        path = None
+        p = lp.python_param
         if cls is Python:
-            p = lp.python_param
-            cls = KNOWN.get((p.module, p.layer))
-            if cls is None:
-                path = module_file(p.module, ctx.path, ctx.root) if p.module else None
-                cls = FromSource if path else Python
-        made = super().__new__(cls)
+            cls = KNOWN.get((p.module, p.layer)) or FromSource
+        # (made again as its own class where the net is built anew: a batch search's rebuilds)
+        path = module_file(p.module, ctx.path, ctx.root) if cls is FromSource and p.module else None
+        made = super().__new__(cls if cls is not FromSource or path else Python)
         made.module_path = path
         return made
 
