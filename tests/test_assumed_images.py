@@ -388,3 +388,19 @@ def test_where_a_size_builds_further_its_own_refusal_is_the_one_said(tmp_path):
     assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
     assert "layer 'loss': 0 class_weighting values for 11 classes" in run.stderr
     assert "100x132" in run.stderr
+
+
+def test_an_infogain_matrix_from_an_absent_dataset_takes_the_classes_squared(tmp_path):
+    """knub/sentence-boundary-detection-nn's InfogainLoss reads H as its third bottom, from an HDF5 file
+    that is not here (batch 1). BVLC's infogain_loss_layer.cpp Reshape checks infogain->count() ==
+    num_labels * num_labels, num_labels the prediction's classes (here 2, axis 1): H is taken as
+    1x1x2x2, and the Data layer's own label (4 values, one per item) is left as it is."""
+    path = write(tmp_path, DATA.format(name="data", top="data").replace('top: "data"', 'top: "data" top: "label"')
+                 + 'layer { name: "h" type: "HDF5Data" top: "H" hdf5_data_param { source: "/nowhere/h.txt" '
+                   'batch_size: 1 } }\n'
+                 'layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { '
+                 'num_output: 2 } }\n'
+                 'layer { name: "prob" type: "Softmax" bottom: "ip" top: "prob" }\n'
+                 + loss("InfogainLoss", "prob", "label", "H"))
+    net = build_nets(path)[0]
+    assert shapes(net)["H"] == (1, 1, 2, 2) and shapes(net)["label"] == (4,)

@@ -305,7 +305,8 @@ class Layer:
 
     def label_for(self, prediction):
         """The label (bottom 1) shape this layer takes beside a prediction (bottom 0) of that shape,
-        for a loss or accuracy whose label comes from a dataset that is not on this machine; None
+        for a loss or accuracy whose label comes from a dataset that is not on this machine (or
+        {bottom index: shape} where the bottoms `labels_beside` names take shapes of their own); None
         for a layer that has no such rule."""
         return None
 

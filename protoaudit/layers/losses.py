@@ -173,6 +173,16 @@ class InfogainLoss(Loss):
             self.check(count(bottoms[2]) == labels * labels, f"the infogain matrix (bottom 2) "
                        f"{tuple(bottoms[2])} must be {labels}x{labels}")
 
+    labels_beside = (1, 2)  # the labels, and the infogain matrix H when it is a bottom
+
+    def label_for(self, prediction):
+        """One label per item (as SoftmaxWithLoss), and H, num_labels x num_labels values
+        (infogain_loss_layer.cpp Reshape: infogain->count() == num_labels_ * num_labels_), as a data
+        layer gives a matrix: 1 x 1 x K x K."""
+        axis = canonical_axis(self, self.lp.infogain_loss_param.axis, len(prediction))
+        k = prediction[axis]
+        return {1: one_label_per_item(self, prediction, self.lp.infogain_loss_param.axis), 2: (1, 1, k, k)}
+
     def reshape(self, bottoms):
         tops = super().reshape(bottoms)
         return tops + [tuple(bottoms[0])] if len(self.lp.top) > 1 else tops

@@ -807,8 +807,18 @@ class _Builder:
             shape = layer.label_for(prediction)
             if shape is None:
                 return None
-            sized = self._sized_each([(self.by_name[lp.bottom[j]], shape) for j in beside if j < len(lp.bottom)],
-                                     labels)
+            shapes = shape if isinstance(shape, dict) else dict.fromkeys(beside, shape)
+            wanted = []
+            for j in beside:
+                if j >= len(lp.bottom) or j not in shapes:
+                    continue
+                index = self.by_name[lp.bottom[j]]
+                blob = self.blobs[index]
+                # where the bottoms take shapes of their own (InfogainLoss's labels and H), a label the data
+                # gives already, with as many values as the layer counts, is left as it is
+                kept = isinstance(shape, dict) and blob.name not in labels and count(blob.shape) == count(shapes[j])
+                wanted.append((index, None if kept else shapes[j]))
+            sized = self._sized_each(wanted, labels)
             if sized:
                 return LabelSized(sized, lp.name, lp.type, prediction)
         return None
