@@ -202,14 +202,17 @@ def _audit(args):
         from .read import caffe_log
         from .read.glog import is_log_file
 
-        logged = [n for run in caffe_log.read(args.path) for n in run.nets] if is_log_file(args.path) else []
+        runs = caffe_log.read(args.path) if is_log_file(args.path) else []
+        logged = [n for run in runs for n in run.nets]
         per_layer = all(n.memory_per_layer for n in logged)  # (a log of an older Caffe: as it printed)
         four_axes = bool(logged) and all(n.four_axes for n in logged)
         for net in build_nets(args.path, phase=args.phase, stages=args.stage, level=args.level,
                               inputs=inputs, batch=args.batch, root=args.root, schema=_schema(args),
                               defines=parse_defines(args.define), log=args.log, shapes=args.shapes,
                               strict=args.strict, every_run=True):
-            print("\n".join(_report("caffelog").caffe_log(net, memory_per_layer=per_layer, four_axes=four_axes)))
+            died = caffe_log.died_setting_up(runs, [layer.name for layer in net.layers])
+            print("\n".join(_report("caffelog").caffe_log(net, memory_per_layer=per_layer, four_axes=four_axes,
+                                                           died=died)))
         return EXIT_FITS
     if args.plot:  # matplotlib is imported only here; a missing one is refused before the audit
         from .report import chart

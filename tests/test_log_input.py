@@ -259,3 +259,19 @@ def test_a_2014_log_whose_data_layer_is_set_up_with_no_name_is_reproduced():
     got = [net for net in _net_lines(run.stdout) if net]
     assert len(expected) == 2 and expected[0][:2] == ["Top shape: 8 3 28 28 (18816)", "Top shape: 8 1 1 1 (8)"]
     assert got == expected
+
+
+def test_a_run_that_died_setting_up_its_net_is_echoed_up_to_where_it_died():
+    """PanJinquan/image_recognition_caffe's CaffeNet: Caffe set up its first layers (line 451: norm2,
+    2 256 41 30), then the data layer's prefetch thread died on a smaller image than its crop (line
+    457: "Check failed: height <= datum_height (666 vs. 318)"). --caffe-log gives the lines Caffe gave,
+    every one of them, and ends where the run did, saying why."""
+    path = os.path.join(DATA, "logs_died", "caffenet_spp_caffe.log")
+    run = run_in_process(path, "--caffe-log")
+    assert run.returncode == 0, run.stderr
+    with open(path) as f:
+        (expected,) = [net for net in _net_lines(f.read()) if net]
+    (got,) = [net for net in _net_lines(run.stdout) if net]
+    assert got == expected and expected[-2] == "Top shape: 2 256 41 30 (629760)"
+    assert run.stdout.rstrip().endswith(
+        "Caffe stopped here, the log's line 457: Check failed: height <= datum_height (666 vs. 318)")

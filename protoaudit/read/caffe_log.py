@@ -365,6 +365,20 @@ def _state_phase(lines):
     return None
 
 
+def died_setting_up(runs, names):
+    """(how many layers it set up, the Failure) where a run of the log died while setting up a net
+    whose layers are `names` (those it set up are their first ones), as a data layer's prefetch
+    thread that stops on an image smaller than its crop does; None where none did."""
+    for run in runs:
+        if run.failure is None or run.failure.solving:
+            continue
+        for net in run.nets:
+            set_up = [layer.name for layer in net.layers]
+            if not net.done and set_up and set_up == names[:len(set_up)] and len(set_up) < len(names):
+                return len(set_up), run.failure
+    return None
+
+
 def built_runs(runs, path):
     """The runs that set up a net, in order (a job restarted into the same log has several). A net
     whose printed state has no phase (an old Caffe) is the solver's TRAIN net when it comes first,

@@ -9,15 +9,18 @@ def shape_string(shape):
     return "".join(f"{d} " for d in shape) + f"({n})"
 
 
-def caffe_log(net, memory_per_layer=True, four_axes=False):
+def caffe_log(net, memory_per_layer=True, four_axes=False, died=None):
     """The lines Caffe logs while it sets up `net`, layer by layer; where `memory_per_layer` is false,
     the memory once, after the net is done, as Caffe logged it before 2015's per-layer lines; with
-    `four_axes`, every blob of four axes, as the Caffe of 2014 had them."""
+    `four_axes`, every blob of four axes, as the Caffe of 2014 had them. `died`: (layers set up, the
+    Failure) of a run in the log that died setting the net up: its lines end there, with why."""
     lines = [f"Net {net.name or '(unnamed)'}, phase {net.phase}: {net.path}"]
     for blob_index in net.inputs:
         blob = net.blobs[blob_index]
         lines.append(f"Input {net.inputs.index(blob_index)} -> {blob.name}")
-    for layer in net.layers:
+    for k, layer in enumerate(net.layers):
+        if died is not None and k == died[0]:
+            return lines + [f"Caffe stopped here, the log's line {died[1].line}: {died[1].message}"]
         lines.append(f"Creating Layer {layer.name}")
         for index in layer.bottoms:
             lines.append(f"{layer.name} <- {net.blobs[index].name}")
