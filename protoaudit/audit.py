@@ -825,7 +825,7 @@ def _nets_to_audit(path, inference, options):
     try:
         return _nets_of_fork(path, inference, options)
     except ForksDisagree as e:
-        return _where_every_fork_stops(path, inference, options, e)
+        return _read_with_one_fork(path, inference, options, e)
     except StageNeeded as e:
         if options["stages"] or len(e.stages) != 1 or any(spec.role != "net" for spec in _file_specs(path, options)):
             raise
@@ -837,7 +837,7 @@ def _nets_to_audit(path, inference, options):
         return nets
 
 
-def _where_every_fork_stops(path, inference, options, disagree):
+def _read_with_one_fork(path, inference, options, disagree):
     """A file several forks read and size differently (`disagree`): the nets of the first of them
     (in the order forks are listed, the most used first) that builds it, the choice said as an
     assumption with the others' --fork; where each of them stops at the same layer with the same
@@ -856,7 +856,8 @@ def _where_every_fork_stops(path, inference, options, disagree):
     # a fork that sizes every layer comes before one that builds around a type it lacks (data.Unread)
     sized = [(fork, nets) for fork, nets in built
              if not any(isinstance(node.impl, Unread) for net in nets for node in net.layers)]
-    for fork, nets in (sized or built)[:1]:
+    if built:
+        fork, nets = (sized or built)[0]
         others = [f for f in disagree.forks if f != fork]
         layers = ", ".join(f"'{name}'" for name in disagree.layers[:3]) + (
             f" and {len(disagree.layers) - 3} more" if len(disagree.layers) > 3 else "")
