@@ -107,10 +107,7 @@ def class_file(path, layer):
     """The file that defines class `layer`: the module's own, else, for a package's __init__.py that
     takes it from a module of its own (`from .pylayers import *`), that module's."""
     lines = read_lines(path)
-    if lines is None or not os.path.basename(path) == "__init__.py":
-        return path
-    head = re.compile(r"^\s*class\s+" + re.escape(layer) + r"\s*[(:]")
-    if any(head.match(line) for line in lines):
+    if lines is None or not os.path.basename(path) == "__init__.py" or _class_line(lines, layer) is not None:
         return path
     for line in lines:
         m = re.match(r"^from\s+\.(\w+)\s+import\s+(.+)$", line.strip())
@@ -119,6 +116,12 @@ def class_file(path, layer):
             if os.path.isfile(found):
                 return found
     return path
+
+
+def _class_line(lines, layer):
+    """The index of the line that opens `class LAYER`, or None."""
+    head = re.compile(r"^\s*class\s+" + re.escape(layer) + r"\s*[(:]")
+    return next((k for k, line in enumerate(lines) if head.match(line)), None)
 
 
 def read_lines(path):
@@ -197,8 +200,7 @@ class SourceShapes:
         """{method name: (bottom's name, top's name, first, end)} of the class's setup and reshape, and
         its forward where that reshapes a top; and what its methods other than setup and reshape
         change: the attributes they assign ('self.n')."""
-        head = re.compile(r"^\s*class\s+" + re.escape(layer) + r"\s*[(:]")
-        start = next((k for k, line in enumerate(self.lines) if head.match(line)), None)
+        start = _class_line(self.lines, layer)
         if start is None:
             raise Unread(f"no class {layer} in {os.path.basename(self.path)}")
         first, end = _block(self.lines, start)
@@ -228,13 +230,11 @@ class SourceShapes:
             if method in self.methods:  # a method's own names are its own; self's attributes carry over
                 bottom, top, first, end = self.methods[method]
                 env = {k: v for k, v in env.items() if k.startswith("self.")}
-                scope = _Scope(env, bottom, bottoms, param_str, self.globals)
-                if method != "forward":
-                    self._read(top, first, end, scope, shaped, lines)
-                    continue
                 try:
-                    self._read(top, first, end, scope, shaped, lines)
+                    self._read(top, first, end, _Scope(env, bottom, bottoms, param_str, self.globals), shaped, lines)
                 except Unread:
+                    if method != "forward":
+                        raise
                     raise Unread(f"its forward reshapes its tops to each batch ({os.path.basename(self.path)})") \
                         from None
         missing = [j for j in range(tops) if shaped[j] is None]

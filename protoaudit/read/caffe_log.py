@@ -67,9 +67,6 @@ class LoggedNet:
     memory: int = None  # the last "Memory required for data"
     creating: str = None  # the last layer Caffe began to create (where a failed setup stopped)
     source: str = None  # the net file the solver named for it, as the log gives it
-    # (name, tops) of the printed net's first layer with no bottom: where a Caffe of 2014 logged its
-    # data layer's top shapes with no "Creating Layer" before them, the layer they are
-    first_source: tuple = None
 
     @property
     def memory_per_layer(self):
@@ -239,8 +236,7 @@ class _Reader:
             self.run.solver = text
         else:
             stack = [entry for entry in self.building.get(thread, ()) if not entry[0].done]
-            net = LoggedNet(text, _state_phase(lines), source=None if stack else self.sources.pop(thread, None),
-                            first_source=_first_source(lines))
+            net = LoggedNet(text, _state_phase(lines), source=None if stack else self.sources.pop(thread, None))
             if not stack:  # (an unrolled net inside a layer is the layer's, not the run's)
                 self.run.nets.append(net)
             self.building[thread] = stack + [(net, {})]
@@ -292,9 +288,11 @@ class _Reader:
             net.layers.append(creating.pop(name, None) or LoggedLayer(name, number))
         elif msg.startswith("Top shape:"):
             m = _TOP_SHAPE.match(msg)
-            if m and not net.layers and net.first_source is not None:  # (a data layer's, in 2014)
-                name, tops = net.first_source
-                net.layers.append(LoggedLayer(name, number, tops=list(tops)))
+            # a Caffe of 2014 logged its data layer's shapes with no "Creating Layer" before them: they
+            # are the printed net's first layer's with no bottom (read only then: most logs never need it)
+            source = _first_source(net.params.text.split("\n")) if m and not net.layers else None
+            if source is not None:
+                net.layers.append(LoggedLayer(source[0], number, tops=list(source[1])))
             if m and net.layers:
                 net.layers[-1].shapes.append(tuple(int(d) for d in m.group(1).split()))
                 net.layers[-1].weights.append(0.0)

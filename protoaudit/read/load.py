@@ -444,11 +444,16 @@ def _extends_a_field(failure, pool):
     """Whether a 'has no field named' failure names a field of its message with words added before or
     after it (mean_value_file, of mean_value)."""
     found = _NO_FIELD.search(failure)
+    known = _field_names(pool, found.group(1)) if found else None
+    return known is not None and lenient.extends(found.group(2), known)
+
+
+def _field_names(pool, message):
+    """The names of the fields of `message` in the pool; None where the pool has no such message."""
     try:
-        known = [f.name for f in pool.FindMessageTypeByName(found.group(1)).fields] if found else []
+        return [f.name for f in pool.FindMessageTypeByName(message).fields]
     except KeyError:
-        return False
-    return bool(found) and lenient.extends(found.group(2), known)
+        return None
 
 
 def _fork_field(failure):
@@ -717,10 +722,11 @@ def _near(detail, pool):
     schema that read furthest, an enum's values listed whether or not one is near; None where
     neither applies or nothing is near."""
     field, value = _NO_FIELD.search(detail), _NO_VALUE.search(detail)
+    if field:
+        names = _field_names(pool, field.group(1))
+        near = closest(field.group(2), names) if names is not None else None
+        return f"did you mean '{near}'? the field names are caffe.proto's" if near else None
     try:
-        if field:
-            near = closest(field.group(2), [f.name for f in pool.FindMessageTypeByName(field.group(1)).fields])
-            return f"did you mean '{near}'? the field names are caffe.proto's" if near else None
         known = [v.name for v in pool.FindEnumTypeByName(value.group(1)).values] if value else None
     except KeyError:  # protobuf named a type its pool does not hold: say nothing more
         return None
