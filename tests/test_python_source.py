@@ -123,6 +123,16 @@ def test_the_shape_of_an_array_the_layer_makes_is_followed(tmp_path):
     assert list(net.layer("data").top_shapes) == [(16, 3, 24, 24), (16, 1)]
 
 
+def test_an_array_made_from_a_list_of_dimensions_is_followed(tmp_path):
+    """MEnet's read_data1.input_layer writes np.zeros([self.batch_size, 3, h, w]): numpy takes a list
+    of dimensions as it takes a tuple. The same 16x3x24x24 and 16x1 as above."""
+    source = ARRAYS.replace("np.zeros((self.batch_size, 3, self.crop, self.crop))",
+                            "np.zeros([self.batch_size, 3, self.crop, self.crop])").replace(
+        "np.zeros((self.batch_size, 1))", "np.zeros([self.batch_size, 1])")
+    (net,) = build_nets(_net(tmp_path, source))
+    assert list(net.layer("data").top_shapes) == [(16, 3, 24, 24), (16, 1)]
+
+
 def test_a_module_one_folder_up_is_found(tmp_path):
     """PYTHONPATH usually names the repository's root; the net sits in a folder below it."""
     (tmp_path / "proto").mkdir()

@@ -356,7 +356,7 @@ class _Scope:
             array = self.value(node.value)
             if isinstance(array, _Blob):
                 return array.shape
-        if isinstance(node, ast.Tuple):
+        if isinstance(node, (ast.Tuple, ast.List)):  # np.zeros([n, c, h, w]) is as common as a tuple
             items = tuple(self.value(e) for e in node.elts)
             return _UNKNOWN if _UNKNOWN in items else items
         if isinstance(node, ast.BinOp):
