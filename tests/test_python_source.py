@@ -123,6 +123,24 @@ def test_the_shape_of_an_array_the_layer_makes_is_followed(tmp_path):
     assert list(net.layer("data").top_shapes) == [(16, 3, 24, 24), (16, 1)]
 
 
+def test_names_unpacked_from_a_tuple_are_followed(tmp_path):
+    """`n, c, h, w = bottom[0].data.shape` and DeepID's siamese SplitLayer's `label1, label2 =
+    bottom[0].data, bottom[1].data; N = label1.shape[0]`: each name takes its item. From the data's
+    16x3x24x24: top a is n x c*2 x h x w = 16x6x24x24, top b is N x 1 = 16x1. A count that differs
+    (`n, c = bottom[0].data.shape`, 4 items) leaves the names unknown, and the layer asks."""
+    source = LAYER.replace("""        top[0].reshape(*bottom[0].data.shape)
+        top[1].reshape(bottom[0].num, bottom[0].channels * 2)""", """        n, c, h, w = bottom[0].data.shape
+        top[0].reshape(n, c * 2, h, w)
+        first, again = bottom[0].data, bottom[0].data
+        N = first.shape[0]
+        top[1].reshape(N, 1)""")
+    (net,) = build_nets(_net(tmp_path, source))
+    assert list(net.layer("copy").top_shapes) == [(16, 6, 24, 24), (16, 1)]
+    path = _net(tmp_path, source.replace("n, c, h, w = bottom[0].data.shape", "n, c = bottom[0].data.shape"))
+    run = run_in_process(path, cwd=tmp_path)
+    assert run.returncode == 2 and "layer 'copy'" in run.stderr and "--input a=" in run.stderr, run.stderr
+
+
 def test_an_array_made_from_a_list_of_dimensions_is_followed(tmp_path):
     """MEnet's read_data1.input_layer writes np.zeros([self.batch_size, 3, h, w]): numpy takes a list
     of dimensions as it takes a tuple. The same 16x3x24x24 and 16x1 as above."""

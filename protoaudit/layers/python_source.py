@@ -289,12 +289,9 @@ class SourceShapes:
                 shaped[index] = self._shape(args, scope, number)
                 lines[index] = number
             elif isinstance(node, ast.Assign) and len(node.targets) == 1:
-                name = _target(node.targets[0])
-                if name is None:
-                    continue
-                value = _UNKNOWN if deeper or name in scope.env else scope.value(node.value)
-                if name not in self.elsewhere:
-                    scope.env[name] = value
+                for name, value in _assigned(node.targets[0], node.value, scope):
+                    if name not in self.elsewhere:
+                        scope.env[name] = _UNKNOWN if deeper or name in scope.env else value
 
     def _shape(self, args, scope, number):
         dims = []
@@ -494,6 +491,21 @@ def _arith(op, a, b):
     if isinstance(op, ast.Div) and b:  # Python 2 divides integers to an integer
         return a // b if isinstance(a, int) and isinstance(b, int) else a / b
     return _UNKNOWN
+
+
+def _assigned(target, value, scope):
+    """(name, value) for each name an assignment gives: one, or each of a tuple's (`n, c, h, w =
+    bottom[0].data.shape`, `a, b = bottom[0].data, bottom[1].data`), unknown where the counts differ."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        names = [_target(e) for e in target.elts]
+        if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(names):
+            values = [scope.value(e) for e in value.elts]
+        else:
+            whole = scope.value(value)
+            values = list(whole) if isinstance(whole, tuple) and len(whole) == len(names) else [_UNKNOWN] * len(names)
+        return [(n, v) for n, v in zip(names, values) if n is not None]
+    name = _target(target)
+    return [] if name is None else [(name, scope.value(value))]
 
 
 def _target(node):
