@@ -141,6 +141,29 @@ def test_names_unpacked_from_a_tuple_are_followed(tmp_path):
     assert run.returncode == 2 and "layer 'copy'" in run.stderr and "--input a=" in run.stderr, run.stderr
 
 
+def test_a_shape_written_in_param_str_as_numbers_is_read(tmp_path):
+    """OpenSALICON's CustomData: setup takes `vals = [int(x) for x in self.param_str.split(',')]`,
+    `self.MY_TOP_SHAPE = tuple(vals)`, and reshape gives top[0].reshape(*self.MY_TOP_SHAPE): a
+    param_str of "1,3,120,160" is the shape 1x3x120x160. map(int, ...) reads the same; a part that is
+    not a number ("1,3,h,160") leaves the shape unread."""
+    source = LAYER.replace("""        params = eval(self.param_str)
+        self.batch = int(params['batch'])
+        size = params.get('size', 24)
+        top[0].reshape(self.batch, 3, size, size)
+        top[1].reshape(self.batch)""", """        vals = [int(x) for x in self.param_str.split(',')]
+        self.MY_TOP_SHAPE = tuple(vals)
+        top[1].reshape(tuple(map(int, self.param_str.split(',')))[0])
+    def reshape(self, bottom, top):
+        top[0].reshape(*self.MY_TOP_SHAPE)""").replace("""    def reshape(self, bottom, top):
+        pass
+""", "", 1)
+    net = NET.replace("param_str: \"{'batch': 16}\"", 'param_str: "1,3,120,160"')
+    (built,) = build_nets(_net(tmp_path, source, net))
+    assert list(built.layer("data").top_shapes) == [(1, 3, 120, 160), (1,)]
+    run = run_in_process(_net(tmp_path, source, net.replace("1,3,120,160", "1,3,h,160")), "--strict", cwd=tmp_path)
+    assert run.returncode == 2 and "--input data=" in run.stderr, run.stderr
+
+
 def test_an_array_made_from_a_list_of_dimensions_is_followed(tmp_path):
     """MEnet's read_data1.input_layer writes np.zeros([self.batch_size, 3, h, w]): numpy takes a list
     of dimensions as it takes a tuple. The same 16x3x24x24 and 16x1 as above."""

@@ -354,10 +354,11 @@ class _Scope:
             if isinstance(array, _Blob):
                 return array.shape
         if isinstance(node, (ast.Tuple, ast.List)):  # np.zeros([n, c, h, w]) is as common as a tuple
-            items = tuple(self.value(e) for e in node.elts)
-            return _UNKNOWN if _UNKNOWN in items else items
+            return _all_known(tuple(self.value(e) for e in node.elts))
         if isinstance(node, ast.BinOp):
             return _arith(node.op, self.value(node.left), self.value(node.right))
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+            return self._comprehension(node)
         blob = _bottom_blob(node, self.bottom, self.bottoms)
         if blob is not None:
             return blob
@@ -391,13 +392,40 @@ class _Scope:
         value = self.value(node)  # a flag a config module sets (`if cfg.TRIPLET_LOSS:`)
         return bool(value) if isinstance(value, (int, float, str)) else _UNKNOWN
 
+    def _comprehension(self, node):
+        """[int(x) for x in self.param_str.split(',')]: one loop over known items, no condition."""
+        (loop, *more) = node.generators
+        items = self.value(loop.iter)
+        if more or loop.ifs or not isinstance(loop.target, ast.Name) or not isinstance(items, tuple):
+            return _UNKNOWN
+        name, before = loop.target.id, self.env.get(loop.target.id, _ABSENT)
+        values = []
+        for item in items:
+            self.env[name] = item
+            values.append(self.value(node.elt))
+        if before is _ABSENT:
+            del self.env[name]
+        else:
+            self.env[name] = before
+        return _all_known(tuple(values))
+
     def _call(self, node):
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
         args = [self.value(a) for a in node.args]
         if name == "len" and len(args) == 1 and isinstance(args[0], _Blob):
             return args[0].shape[0] if args[0].shape else _UNKNOWN
-        if name == "int" and len(args) == 1 and isinstance(args[0], (int, float)):
-            return int(args[0])
+        if name in ("int", "float") and len(args) == 1 and isinstance(args[0], (int, float, str)):
+            return _number(name, args[0])
+        if name in ("tuple", "list") and len(args) == 1 and isinstance(args[0], tuple):
+            return args[0]
+        if name == "map" and len(args) == 2 and getattr(node.args[0], "id", None) in ("int", "float") \
+                and isinstance(args[1], tuple):  # map(int, param_str.split(','))
+            return _all_known(tuple(_number(node.args[0].id, a) for a in args[1]))
+        if name == "split" and isinstance(node.func, ast.Attribute) and len(args) <= 1 \
+                and all(isinstance(a, str) for a in args):
+            text = self.value(node.func.value)
+            if isinstance(text, str):
+                return tuple(str.split(text, *args))
         if name == "shape" and len(args) == 1 and isinstance(args[0], _Blob):  # numpy's shape(a)
             return args[0].shape
         if name in _ARRAY_MAKERS and args and isinstance(args[0], tuple) and all(isinstance(d, int) for d in args[0]):
@@ -411,12 +439,25 @@ class _Scope:
         return _UNKNOWN
 
 
+def _number(kind, value):
+    """int(...) or float(...) of a number or of a string that writes one; _UNKNOWN otherwise."""
+    try:
+        return int(value) if kind == "int" else float(value)
+    except ValueError:
+        return _UNKNOWN
+
+
+def _all_known(items):
+    return _UNKNOWN if any(i is _UNKNOWN for i in items) else items
+
+
 class _Unknown:
     def __repr__(self):
         return "unknown"
 
 
 _UNKNOWN = _Unknown()
+_ABSENT = object()  # a name a comprehension's loop had not shadowed
 
 
 class _Params(str):
