@@ -384,3 +384,16 @@ def test_the_largest_batch_search_rebuilds_a_layer_read_off_its_source(tmp_path)
     path = _net(tmp_path, LAYER)
     run = run_in_process(path, "--gpu-mem", "8G", cwd=tmp_path)
     assert run.returncode in (0, 1) and "Largest batch that fits" in run.stdout, run.stderr
+
+
+def test_a_package_that_imports_its_modules_as_python_2_does_is_followed(tmp_path):
+    """A package's __init__.py of Python 2 takes a class from a module beside it without the dot
+    (`from mylayers import Data`, ZhouYzzz/project's layer/__init__.py), as Python 2's implicit
+    relative import does: the class is read in that module. The shapes are LAYER's, by hand
+    16x3x24x24 and 16 (see test_param_str_entries...)."""
+    (tmp_path / "layer").mkdir()
+    (tmp_path / "layer" / "__init__.py").write_text("# Data Layers\nfrom mylayers import Data, Copy\n")
+    (tmp_path / "layer" / "mylayers.py").write_text(LAYER)
+    (tmp_path / "net.prototxt").write_text(NET.replace('"mylayers"', '"layer"'))
+    (net,) = build_nets(str(tmp_path / "net.prototxt"))
+    assert list(net.layer("data").top_shapes) == [(16, 3, 24, 24), (16,)]

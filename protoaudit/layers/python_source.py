@@ -110,7 +110,7 @@ def class_file(path, layer):
     if lines is None or not os.path.basename(path) == "__init__.py" or _class_line(lines, layer) is not None:
         return path
     for line in lines:
-        m = re.match(r"^from\s+\.(\w+)\s+import\s+(.+)$", line.strip())
+        m = re.match(r"^from\s+\.?(\w+)\s+import\s+(.+)$", line.strip())  # Python 2 imports its own relatively
         if m and (m.group(2).strip() == "*" or layer in re.split(r"[\s,()]+", m.group(2))):
             found = os.path.join(os.path.dirname(path), m.group(1) + ".py")
             if os.path.isfile(found):
