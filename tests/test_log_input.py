@@ -275,3 +275,28 @@ def test_a_run_that_died_setting_up_its_net_is_echoed_up_to_where_it_died():
     assert got == expected and expected[-2] == "Top shape: 2 256 41 30 (629760)"
     assert run.stdout.rstrip().endswith(
         "Caffe stopped here, the log's line 457: Check failed: height <= datum_height (666 vs. 318)")
+
+
+def test_a_run_a_python_layer_ended_setting_up_is_echoed_up_to_where_it_died(tmp_path):
+    """t2mhanh/caffe_convLSTM_WTA's WTA autoencoder: Caffe set up its layers through 'deconv' (line
+    267: 100 1 28 28), began its Python loss layer (line 269, "Creating layer loss") and the process
+    ended on the module's import (line 270, no glog prefix: "ImportError: No module named pyloss").
+    --caffe-log gives every line Caffe gave and ends there, saying why; a Python exception in a log
+    whose net's setup goes on after it ends nothing."""
+    path = os.path.join(DATA, "logs_died", "mnist_wta_pyloss.log")
+    run = run_in_process(path, "--caffe-log")
+    assert run.returncode == 0, run.stderr
+    with open(path) as f:
+        text = f.read()
+    (expected,) = [net for net in _net_lines(text) if net]
+    (got,) = [net for net in _net_lines(run.stdout) if net]
+    assert got == expected and expected[-2] == "Top shape: 100 1 28 28 (78400)"
+    assert run.stdout.rstrip().endswith("Caffe stopped here, the log's line 270: ImportError: No module named pyloss")
+    went_on = text.replace("ImportError: No module named pyloss\n", "").replace(
+        "I0912 21:31:04.727059 31271 net.cpp:137] Memory required for data: 121363200\n",
+        "I0912 21:31:04.727059 31271 net.cpp:137] Memory required for data: 121363200\n"
+        "ValueError: a message a script printed\n", 1)
+    assert went_on.count("ValueError") == 1
+    (tmp_path / "went_on.log").write_text(went_on)
+    run = run_in_process(str(tmp_path / "went_on.log"), "--caffe-log")
+    assert run.returncode == 0 and "Caffe stopped here" not in run.stdout, run.stdout[-300:]

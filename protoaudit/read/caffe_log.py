@@ -28,6 +28,7 @@ _LOSS_WEIGHT = re.compile(r"^with loss weight ([-+]?(?:[0-9]{1,20}\.?[0-9]{0,20}
 _ARROW = re.compile(r"^(.+) (<-|->) (.+?)( \(in-place\))?$")
 _ITERATION = re.compile(r"^Iteration ([0-9]{1,20})(?![0-9])")
 _QUOTED = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'""")
+_PYTHON_ERROR = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): ")
 _FRAME = re.compile(r"^\s*@\s+0x[0-9a-f]+\s+(.+?)\s*$")
 # solver.cpp names the file each net comes from just before Net::Init prints it
 # the file the next net comes from: the solver's net (solver.cpp), or a text file ReadProtoFromTextFile
@@ -185,6 +186,7 @@ class _Reader:
         self.solving = self.testing = False
         self.gpus = []  # card names caffe.cpp prints before the solver starts the run
         self.sources = {}  # thread -> the net file solver.cpp said its next net comes from
+        self.python_error = None  # (run, Failure): the last Python exception while it set up a net
 
     def read(self, lines):
         for number, raw in enumerate(lines, 1):
@@ -206,13 +208,31 @@ class _Reader:
                     self.run.failure.frames.append(frame.group(1))
                 continue
             if m is None:
+                self._python_error(line, number)
                 continue
             self._message(line[m.end():], m.group(1), m.group(2), number, len(raw))
         if self.text is not None:
             self._end_text()
+        self._settle()
         return self.runs
 
+    def _python_error(self, line, number):
+        """A Python exception's last line (`ImportError: No module named pyloss`) while a net is set up:
+        a Python layer's module or setup raised it, which ends the process (pycaffe's layer factory
+        lets it through), unless the net's setup goes on after it in the log."""
+        if self.run is not None and _PYTHON_ERROR.match(line) and any(
+                not net.done for net, _ in self.building.get(self.run.thread, ())):
+            self.python_error = (self.run, Failure(number, line.strip(), self.iteration, self.solving, self.testing))
+
+    def _settle(self):
+        """The Python exception the log ended a run's setup with is that run's failure."""
+        if self.python_error is not None:
+            run, failure = self.python_error
+            run.failure = run.failure or failure
+            self.python_error = None
+
     def _new_run(self, number, thread):
+        self._settle()
         self.run = Run(number, thread, gpus=self.gpus)
         self.gpus = []
         self.runs.append(self.run)
@@ -279,6 +299,7 @@ class _Reader:
         net, creating = (self.building.get(thread) or [(None, None)])[-1]
         if net is None or net.done:
             return
+        self.python_error = None  # the setup went on: the exception did not end it
         if msg.startswith("Creating Layer "):
             name = msg[len("Creating Layer "):].strip()
             creating[name] = LoggedLayer(name, number)
