@@ -20,7 +20,7 @@ import os
 
 from ..read import plain_yaml
 from ..read.sidecar import SUFFIX
-from . import touch
+from . import fast_rcnn_cfg, touch
 from .base import MissingShape, register
 from .data import Declared
 from .python_source import SourceShapes, Unread, class_file, module_file, read_lines
@@ -243,12 +243,10 @@ class FromSource(Known):
 
 
 # --- py-faster-rcnn --------------------------------------------------------------------------------
-# lib/fast_rcnn/config.py (the defaults), with experiments/cfgs/faster_rcnn_end2end.yml for an RPN net
-TRAIN_MAX_SCALE = 600  # config.py:38 __C.TRAIN.SCALES = (600,): the shortest side
-TRAIN_MAX_SIZE = 1000  # config.py:41: the longest side at most
-IMS_PER_BATCH = 2  # config.py:44; faster_rcnn_end2end.yml:4 sets 1 (an RPN net: one image, minibatch.py:34-35)
-ROI_BATCH = 128  # config.py:47 __C.TRAIN.BATCH_SIZE: RoIs per minibatch
-POST_NMS_TOP_N = {"TRAIN": 2000, "TEST": 300}  # config.py:116 and :162
+# lib/fast_rcnn/config.py as the net's repository sets it (fast_rcnn_cfg), with experiments/cfgs/
+# faster_rcnn_end2end.yml's IMS_PER_BATCH 1 for an RPN net (one image, minibatch.py:34-35)
+TRAIN_MAX_SCALE = max(fast_rcnn_cfg.DEFAULTS[("TRAIN", "SCALES")])
+TRAIN_MAX_SIZE = fast_rcnn_cfg.DEFAULTS[("TRAIN", "MAX_SIZE")]
 ANCHOR_RATIOS = (0.5, 1, 2)  # generate_anchors.py:37, pva-faster-rcnn's anchor_target_layer.py:29 default 'ratios'
 ANCHOR_SCALES = (8, 16, 32)  # anchor_target_layer.py:28, proposal_layer.py:29 default 'scales'
 GT_BOXES = 64  # ground-truth boxes of one image: the blob keeps room for the most any image has
@@ -329,7 +327,9 @@ class RoIDataLayer(Known):
     bbox_targets/inside/outside weights (R, 4 * num_classes), R = TRAIN.BATCH_SIZE RoIs in all
     (minibatch.py:25, 47-79). The original Fast R-CNN's (rbgirshick/fast-rcnn lib/roi_data_layer/
     layer.py:83-104, minibatch.py:32-63) makes 5: bbox_targets and bbox_loss_weights (R, 4 * num_classes),
-    with the same configuration (config.py:38-47). Forward reshapes every top to its minibatch (layer.py:146-151): the
+    with the same configuration (config.py:38-47). affordance-net's (nqanh/affordance-net 8db1b3f) makes
+    5 too, told apart by their names: HAS_RPN's 3 and, with cfg.TRAIN.MASK_REG, seg_mask_inds (G, 2) and
+    flipped (1, 1) (layer.py:100-113, minibatch.py:131-147). Forward reshapes every top to its minibatch (layer.py:146-151): the
     blobs keep the largest, which these defaults are; the image blob holds IMS_PER_BATCH images
     padded to the largest (utils/blob.py:18-20)."""
 
@@ -343,17 +343,24 @@ class RoIDataLayer(Known):
         params = self.yaml_params()
         classes = self.param(params, "num_classes", "layer.py:89")
         n = len(self.lp.top)
-        if n == 3:
+        masks = n == 5 and list(self.lp.top)[1:3] == ["im_info", "gt_boxes"]
+        if n == 3 or masks:
             height, width, said = self.image()
             image = (1, 3, height, width)
+            if masks:  # affordance-net's: HAS_RPN with MASK_REG
+                return [image, (1, 3), (GT_BOXES, 5), (GT_BOXES, 2), (1, 1)], (
+                    f"5 tops: cfg.TRAIN.HAS_RPN and MASK_REG (affordance-net), one image ({said}), room for "
+                    f"{GT_BOXES} ground-truth boxes and their masks' indices")
             return [image, (1, 3), (GT_BOXES, 5)], (
                 f"3 tops: cfg.TRAIN.HAS_RPN, one image ({said}), room for {GT_BOXES} ground-truth boxes")
         if n in (5, 6):  # 5: the original Fast R-CNN's (rbgirshick/fast-rcnn), bbox_targets and bbox_loss_weights
-            image = (IMS_PER_BATCH, 3, TRAIN_MAX_SCALE, TRAIN_MAX_SIZE)
-            shapes = [image, (ROI_BATCH, 5), (ROI_BATCH,)] + [(ROI_BATCH, 4 * classes)] * (n - 3)
+            cfg = fast_rcnn_cfg.of_net(self.ctx)
+            images, rois = cfg.get("TRAIN", "IMS_PER_BATCH"), cfg.get("TRAIN", "BATCH_SIZE")
+            height, width, said = self.image()
+            shapes = [(images, 3, height, width), (rois, 5), (rois,)] + [(rois, 4 * classes)] * (n - 3)
             whose = "Fast R-CNN" if n == 6 else "the original Fast R-CNN (rbgirshick/fast-rcnn)"
-            return shapes, (f"{n} tops: {whose} with bounding-box regression, {IMS_PER_BATCH} images of "
-                            f"{IMAGE}, {ROI_BATCH} RoIs (cfg.TRAIN.BATCH_SIZE), {classes} classes")
+            return shapes, (f"{n} tops: {whose} with bounding-box regression, {images} images of "
+                            f"{said}, {rois} RoIs (cfg.TRAIN.BATCH_SIZE), {classes} classes")
         self.fail(f"{self.source} makes 3 tops (data, im_info, gt_boxes with cfg.TRAIN.HAS_RPN), 6 (data, rois, "
                   f"labels and the three bbox blobs) or, in the original Fast R-CNN, 5 (two bbox blobs); {n} are named",
                   fix="declare its tops with --input if your configuration makes these")
@@ -365,7 +372,7 @@ class RoIDataLayer(Known):
         cfg its example trains with (PVA_TRAIN_CFG). Each side is at most the largest scale and
         MAX_SIZE, floored to a multiple of SCALE_MULTIPLE_OF (utils/blob.py:38-43)."""
         if self.ctx.path is None or not _pva_net(self.ctx):
-            return TRAIN_MAX_SCALE, TRAIN_MAX_SIZE, IMAGE
+            return _image_of(fast_rcnn_cfg.of_net(self.ctx), self.ctx.path)
         beside = _pva_cfg_beside(self.ctx.path)
         cfg = {"SCALES": [TRAIN_MAX_SCALE], "MAX_SIZE": TRAIN_MAX_SIZE, "SCALE_MULTIPLE_OF": 1}
         if beside is None:
@@ -391,6 +398,23 @@ class RoIDataLayer(Known):
             f"side, TRAIN.MAX_SIZE {size} for the long side, each side floored to a multiple of "
             f"TRAIN.SCALE_MULTIPLE_OF {multiple}: {height}x{width}; the net's anchors have 'ratios', which only "
             "pva-faster-rcnn's RPN layers read")
+
+
+def _image_of(cfg, net_path):
+    """The largest training image the repository's configuration makes: (height, width, what says
+    so). prep_im_for_blob (utils/blob.py:31-45) scales the short side to the scale, unless the long
+    side would pass MAX_SIZE: the largest blob is min(scale, MAX_SIZE) by MAX_SIZE."""
+    keys = (("TRAIN", "SCALES"), ("TRAIN", "MAX_SIZE"))
+    scales, size = cfg.get(*keys[0]), cfg.get(*keys[1])
+    scales = list(scales) if isinstance(scales, (list, tuple)) else [scales]
+    if not cfg.changed(*keys) or not scales or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in scales + [size]):
+        return TRAIN_MAX_SCALE, TRAIN_MAX_SIZE, IMAGE
+    scale, size = int(max(scales)), int(size)
+    height = min(scale, size)
+    return height, size, (f"the largest training image of the repository's {cfg.said(net_path)} (cfg.TRAIN.SCALES "
+                          f"at most {scale} for the short side, cfg.TRAIN.MAX_SIZE {size} for the long side: "
+                          f"{height}x{size})")
 
 
 def anchors(layer, params, score=None):
@@ -447,9 +471,10 @@ class ProposalLayer(Known):
         self.check(len(bottoms[0]) >= 2, f"bottom 0 {tuple(bottoms[0])} needs height and width axes")
         h, w = bottoms[0][-2:]
         phase = self.ctx.phase
-        p = min(POST_NMS_TOP_N[phase], a * h * w)
+        top_n = fast_rcnn_cfg.of_net(self.ctx).get(phase, "RPN_POST_NMS_TOP_N")
+        p = min(top_n, a * h * w)
         return [(p, 5), (p, 1)][:len(self.lp.top)], (
-            f"at most {POST_NMS_TOP_N[phase]} proposals in {phase} (cfg.{phase}.RPN_POST_NMS_TOP_N), and at most "
+            f"at most {top_n} proposals in {phase} (cfg.{phase}.RPN_POST_NMS_TOP_N), and at most "
             f"one per anchor ({said} at each of {h}x{w} positions)")
 
 
@@ -457,16 +482,35 @@ class ProposalLayer(Known):
 class ProposalTargetLayer(Known):
     """Fast R-CNN training targets from RPN proposals (lib/rpn/proposal_target_layer.py): R
     sampled RoIs, at most cfg.TRAIN.BATCH_SIZE for its one image (:58-59, :147-185): rois (R, 5),
-    labels (R,), bbox_targets and the inside and outside weights (R, 4 * num_classes) (:78-96)."""
+    labels (R,), bbox_targets and the inside and outside weights (R, 4 * num_classes) (:78-96).
+    affordance-net's (nqanh/affordance-net 8db1b3f), with cfg.TRAIN.MASK_REG and tops named so, adds
+    mask_targets (F, MASK_SIZE, MASK_SIZE) and rois_pos (F, 5) for the F foreground RoIs, at most
+    round(FG_FRACTION x BATCH_SIZE) (proposal_target_layer.py:63-65, 87, 108, 317-319, 462, 486)."""
 
-    tops = 5
+    @property
+    def tops(self):
+        return 7 if self._masks() else 5
+
+    def _masks(self):
+        return len(self.lp.top) == 7 and self.lp.top[5] == "mask_targets"
 
     def defaults(self, bottoms):
         classes = self.param(self.yaml_params(), "num_classes", "proposal_target_layer.py:26")
-        shapes = [(ROI_BATCH, 5), (ROI_BATCH,)] + [(ROI_BATCH, 4 * classes)] * 3
+        cfg = fast_rcnn_cfg.of_net(self.ctx)
+        rois = cfg.get("TRAIN", "BATCH_SIZE")
+        shapes = [(rois, 5), (rois,)] + [(rois, 4 * classes)] * 3
         if self.ctx.schema == "rfcn":  # py-R-FCN's copy makes every top 4-axis (its :80-105)
             shapes = [s + (1,) * (4 - len(s)) for s in shapes]
-        return shapes, f"{ROI_BATCH} RoIs (cfg.TRAIN.BATCH_SIZE), {classes} classes"
+        said = f"{rois} RoIs (cfg.TRAIN.BATCH_SIZE), {classes} classes"
+        if self._masks():
+            side = cfg.get("TRAIN", "MASK_SIZE")
+            self.check(isinstance(side, int) and side > 0, "affordance-net's mask targets need cfg.TRAIN.MASK_SIZE, "
+                       "which the repository's fast_rcnn/config.py does not give as a number",
+                       fix="declare mask_targets and rois_pos with --input")
+            fg = int(round(cfg.get("TRAIN", "FG_FRACTION") * rois))
+            shapes += [(fg, side, side), (fg, 5)]
+            said += f", {fg} foreground RoIs' {side}x{side} masks (cfg.TRAIN.FG_FRACTION, MASK_SIZE)"
+        return shapes, said
 
 
 # --- FCN (fcn.berkeleyvision.org) -----------------------------------------------------------------
