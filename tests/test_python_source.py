@@ -164,6 +164,21 @@ def test_a_shape_written_in_param_str_as_numbers_is_read(tmp_path):
     assert run.returncode == 2 and "--input data=" in run.stderr, run.stderr
 
 
+def test_a_branch_the_bottoms_axes_decide_is_run_as_the_code_would(tmp_path):
+    """DeepID2-Inception's NormVecLayer: `if len(bottom[0].data.shape) == 2:` shapes its top (N, C),
+    else (N, C, 1, 1). Its bottom here is the data, 16x3x24x24 (4 axes): the else runs, 16x3x1x1;
+    the other top shapes (N, 2) where the test is `!= 2`, as the code would."""
+    source = LAYER.replace("""        top[0].reshape(*bottom[0].data.shape)
+        top[1].reshape(bottom[0].num, bottom[0].channels * 2)""", """        if len(bottom[0].data.shape) == 2:
+            top[0].reshape(bottom[0].data.shape[0], bottom[0].data.shape[1])
+        else:
+            top[0].reshape(bottom[0].data.shape[0], bottom[0].data.shape[1], 1, 1)
+        if len(bottom[0].data.shape) != 2:
+            top[1].reshape(bottom[0].data.shape[0], 2)""")
+    (net,) = build_nets(_net(tmp_path, source))
+    assert list(net.layer("copy").top_shapes) == [(16, 3, 1, 1), (16, 2)]
+
+
 def test_an_array_made_from_a_list_of_dimensions_is_followed(tmp_path):
     """MEnet's read_data1.input_layer writes np.zeros([self.batch_size, 3, h, w]): numpy takes a list
     of dimensions as it takes a tuple. The same 16x3x24x24 and 16x1 as above."""

@@ -414,6 +414,8 @@ class _Scope:
         args = [self.value(a) for a in node.args]
         if name == "len" and len(args) == 1 and isinstance(args[0], _Blob):
             return args[0].shape[0] if args[0].shape else _UNKNOWN
+        if name == "len" and len(args) == 1 and isinstance(args[0], (tuple, str, dict)):  # len(bottom[0].data.shape)
+            return len(args[0])
         if name in ("int", "float") and len(args) == 1 and isinstance(args[0], (int, float, str)):
             return _number(name, args[0])
         if name in ("tuple", "list") and len(args) == 1 and isinstance(args[0], tuple):
