@@ -223,3 +223,55 @@ def test_an_unknown_type_names_the_fork_that_registers_it(tmp_path, type_name, f
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert f"unknown layer type '{type_name}': most likely a layer of" in r.stderr and fork in r.stderr
     assert "--input y=" in r.stderr
+
+
+@pytest.mark.parametrize("layout", ["in the tree", "beside it"])
+def test_an_unknown_type_the_nets_own_caffe_tree_registers_names_its_source(tmp_path, layout):
+    """A fork's repository holds its Caffe source tree: the net under the tree's examples/ (Lyp100208/
+    Caffe_action's), or beside a caffe/ folder (Lyp100208/oneshot_hashing's prototxt/ and caffe/). The
+    type the tree registers (REGISTER_LAYER_CLASS(HashData) in src/caffe/layers/hash_data_layer.cpp) is
+    named with that file and the tree's caffe.proto, for --caffe-proto, in one line; a type the tree
+    does not register is refused as before."""
+    tree = tmp_path / "caffe" if layout == "beside it" else tmp_path
+    (tree / "src" / "caffe" / "layers").mkdir(parents=True)
+    (tree / "src" / "caffe" / "proto").mkdir()
+    (tree / "src" / "caffe" / "proto" / "caffe.proto").write_text('syntax = "proto2";\npackage caffe;\n')
+    (tree / "src" / "caffe" / "layers" / "conv_layer.cpp").write_text("INSTANTIATE_CLASS(ConvolutionLayer);\n")
+    (tree / "src" / "caffe" / "layers" / "hash_data_layer.cpp").write_text(
+        "namespace caffe {\nINSTANTIATE_CLASS(HashDataLayer);\nREGISTER_LAYER_CLASS(HashData);\n}\n")
+    nets = tmp_path / ("prototxt" if layout == "beside it" else "examples") / "hashing"
+    nets.mkdir(parents=True)
+    (nets / "n.prototxt").write_text(
+        'layer { name: "in" type: "Input" top: "x" input_param { shape { dim: 1 dim: 4 dim: 8 dim: 8 } } }\n'
+        'layer { name: "odd" type: "HashData" bottom: "x" top: "y" }\n')
+    r = run_in_process("n.prototxt", cwd=nets)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    where = "../../caffe/src/caffe" if layout == "beside it" else "../../src/caffe"
+    assert (f"unknown layer type 'HashData': a layer of the Caffe source tree of this net's repository "
+            f"({where}/layers/hash_data_layer.cpp)") in r.stderr
+    assert f"--caffe-proto {where}/proto/caffe.proto" in r.stderr and "--input y=" in r.stderr
+    (nets / "n.prototxt").write_text((nets / "n.prototxt").read_text().replace("HashData", "HashDatum"))
+    r = run_in_process("n.prototxt", cwd=nets)
+    assert r.returncode == 2 and "Caffe source tree" not in r.stderr
+
+
+def test_a_fork_field_of_a_net_in_a_caffe_tree_points_to_that_trees_caffe_proto(tmp_path):
+    """superxuang/caffe_3d_faster_rcnn's nets sit beside its Caffe tree: a Crop with its fork's
+    center_align, which no shipped caffe.proto has and which the crop's shape could read, is refused
+    naming the tree's own src/caffe/proto/caffe.proto for --caffe-proto; outside a tree, FILE."""
+    net = ('layer { name: "in" type: "Input" top: "x" top: "z" input_param { shape { dim: 1 dim: 4 dim: 8 dim: 8 } '
+           'shape { dim: 1 dim: 4 dim: 4 dim: 4 } } }\n'
+           'layer { name: "crop" type: "Crop" bottom: "x" bottom: "z" top: "y" crop_param { axis: 2 center_align: true } }\n')
+    tree = tmp_path / "repo" / "caffe"
+    (tree / "src" / "caffe" / "proto").mkdir(parents=True)
+    (tree / "src" / "caffe" / "proto" / "caffe.proto").write_text('syntax = "proto2";\npackage caffe;\n')
+    nets = tmp_path / "repo" / "models" / "ours"
+    nets.mkdir(parents=True)
+    (nets / "n.prototxt").write_text(net)
+    r = run_in_process("n.prototxt", cwd=nets)
+    assert r.returncode == 2 and 'field "center_align" of CropParameter' in r.stderr, r.stderr
+    assert "--caffe-proto ../../caffe/src/caffe/proto/caffe.proto" in r.stderr, r.stderr
+    (tmp_path / "alone").mkdir()
+    (tmp_path / "alone" / "n.prototxt").write_text(net)
+    r = run_in_process("n.prototxt", cwd=tmp_path / "alone")
+    assert r.returncode == 2 and "--caffe-proto FILE" in r.stderr and "source tree" not in r.stderr

@@ -4,6 +4,7 @@ This follows net.cpp step by step (InsertSplits, AppendBottom/AppendTop/AppendPa
 loss-contribution pass, force_backward) so the layer list, the names and the order are Caffe's.
 """
 import functools
+import os
 from collections import Counter
 from math import prod
 from dataclasses import dataclass, field, replace
@@ -495,7 +496,8 @@ class _Builder:
             raise typo
         if (cls is None and not self.unread(lp)) or (cls is not None and issubclass(cls, Declared) and undeclared
                                                      and cls.asks(lp)):
-            reason = _unknown_type(lp, self.ctx.schema, self.unsized()).message if cls is None else cls.why(lp)
+            reason = (_unknown_type(lp, self.ctx.schema, self.unsized(), self.ctx.path).message if cls is None
+                      else cls.why(lp))
             self.missing(lp, line, MissingShape(reason, [(t, ()) for t in undeclared]))
         self.unknown.update(lp.top)
         return True
@@ -553,7 +555,7 @@ class _Builder:
                 typo = _typo(lp, ctx.schema)
                 if typo is not None:
                     raise typo
-                e = _unknown_type(lp, ctx.schema, self.unsized())
+                e = _unknown_type(lp, ctx.schema, self.unsized(), ctx.path)
                 if not tops:
                     raise e
                 if not self.unread(lp):
@@ -1011,14 +1013,25 @@ def _unread_assumption(lp, unknown):
                       "caffe.proto with --caffe-proto")
 
 
-def _unknown_type(lp, schema, beside=()):
+def _unknown_type(lp, schema, beside=(), path=None):
     """The refusal of a layer of a type no class sizes: which fork most likely has it (by its name or
-    its fields, else the one fork the file's other unknown types, `beside`, point to)."""
+    its fields, else the one fork the file's other unknown types, `beside`, point to); for a net in a
+    Caffe source tree (at `path`) that registers the type, that tree's source and its caffe.proto."""
     from ..read.schema import USER_PREFIX, described
+    from ..read.source_tree import caffe_proto, registering, tree_of
     from ..read.whose import OWN_UNSIZED, fork_of
 
     fork = fork_of(lp)
     sized = _forks_sizing(lp.type, schema)
+    tree = tree_of(path) if not sized else None
+    source = registering(tree, lp.type) if tree else None
+    if source is not None:
+        message = (f"unknown layer type '{lp.type}': a layer of the Caffe source tree of this net's repository "
+                   f"({os.path.relpath(os.path.join(tree, source), os.path.dirname(os.path.abspath(path)))}), which "
+                   f"protoaudit has no rule for; that tree's caffe.proto (--caffe-proto {caffe_proto(path)}) reads "
+                   "the file's fields")
+        tops = ", ".join(f"--input {t}=NxCxHxW" for t in lp.top) or "--input TOP=NxCxHxW"
+        return InputError(message, layer=lp.name, fix=f"declare its tops ({tops}) to audit the rest of the net around it")
     others = Counter() if fork or sized else Counter(fork_of(o) for o in beside if o.type != lp.type and fork_of(o))
     named = {f: o.type for o in reversed(beside) if (f := fork_of(o)) in others}  # the first type naming each
     if lp.type in OWN_UNSIZED.get(schema, ()):  # the schema's fork has its own, another fork's does not size it

@@ -14,7 +14,7 @@ from typing import NamedTuple
 from google.protobuf import text_format
 
 from ..errors import InputError
-from . import tokens, whose
+from . import source_tree, tokens, whose
 
 # Where protoaudit has met each field, in the caffe.proto of the fork that defines it (the words
 # name the fork in messages). Fields not listed are said to belong to "a fork".
@@ -90,8 +90,12 @@ class Skipped(NamedTuple):
                 "--caffe-proto FILE (that fork's caffe.proto) reads the field too; --strict refuses the file")
 
     def refusal(self, path):
-        """The one message for a field a layer's shape could depend on, with both ways out."""
+        """The one message for a field a layer's shape could depend on, with both ways out: the fork's
+        caffe.proto (the one of the Caffe source tree the net's repository holds, where it holds one)."""
         give = " ".join(f"--input {t}=NxCxHxW" for t in self.tops)  # (what a data layer's first top takes)
+        proto = source_tree.caffe_proto(path)
+        way = (f"give the caffe.proto of the Caffe source tree this net's repository holds: --caffe-proto {proto}"
+               if proto else "give that fork's caffe.proto with --caffe-proto FILE")
         if self.elsewhere:
             return InputError(
                 f'no caffe.proto protoaudit ships reads this whole file: field "{self.field}" of {self.message} is '
@@ -101,15 +105,13 @@ class Skipped(NamedTuple):
                 f"it; this {self.layer_type} layer's shape or memory could depend on it (the file is probably "
                 "another fork's, with fields of both)",
                 file=path, line=self.line, layer=self.layer or None,
-                fix="give that fork's caffe.proto with --caffe-proto FILE" + (f", or give the layer's tops: {give}"
-                                                                              if give else ""))
+                fix=way + (f", or give the layer's tops: {give}" if give else ""))
         return InputError(
             f'field "{self.field}" of {self.message} is in no caffe.proto protoaudit ships ({self.fork}), and '
             + (f"this {self.layer_type} layer's shape or memory could depend on it" if self.why is None else
                "it may be a misspelling"),
             file=path, line=self.line, layer=self.layer or None,
-            fix="give that fork's caffe.proto with --caffe-proto FILE" + (f", or give the layer's tops: {give}"
-                                                                          if give else ""))
+            fix=way + (f", or give the layer's tops: {give}" if give else ""))
 
 
 def parse_skipping(text, message, refused=frozenset()):
