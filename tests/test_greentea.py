@@ -163,3 +163,38 @@ def test_memory_data_takes_n_d_dims(tmp_path):
     n = build_text(tmp_path, 'layer { name: "d" type: "MemoryData" top: "d" top: "l" memory_data_param { dim: 2 '
                    'dim: 3 dim: 4 dim: 5 dim: 6 } }\n', schema="greentea")
     assert tops(n, "d") == [(2, 3, 4, 5, 6), (2, 1, 1, 1, 1)]
+
+
+def test_the_forks_own_dilated_pooling_test(tmp_path):
+    """test_pooling_ndsk_layer.cpp:27-33, 168-184 (TestSetup): a 1x1x5x5x5 bottom, kernel 3 and
+    dilation 2 on each of the 3 axes, gives a top of 1 on each: extended (3 - 1) x 2 + 1 = 5,
+    ceil((5 - 5) / 1) + 1 = 1."""
+    n = net(tmp_path, (1, 1, 5, 5, 5), 'layer { name: "p" type: "Pooling" bottom: "data" top: "p" pooling_param '
+            '{ pool: MAX kernel_size: 3 kernel_size: 3 kernel_size: 3 dilation: 2 dilation: 2 dilation: 2 } }\n')
+    assert tops(n, "p") == [(1, 1, 1, 1, 1)]
+
+
+def test_euclidean_loss_takes_a_scale_as_third_bottom(tmp_path):
+    """euclidean_loss_layer.hpp:57-59: 2 or 3 bottoms; the scale is read in forward (cpp:26-29) and
+    never given a diff (backward loops over bottoms 0 and 1, cpp:40-51). diff_ is bottom 0's shape:
+    1 x 3 x 4 x 4 x 4 = 192 floats."""
+    n = net(tmp_path, (1, 3, 4, 4, 4), 'layer { name: "s" type: "Input" top: "t" top: "s" input_param { shape { '
+            'dim: 1 dim: 3 dim: 4 dim: 4 dim: 4 } } }\n'
+            'layer { name: "c" type: "Convolution" bottom: "data" top: "c" convolution_param { num_output: 3 '
+            'kernel_size: 1 } }\n'
+            'layer { name: "r" type: "ReLU" bottom: "c" top: "c" }\n'
+            'layer { name: "l" type: "EuclideanLoss" bottom: "c" bottom: "t" bottom: "s" top: "l" }\n')
+    assert tops(n, "l") == [()]
+    assert layer_buffers(n, "l") == {("diff_", "device"): 192 * F}
+    # the fork's cuDNN ReLU takes the 5-axis blob (cudnn_relu_layer.cpp:26-29): no stop in a cuDNN build
+    assert net_buffers(n, mode="gpu", engine="cudnn")
+
+
+def test_each_axis_is_clipped_by_its_own_pad(tmp_path):
+    """pooling_layer.cpp:200-209 tests `pad_data[i] > 0` per axis (BVLC clips both axes when either is
+    padded). A 5x5 bottom, kernel (2, 1), stride 3, pad (1, 0):
+    Y: ceil((5 + 2 - 2) / 3) + 1 = 2 + 1 = 3, and (3 - 1) x 3 = 6 >= 5 + 1, so 2;
+    X: ceil((5 - 1) / 3) + 1 = 2 + 1 = 3, unpadded, kept (BVLC's rule would make it 2)."""
+    n = net(tmp_path, (1, 1, 5, 5), 'layer { name: "p" type: "Pooling" bottom: "data" top: "p" pooling_param '
+            '{ pool: AVE kernel_size: 2 kernel_size: 1 stride: 3 pad: 1 pad: 0 } }\n')
+    assert tops(n, "p") == [(1, 1, 2, 3)]

@@ -7,15 +7,17 @@ and src/caffe/layer_factory.cpp. What protoaudit counts is the fork's default bu
 54-72: OpenCL, USE_LIBDNN on, USE_CUDNN off, USE_INDEX_64 off, so int_tp is 4 bytes): there the
 layer factory makes every Convolution, Deconvolution and Pooling on a GPU device a LibDNN layer
 (layer_factory.cpp:174-181, 300-303, 356-363), whatever --engine says; a build with cuDNN is not
-counted. Its other layers (ReLU, Softmax, SoftmaxWithLoss, EuclideanLoss, DummyData...) are BVLC's.
+counted. Its EuclideanLoss takes a third bottom, its cuDNN neurons 5-axis blobs; its other layers
+(Softmax, SoftmaxWithLoss, Eltwise, DummyData...) are sized with BVLC's classes.
 """
 import math
 
 from . import touch
+from .activations import Neuron
 from .base import Assumption, Layer, canonical_axis, count, float32, fork_note, legacy_shape, register
 from .conv import Convolution as BVLCConvolution, Deconvolution as BVLCDeconvolution
 from .data import MemoryData as BVLCMemoryData
-from .losses import Loss
+from .losses import EuclideanLoss as BVLCEuclideanLoss, Loss
 from .pooling import Pooling as BVLCPooling
 
 FORK = "greentea"
@@ -158,6 +160,27 @@ class MemoryData(BVLCMemoryData):
         label = self.override(1, (data[0],) + (1,) * (len(data) - 1))
         self.note_origin(1, label, "the layer's batch size (a label per sample)")
         return [data, label]
+
+
+@register("ReLU", "Sigmoid", "TanH", fork=FORK)
+class NdNeuron(Neuron):
+    """The fork's cuDNN ReLU, Sigmoid and TanH describe blobs with cudnnSetTensorNdDescriptor of the
+    bottom's own rank (cudnn_relu_layer.cpp:26-29, cudnn_sigmoid_layer.cpp:25-28,
+    cudnn_tanh_layer.cpp:25-28), so a cuDNN build takes 5-axis blobs, where BVLC's stops; they
+    allocate what BVLC's do."""
+
+
+@register("EuclideanLoss", fork=FORK)
+class EuclideanLoss(BVLCEuclideanLoss):
+    """EuclideanLossLayer with an optional third bottom (euclidean_loss_layer.hpp:57-59): a scale of
+    bottom 0's count that diff_ is multiplied by, element by element, in forward (cpp:26-29,
+    cu:18-21). Backward writes the diffs of bottoms 0 and 1 only (cpp:40-51, cu:34-44)."""
+
+    exact_bottoms = None
+    min_bottoms, max_bottoms = 2, 3
+
+    def touches(self, run):
+        return [t for t in super().touches(run) if not (t.what == "bottom" and t.part == "diff" and t.index > 1)]
 
 
 @register("MergeCrop", fork=FORK)
