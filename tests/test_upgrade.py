@@ -133,6 +133,9 @@ FORK_V1_EXTRAS = {
     # maps (upgrade_proto.cpp:924-927: protoaudit.read.upgrade.FORK_V1_TYPES), and rank_param (43), which
     # UpgradeV1LayerParameter does not copy
     "video_triplet": ({"RANK_HARD_LOSS", "NORM"}, {"rank_param"}),
+    # naibaf7/caffe 2996015: its V1LayerParameter gained affinity_param (43) and no V1 type, and its
+    # upgrade_proto.cpp's UpgradeV1LayerParameter does not copy it
+    "greentea": (set(), {"affinity_param"}),
 }
 
 

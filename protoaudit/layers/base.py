@@ -101,6 +101,7 @@ FORK_MODULES = {
     "caffe_ocr": ("caffe_ocr",),
     "e2e_face": ("e2e_face",),
     "nvcaffe": ("nvcaffe",),
+    "greentea": ("greentea",),
 }
 _IMPORTED_FORKS = set()
 

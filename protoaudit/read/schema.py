@@ -79,6 +79,7 @@ FORKS = {
                 "SpatialTransformer, CenterLoss, HDF5Data's scale, mirror, mean_value and crop_size)",
     "nvcaffe": "NVIDIA's Caffe 0.15 (NVIDIA/caffe, branch caffe-0.15: DIGITS' DetectNet, with "
                "DetectNetTransformation and L1Loss)",
+    "greentea": "naibaf7's OpenCL Caffe (naibaf7/caffe, Greentea: BVLC's opencl branch)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
