@@ -412,3 +412,24 @@ def test_a_package_that_imports_its_modules_as_python_2_does_is_followed(tmp_pat
     (tmp_path / "net.prototxt").write_text(NET.replace('"mylayers"', '"layer"'))
     (net,) = build_nets(str(tmp_path / "net.prototxt"))
     assert list(net.layer("data").top_shapes) == [(16, 3, 24, 24), (16,)]
+
+
+def test_a_folder_an_init_paths_script_adds_is_looked_in(tmp_path):
+    """py-faster-rcnn's tools/_init_paths.py way, as MEnet's and lstm_trading_strategy's root
+    _init_paths.py write it: `layers_path = osp.join(this_dir, 'layers')`, then `add_path(layers_path)`,
+    whose body does sys.path.insert. The module in layers/ is read (LAYER's shapes, by hand 16x3x24x24
+    and 16). A script that joins the name into a path but never changes sys.path is no evidence."""
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "train.prototxt").write_text(NET)
+    (tmp_path / "layers").mkdir()
+    (tmp_path / "layers" / "mylayers.py").write_text(LAYER)
+    (tmp_path / "_init_paths.py").write_text(
+        "import os.path as osp\nimport sys\n\n\ndef add_path(path):\n    print(path)\n\n\n"
+        "this_dir = osp.dirname(__file__)\nlayers_path = osp.join(this_dir, 'layers')\nadd_path(layers_path)\n")
+    path = str(tmp_path / "model" / "train.prototxt")
+    run = run_in_process(path, "--strict")
+    assert run.returncode == 2 and "its source was read" not in run.stderr, run.stderr
+    (tmp_path / "_init_paths.py").write_text((tmp_path / "_init_paths.py").read_text().replace(
+        "    print(path)\n", "    if path not in sys.path:\n        sys.path.insert(0, path)\n"))
+    (net,) = build_nets(path)
+    assert list(net.layer("data").top_shapes) == [(16, 3, 24, 24), (16,)]

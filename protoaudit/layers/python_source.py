@@ -81,24 +81,26 @@ def _in_subfolder(folder, rel):
 
 def _on_sys_path(folder, sub):
     """Whether the repository puts folder/SUB on sys.path: a .py file of SUB's own changes sys.path (a
-    triplet-loss repository's _init_paths.py), one of `folder`'s appends SUB by name
-    (sys.path.append('%s/resources/' % os.getcwd())), or SUB is a project pip installs (its setup.py)."""
+    triplet-loss repository's _init_paths.py), one of `folder`'s changes sys.path and names SUB there
+    (sys.path.append('%s/resources/' % os.getcwd())) or in a path it joins (py-faster-rcnn's
+    _init_paths.py: add_path(osp.join(this_dir, 'layers'))), or SUB is a project pip installs (its setup.py)."""
     if os.path.isfile(os.path.join(folder, sub, "setup.py")):
         return True
     named = re.compile(r"[/'\"]" + re.escape(sub) + r"[/'\"]")
-    return (_path_lines(os.path.join(folder, sub), lambda line: True)
-            or _path_lines(folder, lambda line: named.search(line) is not None))
+    return (_path_lines(os.path.join(folder, sub), lambda lines: True)
+            or _path_lines(folder, lambda lines: any(named.search(line) and (_SYS_PATH.search(line) or "join(" in line)
+                                                     for line in lines)))
 
 
 def _path_lines(folder, which):
-    """Whether one of the folder's own .py files has a line that changes sys.path and that `which` takes."""
+    """Whether one of the folder's own .py files changes sys.path and `which` takes its lines."""
     try:
         names = sorted(e.name for e in os.scandir(folder) if e.is_file() and e.name.endswith(".py"))
     except OSError:
         return False
     for name in names[:_MAX_SUBFOLDERS]:
         lines = read_lines(os.path.join(folder, name))
-        if lines and any(_SYS_PATH.search(line) and which(line) for line in lines):
+        if lines and any(_SYS_PATH.search(line) for line in lines) and which(lines):
             return True
     return False
 
