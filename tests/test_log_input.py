@@ -300,3 +300,19 @@ def test_a_run_a_python_layer_ended_setting_up_is_echoed_up_to_where_it_died(tmp
     (tmp_path / "went_on.log").write_text(went_on)
     run = run_in_process(str(tmp_path / "went_on.log"), "--caffe-log")
     assert run.returncode == 0 and "Caffe stopped here" not in run.stdout, run.stdout[-300:]
+
+
+def test_layers_of_one_name_set_up_several_times_take_their_own_logged_shapes():
+    """caffe-quant-QNN's quantized AlexNet-BN names each of its Quantization layers (a type protoaudit
+    has no rule for, sized as Caffe logged it) 'quantized_conv1': a8w8.log sets up the first at line
+    676 (200 96 27 27, after pool1), the second at 721 (200 256 13 13, after pool2), and so on. The k-th
+    layer of the name takes the k-th the log set up, not the shapes of another log beside it
+    (a4w8_6.log ran batch 128): --caffe-log gives every line the log gives, for both nets."""
+    path = os.path.join(DATA, "logs_repeated", "a8w8.log")
+    run = run_in_process(path, "--caffe-log")
+    assert run.returncode == 0, run.stderr
+    with open(path) as f:
+        expected = [net for net in _net_lines(f.read()) if net]
+    got = [net for net in _net_lines(run.stdout) if net]
+    assert len(expected) == 2 and got == expected
+    assert "Top shape: 200 256 13 13 (8652800)" in expected[0] and "Top shape: 128 " not in run.stdout

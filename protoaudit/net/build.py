@@ -133,12 +133,13 @@ class Net:
 
 def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=None, path=None, keep_own_batch=False,
           root=None, logged=None, logged_from="", defines=None, read=None, logged_layers=None, guesses=(),
-          sources=None, labels=()):
+          sources=None, labels=(), logged_repeated=None):
     """Build the net `net_param` (V2, upgraded) for `state`, as Caffe's Net::Init would. Tops
     whose shape cannot be known are collected, and raised at the end as one ShapesNeeded.
     `logged` are shapes a Caffe log gives for data tops (`logged_from` says where), under --input;
     `logged_layers` the layers the log of this very net set up, by name (a layer of a type with no
-    rule takes its tops from there: Logged); `guesses`, the Assumptions that `logged` shapes stand on
+    rule takes its tops from there: Logged), and `logged_repeated` those of a name it set up more than
+    once, in order (the k-th layer of the name takes the k-th); `guesses`, the Assumptions that `logged` shapes stand on
     where they were not read from a file (a layer's CHECK that fails on them says so); `sources`, where
     each of them comes from, by top (default: `logged_from` for all). `labels`: logged tops whose size
     was assumed, which a loss or accuracy that stops on them as its label may size instead (LabelSized).
@@ -170,6 +171,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
     builder.ctx.input_sources = {**dict.fromkeys(logged, logged_from or "Caffe's log"), **(sources or {})}
     builder.ctx.assumptions.extend(guesses)
     builder.ctx.logged_layers = dict(logged_layers or {})
+    builder.repeated = {name: list(found) for name, found in (logged_repeated or {}).items()}
     builder.ctx.read = frozenset(name for _, wire, _ in planned for name in wire[2])
     builder.ctx.layers = tuple(lp for lp, _, _ in planned)
     builder.planned = planned
@@ -445,6 +447,7 @@ class _Builder:
         # is asked once per likeness anyway (protoaudit.memory.alike), and it reads no name (its
         # errors name the first such layer, the one whose touches are asked)
         self.made = {}  # _alike_key -> (layer object, top shapes, parameter shapes)
+        self.repeated = {}  # layer name -> the LoggedLayers of that name still to come (build's logged_repeated)
         self.alike = {}  # class -> whether its layers can be made once for those alike
 
     def new_blob(self, name, shape, producer):
@@ -548,6 +551,8 @@ class _Builder:
         """AppendBottom, SetUp, AppendTop and AppendParam for one layer: the LayerNode, its lists
         kept as tuples of their exact size (small ones shared: most layers have the same flags)."""
         layer_name, kind, bottom, tops, weights, propagate_down, phase = wire
+        if self.repeated.get(lp.name):  # the next layer of a name the log set up more than once
+            self.ctx.logged_layers[lp.name] = self.repeated[lp.name].pop(0)
         cls = self._class_of(lp, tops)
         if cls is None:
             ctx = self.ctx

@@ -88,6 +88,16 @@ class LoggedNet:
         times = Counter(layer.name for layer in self.layers)
         return {layer.name: layer for layer in self.layers if times[layer.name] == 1}
 
+    def repeated(self):
+        """The layers of a name Caffe set up more than once (a quantized net's many 'quantized_conv1'),
+        in the order it set them up: the k-th layer of that name in the net is the k-th here."""
+        times = Counter(layer.name for layer in self.layers)
+        out = {}
+        for layer in self.layers:
+            if times[layer.name] > 1:
+                out.setdefault(layer.name, []).append(layer)
+        return out
+
     def top_shapes(self):
         """The shape Caffe logged for every top it set up (a top set up again, in place, keeps its last)."""
         return {top: shape for layer in self.layers for top, shape in zip(layer.tops, layer.shapes)}

@@ -28,6 +28,7 @@ class NetSpec:
     shapes: dict = field(default_factory=dict)  # top -> shape Caffe logged (a log's data sources), under --input
     shapes_from: str = ""  # where those shapes were read
     logged_layers: dict = field(default_factory=dict)  # layer name -> caffe_log.LoggedLayer: what Caffe set up
+    logged_repeated: dict = field(default_factory=dict)  # layer name -> [LoggedLayer]: a name set up more than once
     read: dict = field(default_factory=dict, repr=False, compare=False)  # protoaudit.net.build's `read`, for param
     skipped: tuple = ()  # protoaudit.read.lenient.Skipped: fields of its file (and its solver's) read past
     assumed: tuple = ()  # (layer, what, override) of how it was read, for the audit's assumptions
@@ -104,7 +105,7 @@ def _log_specs(run, path, phase, schema, defines, strict=False, echo=False):
         where = f"Caffe's log, line {net.layers[0].line}" if net.layers else ""
         specs.append(NetSpec(role, src.message, state, src.schema, src.path, lines, solver, own_phase=True,
                              shapes={**net.data_shapes(), **(_python_tops(net, src.message) if echo else {})},
-                             shapes_from=where, logged_layers=net.by_name(),
+                             shapes_from=where, logged_layers=net.by_name(), logged_repeated=net.repeated(),
                              skipped=src.skipped, assumed=src.assumed + assumed + created))
     return specs
 
