@@ -121,7 +121,9 @@ DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2", "ctpn": "caffe_lstm",
 # and whose Dropout takes caffe-segnet's sample_weights_test (both are Alex Kendall's; caffe-enet took it
 # too): its caffe.proto reads their files, and only a build tells it from them. A fork listed here is never
 # chosen by reading where the fork it is listed under reads the file too (protoaudit.read.load).
-SAME_FIELDS = {"ssd": ("faceboxes", "textboxes"), "rfcn": ("rfcn_matlab",),
+# affordance-net's caffe.proto has no field py-R-FCN's lacks but roi_alignment_param and roi_alignment2_param:
+# a file py-R-FCN's reads (pva-faster-rcnn's BatchNorm nets with ROIPooling) is py-R-FCN's.
+SAME_FIELDS = {"ssd": ("faceboxes", "textboxes"), "rfcn": ("rfcn_matlab", "affordance_net"),
                "bvlc": ("posenet",), "segnet": ("posenet",), "enet": ("posenet",)}
 
 
