@@ -4,13 +4,16 @@ ROIAlignment2 held against their source, and real nets and a real log built on i
 Expected values are derived by hand below from that commit's caffe-affordance-net/include/caffe/
 roi_alignment_layer.hpp, roi_alignment2_layer.hpp and src/caffe/layers/roi_alignment_layer.cpp/.cu,
 roi_alignment2_layer.cpp/.cu, cited by file and line, or read from the log. The files are TomatoNet's
-mask_rcnn_end2end nets and affordanceNet_Novel's training log (tests/data/SOURCES.md).
+mask_rcnn_end2end nets and affordanceNet_Novel's training log, each with its repository's lib/fast_rcnn/config.py,
+which sizes the Python layers feeding ROIAlignment (tests/data/SOURCES.md).
 """
+import json
 import os
 
 import pytest
 
 from conftest import DATA, ROOT, build_text, layer_buffers, run_in_process, tops
+from protoaudit.audit import build_nets
 from protoaudit.errors import InputError
 from protoaudit.layers import fastrcnn, layer_class
 from protoaudit.memory.buffers import layer_touches, net_buffers
@@ -60,6 +63,9 @@ def test_nets_with_roialignment_are_read_with_its_schema_and_py_faster_rcnns_sta
     assert net_of(tmp_path).layers[1].impl.ctx.schema == "affordance_net"
     assert load(os.path.join(TOMATO, "train_w_align.prototxt")).schema.name == "affordance_net"
     assert load(os.path.join(CORPUS, "faster_rcnn_vgg16_end2end_train.prototxt")).schema.name == "fastrcnn"
+    # its caffe.proto has no field py-R-FCN's lacks but ROIAlignment's (read.schema.SAME_FIELDS): PVANet's
+    # BatchNorm net with ROIPooling, which both read, stays py-R-FCN's
+    assert load(os.path.join(DATA, "python_layers", "pva_example_train", "train.prototxt")).schema.name == "rfcn"
 
 
 def test_its_roipooling_and_smoothl1loss_are_caffe_fast_rcnns():
@@ -131,40 +137,36 @@ def test_pooled_size_zero_is_caffes_check(tmp_path, kind):
 
 # --- real files ---------------------------------------------------------------------------------------
 
-# TomatoNet's Python layers' tops, declared as a user would from its lib/: one image of cfg.TRAIN.SCALES 600
-# by MAX_SIZE 1000 (experiments/cfgs/faster_rcnn_end2end.yml IMS_PER_BATCH 1), cfg.TRAIN.BATCH_SIZE 32 RoIs
-# (lib/fast_rcnn/config.py:55), masks of cfg.TRAIN.MASK_SIZE 244 (:43), 4 x 11 class boxes (param_str)
-TOMATO_TOPS = ["data=1x3x600x1000", "im_info=1x3", "gt_boxes=64x5", "seg_mask_inds=64x2", "flipped=1x1",
-               "rois=32x5", "labels=32", "bbox_targets=32x44", "bbox_inside_weights=32x44",
-               "bbox_outside_weights=32x44", "mask_targets=32x244x244", "rois_pos=32x5"]
-
-
-def test_tomatonet_with_alignment_audits():
-    """Both ROIAlignment layers pool 32 RoIs of conv5_3's 512 channels into 7 x 7 (train_w_align.prototxt
-    roi_pool5 and roi_pool5_2): tops (32, 512, 7, 7), and six buffers of 32*512*7*7 = 802,816 elements each."""
-    from protoaudit.audit import build_nets
-
-    inputs = {k: tuple(int(d) for d in v.split("x")) for k, v in (t.split("=") for t in TOMATO_TOPS)}
-    net = build_nets(os.path.join(TOMATO, "train_w_align.prototxt"), phase="train", inputs=inputs)[0]
-    aligns = [n.name for n in net.layers if n.type == "ROIAlignment"]
-    assert len(aligns) == 2
-    for name in aligns:
-        assert tops(net, name) == [(32, 512, 7, 7)]
-        assert sorted(layer_buffers(net, name).values()) == [32 * 512 * 7 * 7 * F] * 6
-    args = [os.path.join(TOMATO, "train_w_align.prototxt")] + [a for t in TOMATO_TOPS for a in ("--input", t)]
-    run = run_in_process(*args)
+def test_tomatonet_with_alignment_audits_with_no_flags():
+    """train_w_align.prototxt with its repository's lib/fast_rcnn/config.py (cfg.TRAIN.BATCH_SIZE 32 at :55,
+    FG_FRACTION 0.25 at :58): roi_align5 pools the 32 sampled RoIs, roi_align5_2 the round(0.25 x 32) = 8
+    foreground ones (rois_pos), each over conv5_3's 512 channels at 7 x 7 (roi_alignment_layer.cpp:43); six
+    buffers of the top's size each (cpp:46-51): 32*512*7*7 = 802,816 and 8*512*7*7 = 200,704 elements."""
+    path = os.path.join(TOMATO, "train_w_align.prototxt")
+    net = build_nets(path, phase="train")[0]
+    assert tops(net, "roi_align5") == [(32, 512, 7, 7)] and tops(net, "roi_align5_2") == [(8, 512, 7, 7)]
+    assert sorted(layer_buffers(net, "roi_align5").values()) == [802816 * F] * 6
+    assert sorted(layer_buffers(net, "roi_align5_2").values()) == [200704 * F] * 6
+    run = run_in_process(path)
     assert run.returncode == 0, run.stderr
     assert "Read with the caffe.proto of affordance-net's Caffe" in run.stdout
 
 
 def test_tomatonet_without_alignment_stops_where_caffe_does():
-    """train.prototxt's bbox_pred has num_output 3 where its targets have 4 x 3 classes: the net gets past
-    both ROIAlignment layers and stops at loss_bbox, on SmoothL1Loss's shape CHECK (smooth_L1_loss_layer.cpp)."""
-    tops_ = [t.replace("x44", "x12") for t in TOMATO_TOPS]
-    args = [os.path.join(TOMATO, "train.prototxt")] + [a for t in tops_ for a in ("--input", t)]
-    run = run_in_process(*args)
+    """train.prototxt's bbox_pred has num_output 3 where its targets have 4 x 3 classes (12): the net gets past
+    both ROIAlignment layers and stops at loss_bbox, on SmoothL1Loss's shape CHECK (smooth_L1_loss_layer.cpp:28-37)."""
+    run = run_in_process(os.path.join(TOMATO, "train.prototxt"))
     assert run.returncode == 2
-    assert "layer 'loss_bbox'" in run.stderr and "(32, 12)" in run.stderr
+    assert "layer 'loss_bbox'" in run.stderr and "(32, 12)" in run.stderr and "(32, 3)" in run.stderr
+
+
+def test_novel_log_audits_with_its_repositorys_config():
+    """The log's run, with the repository's lib/fast_rcnn/config.py (BATCH_SIZE 48 at :57, FG_FRACTION 0.25 at
+    :60): roi_pool5 (an ROIAlignment) pools 48 RoIs, roi_pool5_2 round(0.25 x 48) = 12, at 512 x 7 x 7."""
+    run = run_in_process(NOVEL_LOG, "--format", "json", cwd=NOVEL)
+    assert run.returncode == 0, run.stderr
+    layers = {layer["name"]: layer["tops"] for layer in json.loads(run.stdout)["nets"][0]["layers"]}
+    assert layers["roi_pool5"] == [[48, 512, 7, 7]] and layers["roi_pool5_2"] == [[12, 512, 7, 7]]
 
 
 def test_novel_log_is_read_with_its_schema_and_its_lines_come_back():
