@@ -102,6 +102,7 @@ FORK_MODULES = {
     "e2e_face": ("e2e_face",),
     "nvcaffe": ("nvcaffe",),
     "greentea": ("greentea",),
+    "affordance_net": ("affordance_net",),
 }
 _IMPORTED_FORKS = set()
 

@@ -80,6 +80,8 @@ FORKS = {
     "nvcaffe": "NVIDIA's Caffe 0.15 (NVIDIA/caffe, branch caffe-0.15: DIGITS' DetectNet, with "
                "DetectNetTransformation and L1Loss)",
     "greentea": "naibaf7's OpenCL Caffe (naibaf7/caffe, Greentea: BVLC's opencl branch)",
+    "affordance_net": "affordance-net's Caffe (nqanh/affordance-net, caffe-affordance-net: py-faster-rcnn's Caffe "
+                      "with ROIAlignment)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
@@ -105,7 +107,10 @@ DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2", "ctpn": "caffe_lstm",
                  "caffe_ocr": ("tongcheng", "ctpn"),
                  # mikuhatsune/e2e_face's caffe_modification/ took caffe-face's CenterLoss: a file both read
                  # (a CenterLoss and no SpatialTransformer) is caffe-face's
-                 "e2e_face": "caffe_face"}
+                 "e2e_face": "caffe_face",
+                 # nqanh/affordance-net's Caffe keeps caffe-fast-rcnn's ROIPooling and SmoothL1Loss: a file
+                 # both read (no ROIAlignment) is caffe-fast-rcnn's
+                 "affordance_net": "fastrcnn"}
 # Descendants whose caffe.proto reads a file as their ancestor's does (FaceBoxes' is SSD's byte for
 # byte; TextBoxes' is SSD's of 2016, fewer fields; R-FCN's MATLAB Caffe's has py-R-FCN's fields by the
 # same names), so that only a build tells
@@ -116,7 +121,9 @@ DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2", "ctpn": "caffe_lstm",
 # and whose Dropout takes caffe-segnet's sample_weights_test (both are Alex Kendall's; caffe-enet took it
 # too): its caffe.proto reads their files, and only a build tells it from them. A fork listed here is never
 # chosen by reading where the fork it is listed under reads the file too (protoaudit.read.load).
-SAME_FIELDS = {"ssd": ("faceboxes", "textboxes"), "rfcn": ("rfcn_matlab",),
+# affordance-net's caffe.proto has no field py-R-FCN's lacks but roi_alignment_param and roi_alignment2_param:
+# a file py-R-FCN's reads (pva-faster-rcnn's BatchNorm nets with ROIPooling) is py-R-FCN's.
+SAME_FIELDS = {"ssd": ("faceboxes", "textboxes"), "rfcn": ("rfcn_matlab", "affordance_net"),
                "bvlc": ("posenet",), "segnet": ("posenet",), "enet": ("posenet",)}
 
 
