@@ -186,3 +186,28 @@ def test_novel_log_is_read_with_its_schema_and_its_lines_come_back():
     logged = lines(open(os.path.join(NOVEL, NOVEL_LOG)).read())
     assert lines(run.stdout) == logged and len(logged) > 100
     assert "Top shape: 1 512 7 7 (25088)" in logged
+
+
+CONTEXT = os.path.join(DATA, "affordance_net", "ivalab_context")
+CONTEXT_LOG = os.path.join("experiments", "logs", "faster_rcnn_end2end_VGG16_.txt.2020-05-04_22-06-35")
+
+
+def test_a_repositorys_own_proposal_target_layer_of_ten_tops_takes_the_logs_shapes(tmp_path):
+    """affordanceNet_Context's ProposalTargetLayer makes 10 tops (its own copy: rois ... rois_pos and three
+    attribute blobs), where py-faster-rcnn's makes 5 and affordance-net's 7. Its log shows Caffe set it up
+    so (lines 1826-1836: 1 5, 1 1, three 1 8, 1 244 244, 1 5, three 1 7): the net is audited with those
+    tops, as the log shows them at setup, and says so. The net Caffe printed, alone, is refused."""
+    run = run_in_process(CONTEXT_LOG, "--format", "json", cwd=CONTEXT)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    layers = {layer["name"]: layer["tops"] for layer in report["nets"][0]["layers"]}
+    assert layers["roi-data"] == [[1, 5], [1, 1], [1, 8], [1, 8], [1, 8], [1, 244, 244], [1, 5], [1, 7], [1, 7], [1, 7]]
+    said = [a["assumption"] for a in report["assumptions"] if a["layer"] == "roi-data"]
+    assert said and "makes 5 tops as published; Caffe's log (line" in said[0] and "made 10" in said[0]
+    with open(os.path.join(CONTEXT, CONTEXT_LOG)) as f:
+        lines = f.read().splitlines()
+    first = next(k for k, line in enumerate(lines) if "Initializing net from parameters" in line)
+    end = next(k for k in range(first + 1, len(lines)) if lines[k].startswith("I0"))
+    (tmp_path / "train.prototxt").write_text("\n".join(lines[first + 1:end]) + "\n")
+    alone = run_in_process("train.prototxt", cwd=tmp_path)
+    assert alone.returncode == 2 and "makes 5 tops; 10 are named" in alone.stderr, alone.stderr

@@ -21,6 +21,7 @@ import os
 from ..read import plain_yaml
 from ..read.sidecar import SUFFIX
 from . import fast_rcnn_cfg, touch
+from ..net.build import Miscounted
 from .base import MissingShape, register
 from .data import Declared
 from .python_source import SourceShapes, Unread, class_file, module_file, read_lines
@@ -147,9 +148,12 @@ class Known(Python):
         declared = [t in self.ctx.inputs for t in self.lp.top]
         if all(declared):  # (given, or logged: the run's own code made them, whatever their count)
             return Python.top_shapes(self, bottoms)
-        if self.tops is not None:
-            self.check(len(self.lp.top) == self.tops,
-                       f"{self.source} makes {self.tops} tops; {len(self.lp.top)} are named")
+        if self.tops is not None and len(self.lp.top) != self.tops:
+            logged = self.ctx.logged_layers.get(self.lp.name)
+            if logged is None or list(logged.tops) != list(self.lp.top) or len(logged.shapes) != len(self.lp.top):
+                raise Miscounted(f"{self.source} makes {self.tops} tops; {len(self.lp.top)} are named",
+                                 fix="declare its tops with --input if the repository's own layer makes these")
+            return self._as_logged(logged)
         shapes, reason = self.defaults(bottoms)
         tops = []
         assumed = []
@@ -167,6 +171,17 @@ class Known(Python):
         flags = " ".join(f"--input {top}={'x'.join(map(str, s))}" for top, s in assumed)
         beside = f"{os.path.basename(self.ctx.path)}{SUFFIX}" if self.ctx.path else f"the net's {SUFFIX} file"
         self.assume(f"{self.source} tops {what}: {reason}", f"{flags}, or those lines in {beside}")
+        return tops
+
+    def _as_logged(self, logged):
+        """The tops a Caffe log of this net shows the repository's own copy of the layer made, where its
+        count is not the published layer's (affordance-net's 10-top ProposalTargetLayer): as the log shows
+        them at setup, which its forward may grow (the published tops' sizes would not fit the others')."""
+        tops = [self.override(j, shape) if self.data_source else tuple(shape) for j, shape in enumerate(logged.shapes)]
+        self.assume(f"{self.source} makes {self.tops} tops as published; Caffe's log (line {logged.line}) shows the "
+                    f"repository's own made {len(tops)}, as the file names them: their shapes are the log's, at "
+                    "setup, which its forward may grow",
+                    " ".join(f"--input {top}={'x'.join(map(str, shape)) or 1}" for top, shape in zip(self.lp.top, tops)))
         return tops
 
     def origin(self, reason):
