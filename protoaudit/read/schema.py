@@ -80,6 +80,8 @@ FORKS = {
     "nvcaffe": "NVIDIA's Caffe 0.15 (NVIDIA/caffe, branch caffe-0.15: DIGITS' DetectNet, with "
                "DetectNetTransformation and L1Loss)",
     "greentea": "naibaf7's OpenCL Caffe (naibaf7/caffe, Greentea: BVLC's opencl branch)",
+    "flownet": "liruoteng/FlowNet's Caffe (FlowNet's Correlation, L1Loss, Downsample and Mean on a 2016 BVLC "
+               "Caffe, with FloData and a one-top ImageData)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 

@@ -1,0 +1,184 @@
+"""liruoteng/FlowNet's Caffe (e9321cb): its schema, its layers held against its source, and its nets.
+
+Expected values are derived by hand below from that commit's src/caffe/layers/{l1loss,correlation,
+downsample,mean,flo_data,image_data,eltwise}_layer.cpp/.cu, include/caffe/{loss,vision,data,common}_layers.hpp
+and src/caffe/net.cpp, cited by file and line; the training log beside FlowNetSimple is the ground truth
+of its shapes. The nets are in tests/data/flownet (tests/data/SOURCES.md).
+"""
+import os
+import re
+import struct
+
+import pytest
+
+from conftest import DATA, ROOT, build_text, layer_buffers, run_in_process, tops
+from protoaudit.errors import InputError
+from protoaudit.read.load import load
+
+HERE = os.path.join(DATA, "flownet")
+LOG = os.path.join(HERE, "liruoteng_slave1_logfile")
+SIMPLE = os.path.join(HERE, "liruoteng_model_simple_train.prototxt")
+CORR = os.path.join(HERE, "liruoteng_model_corr_train.prototxt")
+F = 4  # bytes per float
+
+INPUTS = """
+input: "a" input_shape { dim: 2 dim: 4 dim: 10 dim: 12 }
+input: "b" input_shape { dim: 2 dim: 4 dim: 10 dim: 12 }
+input: "gt" input_shape { dim: 2 dim: 2 dim: 10 dim: 12 }
+layer { name: "ca" type: "Convolution" bottom: "a" top: "ca" convolution_param { num_output: 4 kernel_size: 1 } }
+"""
+CORRELATION = """
+layer { name: "corr" type: "Correlation" bottom: "ca" bottom: "b" top: "corr"
+        correlation_param { pad: 2 kernel_size: 3 max_displacement: 2 stride_1: 2 stride_2: 1 } }
+layer { name: "pred" type: "Convolution" bottom: "corr" top: "pred" convolution_param { num_output: 2 kernel_size: 1 } }
+layer { name: "down" type: "Downsample" bottom: "gt" bottom: "pred" top: "gt_small" }
+"""
+
+
+def build(tmp_path, body):
+    return build_text(tmp_path, INPUTS + body)
+
+
+def test_the_proto_is_the_forks_file_verbatim():
+    text = open(os.path.join(ROOT, "proto", "forks", "flownet.proto")).read()
+    assert text.startswith("// liruoteng/FlowNet, src/caffe/proto/caffe.proto at commit "
+                           "e9321cb8464a1bfe54b7a97c36bb8ee89790b5f1,\n// copied verbatim below this header")
+    # its own field numbers (FlowNet 2.0's caffe.proto numbers them 150-156)
+    assert "optional CorrelationParameter correlation_param = 3004;" in text
+    assert "optional L1LossParameter l1_loss_param = 3001;" in text
+
+
+def test_its_nets_are_read_with_its_schema():
+    assert load(SIMPLE).schema.name == "flownet"
+    assert load(CORR).schema.name == "flownet"
+
+
+def test_the_log_is_reproduced_line_for_line():
+    """Every "Top shape" and "Memory required for data" line Caffe logged setting up FlowNetSimple
+    (ImageData, FloData, Mean, a one-bottom Eltwise, Downsample to the predictions' sizes, L1Loss)."""
+    run = run_in_process(LOG, "--caffe-log")
+    assert run.returncode == 0, run.stderr
+    pattern = re.compile(r"(Top shape: .*|Memory required for data: \d+)$")
+    logged = [m.group(1) for line in open(LOG) if (m := pattern.search(line.rstrip()))]
+    printed = [m.group(1) for line in run.stdout.splitlines() if (m := pattern.search(line.rstrip()))]
+    assert len(logged) == 197 and printed == logged
+    # the log's last line: the flow_loss2 scalar adds its 4 bytes to the 642,110,992 before it
+    assert logged[-2:] == ["Top shape: (1)", "Memory required for data: 642110996"]
+
+
+def test_the_log_audits():
+    run = run_in_process(LOG)
+    assert run.returncode == 0, run.stderr
+    assert "liruoteng/FlowNet's Caffe" in run.stdout
+
+
+def test_correlation_shape_and_buffers(tmp_path):
+    """correlation_layer.cpp:51-52: padded 10 + 2*2 = 14 by 12 + 2*2 = 16; :55-56 kernel_radius (3-1)/2 = 1,
+    border 2 + 1 = 3; :58-59 top_w ceil((16 - 6) / 2) = 5, top_h ceil((14 - 6) / 2) = 4; :65-69 grid radius
+    2 / 1 = 2, width 5, channels 25. rbot1_ and rbot2_ (cpp:77-78) are 2 x 14 x 16 x 4 floats each, written
+    by the forward (cu:445-456); rtopdiff_ is never touched."""
+    net = build(tmp_path, CORRELATION)
+    assert tops(net, "corr") == [(2, 25, 4, 5)]
+    held = layer_buffers(net, "corr")
+    assert held == {("rbot1_", "device"): 2 * 14 * 16 * 4 * F, ("rbot2_", "device"): 2 * 14 * 16 * 4 * F}
+
+
+@pytest.mark.parametrize("param, message", [
+    ("kernel_size: 2 max_displacement: 2", "Odd kernel size required"),
+    ("max_displacement: 2", "kernel_size is not set"),
+    ("kernel_size: 1 max_displacement: 8", "Neighborhood and kernel don't fit"),  # 10 - 16 < 1
+])
+def test_correlation_checks_are_caffes(tmp_path, param, message):
+    with pytest.raises(InputError, match=message):
+        build(tmp_path, f'layer {{ name: "corr" type: "Correlation" bottom: "ca" bottom: "b" top: "corr" '
+                        f'correlation_param {{ {param} }} }}')
+
+
+def test_downsample_takes_bottom_1s_size_and_never_runs_backward(tmp_path):
+    """downsample_layer.cpp:34-35, 46: (2, 2) of gt at pred's 4 x 5. AllowBackward() is false
+    (vision_layers.hpp:445): Net::Init gives it no backward (net.cpp:188), though its bottom 1 needs one."""
+    net = build(tmp_path, CORRELATION + 'layer { name: "loss" type: "L1Loss" bottom: "pred" bottom: "gt_small" }')
+    assert tops(net, "down") == [(2, 2, 4, 5)]
+    node = net.layer("down")
+    assert not node.need_backward and node.bottom_need_backward == (False, True)
+    assert layer_buffers(net, "down") == {}
+
+
+def test_downsample_to_its_own_size_shares_the_bottom(tmp_path):
+    """cpp:49-52: ShareData and ShareDiff where the size is unchanged, and the forward does nothing (cu:95)."""
+    net = build(tmp_path, 'layer { name: "d" type: "Downsample" bottom: "gt" top: "g2" '
+                          'downsample_param { top_height: 10 top_width: 12 } }')
+    assert net.layer("d").impl.shares() == [(0, 0, "data"), (0, 0, "diff")]
+    with pytest.raises(InputError, match="top_height > 0"):
+        build(tmp_path, 'layer { name: "d" type: "Downsample" bottom: "gt" top: "g2" }')
+
+
+def test_l1loss_per_location_buffers(tmp_path):
+    """L1Loss of pred (2x2x4x5, 80 values) against gt_small, l2_per_location: diff_, mask_, sign_ and
+    square_output_ are 80 floats (l1loss_layer.cpp:21, 35, 75-79), sum_output_ and sqrt_output_ 2x1x4x5 = 40
+    (cpp:42, 56; a 1x1 convolution of one output), whose weight is 1x2x1x1 and bias 1 (cpp:44-46) and
+    bias_multiplier_ 4 x 5 = 20 (base_conv_layer.cpp:235-238, set on the host, read on the device).
+    Reshape sets sign_ to ones on the host (cpp:87). Backward: the diffs of sqrt_output_, sum_output_,
+    the convolution's weight and bias, square_output_ and diff_ (cu:156-168, 173-178)."""
+    net = build(tmp_path, CORRELATION + 'layer { name: "loss" type: "L1Loss" bottom: "pred" bottom: "gt_small" '
+                                        'top: "loss" l1_loss_param { l2_per_location: true } }')
+    assert tops(net, "loss") == [()]
+    full, plane, spatial = 80 * F, 40 * F, 20 * F
+    assert layer_buffers(net, "loss") == {
+        ("diff_", "device"): full, ("mask_", "device"): full, ("sign_", "device"): full, ("sign_ (host)", "host"): full,
+        ("square_output_", "device"): full, ("sum_output_", "device"): plane, ("sqrt_output_", "device"): plane,
+        ("sum_layer_ weight", "device"): 2 * F, ("sum_layer_ bias", "device"): F,
+        ("sum_layer_ bias_multiplier_", "device"): spatial, ("sum_layer_ bias_multiplier_ (host)", "host"): spatial,
+        ("sqrt_output_.diff", "device"): plane, ("sum_output_.diff", "device"): plane,
+        ("sum_layer_ weight.diff", "device"): 2 * F, ("sum_layer_ bias.diff", "device"): F,
+        ("square_output_.diff", "device"): full, ("diff_.diff", "device"): full}
+    # the Correlation's backward writes both bottoms' diffs whatever propagate_down says (cu:513-514):
+    # b, a net input no layer asks a gradient of, gets one (2x4x10x12 floats)
+    from protoaudit.memory.buffers import net_buffers
+    written = {b.owner for b in net_buffers(net, mode="gpu") if b.layer == "corr" and b.touch == "backward"}
+    assert written == {"ca", "b"} and net.layer("corr").bottom_need_backward == (True, False)
+
+
+def test_l1loss_plain_buffers_and_shape_check(tmp_path):
+    """Without l2_per_location: diff_, mask_ and sign_ forward (cu:79-80, 134-135), diff_'s diff backward
+    (cu:173-174); plateau_l2_ is shaped like the unused sum_output_ (empty, cpp:81)."""
+    net = build(tmp_path, CORRELATION + 'layer { name: "loss" type: "L1Loss" bottom: "pred" bottom: "gt_small" '
+                                        'top: "loss" }')
+    full = 80 * F
+    assert layer_buffers(net, "loss") == {("diff_", "device"): full, ("mask_", "device"): full,
+                                          ("sign_", "device"): full, ("diff_.diff", "device"): full}
+    with pytest.raises(InputError, match="eltwise_layer.cpp:34"):
+        build(tmp_path, 'layer { name: "loss" type: "L1Loss" bottom: "ca" bottom: "gt" top: "loss" '
+                        'l1_loss_param { epsilon: 0.01 } }')
+
+
+def test_one_bottom_eltwise_and_mean(tmp_path):
+    """The fork's Eltwise takes one bottom (common_layers.hpp:301); BVLC's refuses it. Mean keeps each
+    bottom's shape (mean_layer.cpp:71-72) and CHECKs the channels are a multiple of its values (cpp:67-68)."""
+    net = build(tmp_path, 'layer { name: "s" type: "Eltwise" bottom: "gt" top: "s" eltwise_param { coeff: 0.05 } }\n'
+                          'layer { name: "m" type: "Mean" bottom: "a" top: "m" mean_param { operation: SUBTRACT '
+                          'value: 0.4 value: 0.5 } }')
+    assert tops(net, "s") == [(2, 2, 10, 12)] and tops(net, "m") == [(2, 4, 10, 12)]
+    with pytest.raises(InputError, match="not divisible"):
+        build(tmp_path, 'layer { name: "m" type: "Mean" bottom: "a" top: "m" mean_param { operation: SUBTRACT '
+                        'value: 0.4 value: 0.5 value: 0.6 } }')
+
+
+def test_flodata_reads_the_first_flo_header(tmp_path):
+    """flo_data_layer.cpp:27-29, 94-109: (batch_size, 2, height, width) of the first file's header
+    (202021.25, width, height); its batches are three (data_layers.hpp:81, 87), copied into the top."""
+    (tmp_path / "a.flo").write_bytes(struct.pack("<fii", 202021.25, 12, 10) + bytes(12 * 10 * 8))
+    (tmp_path / "list.txt").write_text("a.flo\n")
+    net = build_text(tmp_path, f'layer {{ name: "f" type: "FloData" top: "flow" image_data_param {{ '
+                               f'source: "{tmp_path}/list.txt" root_folder: "{tmp_path}/" batch_size: 3 }} }}\n'
+                               'layer { name: "s" type: "Eltwise" bottom: "flow" top: "s" }')
+    assert tops(net, "f") == [(3, 2, 10, 12)]
+    held = layer_buffers(net, "f")
+    assert held[("prefetch[3].flow", "device")] == 3 * 3 * 2 * 10 * 12 * F
+
+
+def test_corr_net_audits_with_its_images_assumed():
+    """FlowNetCorr: its lists are absent, so the images are assumed; the FloData top keeps its 2 channels."""
+    run = run_in_process(CORR)
+    assert run.returncode == 0, run.stderr
+    assert "flow_gt_aug 4x2x" in run.stdout
