@@ -13,6 +13,7 @@ import pytest
 
 from conftest import DATA, ROOT, build_text, layer_buffers, run_in_process, tops
 from protoaudit.errors import InputError
+from protoaudit.memory.buffers import layer_touches
 from protoaudit.read.load import load
 
 HERE = os.path.join(DATA, "flownet")
@@ -35,8 +36,10 @@ layer { name: "down" type: "Downsample" bottom: "gt" bottom: "pred" top: "gt_sma
 """
 
 
-def build(tmp_path, body):
-    return build_text(tmp_path, INPUTS + body)
+def build(tmp_path, body, fork="flownet"):
+    """The net of INPUTS and `body`, read with that fork's schema (a file of layers both forks have is
+    either's: protoaudit refuses to choose, as their Downsamples differ)."""
+    return build_text(tmp_path, INPUTS + body, schema=fork)
 
 
 def test_the_proto_is_the_forks_file_verbatim():
@@ -153,7 +156,7 @@ def test_l1loss_plain_buffers_and_shape_check(tmp_path):
 
 
 def test_one_bottom_eltwise_and_mean(tmp_path):
-    """The fork's Eltwise takes one bottom (common_layers.hpp:301); BVLC's refuses it. Mean keeps each
+    """The fork's Eltwise takes one bottom (common_layers.hpp:301). Mean keeps each
     bottom's shape (mean_layer.cpp:71-72) and CHECKs the channels are a multiple of its values (cpp:67-68)."""
     net = build(tmp_path, 'layer { name: "s" type: "Eltwise" bottom: "gt" top: "s" eltwise_param { coeff: 0.05 } }\n'
                           'layer { name: "m" type: "Mean" bottom: "a" top: "m" mean_param { operation: SUBTRACT '
@@ -182,3 +185,89 @@ def test_corr_net_audits_with_its_images_assumed():
     run = run_in_process(CORR)
     assert run.returncode == 0, run.stderr
     assert "flow_gt_aug 4x2x" in run.stdout
+
+
+# --- SVS's Caffe (lawy623/SVS b7c7ae3): caffe/src/caffe/layers, caffe/include/caffe/layers ---
+
+STEREO = os.path.join(HERE, "svs_stereo_train.prototxt")
+SVS_NET = os.path.join(HERE, "svs_svs_train.prototxt")
+CORR1D = """
+layer { name: "c1" type: "Correlation1D" bottom: "ca" bottom: "b" top: "c1"
+        correlation_param { pad: 3 kernel_size: 3 max_displacement: 3 stride_1: 1 stride_2: 1 } }
+layer { name: "pred" type: "Convolution" bottom: "c1" top: "pred" convolution_param { num_output: 2 kernel_size: 1 } }
+"""
+RESAMPLED = """
+layer { name: "rs" type: "Resample" bottom: "gt" bottom: "pred" top: "g" resample_param { type: NEAREST }
+        propagate_down: false propagate_down: false }
+"""
+
+
+def test_svs_proto_is_verbatim_and_reads_its_nets():
+    text = open(os.path.join(ROOT, "proto", "forks", "svs.proto")).read()
+    assert text.startswith("// lawy623/SVS, caffe/src/caffe/proto/caffe.proto at commit "
+                           "b7c7ae367c82a4797ff4a896a2ff304f02e7f724,\n// copied verbatim below this header")
+    assert "optional int32 pad_shift = 8 [default = 0];" in text  # its Correlation1D's, where FlowNet 2.0 has single_direction
+    assert load(STEREO).schema.name == "svs" and load(SVS_NET).schema.name == "svs"
+    assert load(SIMPLE).schema.name == "flownet"  # FloData is liruoteng's alone
+
+
+def test_correlation1d_shape_and_buffers(tmp_path):
+    """correlation_layer1d.cpp:68-69 radius (3 - 1) / 2 = 1, border 3 + 1 = 4; :71-72 padded 10 + 2 = 12 high,
+    12 + 6 = 18 wide; :74-75 top_w ceil((18 - 8) / 1) = 10, top_h ceil((12 - 2) / 1) = 10; :81-92 channels
+    2 (3 / 1) + 1 = 7. rbot1_, rbot2_ (cpp:98-101): 2 x 12 x 18 x 4 floats each."""
+    net = build(tmp_path, CORR1D, fork=None)
+    assert load(str(tmp_path / "net.prototxt")).schema.name == "svs"
+    assert tops(net, "c1") == [(2, 7, 10, 10)]
+    assert layer_buffers(net, "c1") == {("rbot1_", "device"): 2 * 12 * 18 * 4 * F,
+                                        ("rbot2_", "device"): 2 * 12 * 18 * 4 * F}
+
+
+def test_svs_l1loss_third_bottom_is_a_mask_that_gets_no_diff(tmp_path):
+    """SVS l1loss_layer.cpp:97-100: the three bottoms go to the Eltwise's Reshape (one shape); the backward
+    hands the Eltwise bottoms 0 and 1 only (cu:259). pred is 2x2x10x10: diff_, mask_, sign_ 400 floats."""
+    net = build(tmp_path, CORR1D + RESAMPLED + 'layer { name: "loss" type: "L1Loss" bottom: "pred" bottom: "g" '
+                                   'bottom: "g" top: "loss" l1_loss_param { normalize_by_num_entries: true } }\n'
+                                   'layer { name: "nr" type: "NegReLU" bottom: "pred" top: "nr" }', fork="svs")
+    full = 2 * 2 * 10 * 10 * F
+    assert layer_buffers(net, "loss") == {("diff_", "device"): full, ("mask_", "device"): full,
+                                          ("sign_", "device"): full, ("diff_.diff", "device"): full}
+    assert tops(net, "nr") == [(2, 2, 10, 10)]
+    # with force_backward every bottom propagates (l1_loss_layer.hpp:41), yet bottom 2's diff is never written
+    forced = build_text(tmp_path, "force_backward: true\n" + INPUTS + CORR1D + RESAMPLED + 'layer { name: "loss" '
+                        'type: "L1Loss" bottom: "pred" bottom: "g" bottom: "g" top: "loss" l1_loss_param { epsilon: 0.01 } }')
+    node = forced.layer("loss")
+    assert node.bottom_need_backward == (True, True, True)
+    written = {t.index for t in layer_touches(node, "gpu", "caffe") if t.what == "bottom" and t.part == "diff"}
+    assert written == {0, 1}
+    with pytest.raises(InputError, match="bottom\\[2\\]->shape"):
+        build(tmp_path, CORR1D + RESAMPLED + 'layer { name: "loss" type: "L1Loss" bottom: "pred" bottom: "g" '
+                                 'bottom: "a" top: "loss" l1_loss_param { normalize_by_num_entries: true } }', fork="svs")
+
+
+def test_resample_and_downsample_stop_only_where_a_bottom_propagates(tmp_path):
+    """resample_layer.cpp:40-49: bottom 0's (num, channels) at bottom 1's size; AREA is refused (cpp:17-20).
+    SVS's net.cpp never asks AllowBackward(): a Downsample or Resample whose bottom 1 needs a gradient gets a
+    backward that stops (downsample_layer.cu and resample_layer.cu:212-214), unless propagate_down says not."""
+    body = CORR1D + ('layer { name: "r" type: "Resample" bottom: "gt" bottom: "pred" top: "r" '
+                     'resample_param { type: NEAREST } DOWN }\n'
+                     'layer { name: "loss" type: "L1Loss" bottom: "pred" bottom: "r" top: "loss" '
+                     'l1_loss_param { epsilon: 0.01 } }')
+    net = build(tmp_path, body.replace("DOWN", "propagate_down: false propagate_down: false"), fork="svs")
+    # its bottom pred needs a gradient, so Net::Init asks its backward, which propagates nothing and returns
+    assert tops(net, "r") == [(2, 2, 10, 10)] and net.layer("r").need_backward
+    assert net.layer("r").bottom_need_backward == (False, False)
+    run = run_in_process(str(tmp_path / "net.prototxt"))
+    assert run.returncode == 0, run.stderr
+    (tmp_path / "net.prototxt").write_text(INPUTS + body.replace("DOWN", ""))
+    run = run_in_process(str(tmp_path / "net.prototxt"))
+    assert run.returncode != 0 and "ResampleLayer cannot do backward" in run.stdout + run.stderr
+    with pytest.raises(InputError, match="only CUBIC, LINEAR and NEAREST"):
+        build(tmp_path, CORR1D + 'layer { name: "r" type: "Resample" bottom: "gt" bottom: "pred" top: "r" '
+                                 'resample_param { type: AREA } }', fork="svs")
+
+
+def test_svs_nets_audit():
+    for path in (STEREO, SVS_NET):
+        run = run_in_process(path)
+        assert run.returncode == 0, run.stderr
+        assert "SVS's Caffe" in run.stdout

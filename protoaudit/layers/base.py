@@ -102,7 +102,7 @@ FORK_MODULES = {
     "e2e_face": ("e2e_face",),
     "nvcaffe": ("nvcaffe",),
     "greentea": ("greentea",),
-    "flownet": ("flownet",),
+    "flownet": ("flownet", "svs"),
 }
 _IMPORTED_FORKS = set()
 

@@ -6,6 +6,11 @@ include/caffe/loss_layers.hpp (L1LossLayer), vision_layers.hpp (CorrelationLayer
 data_layers.hpp (Batch, BasePrefetchingDataLayer, FloDataLayer, ImageDataLayer, MeanLayer) and
 src/caffe/net.cpp. Its Correlation, L1Loss and Downsample have GPU code only (their Forward_cpu is
 NOT_IMPLEMENTED); its Mean has CPU code only, which GPU mode runs through Layer's Forward_gpu.
+
+SVS's Caffe (lawy623/SVS at b7c7ae3, the fork svs) is FlowNet 2.0's Caffe of 2017 with DispNet's layers;
+references to it say "SVS" and are to caffe/src/caffe/layers and caffe/include/caffe/layers there. Its
+correlation_layer.cpp/.cu differ from liruoteng's in their includes alone, and its Eltwise takes one bottom
+too (eltwise_layer.hpp:29): those classes serve both forks.
 """
 import struct
 
@@ -16,6 +21,7 @@ from ..read.datasets import reader
 from .data import FIRST_TOKENS, CopyingPrefetching, ImageData as BVLCImageData, LIST_ENTRY_BYTES
 
 FORK = "flownet"
+SVS = "svs"
 FLO_MAGIC = 202021.25  # the .flo header's first float (flo_data_layer.cpp:27)
 STRING_BYTES = 32  # sizeof(std::string), libstdc++: one entry of ImageData's vector<string> lines_
 
@@ -51,10 +57,10 @@ class L1Loss(Layer):
         return self.fork_param("l1_loss_param")
 
     def reshape(self, bottoms):
-        if len(bottoms) == 2:
-            self.check(tuple(bottoms[0]) == tuple(bottoms[1]),
-                       f"its Eltwise difference CHECKs bottom[1]->shape() == bottom[0]->shape() "
-                       f"(l1loss_layer.cpp:27, eltwise_layer.cpp:34): {tuple(bottoms[0])} vs {tuple(bottoms[1])}")
+        for j, shape in enumerate(bottoms[1:], 1):
+            self.check(tuple(shape) == tuple(bottoms[0]),
+                       f"its Eltwise difference CHECKs bottom[{j}]->shape() == bottom[0]->shape() "
+                       f"(l1loss_layer.cpp:27, eltwise_layer.cpp:34): {tuple(bottoms[0])} vs {tuple(shape)}")
         legacy_shape(self, bottoms[0])
         return [()]
 
@@ -68,7 +74,7 @@ class L1Loss(Layer):
         p = self.param()
         n, c, h, w = legacy_shape(self, run.bottoms[0])
         full, plane = n * c * h * w, n * h * w
-        two = len(run.bottoms) == 2
+        two = len(run.bottoms) >= 2
         shape = "x".join(map(str, (n, c, h, w)))
         t = [touch.bottom(j, "data", "forward") for j in range(len(run.bottoms))]
         if two:
@@ -103,13 +109,13 @@ class L1Loss(Layer):
                   touch.buffer("square_output_.diff", full, "backward", per_sample=True)]
         if two:
             t.append(touch.buffer("diff_.diff", full, "backward", per_sample=True))
-            t += [touch.bottom(j, "diff", "backward") for j, down in enumerate(run.propagate_down) if down]
+            t += [touch.bottom(j, "diff", "backward") for j, down in enumerate(run.propagate_down[:2]) if down]
         else:
             t.append(touch.bottom(0, "diff", "backward"))
         return t
 
 
-@register("Eltwise", fork=FORK)
+@register("Eltwise", fork=(FORK, SVS))
 class Eltwise(BVLCEltwise):
     """BVLC's EltwiseLayer, but one bottom is enough (common_layers.hpp:301, MinBottomBlobs 1): FlowNet's
     nets scale a blob with a SUM of one coefficient (eltwise_layer.cpp:10-37 is BVLC's otherwise)."""
@@ -117,7 +123,119 @@ class Eltwise(BVLCEltwise):
     min_bottoms = 1
 
 
-@register("Correlation", fork=FORK)
+@register("L1Loss", fork=SVS)
+class SVSL1Loss(L1Loss):
+    """SVS's L1LossLayer: liruoteng's buffers and passes (SVS l1loss_layer.cpp:91-117, .cu:97-260), and a
+    third bottom (l1_loss_layer.hpp:48), a mask: Reshape hands all three bottoms to the Eltwise, whose CHECK
+    makes them one shape (cpp:97-100); the forward reads bottom 2 (cu:134-135), the backward writes the
+    diffs of the first two only (cu:259, bottom_1_2)."""
+
+    max_bottoms = 3
+
+
+@register("L1LossKitti", fork=SVS)
+class L1LossKitti(L1Loss):
+    """SVS's L1LossKittiLayer: L1Loss of one or two bottoms (l1_loss_kitti_layer.hpp:42-44) read from
+    l1_loss_param, its mask the differences of at least 1 (l1loss_kitti_layer.cu:29-32): the same buffers
+    and passes (l1loss_kitti_layer.cpp, .cu)."""
+
+
+@register("Correlation1D", fork=SVS)
+class Correlation1D(Layer):
+    """SVS's Correlation1DLayer (correlation_layer1d.cpp/.cu, correlation_1d_layer.hpp:28-29): two bottoms
+    of one shape (cpp:61-63), correlated along x only. Reshape (cpp:68-95): kernel radius (kernel_size - 1)
+    / 2, border max_displacement + radius; the bottoms are padded by pad across and by the radius down
+    (cpp:71-72), so the top is ceil((W + 2 pad - 2 border) / stride_1) wide and ceil(H / stride_1) high,
+    both at least 1 (cpp:77-78), with 2 (max_displacement / stride_2) + 1 channels (cpp:81-92).
+
+    rbot1_ and rbot2_, N x (H + 2 radius) x (W + 2 pad) x C (cpp:98-101), are written by each forward on
+    the device (cu:446-457; on the host by the CPU forward, cpp:506-507); rtopdiff_ is shaped only. The GPU
+    backward writes both bottoms' diffs whatever propagate_down says (cu:521-542); the CPU backward is
+    NOT_IMPLEMENTED (cpp:548-551)."""
+
+    exact_bottoms = 2
+    exact_tops = 1
+
+    def geometry(self, bottoms):
+        p = self.fork_param("correlation_param")
+        first, second = (legacy_shape(self, s) for s in bottoms)
+        for axis, name in ((3, "width"), (2, "height"), (1, "number of channels")):
+            self.check(first[axis] == second[axis], f"Both bottom blobs must have same {name} "
+                       f"(correlation_layer1d.cpp:61-63): {tuple(bottoms[0])} vs {tuple(bottoms[1])}")
+        self.check(p.stride_1 > 0 and p.stride_2 > 0, "stride_1 and stride_2 must be positive")
+        n, c, h, w = first
+        radius = (p.kernel_size - 1) // 2
+        top_w = -((-(w + 2 * p.pad - 2 * (p.max_displacement + radius))) // p.stride_1)
+        top_h = -((-h) // p.stride_1)
+        self.check(top_w >= 1 and top_h >= 1, "Correlation cannot be done with current settings. Neighborhood and "
+                   f"kernel don't fit in blob (correlation_layer1d.cpp:77-78): bottom {h}x{w}, pad {p.pad}, "
+                   f"max_displacement {p.max_displacement}, kernel_size {p.kernel_size}")
+        return n, c, h + 2 * radius, w + 2 * p.pad, 2 * (p.max_displacement // p.stride_2) + 1, top_h, top_w
+
+    def reshape(self, bottoms):
+        n, _, _, _, channels, top_h, top_w = self.geometry(bottoms)
+        return [(n, channels, top_h, top_w)]
+
+    def touches(self, run):
+        n, c, ph, pw, _, _, _ = self.geometry(run.bottoms)
+        padded, note = n * ph * pw * c, f"{n}x{ph}x{pw}x{c}"
+        host = "host" if run.mode != "gpu" else "device"
+        t = [touch.bottom(0, "data", "forward"), touch.bottom(1, "data", "forward"),
+             touch.buffer("rbot1_", padded, "forward", per_sample=True, note=note, device=host),
+             touch.buffer("rbot2_", padded, "forward", per_sample=True, note=note, device=host),
+             touch.top(0, "data", "forward")]
+        if run.mode != "gpu":
+            return t + [touch.stop("backward", "Correlation1D's CPU backward is NOT_IMPLEMENTED "
+                                               "(correlation_layer1d.cpp:548-551)")]
+        return t + [touch.top(0, "diff", "backward"),
+                    touch.bottom(0, "diff", "backward"), touch.bottom(1, "diff", "backward")]
+
+
+@register("Resample", fork=SVS)
+class Resample(Layer):
+    """SVS's ResampleLayer (resample_layer.cpp/.cu/.hpp, in src): bottom 0 resized to resample_param's height
+    x width, or to bottom 1's size where there are two (cpp:40-46), both at least 1 (cpp:48-49); CUBIC,
+    LINEAR or NEAREST only (cpp:17-20). The GPU forward writes the top and allocates nothing
+    (cu:129-207); the CPU forward stops (cpp:61), and so does any backward that propagates (cu:210-214)."""
+
+    min_bottoms = 1
+    max_bottoms = 2
+    exact_tops = 1
+
+    def reshape(self, bottoms):
+        p = self.fork_param("resample_param")
+        self.check(p.type in (1, 2, 3), "ResampleLayer: only CUBIC, LINEAR and NEAREST interpolation is supported "
+                   "for now (resample_layer.cpp:17-20)")
+        n, c, _, _ = legacy_shape(self, bottoms[0])
+        top_h, top_w = legacy_shape(self, bottoms[1])[2:] if len(bottoms) == 2 else (p.height, p.width)
+        self.check(top_h >= 1, "ResampleLayer must have top_height > 0 (resample_layer.cpp:48)")
+        self.check(top_w >= 1, "ResampleLayer must have top_width > 0 (resample_layer.cpp:49)")
+        return [(n, c, top_h, top_w)]
+
+    def touches(self, run):
+        t = [touch.stop("forward", "ResampleLayer: CPU Forward not yet implemented. (resample_layer.cpp:61)")] \
+            if run.mode != "gpu" else []
+        t += [touch.bottom(0, "data", "forward"), touch.top(0, "data", "forward")]
+        if any(run.propagate_down):
+            t.append(touch.stop("backward", "ResampleLayer cannot do backward. (resample_layer.cu:212-214)",
+                                fix="give the layer propagate_down: false for each bottom"))
+        return t
+
+
+@register("NegReLU", fork=SVS)
+class NegReLU(Layer):
+    """SVS's NegReLULayer, a NeuronLayer (neg_relu_layer.hpp:19): the top is the bottom's shape, min(x, 0) +
+    negative_slope max(x, 0); forward and backward read and write only the bottom and top
+    (neg_relu_layer.cpp:10-37, .cu)."""
+
+    exact_bottoms = 1
+    exact_tops = 1
+
+    def reshape(self, bottoms):
+        return [tuple(bottoms[0])]
+
+
+@register("Correlation", fork=(FORK, SVS))
 class Correlation(Layer):
     """CorrelationLayer: two bottoms of one shape (correlation_layer.cpp:45-47), one top
     (vision_layers.hpp:294-295). LayerSetUp CHECKs kernel_size and max_displacement are given and the
@@ -215,6 +333,24 @@ class Downsample(Layer):
             t += [touch.bottom(0, "data", "forward"), touch.top(0, "data", "forward")]
         t.append(touch.stop("backward", "DownsamplingLayer cannot do backward. (downsample_layer.cu:134)",
                             fix="Downsample never runs backward: leave force_backward out"))
+        return t
+
+
+@register("Downsample", fork=SVS)
+class SVSDownsample(Downsample):
+    """SVS's DownsampleLayer: the same shapes and sharing (SVS downsample_layer.cpp:21-57), but its net.cpp
+    never asks AllowBackward(), its forward runs the kernel even where the top is bottom 0 (cu:97, the size
+    test commented out), and its backward stops only where a bottom propagates (cu, Backward_gpu)."""
+
+    allows_backward = True
+
+    def touches(self, run):
+        t = [touch.stop("forward", "Downsample has no CPU code (downsample_layer.cpp:63)")] \
+            if run.mode != "gpu" else []
+        t += [touch.bottom(0, "data", "forward"), touch.top(0, "data", "forward")]
+        if any(run.propagate_down):
+            t.append(touch.stop("backward", "DownsamplingLayer cannot do backward. (downsample_layer.cu)",
+                                fix="give the layer propagate_down: false for each bottom"))
         return t
 
 

@@ -82,6 +82,8 @@ FORKS = {
     "greentea": "naibaf7's OpenCL Caffe (naibaf7/caffe, Greentea: BVLC's opencl branch)",
     "flownet": "liruoteng/FlowNet's Caffe (FlowNet's Correlation, L1Loss, Downsample and Mean on a 2016 BVLC "
                "Caffe, with FloData and a one-top ImageData)",
+    "svs": "SVS's Caffe (lawy623/SVS: FlowNet 2.0's Caffe with DispNet's Correlation1D, NegReLU, L1LossKitti and "
+           "a three-bottom L1Loss)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
