@@ -271,3 +271,97 @@ def test_svs_nets_audit():
         run = run_in_process(path)
         assert run.returncode == 0, run.stderr
         assert "SVS's Caffe" in run.stdout
+
+
+# --- LiteFlowNet's Caffe (twhui/LiteFlowNet e7d6c43): src/caffe/layers, include/caffe/layers ---
+
+STRUPY = os.path.join(HERE, "strupynet_train.prototxt")
+AUGMENT = """
+layer { name: "aug0" type: "DataAugmentation" bottom: "a" top: "a_aug" top: "a_params"
+        augmentation_param { crop_width: 6 crop_height: 4 recompute_mean: 1000 mean_per_pixel: false
+                             noise { rand_type: "uniform_bernoulli" exp: false mean: 0 spread: 0.04 prob: 1 } }
+        propagate_down: false }
+layer { name: "gen" type: "GenerateAugmentationParameters" bottom: "a_params" bottom: "a" bottom: "a_aug"
+        top: "b_params" augmentation_param { augment_during_test: true } }
+layer { name: "aug1" type: "DataAugmentation" bottom: "b" bottom: "b_params" top: "b_aug"
+        augmentation_param { crop_width: 6 crop_height: 4 } propagate_down: false propagate_down: false }
+layer { name: "flow" type: "FlowAugmentation" bottom: "gt" bottom: "a_params" bottom: "b_params" top: "gt_aug"
+        augmentation_param { crop_width: 6 crop_height: 4 } }
+layer { name: "w" type: "Warp" bottom: "b_aug" bottom: "gt_aug" top: "warped" }
+"""
+
+
+def test_liteflownet_proto_is_verbatim_and_reads_strupynet():
+    text = open(os.path.join(ROOT, "proto", "forks", "liteflownet.proto")).read()
+    assert text.startswith("// twhui/LiteFlowNet, src/caffe/proto/caffe.proto at commit "
+                           "e7d6c43b3e5d36bf4d071c75abb79bcd7ce6cd59,\n// copied verbatim below this header")
+    assert load(STRUPY).schema.name == "liteflownet"
+
+
+def test_augmentation_shapes_and_buffers(tmp_path):
+    """a, b are 2x4x10x12 and gt 2x2x10x12. DataAugmentation: (2, 4, crop_height 4, crop_width 6) and the
+    coefficients (2, 42, 1, 1) (data_augmentation_layer.cpp:103-122; 42 AugmentationCoeff fields); with
+    recompute_mean its parameters are the iteration count (1,1,1,1), the mean (1,4,4,6) and per channel (1,4,1,1)
+    (cpp:46-60, 139-140); GenerateAugmentationParameters (2, 42, 1, 1) (cpp:102); FlowAugmentation
+    (2, 2, 4, 6) (cpp:56); Warp (2, 4, 4, 6): bottom 0's num and channels at bottom 1's size (warp_layer.cpp:21-22).
+    aug0's caches, one per image (cpp:127-133, augmentation_layer_base.hpp: 6, 6, 22, 9 floats, and 25 once),
+    on host and device; ones_ 4x6 (cpp:137-138); noise_ one image, 4x4x6 floats (cpp:153). aug1 takes its
+    coefficients from bottom 1, and its noise_ too (they may carry an effect); it has no recompute_mean, so no ones_."""
+    net = build(tmp_path, AUGMENT, fork=None)
+    assert load(str(tmp_path / "net.prototxt")).schema.name == "liteflownet"
+    assert tops(net, "aug0") == [(2, 4, 4, 6), (2, 42, 1, 1)]
+    assert [p.shape for p in net.layer("aug0").params] == [(1, 1, 1, 1), (1, 4, 4, 6), (1, 4, 1, 1)]
+    assert tops(net, "gen") == [(2, 42, 1, 1)] and tops(net, "flow") == [(2, 2, 4, 6)]
+    assert tops(net, "w") == [(2, 4, 4, 6)]
+    caches = {}
+    for name, size in (("coeff_matrices_", 2 * 24), ("coeff_chromatic_", 2 * 24), ("coeff_chromatic_eigen_", 2 * 88),
+                       ("coeff_effect_", 2 * 36), ("chromatic_eigenspace_", 100)):
+        caches[(name, "device")] = caches[(name + " (host)", "host")] = size
+    assert layer_buffers(net, "aug0") == {**caches, ("ones_", "device"): 24 * F, ("ones_ (host)", "host"): 24 * F,
+                                          ("noise_", "device"): 4 * 4 * 6 * F}
+    assert layer_buffers(net, "aug1") == {**caches, ("noise_", "device"): 4 * 4 * 6 * F}
+    # FlowAugmentation: coeff_matrices1_ and 2_, a tTransMat per image (cpp:71-72)
+    assert layer_buffers(net, "flow") == {(f"coeff_matrices{k}_{h}", d): 2 * 24 for k in (1, 2)
+                                          for h, d in (("", "device"), (" (host)", "host"))}
+    assert layer_buffers(net, "gen") == {} and layer_buffers(net, "w") == {}
+
+
+@pytest.mark.parametrize("body, message", [
+    ('layer { name: "w" type: "Warp" bottom: "a" bottom: "b" top: "w" }', "only 2 channels"),
+    ('layer { name: "f" type: "FlowAugmentation" bottom: "gt" bottom: "a" bottom: "a" top: "f" '
+     'augmentation_param { crop_width: 6 } }', "crop height"),
+    ('layer { name: "d" type: "DataAugmentation" bottom: "a" top: "d" augmentation_param { crop_width: 16 '
+     'crop_height: 4 } }', "crop width greater than original"),
+])
+def test_augmentation_checks_are_caffes(tmp_path, body, message):
+    with pytest.raises(InputError, match=message):
+        build(tmp_path, body, fork="liteflownet")
+
+
+def test_customdata_slices_and_an_absent_lmdb(tmp_path):
+    """custom_data_layer.cpp:512-538: one top per slice of the record's channels, batch_size first; slice
+    points 3, 6, 8 give 3, 3, 2 and, the last slice BOOL1, 1 channel (cpp:110-124). Its LMDB absent, the
+    height and width are assumed; each slice is a host Blob and data_mean_ (1, 9, H, W) is on the host."""
+    (tmp_path / "net.prototxt").write_text(
+        'layer { name: "cd" type: "CustomData" top: "i0" top: "i1" top: "f" top: "aux" data_param { '
+        'source: "/nonexistent/chairs_lmdb" batch_size: 2 backend: LMDB slice_point: 3 slice_point: 6 slice_point: 8 '
+        'encoding: UINT8 encoding: UINT8 encoding: UINT16FLOW encoding: BOOL1 } }\n'
+        'layer { name: "w" type: "Warp" bottom: "i0" bottom: "f" top: "w" }\n')
+    run = run_in_process(str(tmp_path / "net.prototxt"), "--input", "i0=2x3x8x10", "--input", "i1=2x3x8x10",
+                         "--input", "f=2x2x8x10", "--input", "aux=2x1x8x10", "--format", "json")
+    assert run.returncode == 0, run.stderr
+    refused = run_in_process(str(tmp_path / "net.prototxt"), "--strict")
+    assert refused.returncode == 2 and "i0=2x3x" in refused.stderr and "aux=2x1x" in refused.stderr
+    net = build_text(tmp_path, (tmp_path / "net.prototxt").read_text(),
+                     inputs={"i0": (2, 3, 8, 10), "i1": (2, 3, 8, 10), "f": (2, 2, 8, 10), "aux": (2, 1, 8, 10)})
+    held = layer_buffers(net, "cd")
+    assert held[("data_mean_", "host")] == 9 * 8 * 10 * F
+    assert held[("prefetch_data_blobs_[3]", "host")] == 2 * 1 * 8 * 10 * F
+
+
+def test_strupynet_audits():
+    """StruPyNet's FlyingChairs LMDB is absent: its images are assumed (each of the assumed images smaller
+    than the augmentation's 448x320 crop stops it: data_augmentation_layer.cpp:103-104)."""
+    run = run_in_process(STRUPY)
+    assert run.returncode == 0, run.stderr
+    assert "LiteFlowNet's Caffe" in run.stdout and "aux 8x1x" in run.stdout

@@ -102,7 +102,8 @@ FORK_MODULES = {
     "e2e_face": ("e2e_face",),
     "nvcaffe": ("nvcaffe",),
     "greentea": ("greentea",),
-    "flownet": ("flownet", "svs"),
+    "flownet": ("flownet", "svs", "liteflownet"),
+    "liteflownet": ("liteflownet",),
 }
 _IMPORTED_FORKS = set()
 

@@ -11,6 +11,13 @@ SVS's Caffe (lawy623/SVS at b7c7ae3, the fork svs) is FlowNet 2.0's Caffe of 201
 references to it say "SVS" and are to caffe/src/caffe/layers and caffe/include/caffe/layers there. Its
 correlation_layer.cpp/.cu differ from liruoteng's in their includes alone, and its Eltwise takes one bottom
 too (eltwise_layer.hpp:29): those classes serve both forks.
+
+LiteFlowNet's Caffe (twhui/LiteFlowNet at e7d6c43, the fork liteflownet) is FlowNet 2.0's Caffe with its Warp
+layer; references to it say "LiteFlowNet" and are to src/caffe/layers and include/caffe/layers there. Its
+l1loss_layer.cu, correlation_layer.cpp/.cu and eltwise_layer.cpp are FlowNet 2.0's (lmb-freiburg/flownet2
+b92e198) byte for byte, which differ from liruoteng's in includes and comments; its l1loss_layer.cpp adds
+l1_loss_param.power for the square root's exponent, which allocates alike. Like SVS's, its net.cpp never asks
+AllowBackward().
 """
 import struct
 
@@ -22,11 +29,12 @@ from .data import FIRST_TOKENS, CopyingPrefetching, ImageData as BVLCImageData, 
 
 FORK = "flownet"
 SVS = "svs"
+LITE = "liteflownet"
 FLO_MAGIC = 202021.25  # the .flo header's first float (flo_data_layer.cpp:27)
 STRING_BYTES = 32  # sizeof(std::string), libstdc++: one entry of ImageData's vector<string> lines_
 
 
-@register("L1Loss", fork=FORK)
+@register("L1Loss", fork=(FORK, LITE))
 class L1Loss(Layer):
     """L1LossLayer: one or two bottoms (loss_layers.hpp:516-518), LossLayer's one scalar top of loss
     weight 1 (Reshape: l1loss_layer.cpp:68-69). With two, an EltwiseLayer SUM with coefficients 1, -1
@@ -115,7 +123,7 @@ class L1Loss(Layer):
         return t
 
 
-@register("Eltwise", fork=(FORK, SVS))
+@register("Eltwise", fork=(FORK, SVS, LITE))
 class Eltwise(BVLCEltwise):
     """BVLC's EltwiseLayer, but one bottom is enough (common_layers.hpp:301, MinBottomBlobs 1): FlowNet's
     nets scale a blob with a SUM of one coefficient (eltwise_layer.cpp:10-37 is BVLC's otherwise)."""
@@ -235,7 +243,7 @@ class NegReLU(Layer):
         return [tuple(bottoms[0])]
 
 
-@register("Correlation", fork=(FORK, SVS))
+@register("Correlation", fork=(FORK, SVS, LITE))
 class Correlation(Layer):
     """CorrelationLayer: two bottoms of one shape (correlation_layer.cpp:45-47), one top
     (vision_layers.hpp:294-295). LayerSetUp CHECKs kernel_size and max_displacement are given and the
@@ -343,15 +351,25 @@ class SVSDownsample(Downsample):
     test commented out), and its backward stops only where a bottom propagates (cu, Backward_gpu)."""
 
     allows_backward = True
+    kernel_when_shared = True
 
     def touches(self, run):
         t = [touch.stop("forward", "Downsample has no CPU code (downsample_layer.cpp:63)")] \
             if run.mode != "gpu" else []
-        t += [touch.bottom(0, "data", "forward"), touch.top(0, "data", "forward")]
+        if self.kernel_when_shared or not self._shared:
+            t += [touch.bottom(0, "data", "forward"), touch.top(0, "data", "forward")]
         if any(run.propagate_down):
             t.append(touch.stop("backward", "DownsamplingLayer cannot do backward. (downsample_layer.cu)",
                                 fix="give the layer propagate_down: false for each bottom"))
         return t
+
+
+@register("Downsample", fork=LITE)
+class LiteDownsample(SVSDownsample):
+    """LiteFlowNet's DownsampleLayer (FlowNet 2.0's files): SVS's, but its forward skips the kernel where the
+    top is bottom 0 (downsample_layer.cu:95-96)."""
+
+    kernel_when_shared = False
 
 
 @register("Mean", fork=FORK)

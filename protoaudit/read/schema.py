@@ -84,6 +84,8 @@ FORKS = {
                "Caffe, with FloData and a one-top ImageData)",
     "svs": "SVS's Caffe (lawy623/SVS: FlowNet 2.0's Caffe with DispNet's Correlation1D, NegReLU, L1LossKitti and "
            "a three-bottom L1Loss)",
+    "liteflownet": "LiteFlowNet's Caffe (twhui/LiteFlowNet: FlowNet 2.0's Caffe with Warp; CustomData and the "
+                   "augmentation layers)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
