@@ -365,3 +365,17 @@ def test_strupynet_audits():
     run = run_in_process(STRUPY)
     assert run.returncode == 0, run.stderr
     assert "LiteFlowNet's Caffe" in run.stdout and "aux 8x1x" in run.stdout
+
+
+def test_an_l1loss_file_without_flownets_fields_stays_nvidias(tmp_path):
+    """NVIDIA's Caffe 0.15 has an L1Loss too (read.schema.SAME_FIELDS): a file whose only fork type is an
+    L1Loss with no l1_loss_param stays NVIDIA's; one with l1_loss_param (a FlowNet Caffe's field) is not: the
+    three FlowNet Caffes read it, and it is audited with the first that builds it, said as an assumption."""
+    net = build_text(tmp_path, INPUTS + 'layer { name: "loss" type: "L1Loss" bottom: "a" bottom: "b" }')
+    assert net.schema == "nvcaffe"
+    (tmp_path / "net.prototxt").write_text(INPUTS + 'layer { name: "loss" type: "L1Loss" bottom: "a" bottom: "b" '
+                                                    'l1_loss_param { l2_per_location: true } }')
+    run = run_in_process(str(tmp_path / "net.prototxt"))
+    assert run.returncode == 0, run.stderr
+    assert "Read with the caffe.proto of liruoteng/FlowNet's Caffe" in run.stdout
+    assert "more than one Caffe fork reads this file" in run.stdout and "--fork svs or --fork liteflownet" in run.stdout

@@ -84,7 +84,7 @@ FORKS = {
                "Caffe, with FloData and a one-top ImageData)",
     "svs": "SVS's Caffe (lawy623/SVS: FlowNet 2.0's Caffe with DispNet's Correlation1D, NegReLU, L1LossKitti and "
            "a three-bottom L1Loss)",
-    "liteflownet": "LiteFlowNet's Caffe (twhui/LiteFlowNet: FlowNet 2.0's Caffe with Warp; CustomData and the "
+    "liteflownet": "LiteFlowNet's Caffe (twhui/LiteFlowNet: FlowNet 2.0's Caffe with Warp, CustomData and the "
                    "augmentation layers)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
@@ -122,8 +122,12 @@ DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2", "ctpn": "caffe_lstm",
 # and whose Dropout takes caffe-segnet's sample_weights_test (both are Alex Kendall's; caffe-enet took it
 # too): its caffe.proto reads their files, and only a build tells it from them. A fork listed here is never
 # chosen by reading where the fork it is listed under reads the file too (protoaudit.read.load).
+# NVIDIA's Caffe 0.15 and FlowNet's Caffes each have an L1Loss, of other code: a file whose only fork type is
+# L1Loss, with no l1_loss_param, is read by all of them and stays NVIDIA's, as it was before FlowNet's were
+# shipped; FlowNet's nets carry l1_loss_param or a type of their own.
 SAME_FIELDS = {"ssd": ("faceboxes", "textboxes"), "rfcn": ("rfcn_matlab",),
-               "bvlc": ("posenet",), "segnet": ("posenet",), "enet": ("posenet",)}
+               "bvlc": ("posenet",), "segnet": ("posenet",), "enet": ("posenet",),
+               "nvcaffe": ("flownet", "svs", "liteflownet")}
 
 
 def described(name):
