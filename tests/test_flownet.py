@@ -120,7 +120,8 @@ def test_l1loss_per_location_buffers(tmp_path):
     """L1Loss of pred (2x2x4x5, 80 values) against gt_small, l2_per_location: diff_, mask_, sign_ and
     square_output_ are 80 floats (l1loss_layer.cpp:21, 35, 75-79), sum_output_ and sqrt_output_ 2x1x4x5 = 40
     (cpp:42, 56; a 1x1 convolution of one output), whose weight is 1x2x1x1 and bias 1 (cpp:44-46) and
-    bias_multiplier_ 4 x 5 = 20 (base_conv_layer.cpp:235-238, set on the host, read on the device).
+    bias_multiplier_ 4 x 5 = 20 (base_conv_layer.cpp:235-238, set on the host, read on the device); the
+    weight and bias are filled on the host at setup (cpp:44-51, the constant fillers) and read on the device.
     Reshape sets sign_ to ones on the host (cpp:87). Backward: the diffs of sqrt_output_, sum_output_,
     the convolution's weight and bias, square_output_ and diff_ (cu:156-168, 173-178)."""
     net = build(tmp_path, CORRELATION + 'layer { name: "loss" type: "L1Loss" bottom: "pred" bottom: "gt_small" '
@@ -131,6 +132,7 @@ def test_l1loss_per_location_buffers(tmp_path):
         ("diff_", "device"): full, ("mask_", "device"): full, ("sign_", "device"): full, ("sign_ (host)", "host"): full,
         ("square_output_", "device"): full, ("sum_output_", "device"): plane, ("sqrt_output_", "device"): plane,
         ("sum_layer_ weight", "device"): 2 * F, ("sum_layer_ bias", "device"): F,
+        ("sum_layer_ weight (host)", "host"): 2 * F, ("sum_layer_ bias (host)", "host"): F,
         ("sum_layer_ bias_multiplier_", "device"): spatial, ("sum_layer_ bias_multiplier_ (host)", "host"): spatial,
         ("sqrt_output_.diff", "device"): plane, ("sum_output_.diff", "device"): plane,
         ("sum_layer_ weight.diff", "device"): 2 * F, ("sum_layer_ bias.diff", "device"): F,

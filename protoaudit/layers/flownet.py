@@ -46,7 +46,8 @@ class L1Loss(Layer):
     forward (cu:79-80, 134-135). With l2_per_location (cpp:32-62, 83-88): square_output_ (a
     PowerLayer's top, bottom 0's size), sum_output_ and sqrt_output_ (N x 1 x H x W: a 1x1
     ConvolutionLayer of one output summing the channels, then a PowerLayer), the convolution's weight
-    (1 x C x 1 x 1) and bias (1), filled at setup, and its bias_multiplier_ (H x W), set on the host by
+    (1 x C x 1 x 1) and bias (1), filled on the host at setup by their constant fillers (cpp:44-51) and
+    read on the device, and its bias_multiplier_ (H x W), set on the host by
     its Reshape (base_conv_layer.cpp:235-238) and read on the device; Reshape also sets sign_ to ones
     on the host (cpp:87), which the forward reads on the device (cu:117). plateau_l2_ is shaped like
     sum_output_ (cpp:81) and written only when plateau > 0 (cu:102-113). The loss is written on the host
@@ -93,9 +94,12 @@ class L1Loss(Layer):
         l2 = p.l2_per_location
         if l2:
             t += [touch.buffer("sign_ (host)", full, "setup", per_sample=True, device="host", note=shape),
-                  touch.buffer("sum_layer_ weight", c, "setup", per_sample=False, note=f"1x{c}x1x1"),
-                  touch.buffer("sum_layer_ bias", 1, "setup", per_sample=False),
+                  touch.buffer("sum_layer_ weight (host)", c, "setup", per_sample=False, device="host",
+                               note=f"1x{c}x1x1"),
+                  touch.buffer("sum_layer_ bias (host)", 1, "setup", per_sample=False, device="host"),
                   touch.buffer("sum_layer_ bias_multiplier_ (host)", h * w, "setup", per_sample=False, device="host"),
+                  touch.buffer("sum_layer_ weight", c, "forward", per_sample=False, note=f"1x{c}x1x1"),
+                  touch.buffer("sum_layer_ bias", 1, "forward", per_sample=False),
                   touch.buffer("sign_", full, "forward", per_sample=True, note=shape),
                   touch.buffer("square_output_", full, "forward", per_sample=True, note=shape),
                   touch.buffer("sum_output_", plane, "forward", per_sample=True, note=f"{n}x1x{h}x{w}"),

@@ -11,7 +11,7 @@ gradient, as in that Caffe. The Correlation, L1Loss, Downsample and Eltwise it h
 protoaudit.layers.flownet.
 """
 from . import touch
-from .base import Layer, legacy_shape, register
+from .base import Layer, count, legacy_shape, register
 from .data import FIRST_RECORD, DatasetLayer, reader
 
 FORK = "liteflownet"
@@ -34,8 +34,8 @@ class Warp(Layer):
 
     def reshape(self, bottoms):
         image, flow = (legacy_shape(self, s) for s in bottoms)
-        self.check(image[0] == flow[0], f"warp requires num to be the same for both bottom blobs (warp_layer.cpp:18-19): "
-                   f"{tuple(bottoms[0])} and {tuple(bottoms[1])}")
+        self.check(image[0] == flow[0], "warp requires num to be the same for both bottom blobs "
+                   f"(warp_layer.cpp:18-19): {tuple(bottoms[0])} and {tuple(bottoms[1])}")
         self.check(flow[1] == 2, "warp requires coords blob (bottom[1]) to have only 2 channels (warp_layer.cpp:20): "
                    f"{tuple(bottoms[1])}")
         return [(image[0], image[1], flow[2], flow[3])]
@@ -80,7 +80,8 @@ class CustomData(DatasetLayer):
         self.check(tops in (slices, slices + 1), f"CustomDataLayer has {tops} top blobs, but {slices} slices. "
                    "(custom_data_layer.cpp:340-346)")
         self.check(p.crop_size == 0, "Cropping currently not supported (custom_data_layer.cpp:503-506)")
-        self.check(p.backend == 1, "CustomData reads an LMDB (data_param backend: LMDB)")
+        self.check(p.backend == 1, "LevelDB not supported by CustomData (custom_data_layer.cpp:350-352)",
+                   fix="give data_param { backend: LMDB }")
         batch = self.batch_size()
         widths = [b - a for a, b in zip([0] + points, points)]
         self.check(all(w > 0 for w in widths), "slice points must increase (custom_data_layer.cpp:519)")
@@ -108,14 +109,11 @@ class CustomData(DatasetLayer):
         return shapes
 
     def touches(self, run):
-        t = []
-        for j, shape in enumerate(run.tops):
-            n = 1
-            for d in shape:
-                n *= d
-            t.append(touch.buffer(f"prefetch_data_blobs_[{j}]", n, "setup", per_sample=True, device="host",
-                                  kind="prefetch", note="x".join(map(str, shape))))
-        c = sum(shape[1] for shape in run.tops[:len(self.param().slice_point) + 1])
+        slices = len(self.param().slice_point) + 1
+        t = [touch.buffer(f"prefetch_data_blobs_[{j}]" if j < slices else "prefetch_label_", count(shape), "setup",
+                          per_sample=True, device="host", kind="prefetch", note="x".join(map(str, shape)))
+             for j, shape in enumerate(run.tops)]
+        c = sum(shape[1] for shape in run.tops[:slices])
         _, _, h, w = run.tops[0]
         t.append(touch.buffer("data_mean_", c * h * w, "setup", per_sample=False, device="host", note=f"1x{c}x{h}x{w}"))
         t += [touch.top(j, "data", "forward", device="host") for j in range(len(run.tops))]
@@ -162,7 +160,8 @@ class DataAugmentation(Augmenting):
         n, c, h, w = legacy_shape(self, bottoms[0])
         crop = self.crop(bottoms[0])
         if crop:
-            self.check(w >= crop[1], f"crop width greater than original (data_augmentation_layer.cpp:103): {w} < {crop[1]}")
+            self.check(w >= crop[1], f"crop width greater than original (data_augmentation_layer.cpp:103): {w} < "
+                       f"{crop[1]}")
             self.check(h >= crop[0], f"crop height greater than original (data_augmentation_layer.cpp:104): {h} < "
                        f"{crop[0]}")
         top_h, top_w = crop or (h, w)
