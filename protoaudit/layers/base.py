@@ -103,6 +103,8 @@ FORK_MODULES = {
     "nvcaffe": ("nvcaffe",),
     "greentea": ("greentea",),
     "affordance_net": ("affordance_net",),
+    "flownet": ("flownet", "svs", "liteflownet"),
+    "liteflownet": ("liteflownet",),
 }
 _IMPORTED_FORKS = set()
 
@@ -256,6 +258,7 @@ class Layer:
     defines = {}  # --define names the layer reads: name -> what it means
     walks_net = False  # its setup reads the layers that made its bottoms (walk_net): one object per layer
     own_fields = ()  # (message, field) of a fork's own version of the type: never lent to a Caffe that has them
+    allows_backward = True  # False: a fork's AllowBackward() (liruoteng/FlowNet's): Net::Init never asks its backward
 
     def __init__(self, lp, ctx):
         self.lp = View(lp)

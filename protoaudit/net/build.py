@@ -638,6 +638,8 @@ class _Builder:
         params = self._params(lp, impl, index, param_shapes)
         if not need_backward and params:
             need_backward = any(p.need_backward for p in params)
+        if not impl.allows_backward:  # (liruoteng/FlowNet's net.cpp:180, 188)
+            need_backward = False
         if need_backward:
             for i in top_indices:
                 blobs[i].need_backward = True

@@ -82,6 +82,12 @@ FORKS = {
     "greentea": "naibaf7's OpenCL Caffe (naibaf7/caffe, Greentea: BVLC's opencl branch)",
     "affordance_net": "affordance-net's Caffe (nqanh/affordance-net, caffe-affordance-net: py-faster-rcnn's Caffe "
                       "with ROIAlignment)",
+    "flownet": "liruoteng/FlowNet's Caffe (FlowNet's Correlation, L1Loss, Downsample and Mean on a 2016 BVLC "
+               "Caffe, with FloData and a one-top ImageData)",
+    "svs": "SVS's Caffe (lawy623/SVS: FlowNet 2.0's Caffe with DispNet's Correlation1D, NegReLU, L1LossKitti and "
+           "a three-bottom L1Loss)",
+    "liteflownet": "LiteFlowNet's Caffe (twhui/LiteFlowNet: FlowNet 2.0's Caffe with Warp, CustomData and the "
+                   "augmentation layers)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
@@ -123,8 +129,12 @@ DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2", "ctpn": "caffe_lstm",
 # chosen by reading where the fork it is listed under reads the file too (protoaudit.read.load).
 # affordance-net's caffe.proto has no field py-R-FCN's lacks but roi_alignment_param and roi_alignment2_param:
 # a file py-R-FCN's reads (pva-faster-rcnn's BatchNorm nets with ROIPooling) is py-R-FCN's.
+# NVIDIA's Caffe 0.15 and FlowNet's Caffes each have an L1Loss, of other code: a file whose only fork type is
+# L1Loss, with no l1_loss_param, is read by all of them and stays NVIDIA's, as it was before FlowNet's were
+# shipped; FlowNet's nets carry l1_loss_param or a type of their own.
 SAME_FIELDS = {"ssd": ("faceboxes", "textboxes"), "rfcn": ("rfcn_matlab", "affordance_net"),
-               "bvlc": ("posenet",), "segnet": ("posenet",), "enet": ("posenet",)}
+               "bvlc": ("posenet",), "segnet": ("posenet",), "enet": ("posenet",),
+               "nvcaffe": ("flownet", "svs", "liteflownet")}
 
 
 def described(name):
