@@ -225,13 +225,9 @@ class Resample(Layer):
         return [(n, c, top_h, top_w)]
 
     def touches(self, run):
-        t = [touch.stop("forward", "ResampleLayer: CPU Forward not yet implemented. (resample_layer.cpp:61)")] \
-            if run.mode != "gpu" else []
+        t = _gpu_only(run, "ResampleLayer: CPU Forward not yet implemented. (resample_layer.cpp:61)")
         t += [touch.bottom(0, "data", "forward"), touch.top(0, "data", "forward")]
-        if any(run.propagate_down):
-            t.append(touch.stop("backward", "ResampleLayer cannot do backward. (resample_layer.cu:212-214)",
-                                fix="give the layer propagate_down: false for each bottom"))
-        return t
+        return t + _no_backward(run, "ResampleLayer cannot do backward. (resample_layer.cu:212-214)")
 
 
 @register("NegReLU", fork=SVS)
@@ -296,8 +292,7 @@ class Correlation(Layer):
         n, c, ph, pw, _, _, _ = self.geometry(run.bottoms)
         padded = n * ph * pw * c
         note = f"{n}x{ph}x{pw}x{c}"
-        t = [touch.stop("forward", "Correlation has no CPU code (correlation_layer.cpp:85-89)")] \
-            if run.mode != "gpu" else []
+        t = _gpu_only(run, "Correlation has no CPU code (correlation_layer.cpp:85-89)")
         t += [touch.bottom(0, "data", "forward"), touch.bottom(1, "data", "forward"),
               touch.buffer("rbot1_", padded, "forward", per_sample=True, note=note),
               touch.buffer("rbot2_", padded, "forward", per_sample=True, note=note),
@@ -339,8 +334,7 @@ class Downsample(Layer):
         return [(0, 0, "data"), (0, 0, "diff")] if self.__dict__.get("_shared") else []
 
     def touches(self, run):
-        t = [touch.stop("forward", "Downsample has no CPU code (downsample_layer.cpp:59)")] \
-            if run.mode != "gpu" else []
+        t = _gpu_only(run, "Downsample has no CPU code (downsample_layer.cpp:59)")
         if not self._shared:
             t += [touch.bottom(0, "data", "forward"), touch.top(0, "data", "forward")]
         t.append(touch.stop("backward", "DownsamplingLayer cannot do backward. (downsample_layer.cu:134)",
@@ -358,14 +352,10 @@ class SVSDownsample(Downsample):
     kernel_when_shared = True
 
     def touches(self, run):
-        t = [touch.stop("forward", "Downsample has no CPU code (downsample_layer.cpp:63)")] \
-            if run.mode != "gpu" else []
+        t = _gpu_only(run, "Downsample has no CPU code (downsample_layer.cpp:63)")
         if self.kernel_when_shared or not self._shared:
             t += [touch.bottom(0, "data", "forward"), touch.top(0, "data", "forward")]
-        if any(run.propagate_down):
-            t.append(touch.stop("backward", "DownsamplingLayer cannot do backward. (downsample_layer.cu)",
-                                fix="give the layer propagate_down: false for each bottom"))
-        return t
+        return t + _no_backward(run, "DownsamplingLayer cannot do backward. (downsample_layer.cu)")
 
 
 @register("Downsample", fork=LITE)
@@ -474,3 +464,15 @@ class FloData(FlowPrefetching, BVLCImageData):
 
     def rngs(self, run):
         return int(self.param().shuffle)  # prefetch_rng_ (cpp:69-74); no transformer RNG drawn
+
+
+def _gpu_only(run, message):
+    """The stop of a layer whose forward has no CPU code, in a CPU run."""
+    return [touch.stop("forward", message)] if run.mode != "gpu" else []
+
+
+def _no_backward(run, message):
+    """The stop of a layer that cannot run backward, where a bottom asks for its gradient (the fork's
+    net.cpp ignores AllowBackward: only propagate_down: false keeps it out)."""
+    return [touch.stop("backward", message, fix="give the layer propagate_down: false for each bottom")] \
+        if any(run.propagate_down) else []
