@@ -21,7 +21,6 @@ import os
 from ..read import plain_yaml
 from ..read.sidecar import SUFFIX
 from . import fast_rcnn_cfg, touch
-from ..net.build import Miscounted
 from .base import MissingShape, register
 from .data import Declared
 from .python_source import SourceShapes, Unread, class_file, module_file, read_lines
@@ -151,6 +150,8 @@ class Known(Python):
         if self.tops is not None and len(self.lp.top) != self.tops:
             logged = self.ctx.logged_layers.get(self.lp.name)
             if logged is None or list(logged.tops) != list(self.lp.top) or len(logged.shapes) != len(self.lp.top):
+                from ..net.build import Miscounted  # (build imports the layers)
+
                 raise Miscounted(f"{self.source} makes {self.tops} tops; {len(self.lp.top)} are named",
                                  fix="declare its tops with --input if the repository's own layer makes these")
             return self._as_logged(logged)
