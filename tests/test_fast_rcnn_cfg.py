@@ -51,11 +51,14 @@ def test_a_scale_above_the_largest_size_is_held_to_it(tmp_path):
     """A rotated-box repository's (arasharchor/py-faster-rcnn_rotated) SCALES (200, 600, 1000, 1800)
     with MAX_SIZE 1000: a square image scaled to 1800 would pass 1000 on its long side, so it is
     scaled to 1000 (blob.py:38-41); the largest blob is 1000x1000. A value only the running code has
-    (np.arange) leaves py-faster-rcnn's own; the last plain assignment of a key wins."""
+    (np.arange) leaves py-faster-rcnn's own, as does a count that is no positive whole number (-1
+    proposals); the last plain assignment of a key wins."""
     blobs, _ = _repository(tmp_path, "__C.TRAIN.SCALES = (200, 600, 1000, 1800)\n__C.TRAIN.MAX_SIZE = 900\n"
-                           "__C.TRAIN.MAX_SIZE = 1000\n__C.TRAIN.BATCH_SIZE = np.arange(3)\n")
+                           "__C.TRAIN.MAX_SIZE = 1000\n__C.TRAIN.BATCH_SIZE = np.arange(3)\n"
+                           "__C.TRAIN.RPN_POST_NMS_TOP_N = -1\n")
     assert blobs["data"] == (1, 3, 1000, 1000)
     assert blobs["rois"] == (128, 5)  # config.py:47
+    assert blobs["rpn_rois"] == (2000, 5)  # config.py:116
 
 
 def test_py_faster_rcnns_own_values_are_kept_where_the_repository_keeps_them(tmp_path):

@@ -36,6 +36,19 @@ class Config:
     def get(self, section, key, default=None):
         return self.values.get((section, key), DEFAULTS.get((section, key), default))
 
+    def count(self, section, key):
+        """A size the layers take as a whole number: the repository's where it is a positive integer,
+        else py-faster-rcnn's (None where it has none)."""
+        value = self.values.get((section, key))
+        ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
+        return value if ok else DEFAULTS.get((section, key))
+
+    def fraction(self, section, key):
+        """A share in (0, 1]: the repository's where it is one, else py-faster-rcnn's."""
+        value = self.values.get((section, key))
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1
+        return value if ok else DEFAULTS.get((section, key))
+
     def changed(self, *keys):
         """Whether the repository gives any of `keys` ((section, key)) another value than py-faster-rcnn's."""
         return any(k in self.values and self.values[k] != DEFAULTS.get(k) for k in keys)

@@ -371,7 +371,7 @@ class RoIDataLayer(Known):
                 f"3 tops: cfg.TRAIN.HAS_RPN, one image ({said}), room for {GT_BOXES} ground-truth boxes")
         if n in (5, 6):  # 5: the original Fast R-CNN's (rbgirshick/fast-rcnn), bbox_targets and bbox_loss_weights
             cfg = fast_rcnn_cfg.of_net(self.ctx)
-            images, rois = cfg.get("TRAIN", "IMS_PER_BATCH"), cfg.get("TRAIN", "BATCH_SIZE")
+            images, rois = cfg.count("TRAIN", "IMS_PER_BATCH"), cfg.count("TRAIN", "BATCH_SIZE")
             height, width, said = self.image()
             shapes = [(images, 3, height, width), (rois, 5), (rois,)] + [(rois, 4 * classes)] * (n - 3)
             whose = "Fast R-CNN" if n == 6 else "the original Fast R-CNN (rbgirshick/fast-rcnn)"
@@ -487,7 +487,7 @@ class ProposalLayer(Known):
         self.check(len(bottoms[0]) >= 2, f"bottom 0 {tuple(bottoms[0])} needs height and width axes")
         h, w = bottoms[0][-2:]
         phase = self.ctx.phase
-        top_n = fast_rcnn_cfg.of_net(self.ctx).get(phase, "RPN_POST_NMS_TOP_N")
+        top_n = fast_rcnn_cfg.of_net(self.ctx).count(phase, "RPN_POST_NMS_TOP_N")
         p = min(top_n, a * h * w)
         return [(p, 5), (p, 1)][:len(self.lp.top)], (
             f"at most {top_n} proposals in {phase} (cfg.{phase}.RPN_POST_NMS_TOP_N), and at most "
@@ -513,17 +513,17 @@ class ProposalTargetLayer(Known):
     def defaults(self, bottoms):
         classes = self.param(self.yaml_params(), "num_classes", "proposal_target_layer.py:26")
         cfg = fast_rcnn_cfg.of_net(self.ctx)
-        rois = cfg.get("TRAIN", "BATCH_SIZE")
+        rois = cfg.count("TRAIN", "BATCH_SIZE")
         shapes = [(rois, 5), (rois,)] + [(rois, 4 * classes)] * 3
         if self.ctx.schema == "rfcn":  # py-R-FCN's copy makes every top 4-axis (its :80-105)
             shapes = [s + (1,) * (4 - len(s)) for s in shapes]
         said = f"{rois} RoIs (cfg.TRAIN.BATCH_SIZE), {classes} classes"
         if self._masks():
-            side = cfg.get("TRAIN", "MASK_SIZE")
+            side = cfg.count("TRAIN", "MASK_SIZE")
             self.check(isinstance(side, int) and side > 0, "affordance-net's mask targets need cfg.TRAIN.MASK_SIZE, "
                        "which the repository's fast_rcnn/config.py does not give as a number",
                        fix="declare mask_targets and rois_pos with --input")
-            fg = int(round(cfg.get("TRAIN", "FG_FRACTION") * rois))
+            fg = int(round(cfg.fraction("TRAIN", "FG_FRACTION") * rois))
             shapes += [(fg, side, side), (fg, 5)]
             said += f", {fg} foreground RoIs' {side}x{side} masks (cfg.TRAIN.FG_FRACTION, MASK_SIZE)"
         return shapes, said
