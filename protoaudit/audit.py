@@ -414,7 +414,7 @@ def _with_deploy_inputs(spec, options, needs, assume=False):
         raise furthest  # (it says the size, and where the sizes before it stopped)
     first.fix = (first.fix or "") + " (no other image protoaudit tries fits either: " + ", ".join(
         "x".join(map(str, shape)) for shape, _ in ASSUMED_IMAGES[1:]) + \
-        f", nor a square colour image of side {', '.join(map(str, SEARCHED_SIDES))}, nor 360x480)"
+        f", nor a square colour image of side {', '.join(map(str, SEARCHED_SIDES))}, nor 360x480 or 540x960)"
     raise first
 
 

@@ -103,8 +103,9 @@ FORK_MODULES = {
     "nvcaffe": ("nvcaffe",),
     "greentea": ("greentea",),
     "affordance_net": ("affordance_net",),
-    "flownet": ("flownet", "svs", "liteflownet"),
-    "liteflownet": ("liteflownet",),
+    "flownet": ("flownet", "svs", "liteflownet", "flownet2"),
+    "liteflownet": ("liteflownet", "flownet2"),
+    "flownet2": ("flownet2",),
 }
 _IMPORTED_FORKS = set()
 

@@ -65,10 +65,12 @@ ASSUMED_IMAGES = (
 ASSUMED_CHANNELS = ASSUMED_IMAGES[0][0][0]
 # Where every image above stops a layer (a decoder whose Upsample sizes are fixed, a U-Net whose
 # crops need its tile), the first square colour image of these sides that the net takes, and
-# SegNet's CamVid frame: the size the net's own fixed sizes imply, searched for, never derived.
+# SegNet's CamVid frame and FlyingThings3D's (the frames FlowNet 2.0's 768x384 crops are cut from):
+# the size the net's own fixed sizes imply, searched for, never derived.
 SEARCHED_SIDES = (256, 512, 128, 64, 96, 160, 192, 320, 384, 448, 572)
 SEARCHED_IMAGES = tuple(((ASSUMED_CHANNELS, side, side), "a square image the net's fixed sizes take")
-                        for side in SEARCHED_SIDES) + (((ASSUMED_CHANNELS, 360, 480), "SegNet's CamVid frames"),)
+                        for side in SEARCHED_SIDES) + (((ASSUMED_CHANNELS, 360, 480), "SegNet's CamVid frames"),
+                                                 ((ASSUMED_CHANNELS, 540, 960), "FlyingThings3D's frames"))
 
 
 NOT_HERE = "its dataset not being on this machine"  # why a data top's shape is assumed, unless said otherwise

@@ -18,6 +18,9 @@ l1loss_layer.cu, correlation_layer.cpp/.cu and eltwise_layer.cpp are FlowNet 2.0
 b92e198) byte for byte, which differ from liruoteng's in includes and comments; its l1loss_layer.cpp adds
 l1_loss_param.power for the square root's exponent, which allocates alike. Like SVS's, its net.cpp never asks
 AllowBackward().
+
+FlowNet 2.0's Caffe (the fork flownet2, protoaudit.layers.flownet2) has those same files (L1Loss: l1loss_layer.cu
+byte for byte, its .cpp LiteFlowNet's with the square root's exponent fixed at 0.5), sized by these classes.
 """
 import struct
 
@@ -30,11 +33,12 @@ from .data import FIRST_TOKENS, CopyingPrefetching, ImageData as BVLCImageData, 
 FORK = "flownet"
 SVS = "svs"
 LITE = "liteflownet"
+FLOWNET2 = "flownet2"
 FLO_MAGIC = 202021.25  # the .flo header's first float (flo_data_layer.cpp:27)
 STRING_BYTES = 32  # sizeof(std::string), libstdc++: one entry of ImageData's vector<string> lines_
 
 
-@register("L1Loss", fork=(FORK, LITE))
+@register("L1Loss", fork=(FORK, LITE, FLOWNET2))
 class L1Loss(Layer):
     """L1LossLayer: one or two bottoms (loss_layers.hpp:516-518), LossLayer's one scalar top of loss
     weight 1 (Reshape: l1loss_layer.cpp:68-69). With two, an EltwiseLayer SUM with coefficients 1, -1
@@ -127,7 +131,7 @@ class L1Loss(Layer):
         return t
 
 
-@register("Eltwise", fork=(FORK, SVS, LITE))
+@register("Eltwise", fork=(FORK, SVS, LITE, FLOWNET2))
 class Eltwise(BVLCEltwise):
     """BVLC's EltwiseLayer, but one bottom is enough (common_layers.hpp:301, MinBottomBlobs 1): FlowNet's
     nets scale a blob with a SUM of one coefficient (eltwise_layer.cpp:10-37 is BVLC's otherwise)."""
@@ -203,12 +207,14 @@ class Correlation1D(Layer):
                     touch.bottom(0, "diff", "backward"), touch.bottom(1, "diff", "backward")]
 
 
-@register("Resample", fork=SVS)
+@register("Resample", fork=(SVS, FLOWNET2))
 class Resample(Layer):
     """SVS's ResampleLayer (resample_layer.cpp/.cu/.hpp, in src): bottom 0 resized to resample_param's height
     x width, or to bottom 1's size where there are two (cpp:40-46), both at least 1 (cpp:48-49); CUBIC,
     LINEAR or NEAREST only (cpp:17-20). The GPU forward writes the top and allocates nothing
-    (cu:129-207); the CPU forward stops (cpp:61), and so does any backward that propagates (cu:210-214)."""
+    (cu:129-207); the CPU forward stops (cpp:61), and so does any backward that propagates (cu:210-214).
+    FlowNet 2.0's (the fork flownet2, b92e198) has the same .cpp to line 66 and the same kernels; its CPU
+    backward stops whatever propagate_down says (cpp:67-68), never reached as the CPU forward stops first."""
 
     min_bottoms = 1
     max_bottoms = 2
@@ -243,7 +249,7 @@ class NegReLU(Layer):
         return [tuple(bottoms[0])]
 
 
-@register("Correlation", fork=(FORK, SVS, LITE))
+@register("Correlation", fork=(FORK, SVS, LITE, FLOWNET2))
 class Correlation(Layer):
     """CorrelationLayer: two bottoms of one shape (correlation_layer.cpp:45-47), one top
     (vision_layers.hpp:294-295). LayerSetUp CHECKs kernel_size and max_displacement are given and the

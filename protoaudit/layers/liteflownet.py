@@ -8,7 +8,8 @@ the classes of augmentation_layer_base.hpp:17-127, all floats: tTransMat 6 (24 b
 coefficient vector is AugmentationCoeff's field count, 42 (caffe.proto). Their net.cpp never asks
 AllowBackward(): the layers below a DataAugmentation whose parameters take the default lr_mult get a
 gradient, as in that Caffe. The Correlation, L1Loss, Downsample and Eltwise it has are in
-protoaudit.layers.flownet.
+protoaudit.layers.flownet. FlowNet 2.0's Caffe (lmb-freiburg/flownet2 b92e198) has the same
+custom_data_layer.cpp/.cu and .hpp byte for byte: CustomData serves both.
 """
 from . import touch
 from .base import Layer, count, legacy_shape, register
@@ -41,7 +42,7 @@ class Warp(Layer):
         return [(image[0], image[1], flow[2], flow[3])]
 
 
-@register("CustomData", fork=FORK)
+@register("CustomData", fork=(FORK, "flownet2"))
 class CustomData(DatasetLayer):
     """CustomDataLayer: an LMDB's records sliced along the channels into the tops (slice_point, each
     slice decoded by its `encoding`), plus a label top (batch, 1, 1, 1) where there is one top more than

@@ -88,6 +88,8 @@ FORKS = {
            "a three-bottom L1Loss)",
     "liteflownet": "LiteFlowNet's Caffe (twhui/LiteFlowNet: FlowNet 2.0's Caffe with Warp, CustomData and the "
                    "augmentation layers)",
+    "flownet2": "FlowNet 2.0's Caffe (lmb-freiburg/flownet2: FlowWarp, ChannelNorm, Accum, LpqLoss, Resample, "
+                "CustomData and the augmentation layers)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
@@ -116,7 +118,11 @@ DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2", "ctpn": "caffe_lstm",
                  "e2e_face": "caffe_face",
                  # nqanh/affordance-net's Caffe keeps caffe-fast-rcnn's ROIPooling and SmoothL1Loss: a file
                  # both read (no ROIAlignment) is caffe-fast-rcnn's
-                 "affordance_net": "fastrcnn"}
+                 "affordance_net": "fastrcnn",
+                 # SVS's and LiteFlowNet's Caffes grew from FlowNet 2.0's, not the other way, but they were
+                 # shipped first: a file one of the FlowNet forks reads stays theirs, and FlowNet 2.0's is
+                 # taken only for its own types (FlowWarp, ChannelNorm, Accum, LpqLoss)
+                 "flownet2": ("flownet", "svs", "liteflownet")}
 # Descendants whose caffe.proto reads a file as their ancestor's does (FaceBoxes' is SSD's byte for
 # byte; TextBoxes' is SSD's of 2016, fewer fields; R-FCN's MATLAB Caffe's has py-R-FCN's fields by the
 # same names), so that only a build tells
@@ -134,7 +140,7 @@ DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2", "ctpn": "caffe_lstm",
 # shipped; FlowNet's nets carry l1_loss_param or a type of their own.
 SAME_FIELDS = {"ssd": ("faceboxes", "textboxes"), "rfcn": ("rfcn_matlab", "affordance_net"),
                "bvlc": ("posenet",), "segnet": ("posenet",), "enet": ("posenet",),
-               "nvcaffe": ("flownet", "svs", "liteflownet")}
+               "nvcaffe": ("flownet", "svs", "liteflownet", "flownet2")}
 
 
 def described(name):
