@@ -105,6 +105,8 @@ FORK_MODULES = {
     "affordance_net": ("affordance_net",),
     "flownet": ("flownet", "svs", "liteflownet"),
     "liteflownet": ("liteflownet",),
+    "qnn": ("qnn",),
+    "ristretto": ("ristretto",),
 }
 _IMPORTED_FORKS = set()
 

@@ -88,6 +88,10 @@ FORKS = {
            "a three-bottom L1Loss)",
     "liteflownet": "LiteFlowNet's Caffe (twhui/LiteFlowNet: FlowNet 2.0's Caffe with Warp, CustomData and the "
                    "augmentation layers)",
+    "qnn": "caffe-quant-QNN (whitenightwu/caffe-quant-QNN: BVLC Caffe with QuanConvolution, "
+           "QuanInnerProduct and Quantization)",
+    "ristretto": "Ristretto (pmgysel/caffe: BVLC Caffe with ConvolutionRistretto, FcRistretto, "
+                 "DeconvolutionRistretto and LRNRistretto)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
