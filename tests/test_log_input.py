@@ -303,8 +303,8 @@ def test_a_run_a_python_layer_ended_setting_up_is_echoed_up_to_where_it_died(tmp
 
 
 def test_layers_of_one_name_set_up_several_times_take_their_own_logged_shapes():
-    """caffe-quant-QNN's quantized AlexNet-BN names each of its Quantization layers (a type protoaudit
-    has no rule for, sized as Caffe logged it) 'quantized_conv1': a8w8.log sets up the first at line
+    """caffe-quant-QNN's quantized AlexNet-BN names each of its Quantization layers
+    'quantized_conv1': a8w8.log sets up the first at line
     676 (200 96 27 27, after pool1), the second at 721 (200 256 13 13, after pool2), and so on. The k-th
     layer of the name takes the k-th the log set up, not the shapes of another log beside it
     (a4w8_6.log ran batch 128): --caffe-log gives every line the log gives, for both nets."""

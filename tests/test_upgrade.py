@@ -136,6 +136,9 @@ FORK_V1_EXTRAS = {
     # naibaf7/caffe 2996015: its V1LayerParameter gained affinity_param (43) and no V1 type, and its
     # upgrade_proto.cpp's UpgradeV1LayerParameter does not copy it
     "greentea": (set(), {"affinity_param"}),
+    # whitenightwu/caffe-quant-QNN b4fc9ad: its V1LayerParameter gained quan_convolution_param and
+    # quan_inner_product_param (caffe.proto:1314-1315) and no V1 type, and its upgrade_proto.cpp copies neither
+    "qnn": (set(), {"quan_convolution_param", "quan_inner_product_param"}),
 }
 
 

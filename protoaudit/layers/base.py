@@ -106,6 +106,8 @@ FORK_MODULES = {
     "flownet": ("flownet", "svs", "liteflownet", "flownet2"),
     "liteflownet": ("liteflownet", "flownet2"),
     "flownet2": ("flownet2",),
+    "qnn": ("qnn",),
+    "ristretto": ("ristretto",),
 }
 _IMPORTED_FORKS = set()
 

@@ -1,4 +1,6 @@
 """Fully connected layers: InnerProduct and Embed."""
+import functools
+
 from . import touch
 from .base import Layer, canonical_axis, count, register
 
@@ -8,8 +10,12 @@ class InnerProduct(Layer):
     exact_bottoms = 1
     exact_tops = 1
 
+    @functools.cached_property
+    def param(self):
+        return self.lp.inner_product_param
+
     def _dims(self, bottoms):
-        p = self.lp.inner_product_param
+        p = self.param
         axis = canonical_axis(self, p.axis, len(bottoms[0]))
         self.check(p.num_output > 0, "num_output must be set and positive")
         return axis, count(bottoms[0], axis), p.num_output
@@ -20,15 +26,15 @@ class InnerProduct(Layer):
 
     def param_shapes(self, bottoms):
         _, k, n = self._dims(bottoms)
-        p = self.lp.inner_product_param
+        p = self.param
         weight = (k, n) if p.transpose else (n, k)
         return [weight, (n,)] if p.bias_term else [weight]
 
     def touches(self, run):
         """bias_multiplier_ has one entry per row (the batch and the axes before `axis`)."""
         t = super().touches(run)
-        if self.lp.inner_product_param.bias_term:
-            axis = canonical_axis(self, self.lp.inner_product_param.axis, len(run.bottoms[0]))
+        if self.param.bias_term:
+            axis = canonical_axis(self, self.param.axis, len(run.bottoms[0]))
             t.append(touch.buffer("bias_multiplier_", count(run.bottoms[0], 0, axis), "setup", per_sample=True))
         return t
 

@@ -90,6 +90,10 @@ FORKS = {
                    "augmentation layers)",
     "flownet2": "FlowNet 2.0's Caffe (lmb-freiburg/flownet2: FlowWarp, ChannelNorm, Accum, LpqLoss, Resample, "
                 "CustomData and the augmentation layers)",
+    "qnn": "caffe-quant-QNN (whitenightwu/caffe-quant-QNN: BVLC Caffe with QuanConvolution, "
+           "QuanInnerProduct and Quantization)",
+    "ristretto": "Ristretto (pmgysel/caffe: BVLC Caffe with ConvolutionRistretto, FcRistretto, "
+                 "DeconvolutionRistretto and LRNRistretto)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
