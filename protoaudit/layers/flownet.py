@@ -38,8 +38,43 @@ FLO_MAGIC = 202021.25  # the .flo header's first float (flo_data_layer.cpp:27)
 STRING_BYTES = 32  # sizeof(std::string), libstdc++: one entry of ImageData's vector<string> lines_
 
 
+class DifferenceLoss(Layer):
+    """A FlowNet loss of one bottom, or of the difference of two through an inner Eltwise, which CHECKs
+    that they have the same shape; its label is the prediction's shape, and it allows a forced
+    backward into either bottom."""
+
+    min_bottoms = 1
+    max_bottoms = 2
+    exact_tops = 1
+    auto_top_blobs = True
+    loss_by_default = True
+    cited = ""  # where the layer's source sets up its inner Eltwise
+
+    def reshape(self, bottoms):
+        for j, shape in enumerate(bottoms[1:], 1):
+            self.check(tuple(shape) == tuple(bottoms[0]),
+                       f"its Eltwise difference CHECKs bottom[{j}]->shape() == bottom[0]->shape() "
+                       f"({self.cited}, eltwise_layer.cpp:34): {tuple(bottoms[0])} vs {tuple(shape)}")
+        legacy_shape(self, bottoms[0])
+        return [()]
+
+    def label_for(self, prediction):
+        return tuple(prediction)
+
+    def allow_force_backward(self, bottom_index):
+        return True
+
+    @staticmethod
+    def into_bottoms(run, full):
+        """The backward's last step: the inner Eltwise's diff_ (two bottoms) and the bottoms' diffs."""
+        if len(run.bottoms) < 2:
+            return [touch.bottom(0, "diff", "backward")]
+        return [touch.buffer("diff_.diff", full, "backward", per_sample=True)] + [
+            touch.bottom(j, "diff", "backward") for j, down in enumerate(run.propagate_down[:2]) if down]
+
+
 @register("L1Loss", fork=(FORK, LITE, FLOWNET2))
-class L1Loss(Layer):
+class L1Loss(DifferenceLoss):
     """L1LossLayer: one or two bottoms (loss_layers.hpp:516-518), LossLayer's one scalar top of loss
     weight 1 (Reshape: l1loss_layer.cpp:68-69). With two, an EltwiseLayer SUM with coefficients 1, -1
     writes their difference into diff_ (cpp:18-27), whose Reshape CHECKs the bottoms' shapes equal
@@ -60,28 +95,10 @@ class L1Loss(Layer):
     inner convolution's weight and bias diffs (its param_propagate_down_ is true); then the Eltwise
     writes the diffs of the bottoms that propagate."""
 
-    min_bottoms = 1
-    max_bottoms = 2
-    exact_tops = 1
-    auto_top_blobs = True
-    loss_by_default = True
+    cited = "l1loss_layer.cpp:27"  # its forced backward: loss_layers.hpp:512-514
 
     def param(self):
         return self.fork_param("l1_loss_param")
-
-    def reshape(self, bottoms):
-        for j, shape in enumerate(bottoms[1:], 1):
-            self.check(tuple(shape) == tuple(bottoms[0]),
-                       f"its Eltwise difference CHECKs bottom[{j}]->shape() == bottom[0]->shape() "
-                       f"(l1loss_layer.cpp:27, eltwise_layer.cpp:34): {tuple(bottoms[0])} vs {tuple(shape)}")
-        legacy_shape(self, bottoms[0])
-        return [()]
-
-    def label_for(self, prediction):
-        return tuple(prediction)
-
-    def allow_force_backward(self, bottom_index):
-        return True  # loss_layers.hpp:512-514
 
     def touches(self, run):
         p = self.param()
@@ -123,12 +140,7 @@ class L1Loss(Layer):
                   touch.buffer("sum_layer_ weight.diff", c, "backward", per_sample=False),
                   touch.buffer("sum_layer_ bias.diff", 1, "backward", per_sample=False),
                   touch.buffer("square_output_.diff", full, "backward", per_sample=True)]
-        if two:
-            t.append(touch.buffer("diff_.diff", full, "backward", per_sample=True))
-            t += [touch.bottom(j, "diff", "backward") for j, down in enumerate(run.propagate_down[:2]) if down]
-        else:
-            t.append(touch.bottom(0, "diff", "backward"))
-        return t
+        return t + self.into_bottoms(run, full)
 
 
 @register("Eltwise", fork=(FORK, SVS, LITE, FLOWNET2))

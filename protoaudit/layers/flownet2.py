@@ -10,7 +10,7 @@ compared are named.
 """
 from . import touch
 from .base import Layer, legacy_shape, register
-from .flownet import LiteDownsample, _gpu_only
+from .flownet import DifferenceLoss, LiteDownsample, _gpu_only
 from .liteflownet import (DataAugmentation as LiteDataAugmentation, FlowAugmentation as LiteFlowAugmentation,
                           GenerateAugmentationParameters as LiteGenerate)
 
@@ -130,7 +130,7 @@ class Accum(Layer):
 
 
 @register("LpqLoss", fork=FORK)
-class LpqLoss(Layer):
+class LpqLoss(DifferenceLoss):
     """LpqLossLayer: (sum over the channels of |d + p_epsilon|^p + q_epsilon)^q, summed and normalized, of the
     difference d of two bottoms (an EltwiseLayer SUM 1, -1 into diff_, whose Reshape CHECKs one shape) or of
     bottom 0 itself (lpq_loss_layer.cpp:84-100); one scalar top of loss weight 1 (cpp:149-150). The p, q and
@@ -148,11 +148,7 @@ class LpqLoss(Layer):
     convolution's weight and bias, p_output_, and diff_ (or bottom 0's), and the Eltwise's bottoms' diffs.
     There is no CPU code (cpp:175-186)."""
 
-    min_bottoms = 1
-    max_bottoms = 2
-    exact_tops = 1
-    auto_top_blobs = True
-    loss_by_default = True
+    cited = "lpq_loss_layer.cpp:97"  # its forced backward: lpq_loss_layer.hpp:42-45
 
     def reshape(self, bottoms):
         p = self.fork_param("lpq_loss_param")
@@ -164,18 +160,7 @@ class LpqLoss(Layer):
             self.check(all(a < b for a, b in zip(starts, starts[1:])), "pq_episode_starts_at_frame is not ordered "
                        "or contains duplicates (lpq_loss_layer.cpp:53-64)")
             self.check(starts[0] == 0, "First entry in pq_episode_starts_at_frame is not 0 (lpq_loss_layer.cpp:66-69)")
-        for j, shape in enumerate(bottoms[1:], 1):
-            self.check(tuple(shape) == tuple(bottoms[0]),
-                       f"its Eltwise difference CHECKs bottom[{j}]->shape() == bottom[0]->shape() "
-                       f"(lpq_loss_layer.cpp:97, eltwise_layer.cpp:34): {tuple(bottoms[0])} vs {tuple(shape)}")
-        legacy_shape(self, bottoms[0])
-        return [()]
-
-    def label_for(self, prediction):
-        return tuple(prediction)
-
-    def allow_force_backward(self, bottom_index):
-        return True  # lpq_loss_layer.hpp:42-45
+        return DifferenceLoss.reshape(self, bottoms)
 
     def touches(self, run):
         n, c, h, w = legacy_shape(self, run.bottoms[0])
@@ -208,12 +193,7 @@ class LpqLoss(Layer):
               touch.buffer("sum_layer_ weight.diff", c, "backward", per_sample=False),
               touch.buffer("sum_layer_ bias.diff", 1, "backward", per_sample=False),
               touch.buffer("p_output_.diff", full, "backward", per_sample=True)]
-        if two:
-            t.append(touch.buffer("diff_.diff", full, "backward", per_sample=True))
-            t += [touch.bottom(j, "diff", "backward") for j, down in enumerate(run.propagate_down[:2]) if down]
-        else:
-            t.append(touch.bottom(0, "diff", "backward"))
-        return t
+        return t + self.into_bottoms(run, full)
 
 
 @register("DataAugmentation", fork=FORK)
