@@ -1035,7 +1035,7 @@ def _unknown_type(lp, schema, beside=(), path=None):
     if source is not None:
         message = (f"unknown layer type '{lp.type}': a layer of the Caffe source tree of this net's repository "
                    f"({os.path.relpath(os.path.join(tree, source), os.path.dirname(os.path.abspath(path)))}), which "
-                   f"protoaudit has no rule for; that tree's caffe.proto (--caffe-proto {caffe_proto(path)}) reads "
+                   f"protoaudit has no rule for; that tree's caffe.proto (--caffe-proto {caffe_proto(path, tree)}) reads "
                    "the file's fields")
         tops = ", ".join(f"--input {t}=NxCxHxW" for t in lp.top) or "--input TOP=NxCxHxW"
         return InputError(message, layer=lp.name, fix=f"declare its tops ({tops}) to audit the rest of the net around it")

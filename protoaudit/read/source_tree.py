@@ -5,6 +5,7 @@ caffe.proto, which reads the net's fields.
 Read only to say where a layer type protoaudit has no rule for comes from: the .cpp that registers it
 (REGISTER_LAYER_CLASS) and the caffe.proto `--caffe-proto` can take. Nothing is compiled or run.
 """
+import functools
 import os
 import re
 
@@ -41,10 +42,10 @@ def _is_tree(folder):
     return os.path.isfile(os.path.join(folder, "src", "caffe", "proto", "caffe.proto"))
 
 
-def caffe_proto(net_path):
-    """The caffe.proto of the Caffe source tree of the net's repository (tree_of), as the user reaches
-    it from the net's folder; None where there is none."""
-    tree = tree_of(net_path)
+def caffe_proto(net_path, tree=None):
+    """The caffe.proto of the Caffe source tree of the net's repository (`tree`, else tree_of), as the
+    user reaches it from the net's folder; None where there is none."""
+    tree = tree or tree_of(net_path)
     if tree is None:
         return None
     return os.path.relpath(os.path.join(tree, "src", "caffe", "proto", "caffe.proto"),
@@ -55,18 +56,33 @@ def registering(root, layer_type):
     """The tree's layer source that registers `layer_type` (REGISTER_LAYER_CLASS(Type), or
     REGISTER_LAYER_CREATOR(Type, ...)), relative to the tree's root; None where none does."""
     folder = os.path.join(root, "src", "caffe", "layers")
-    pattern = re.compile(rb"REGISTER_LAYER_(?:CLASS|CREATOR)\(\s*" + re.escape(layer_type.encode()) + rb"\s*[,)]")
-    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", layer_type).lower() + "_layer.cpp"
     try:
-        names = sorted((e.name for e in os.scandir(folder) if e.is_file() and e.name.endswith(".cpp")),
-                       key=lambda n: (n != snake, n))[:MAX_FILES]
+        version = os.stat(folder).st_mtime_ns
     except OSError:
         return None
+    found = _registered(folder, version).get(layer_type)
+    return os.path.join("src", "caffe", "layers", found) if found else None
+
+
+_REGISTER = re.compile(rb"REGISTER_LAYER_(?:CLASS|CREATOR)\(\s*(\w+)\s*[,)]")
+
+
+@functools.lru_cache(maxsize=8)
+def _registered(folder, version):
+    """{type: file} of the types the folder's layer sources register, read once per version of the
+    folder (its modification time): a net refused for its unknown types asks once per layer and per
+    size it tries, and a tree holds some 100 to 300 sources."""
+    out = {}
+    try:
+        names = sorted(e.name for e in os.scandir(folder) if e.is_file() and e.name.endswith(".cpp"))[:MAX_FILES]
+    except OSError:
+        return out
     for name in names:
         try:
             with open(os.path.join(folder, name), "rb") as f:
-                if pattern.search(f.read(MAX_BYTES)):
-                    return os.path.join("src", "caffe", "layers", name)
+                text = f.read(MAX_BYTES)
         except OSError:
             continue
-    return None
+        for m in _REGISTER.finditer(text):
+            out.setdefault(m.group(1).decode(), name)
+    return out
