@@ -360,8 +360,9 @@ class RoIDataLayer(Known):
         classes = self.param(params, "num_classes", "layer.py:89")
         n = len(self.lp.top)
         masks = n == 5 and list(self.lp.top)[1:3] == ["im_info", "gt_boxes"]
+        cfg = fast_rcnn_cfg.of_net(self.ctx)
         if n == 3 or masks:
-            height, width, said = self.image()
+            height, width, said = self.image(cfg)
             image = (1, 3, height, width)
             if masks:  # affordance-net's: HAS_RPN with MASK_REG
                 return [image, (1, 3), (GT_BOXES, 5), (GT_BOXES, 2), (1, 1)], (
@@ -370,9 +371,8 @@ class RoIDataLayer(Known):
             return [image, (1, 3), (GT_BOXES, 5)], (
                 f"3 tops: cfg.TRAIN.HAS_RPN, one image ({said}), room for {GT_BOXES} ground-truth boxes")
         if n in (5, 6):  # 5: the original Fast R-CNN's (rbgirshick/fast-rcnn), bbox_targets and bbox_loss_weights
-            cfg = fast_rcnn_cfg.of_net(self.ctx)
             images, rois = cfg.count("TRAIN", "IMS_PER_BATCH"), cfg.count("TRAIN", "BATCH_SIZE")
-            height, width, said = self.image()
+            height, width, said = self.image(cfg)
             shapes = [(images, 3, height, width), (rois, 5), (rois,)] + [(rois, 4 * classes)] * (n - 3)
             whose = "Fast R-CNN" if n == 6 else "the original Fast R-CNN (rbgirshick/fast-rcnn)"
             return shapes, (f"{n} tops: {whose} with bounding-box regression, {images} images of "
@@ -382,13 +382,13 @@ class RoIDataLayer(Known):
                   fix="declare its tops with --input if your configuration makes these")
 
 
-    def image(self):
-        """The largest training image: (height, width, what says so). py-faster-rcnn's defaults; a
-        pva-faster-rcnn net (_pva_net) takes its cfg: the one beside it (_pva_cfg_beside), else the
+    def image(self, cfg):
+        """The largest training image: (height, width, what says so). The repository's configuration
+        `cfg` (fast_rcnn_cfg); a pva-faster-rcnn net (_pva_net) takes its cfg: the one beside it (_pva_cfg_beside), else the
         cfg its example trains with (PVA_TRAIN_CFG). Each side is at most the largest scale and
         MAX_SIZE, floored to a multiple of SCALE_MULTIPLE_OF (utils/blob.py:38-43)."""
         if self.ctx.path is None or not _pva_net(self.ctx):
-            return _image_of(fast_rcnn_cfg.of_net(self.ctx), self.ctx.path)
+            return _image_of(cfg, self.ctx.path)
         beside = _pva_cfg_beside(self.ctx.path)
         cfg = {"SCALES": [TRAIN_MAX_SCALE], "MAX_SIZE": TRAIN_MAX_SIZE, "SCALE_MULTIPLE_OF": 1}
         if beside is None:
