@@ -98,7 +98,14 @@ class Audit:
             return None
         from .memory import scaling
 
-        return scaling.pages(scaling.sizes(self))
+        return scaling.pages(self.card_sizes)
+
+    @functools.cached_property
+    def card_sizes(self):
+        """scaling.sizes of this audit, worked out once: the pages and the largest-batch search read them."""
+        from .memory import scaling
+
+        return scaling.sizes(self)
 
     @property
     def batch(self):

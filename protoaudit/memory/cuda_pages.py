@@ -50,6 +50,39 @@ def taken(sizes):
     return pages * PAGE
 
 
+def tally(counted):
+    """What floor needs of buffers given as {size: how many}: (pages of the large ones, the small
+    ones' slots' bytes, and for j = 1..SHARING how many small ones are too large for j + 1 to share
+    a page). Tallies of two lots of buffers add up item by item."""
+    pages = volume = 0
+    over = [0] * SHARING
+    for size, k in counted.items():
+        if size <= 0:
+            continue
+        if size > PAGE:
+            pages += k * -(-size // PAGE)
+            continue
+        slot = -(-size // SLOT) * SLOT
+        volume += k * slot
+        for j in range(min(PAGE // slot, SHARING + 1) - 1, SHARING):  # (j + 2) slots overflow a page
+            over[j] += k
+    return pages, volume, over
+
+
+def floor(*tallies):
+    """Bytes that taken() gives at least for the buffers of these tallies, whatever their order: a
+    page can hold no more small buffers than their bytes allow, nor more than j of those too large
+    for j + 1 to share it. Cheap: it needs only the buffers' distinct sizes."""
+    pages = sum(t[0] for t in tallies)
+    volume = sum(t[1] for t in tallies)
+    over = [sum(t[2][j] for t in tallies) for j in range(SHARING)]
+    shared = max([-(-volume // PAGE)] + [-(-c // (j + 1)) for j, c in enumerate(over)])
+    return (pages + shared) * PAGE
+
+
+SHARING = 8  # floor's bounds for pages shared by up to 8 buffers
+
+
 def beyond(sizes):
     """What the pages take beyond the bytes of `sizes` (taken, less what was asked for)."""
     sizes = list(sizes)

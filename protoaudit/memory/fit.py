@@ -80,15 +80,37 @@ def on_card(audit):
 
 def _with_pages(audit, largest, budget):
     """The largest batch up to `largest` (the rule's, by the buffers' bytes) whose buffers by the
-    rule fit `budget` with their pages (0: not even batch 1)."""
-    on_card = scaling.on_card(scaling.sizes(audit), audit.batch)
-
-    def fits(b):
-        return on_card(b) <= budget
-
-    if largest == 0 or fits(largest):
-        return largest
-    return _bisect(fits, 1, largest) if fits(1) else 0
+    rule fit `budget` with their pages (0: not even batch 1). Packing some 100,000 buffers into
+    pages takes a while, so the pages' floor, which costs almost nothing, first rules out the
+    batches that cannot fit, and the batch below the first of them is tried. Where that does not fit
+    either, the batch where the pages would be were they the same share of the bytes at every batch
+    is tried, then its neighbour, and a bisection takes over only where those two do not settle it
+    (fitting taken to be monotone in the batch)."""
+    known = audit.card_sizes
+    card = scaling.OnCard(known, audit.batch)
+    on_card = card.at
+    top = _bisect(lambda b: card.at_least(b) <= budget, 0, largest + 1)
+    if top == 0:
+        return 0
+    top_bytes = on_card(top)
+    if top_bytes <= budget:
+        return top
+    fixed = sum(n for n, grows in known.values() if not grows)
+    per_batch = (sum(n for n, _ in known.values()) - fixed) / audit.batch
+    if not per_batch:
+        return 0  # the same at every batch, and it does not fit
+    share = top_bytes / (fixed + per_batch * top)
+    guess = math.floor((budget / share - fixed) / per_batch)
+    low, high = 0, top  # batch 0 fits; `top` does not
+    for _ in range(2):
+        guess = min(max(guess, low + 1), high - 1)
+        if on_card(guess) <= budget:
+            low, guess = guess, guess + 1
+        else:
+            high, guess = guess, guess - 1
+        if high - low <= 1:
+            return low
+    return _bisect(lambda b: on_card(b) <= budget, low, high)
 
 
 def _limit(largest, totals, refusals, budget):

@@ -10,7 +10,9 @@ by --sweep (protoaudit.memory.sweep) and by the largest-batch search (protoaudit
 """
 import functools
 
-from .cuda_pages import beyond, taken
+from collections import Counter
+
+from .cuda_pages import beyond, floor, taken, tally
 from .summary import counted_devices
 
 
@@ -107,15 +109,27 @@ def pages(known):
     return beyond(n for (_, _, kind), (n, _) in known.items() if kind != "context")
 
 
-def on_card(known, base):
-    """A function of the batch: what the sizes `known` (at batch `base`) take on the card at that
-    batch, by the rule (scaled), with cudaMalloc's pages (pages), the entries sorted out once for the
-    many batches a search tries."""
-    paged = [(n, grows) for (_, _, kind), (n, grows) in known.items() if kind != "context"]
-    context = [(n, grows) for (_, _, kind), (n, grows) in known.items() if kind == "context"]
+class OnCard:
+    """What the sizes `known` (at batch `base`) take on the card at another batch, by the rule
+    (scaled), with cudaMalloc's pages: exactly (`at`: every buffer packed into pages), or a floor
+    under that which needs only the distinct sizes and so costs almost nothing (`at_least`:
+    cuda_pages.floor). The entries are sorted out once for the many batches a search tries."""
 
-    def at(batch):
-        return (taken([n * batch // base if grows else n for n, grows in paged])
-                + sum(n * batch // base if grows else n for n, grows in context))
+    def __init__(self, known, base):
+        self.base = base
+        self.paged = [(n, grows) for (_, _, kind), (n, grows) in known.items() if kind != "context"]
+        self.context = [(n, grows) for (_, _, kind), (n, grows) in known.items() if kind == "context"]
+        self.fixed = tally(Counter(n for n, grows in self.paged if not grows))
+        self.growing = Counter(n for n, grows in self.paged if grows)  # a few distinct sizes, even on 10,000 layers
 
-    return at
+    def at(self, batch):
+        base = self.base
+        return (taken([n * batch // base if grows else n for n, grows in self.paged])
+                + sum(n * batch // base if grows else n for n, grows in self.context))
+
+    def at_least(self, batch):
+        scaled = Counter()
+        for n, k in self.growing.items():
+            scaled[n * batch // self.base] += k
+        return (floor(self.fixed, tally(scaled))
+                + sum(n * batch // self.base if grows else n for n, grows in self.context))
