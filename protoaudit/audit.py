@@ -198,7 +198,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
                        lines=spec.lines, path=spec.path, keep_own_batch=keep_test_batch and is_test, root=root,
                        logged=logged, logged_from=log_from.get(spec.phase, spec.shapes_from), defines=defines,
                        logged_layers=spec.logged_layers or log_layers.get(spec.phase, {}),
-                       logged_repeated=spec.logged_repeated)
+                       logged_repeated=spec.logged_repeated, strict=strict)
         frozen = []
         if freeze and not is_test:
             from .net.freeze import freeze as freeze_param

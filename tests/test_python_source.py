@@ -433,3 +433,33 @@ def test_a_folder_an_init_paths_script_adds_is_looked_in(tmp_path):
         "    print(path)\n", "    if path not in sys.path:\n        sys.path.insert(0, path)\n"))
     (net,) = build_nets(path)
     assert list(net.layer("data").top_shapes) == [(16, 3, 24, 24), (16,)]
+
+
+SAMPLER = LAYER.replace("""class Copy(caffe.Layer):
+    def setup(self, bottom, top):
+        pass
+    def reshape(self, bottom, top):
+        top[0].reshape(*bottom[0].data.shape)""", """class Copy(caffe.Layer):
+    def setup(self, bottom, top):
+        top[0].reshape(*bottom[0].data.shape)
+    def forward(self, bottom, top):
+        kept = [x for x in bottom[0].data if x.sum() > 0]
+        top[0].reshape(*np.array(kept).shape)
+    def reshape(self, bottom, top):""")
+
+
+def test_a_forward_that_reshapes_to_what_each_batch_makes_keeps_setups_shapes(tmp_path):
+    """A sampler or filter in the manner of hizhangp/triplet's TripletSampleLayer (setup: the bottom's
+    shape; forward: as many rows as the batch yields, np.array(kept).shape): Net::Init allocates the
+    shape setup gives, 16x3x24x24 (Data's top 0, as derived above), so it is taken and said to be the
+    setup's; --strict asks for it instead. Copy's top 1 is still bottom[0].num x channels * 2 = 16x6."""
+    path = _net(tmp_path, SAMPLER)
+    (net,) = build_nets(path)
+    assert list(net.layer("copy").top_shapes) == [(16, 3, 24, 24), (16, 6)]
+    said = {a.layer: a.what for a in net.assumptions}
+    assert ("its forward (line 21) reshapes them to what each batch makes, which only running it would tell: these "
+            "are the shapes its setup gives, which Caffe's Net::Init allocates") in said["copy"]
+    strict = run_in_process(path, "--strict", "--input", "data=16x3x24x24", "--input", "label=16", cwd=tmp_path)
+    assert strict.returncode == 2 and "Traceback" not in strict.stderr
+    assert "its forward reshapes its tops to each batch (mylayers.py:21)" in strict.stderr
+    assert "--input a=" in strict.stderr

@@ -243,6 +243,7 @@ class Context:
     logged_layers: dict = field(default_factory=dict)  # layer name -> what Caffe's log says it set up (Logged)
     read: frozenset = frozenset()  # the name of every blob a layer of the net reads (a bottom)
     layers: tuple = ()  # the LayerParameters Net::Init sets up, in order, splits included (PoseNet's Data reads them)
+    strict: bool = False  # --strict: a shape a layer would take on a guess is asked for instead
 
 
 class Layer:

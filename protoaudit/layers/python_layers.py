@@ -246,13 +246,22 @@ class FromSource(Known):
         try:
             if lines is None:
                 raise Unread(f"{os.path.basename(path)} is over a MiB")
-            shapes, where = SourceShapes(path, lines, p.layer).shapes(len(self.lp.top), bottoms, p.param_str)
+            shapes, where, per_batch = SourceShapes(path, lines, p.layer).shapes(len(self.lp.top), bottoms,
+                                                                                 p.param_str)
         except Unread as e:
             self.need_input(f"{self.why(self.lp)}; its source was read, not run: {e}",
                             [t for t in self.lp.top if t not in self.ctx.inputs])
         name = os.path.relpath(path, os.path.dirname(os.path.abspath(self.ctx.path or path)))
         said = ", ".join(sorted({str(n) for n in where}, key=int))
-        return shapes, f"read off its source, {name} (line {said}), never run"
+        origin = f"read off its source, {name} (line {said}), never run"
+        if per_batch is not None and self.ctx.strict:
+            self.need_input(f"{self.why(self.lp)}; its source was read, not run: its forward reshapes its tops to "
+                            f"each batch ({name}:{per_batch})", [t for t in self.lp.top if t not in self.ctx.inputs])
+        if per_batch is not None:
+            origin += (f"; its forward (line {per_batch}) reshapes them to what each batch makes, which only running "
+                       "it would tell: these are the shapes its setup gives, which Caffe's Net::Init allocates (and "
+                       "its log shows), and a batch that makes larger tops takes more")
+        return shapes, origin
 
     def origin(self, reason):
         return f"assumed: {self.source}, {reason}"

@@ -223,27 +223,35 @@ class SourceShapes:
         return found, elsewhere
 
     def shapes(self, tops, bottoms, param_str):
-        """One shape per top, and the source line of each; Caffe runs setup, then reshape, so a
-        top reshape shapes wins over setup's. A forward that reshapes a top gives the shape each batch
-        has: it wins where it is plain (the bottoms' own shape), and anything else is unread."""
+        """One shape per top, the source line of each, and the line of a forward that reshapes the
+        tops to what each batch makes (None where none does). Caffe runs setup, then reshape, so a
+        top reshape shapes wins over setup's. A forward's reshape wins where it is plain (the
+        bottoms' own shape); one that only running it would tell (a sampler's triplets, a filter's
+        kept rows) leaves the shapes setup and reshape gave, which Net::Init allocates, and is
+        unread where they give none."""
         shaped, lines = [None] * tops, [None] * tops
+        per_batch = None
         env = {name: _UNKNOWN for name in self.elsewhere}  # set by code protoaudit does not follow
         for method in ("setup", "reshape", "forward"):
             if method in self.methods:  # a method's own names are its own; self's attributes carry over
                 bottom, top, first, end = self.methods[method]
                 env = {k: v for k, v in env.items() if k.startswith("self.")}
+                before = (list(shaped), list(lines))
                 try:
                     self._read(top, first, end, _Scope(env, bottom, bottoms, param_str, self.globals), shaped, lines)
                 except Unread:
                     if method != "forward":
                         raise
-                    raise Unread(f"its forward reshapes its tops to each batch ({os.path.basename(self.path)})") \
-                        from None
+                    if None in before[0]:
+                        raise Unread(f"its forward reshapes its tops to each batch ({os.path.basename(self.path)})") \
+                            from None
+                    shaped[:], lines[:] = before
+                    per_batch = next((k + 1 for k in range(first, end) if _reshapes(self.lines[k], top)), first)
         missing = [j for j in range(tops) if shaped[j] is None]
         if missing:
             raise Unread(f"top {missing[0]} is given no shape that can be read off "
                          f"{os.path.basename(self.path)} (setup and reshape)")
-        return shaped, lines
+        return shaped, lines, per_batch
 
     def _read(self, top, first, end, scope, shaped, lines):
         """One method's statements, lines[first:end]: its top[i].reshape(...) into `shaped`, its

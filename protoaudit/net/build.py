@@ -133,7 +133,7 @@ class Net:
 
 def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=None, path=None, keep_own_batch=False,
           root=None, logged=None, logged_from="", defines=None, read=None, logged_layers=None, guesses=(),
-          sources=None, labels=(), logged_repeated=None):
+          sources=None, labels=(), logged_repeated=None, strict=False):
     """Build the net `net_param` (V2, upgraded) for `state`, as Caffe's Net::Init would. Tops
     whose shape cannot be known are collected, and raised at the end as one ShapesNeeded.
     `logged` are shapes a Caffe log gives for data tops (`logged_from` says where), under --input;
@@ -143,6 +143,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
     where they were not read from a file (a layer's CHECK that fails on them says so); `sources`, where
     each of them comes from, by top (default: `logged_from` for all). `labels`: logged tops whose size
     was assumed, which a loss or accuracy that stops on them as its label may size instead (LabelSized).
+    `strict` (--strict): a shape a layer would take on a guess is asked for instead (Context.strict).
     `read`: a dict the caller keeps for the builds of one message it does not change between them
     (a file's TRAIN and TEST nets): the layers' wiring is read from the message once, for them all."""
     given = dict(inputs or {})
@@ -173,6 +174,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
     builder.ctx.logged_layers = dict(logged_layers or {})
     builder.repeated = {name: list(found) for name, found in (logged_repeated or {}).items()}
     builder.ctx.read = frozenset(name for _, wire, _ in planned for name in wire[2])
+    builder.ctx.strict = strict
     builder.ctx.layers = tuple(lp for lp, _, _ in planned)
     builder.planned = planned
     builder.left_out, builder.stages = left_out, tuple(state.stage)
