@@ -297,3 +297,36 @@ def test_a_net_file_kept_a_folder_above_its_log_is_found_by_its_name(tmp_path):
     expected, got = _logged(), logparse.parse(run.stdout)
     for want, have in zip(expected, got):
         assert logparse.first_difference(want, have) is None, logparse.first_difference(want, have)
+
+
+UNPARSED = os.path.join(DATA, "logs_unparsed", "pla1-pla2-blue-withType")
+UNPARSED_LOG = os.path.join("log", "log-2017-12-29-14-59-43.log")
+
+
+def test_a_log_whose_printed_net_does_not_parse_is_reproduced_from_the_file_it_names():
+    """wudigepimao/caffe-ocr-linux's log prints its TRAIN net with `name: "data""` (log line 38), which no
+    caffe.proto parses, while Caffe's own lines say "Creating layer data": the file the log names
+    (solver.cpp, line 26), kept in the folder above the log, holds the very layers it set up, so it
+    is read instead, and every line Caffe logged is reproduced."""
+    path = os.path.join(UNPARSED, UNPARSED_LOG)
+    with open(path, errors="replace") as f:
+        text = f.read()
+    assert '  name: "data""\n' in text and "Creating layer data\n" in text  # the premise
+    run = run_in_process(path, "--caffe-log")
+    assert run.returncode == 0, run.stderr
+    expected, got = logparse.parse(text), logparse.parse(run.stdout)
+    assert [n.phase for n in expected] == ["TRAIN", "TEST"] == [n.phase for n in got]
+    for want, have in zip(expected, got):
+        assert logparse.first_difference(want, have) is None, logparse.first_difference(want, have)
+    report = run_in_process(path)
+    assert report.returncode == 0, report.stderr
+    assert "the TRAIN net's printed text does not parse as Caffe printed it (log line 38" in report.stdout
+    assert "whose 78 layers in that state are the ones Caffe set up" in report.stdout
+
+
+def test_without_that_file_the_printed_nets_syntax_error_stands(tmp_path):
+    shutil.copytree(UNPARSED, tmp_path / "run")
+    os.remove(tmp_path / "run" / "train_val.prototxt")
+    run = run_in_process(str(tmp_path / "run" / UNPARSED_LOG))
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert "log-2017-12-29-14-59-43.log:38" in run.stderr and "String missing ending quote" in run.stderr

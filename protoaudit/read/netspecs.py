@@ -95,12 +95,21 @@ def _log_specs(run, path, phase, schema, defines, strict=False, echo=False):
         if net.params.cut:
             src, lines, state, assumed = files[id(net)]
         else:
-            src = loader.load_text(net.params.text, path, net.params.line, schema, defines, strict)
-            if src.kind != "net":
-                raise InputError("the text after 'Initializing net from parameters' is not a net", file=path,
-                                 line=net.params.line)
-            lines, assumed = _upgraded(src.message, src.schema, path, src.layer_lines[("", 0)])
-            state = make_state(src.message, net.phase)
+            try:
+                src = loader.load_text(net.params.text, path, net.params.line, schema, defines, strict)
+            except InputError as e:  # a printed text edited by hand: the file Caffe read, where it is found
+                found = _named_file(net, path, schema, defines, strict, unparsed=e)
+                if not isinstance(found, tuple):
+                    raise
+                src = None
+            if src is not None:
+                if src.kind != "net":
+                    raise InputError("the text after 'Initializing net from parameters' is not a net", file=path,
+                                     line=net.params.line)
+                lines, assumed = _upgraded(src.message, src.schema, path, src.layer_lines[("", 0)])
+                state = make_state(src.message, net.phase)
+            else:
+                src, lines, state, assumed = found
         role = "net" if solver is None else "train" if net.phase == "TRAIN" and k == 0 else "test"
         where = f"Caffe's log, line {net.layers[0].line}" if net.layers else ""
         specs.append(NetSpec(role, src.message, state, src.schema, src.path, lines, solver, own_phase=True,
@@ -153,11 +162,12 @@ def _nets_named(phases):
     return f"{len(phases)} nets ({', '.join(f'{n} {p}' for p, n in counts.items())})"
 
 
-def _named_file(net, log_path, schema, defines, strict):
-    """A net whose printed text glog cut, read from the file solver.cpp said it comes from: found as
-    named, or by the last parts of that path beside the log or in a folder above it (a log kept in
-    the repository of its nets), and taken only if, in the state Caffe printed, it holds the very
-    layers the log set up. (source, layer lines, state, assumed), or why not (a clause)."""
+def _named_file(net, log_path, schema, defines, strict, unparsed=None):
+    """A net whose printed text glog cut (or, `unparsed`, whose printed text does not parse: the
+    InputError it gives), read from the file solver.cpp said it comes from: found as named, or by the
+    last parts of that path beside the log or in a folder above it (a log kept in the repository of
+    its nets), and taken only if, in the state Caffe printed, it holds the very layers the log set
+    up. (source, layer lines, state, assumed), or why not (a clause)."""
     if not net.layers:
         return (f"the log set up none of its layers to check the file '{net.source}' against" if net.source else
                 "the log does not name the file the net came from")
@@ -184,7 +194,10 @@ def _named_file(net, log_path, schema, defines, strict):
                                                    if a != b), f"{len(names)} layers where the log set up {len(kept)}"))
             continue
         whose = f"the file the log names ('{net.source}')" if net.source else "a net file beside the log"
-        if net.params.text:
+        if unparsed is not None:
+            how = (f"the {net.phase} net's printed text does not parse as Caffe printed it (log line "
+                   f"{unparsed.line or net.params.line}: {unparsed.message})")
+        elif net.params.text:
             how = f"glog cut the {net.phase} net's printed text (log line {net.params.line})"
         else:
             net.phase = phase_name(state)
