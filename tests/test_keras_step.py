@@ -66,8 +66,9 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # and after the executor's order: Keras's seq2seq LSTM (tf_keras -20%, Keras 3 +40%:
                 # traced in both, the encoder's backward loop holds a partial recurrent-kernel
                 # gradient for each of its 20 steps and one to four of the input kernel's, where the
-                # model counts every weight's for up to 32 steps in Keras 3 and none in tf_keras)
-                "seq2seq_lstm_adam:b64",
+                # model counts every weight's for up to 32 steps in Keras 3 and none in tf_keras);
+                # tf_keras's came within 10% once its decoder, called with initial_state, was counted
+                # with one partial of each weight (traced on the forty-fifth batch's seq2seq, below)
                 # measured last, after every change above (tests/data/keras_oracle/unseen): tf_keras's
                 # bidirectional-GRU tagger (-16%, the recurrent partial gradients again); Kim's text
                 # CNN (-11%) came within 10% once its max-pool gradients' indicators were made in the
@@ -406,7 +407,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # the high end), Keras 3's MLP behind a Normalization layer (+14.8%) and a hand-built
                 # dot-product attention of Dot layers in both flavours (+16.5%, +10.5%; 3 MB steps)
                 "convlstm1d_seq_adam:b32", "convlstm1d_seq_adam_k3:b32",
-                "enc_dec_states_adam:b64", "normalization_mlp_rmsprop_k3:b512", "manual_dot_attention_adam:b32",
+                "normalization_mlp_rmsprop_k3:b512", "manual_dot_attention_adam:b32",
                 "manual_dot_attention_adam_k3:b32",
                 # (Keras 3's autoencoder came within 10%, +6.9%, and tf_keras's to +32.6%, once a
                 # Conv3DTranspose ran Conv3D's own kernels with the roles swapped, where it had been
@@ -503,7 +504,11 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # traced, Adam's Unique of the ids and its 4.7 MB map ran before the forward pass, where a
                 # model of the same shapes held them at the peak) and a 13-feature MLP in both (-22.5%,
                 # -44.0%: 80 KB and 74 KB of TensorFlow's own below the step's)
-                "lstm_seq2seq_chars_rmsprop:b64", "lstm_seq2seq_chars_rmsprop_k3:b64", "imdb_gap_tutorial_adam:b512",
+                # tf_keras's seq2seq came within 10% (+2.5%), with Keras's seq2seq (+6.1%) and the
+                # thirty-third batch's encoder-decoder (+1.0%), once traced: an LSTM called with
+                # initial_state adds its loop's partial weight gradients as they come
+                # (Recurrent.backward); Keras 3's held 25 and 20 of them, as counted
+                "lstm_seq2seq_chars_rmsprop_k3:b64", "imdb_gap_tutorial_adam:b512",
                 "mlp_housing_l2_rmsprop:b16", "mlp_housing_l2_rmsprop_k3:b16",
                 }
 
@@ -544,7 +549,7 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     off the traces of some of them). On the 862 configurations of tests/data/keras_oracle/unseen,
     forty-five batches each measured after the last change before it and audited before any change
     for it: 683 (79.2%) as first audited over all of them, the last three 30 of 40 (75.0%; 12 of 12,
-    7 of 12, 11 of 16); now 759 (88.1%), a median of 2.0%; all 999: 886 (88.7%), 1.9%. Those two are
+    7 of 12, 11 of 16); now 761 (88.3%), a median of 2.0%; all 999: 889 (89.0%), 1.9%. Those two are
     under the issue's 90% and are held where they stand, at 88% and 88.5%, so that a regression fails
     (the unseen share was held at 89% until the thirty-third batch brought it to 88.8%, all of them at
     89% until the forty-fifth brought them to 88.7%)."""
