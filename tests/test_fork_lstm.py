@@ -96,19 +96,22 @@ def test_ctpns_deploy_net_audits_with_no_flags():
     x 57. Transpose (3, 2, 0, 1) gives (57, 38, 1, 4608) (transpose_layer.cpp:80-86); the Reshape
     (57, 38, 4608); CTPN's Lstm reads T = 57, N = 38, I = 4608 off the axes (lstm_layer.cpp:21-23, 64-72)
     and gives (57, 38, 128), its weights (512, 4608), (512, 128), (512); Reverse keeps the shape.
-    The Python proposal layer's module is found under the repository's src/ and its forward reshapes
-    its tops to the data, but nothing reads them: they are counted empty, said as an assumption."""
+    The Python proposal layer's module is found under the repository's src/: its setup reshapes rois to
+    (1, 4) and scores to (1, 1, 1, 1) (text_proposal_layer.py:16-17), which Net::Init allocates; its
+    forward reshapes them to the proposals each image makes (line 40), which only running it would tell:
+    the setup's shapes are taken, said as an assumption."""
     r = run_in_process(CTPN)
     assert r.returncode == 0, r.stderr
     assert "Read with the caffe.proto of CTPN's Caffe" in r.stdout
-    assert "no layer of the net reads its tops (rois, scores): they are counted empty" in r.stdout
+    assert ("tops rois 1x4, scores 1x1x1x1: read off its source, ../src/layers/text_proposal_layer.py (line 16, 17), "
+            "never run; its forward (line 40) reshapes them to what each batch makes") in r.stdout
     net = build_nets(CTPN)[0]
     assert tops(net, "conv5_3") == [(1, 512, 38, 57)]
     assert tops(net, "im2col_transpose") == [(57, 38, 1, 4608)]
     assert tops(net, "lstm") == [(57, 38, 128)]
     assert [p.shape for p in net.layer("lstm").params] == [(512, 4608), (512, 128), (512,)]
     assert tops(net, "lstm-reverse1") == [(57, 38, 4608)]
-    assert tops(net, "proposal") == [(0,), (0,)]
+    assert tops(net, "proposal") == [(1, 4), (1, 1, 1, 1)]
 
 
 def test_what_transpose_and_reverse_hold():
