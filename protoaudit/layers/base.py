@@ -108,6 +108,7 @@ FORK_MODULES = {
     "flownet2": ("flownet2",),
     "qnn": ("qnn",),
     "ristretto": ("ristretto",),
+    "openvino": ("openvino",),
 }
 _IMPORTED_FORKS = set()
 

@@ -94,6 +94,8 @@ FORKS = {
            "QuanInnerProduct and Quantization)",
     "ristretto": "Ristretto (pmgysel/caffe: BVLC Caffe with ConvolutionRistretto, FcRistretto, "
                  "DeconvolutionRistretto and LRNRistretto)",
+    "openvino": "OpenVINO's training toolbox Caffe (openvinotoolkit/training_toolbox_caffe: Intel's SSD Caffe with "
+                "PriorBoxClustered and a normalizing InnerProduct)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
@@ -126,7 +128,10 @@ DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2", "ctpn": "caffe_lstm",
                  # SVS's and LiteFlowNet's Caffes grew from FlowNet 2.0's, not the other way, but they were
                  # shipped first: a file one of the FlowNet forks reads stays theirs, and FlowNet 2.0's is
                  # taken only for its own types (FlowWarp, ChannelNorm, Accum, LpqLoss)
-                 "flownet2": ("flownet", "svs", "liteflownet")}
+                 "flownet2": ("flownet", "svs", "liteflownet"),
+                 # OpenVINO's training toolbox Caffe is Intel's port of SSD's layers to a 2017 BVLC Caffe: a
+                 # file SSD's reads (no PriorBoxClustered, no field of its own) is SSD's
+                 "openvino": "ssd"}
 # Descendants whose caffe.proto reads a file as their ancestor's does (FaceBoxes' is SSD's byte for
 # byte; TextBoxes' is SSD's of 2016, fewer fields; R-FCN's MATLAB Caffe's has py-R-FCN's fields by the
 # same names), so that only a build tells
@@ -144,7 +149,11 @@ DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2", "ctpn": "caffe_lstm",
 # shipped; FlowNet's nets carry l1_loss_param or a type of their own.
 SAME_FIELDS = {"ssd": ("faceboxes", "textboxes"), "rfcn": ("rfcn_matlab", "affordance_net"),
                "bvlc": ("posenet",), "segnet": ("posenet",), "enet": ("posenet",),
-               "nvcaffe": ("flownet", "svs", "liteflownet", "flownet2")}
+               "nvcaffe": ("flownet", "svs", "liteflownet", "flownet2"),
+               # Greentea's and OpenVINO's toolbox Caffe each have a PoolingParameter.dilation (of other code:
+               # OpenVINO's stops on one other than 1 outside MDS pooling): a file whose only field of theirs is
+               # that stays Greentea's, as it was before the toolbox was shipped
+               "greentea": ("openvino",)}
 
 
 def described(name):
