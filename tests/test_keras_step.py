@@ -510,6 +510,11 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # (Recurrent.backward); Keras 3's held 25 and 20 of them, as counted
                 "lstm_seq2seq_chars_rmsprop_k3:b64", "imdb_gap_tutorial_adam:b512",
                 "mlp_housing_l2_rmsprop:b16", "mlp_housing_l2_rmsprop_k3:b16",
+                # and a forty-sixth, queued after that and audited at 762bb40 before any change for it: 14
+                # of 16, median 1.6%. Its misses: tf_keras's two-headed age and gender CNN (+17.8%: traced,
+                # TensorFlow ran the second convolution's filter gradient inside the chain, its 24.8 MB
+                # im2col buffer at the peak) and tf_keras's text CNN with a batch norm (-10.8%)
+                "age_gender_two_heads_adam:b32", "cnn_text_2filters_bn_rmsprop:b64",
                 }
 
 
@@ -546,10 +551,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 0.9%), on the
     configurations measured since (tests/data/keras_oracle/new: 80 of 86, 1.8%; the rules were read
-    off the traces of some of them). On the 862 configurations of tests/data/keras_oracle/unseen,
-    forty-five batches each measured after the last change before it and audited before any change
-    for it: 683 (79.2%) as first audited over all of them, the last three 30 of 40 (75.0%; 12 of 12,
-    7 of 12, 11 of 16); now 761 (88.3%), a median of 2.0%; all 999: 889 (89.0%), 1.9%. Those two are
+    off the traces of some of them). On the 878 configurations of tests/data/keras_oracle/unseen,
+    forty-six batches each measured after the last change before it and audited before any change
+    for it: 697 (79.4%) as first audited over all of them, the last three 32 of 44 (72.7%; 7 of 12,
+    11 of 16, 14 of 16); now 775 (88.3%), a median of 2.0%; all 1,015: 903 (89.0%), 1.9%. Those two are
     under the issue's 90% and are held where they stand, at 88% and 88.5%, so that a regression fails
     (the unseen share was held at 89% until the thirty-third batch brought it to 88.8%, all of them at
     89% until the forty-fifth brought them to 88.7%)."""
