@@ -285,7 +285,9 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # (+13.5%) came within 10%; three went out: an LSTM text model with RMSprop at 128
                 # (-11.9%), the stacked LSTMs with momentum (+10.3%) and the LSTM autoencoder (+22.4%;
                 # traced, its decoder's loop held one partial of each kernel, not 32)
-                "lstm_text_rmsprop:b128", "lstm_autoencoder_adam:b64",
+                # (the autoencoder came within 10%, -5.3%, once a decoder's loop, fed a RepeatVector or
+                # called with initial_state, was counted with one partial of each weight: Recurrent.decoder)
+                "lstm_text_rmsprop:b128",
                 # Then, read off those traces (six LSTM models, three GRU models), an LSTM's or GRU's
                 # forward loop state is gone by the peak: the stacked LSTMs with momentum in both
                 # flavours and tf_keras's GRU time-series model came within 10%; tf_keras's GRU tagger
@@ -382,7 +384,8 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # partial kernel gradients of its gradient loops, counted at the high end traced on
                 # other tf_keras LSTMs) and Keras 3's MLP of Average, Maximum and Subtract branches
                 # (+11.2%, a 4.1 MB step)
-                "repeatvector_seq2seq_adam:b64", "merge_variety_sgdm_k3:b256",
+                # (the autoencoder came within 10%, -1.3%, with the decoder rule: Recurrent.decoder)
+                "merge_variety_sgdm_k3:b256",
                 # (the additive attention came within 10%, +1.3% and -0.7%, once its scores were the
                 # traced sum over a (batch, Tq, Tv, dim) broadcast: Attention.additive_scores)
                 # and a thirty-second, queued after that and audited before any change for it: 14 of 19
@@ -521,7 +524,8 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # autoencoder (+31.7%: traced, its decoder's loop held no partial weight gradient at the
                 # peak), a Titanic MLP in both (-28.5%, -72.3%: 0.3 and 0.1 MB steps) and Keras 3's
                 # Xception block (-11.9%)
-                "cnn_svhn_deeper_sgd:b128", "cnn_svhn_deeper_sgd_k3:b128", "lstm_autoencoder_anomaly_adam:b64",
+                # (the LSTM autoencoder came within 10%, -1.8%, once traced: Recurrent.decoder)
+                "cnn_svhn_deeper_sgd:b128", "cnn_svhn_deeper_sgd_k3:b128",
                 "mlp_titanic_adam:b32", "mlp_titanic_adam_k3:b32", "separable_xception_block_rmsprop_k3:b16",
                 }
 
@@ -553,7 +557,7 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
 
 
 @pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.9, 0.03),
-                                                  (("unseen",), 0.875, 0.03),
+                                                  (("unseen",), 0.88, 0.03),
                                                   (("shared", "new", "unseen", "seeds"), 0.885, 0.03)])
 def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
@@ -562,11 +566,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     off the traces of some of them). On the 894 configurations of tests/data/keras_oracle/unseen,
     forty-seven batches each measured after the last change before it and audited before any change
     for it: 707 (79.1%) as first audited over all of them, the last three 35 of 48 (72.9%; 11 of 16,
-    14 of 16, 10 of 16); now 785 (87.8%), a median of 2.0%; all 1,031: 913 (88.6%), 1.9%. Those two are
-    under the issue's 90% and are held where they stand, at 87.5% and 88.5%, so that a regression fails
-    (the unseen share was held at 89% until the thirty-third batch brought it to 88.8%, and at 88%
-    until the forty-seventh brought it to 87.8%; all of them at 89% until the forty-fifth brought them
-    to 88.7%)."""
+    14 of 16, 10 of 16); now 788 (88.1%), a median of 2.0%; all 1,031: 916 (88.8%), 1.9%. Those two are
+    under the issue's 90% and are held where they stand, at 88% and 88.5%, so that a regression fails
+    (the unseen share was held at 89% until the thirty-third batch brought it to 88.8%; all of them at
+    89% until the forty-fifth brought them to 88.7%)."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values

@@ -1109,6 +1109,13 @@ class Recurrent(_Weighted):
         step_in = _size(node.inputs[0].spec) // steps
         return max(0, self.partials(s, node, steps) + (flight - 1) * (step_in - per_step // directions))
 
+    @staticmethod
+    def decoder(node):
+        """Whether the layer is a decoder: called with initial_state (an encoder's states), or fed a
+        RepeatVector (an encoder's output repeated over the steps)."""
+        fed = node.inputs[0].producer
+        return len(node.inputs) > 1 or (fed is not None and fed.layer.class_name == "RepeatVector")
+
     def partials(self, s, node, steps):
         """An LSTM's partial weight gradients, one of each weight per gradient-loop iteration in flight,
         one direction of a Bidirectional at a time; none for a GRU (traced: see in_flight)."""
@@ -1167,11 +1174,12 @@ class Recurrent(_Weighted):
             # a partial gradient of every weight per iteration in flight, its steps' tensors read from
             # the lists, not popped: traced, 31 to 32 of each kernel's with every step's tensors alive
             # (a character LSTM, a bidirectional LSTM); an LSTM autoencoder's decoder held one of each,
-            # so this is the high end. Called with initial_state (a decoder's), its loop adds each
-            # iteration's partials as they come: traced, a character seq2seq's decoder held two of its
-            # recurrent kernel's and one of its kernel's at the peak (+64.5% before, +2.5% now; an
-            # encoder-decoder on states and the seq2seq of the new set, +22% and +64%, now +1% and +6%)
-            loop = 8 * unit + self.partials(s, node, 1 if len(node.inputs) > 1 else steps)
+            # so this is the high end. A decoder's loop adds each iteration's partials as they come
+            # (decoder): traced, a character seq2seq's decoder held two of its recurrent kernel's and one
+            # of its kernel's at the peak (+64.5% before, +2.5% now; an encoder-decoder on states and
+            # Keras's seq2seq, +22% and +64%, now +1% and +6%), and three autoencoders' decoders on a
+            # RepeatVector none or one (+23%, +35% and +32% before, -5%, -1% and -2% now)
+            loop = 8 * unit + self.partials(s, node, 1 if self.decoder(node) else steps)
         elif path is None:
             # Keras 3's ConvLSTM2D: a few unit-sized gradients per iteration in flight, and the
             # weights' partial gradients of four iterations waiting for the accumulation (traced on
