@@ -109,6 +109,7 @@ FORK_MODULES = {
     "qnn": ("qnn",),
     "ristretto": ("ristretto",),
     "openvino": ("openvino",),
+    "auto_pruning": ("auto_pruning",),
 }
 _IMPORTED_FORKS = set()
 

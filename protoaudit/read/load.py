@@ -363,7 +363,8 @@ def _borrowing(readings):
     every type it lacks has one class among the forks that size it, and none of its own classes is
     shadowed by another reading (_shadowed); else None. A type is not lent to a reading whose Caffe
     has its own version of it (Layer.has_own_version: MobileNet-YOLO's and Intel Caffe's
-    region_loss_param, for their own RegionLoss). The audit lists which types were borrowed
+    region_loss_param, for their own RegionLoss), nor by a class with `lent = False` (a fork's copy of
+    another's type, for its own nets only). The audit lists which types were borrowed
     (protoaudit.net.build)."""
     from ..layers import fork_layers, fork_types
 
@@ -374,7 +375,7 @@ def _borrowing(readings):
         donors = []
         for t in sorted(_types_used(r[1], r[0], r[2].layers) - _known_types(r[2].layers)):
             sizing = [f for f in FORKS if t in fork_types(f)  # (t is no BVLC type: r would know it)
-                      and not fork_layers(f)[t].has_own_version(r[2])]
+                      and not fork_layers(f)[t].has_own_version(r[2]) and getattr(fork_layers(f)[t], "lent", True)]
             if len({fork_layers(f)[t] for f in sizing}) != 1:
                 break  # no fork sizes it, or forks size it otherwise
             donors.append(sizing[0])

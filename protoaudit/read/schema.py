@@ -96,6 +96,8 @@ FORKS = {
                  "DeconvolutionRistretto and LRNRistretto)",
     "openvino": "OpenVINO's training toolbox Caffe (openvinotoolkit/training_toolbox_caffe: Intel's SSD Caffe with "
                 "PriorBoxClustered and a normalizing InnerProduct)",
+    "auto_pruning": "Auto_pruning's Caffe (NHZlX/Auto_pruning: BVLC Caffe with Dynamic Network Surgery's CConvolution "
+                    "and CInnerProduct, pruned on a schedule, and ConvolutionDepthwise)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
@@ -131,7 +133,10 @@ DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2", "ctpn": "caffe_lstm",
                  "flownet2": ("flownet", "svs", "liteflownet"),
                  # OpenVINO's training toolbox Caffe is Intel's port of SSD's layers to a 2017 BVLC Caffe: a
                  # file SSD's reads (no PriorBoxClustered, no field of its own) is SSD's
-                 "openvino": "ssd"}
+                 "openvino": "ssd",
+                 # Auto_pruning's Caffe carries farmingyard's ConvolutionDepthwise (MobileNet-YOLO's files), as
+                 # caffe-mobilenet's does: a file with no type of its own (no CConvolution) stays shufflenet's
+                 "auto_pruning": "shufflenet"}
 # Descendants whose caffe.proto reads a file as their ancestor's does (FaceBoxes' is SSD's byte for
 # byte; TextBoxes' is SSD's of 2016, fewer fields; R-FCN's MATLAB Caffe's has py-R-FCN's fields by the
 # same names), so that only a build tells
