@@ -14,7 +14,7 @@ code; a SoftmaxWithLoss with no GPU code; cuDNN 7's grouped convolution; Pooling
 ConvolutionDepthwise that pads 0 by default.
 """
 from . import conv, fastrcnn, goodluckcwl, happynear, pooling, ssd, touch
-from .base import Layer, carry, count, legacy_shape, register
+from .base import Layer, carry, count, register
 from .data import Prefetching
 from .losses import SoftmaxWithLoss as BvlcSoftmaxWithLoss
 
@@ -89,7 +89,7 @@ class Pooling(pooling.Pooling):
 
 
 @register("PriorBoxClustered", fork=FORK)
-class PriorBoxClustered(Layer):
+class PriorBoxClustered(ssd.PriorBox):
     """PriorBoxClusteredLayer: one prior per (width, height) pair at each cell of bottom 0, as
     (1, 2, H * W * priors * 4): corners, then variances (prior_box_clustered_layer.cpp:123-137), with
     priors = the number of widths (cpp:67). Each width needs a height: the forward reads heights_[s] for
@@ -97,9 +97,6 @@ class PriorBoxClustered(Layer):
     The bottom count is not checked (the header misspells ExactNumBottomBlobs, hpp:78); the forward reads
     bottom 1's size unless img_size or img_h and img_w are given (cpp:145-147). CPU code only, no
     backward, no buffer: its top is written on the host (in GPU mode the next layer copies it over)."""
-
-    min_bottoms = 1
-    exact_tops = 1
 
     def num_priors(self):
         p = self.fork_param("prior_box_param")
@@ -117,20 +114,6 @@ class PriorBoxClustered(Layer):
         self.check(not ((has("step_h") or has("step_w")) and has("step")),
                    "Either step or step_h/step_w should be specified; not both")
         return len(p.width)
-
-    def reshape(self, bottoms):
-        p = self.fork_param("prior_box_param")
-        own_size = p.img_size or (p.img_h and p.img_w)
-        self.check(len(bottoms) >= 2 or own_size,
-                   "PriorBoxClustered reads the image size from bottom 1 when img_size (or img_h and img_w) is "
-                   "not given", fix="give the image (the data top) as the second bottom")
-        _, _, height, width = legacy_shape(self, bottoms[0])
-        size = width * height * self.num_priors() * 4
-        self.check(size > 0, "the feature map has no cells")
-        return [(1, 2, size)]
-
-    def touches(self, run):
-        return [touch.top(0, "data", "forward")]
 
 
 @register("SmoothL1Loss", fork=FORK)

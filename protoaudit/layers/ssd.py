@@ -228,7 +228,8 @@ class PriorBox(Layer):
         p = self.fork_param("prior_box_param")
         own_size = (p.HasField("img_h") or p.HasField("img_w") or p.HasField("img_size"))
         self.check(len(bottoms) >= 2 or (own_size and (p.img_size or (p.img_h and p.img_w))),
-                   "PriorBox reads the image size from bottom 1 when img_size (or img_h and img_w) is not given",
+                   f"{self.lp.type} reads the image size from bottom 1 when img_size (or img_h and img_w) is "
+                   "not given",
                    fix="give the image (the data top) as the second bottom")
         _, _, height, width = legacy_shape(self, bottoms[0])
         size = width * height * self.num_priors() * 4
