@@ -9,7 +9,6 @@ limit), so the rule is used once an audit at another batch is seen to follow it,
 by --sweep (protoaudit.memory.sweep) and by the largest-batch search (protoaudit.memory.fit).
 """
 import functools
-
 from collections import Counter
 
 from .cuda_pages import beyond, floor, taken, tally

@@ -101,15 +101,13 @@ def _log_specs(run, path, phase, schema, defines, strict=False, echo=False):
                 found = _named_file(net, path, schema, defines, strict, unparsed=e)
                 if not isinstance(found, tuple):
                     raise
-                src = None
-            if src is not None:
+                src, lines, state, assumed = found
+            else:
                 if src.kind != "net":
                     raise InputError("the text after 'Initializing net from parameters' is not a net", file=path,
                                      line=net.params.line)
                 lines, assumed = _upgraded(src.message, src.schema, path, src.layer_lines[("", 0)])
                 state = make_state(src.message, net.phase)
-            else:
-                src, lines, state, assumed = found
         role = "net" if solver is None else "train" if net.phase == "TRAIN" and k == 0 else "test"
         where = f"Caffe's log, line {net.layers[0].line}" if net.layers else ""
         specs.append(NetSpec(role, src.message, state, src.schema, src.path, lines, solver, own_phase=True,
