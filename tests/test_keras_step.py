@@ -540,8 +540,9 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # names came within 10%; its misses: the attention seq2seq (+10.6%) and two second decoder
                 # layers fed by a first one (+10.8%, +20.9%), and Keras 3's Conv1D-LSTM (-15.3%) and
                 # translation model (-16.5%)
-                "lstm_attention_seq2seq_rmsprop:b32", "repeat_decoder_two_lstm_adam:b64",
-                "lstm_ae_stacked_encoder_adam:b64", "conv_lstm_encoder_decoder_ts_adam_k3:b32",
+                # (the two stacked decoders came within 10%, +0.6% and +1.0%, once every LSTM fed through
+                # other layers by a RepeatVector was taken as a decoder: Recurrent.decoder)
+                "lstm_attention_seq2seq_rmsprop:b32", "conv_lstm_encoder_decoder_ts_adam_k3:b32",
                 "translation_embed_seq2seq_adam_k3:b32",
                 }
 
@@ -582,7 +583,7 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     off the traces of some of them). On the 926 configurations of tests/data/keras_oracle/unseen,
     forty-nine batches each measured after the last change before it and audited before any change
     for it: 730 (78.8%) as first audited over all of them, the last three 33 of 48 (68.8%; 10 of 16,
-    12 of 16, 11 of 16); now 811 (87.6%), a median of 2.0%; all 1,063: 939 (88.3%), 2.0%. Those two are
+    12 of 16, 11 of 16); now 813 (87.8%), a median of 2.0%; all 1,063: 941 (88.5%), 1.9%. Those two are
     under the issue's 90% and are held where they stand, at 87.5% and 88%, so that a regression fails
     (the unseen share was held at 89% until the thirty-third batch brought it to 88.8%, and at 88% until
     the forty-eighth brought it to 87.9%; all of them at 89% until the forty-fifth brought them to
