@@ -106,13 +106,7 @@ class PriorBoxClustered(ssd.PriorBox):
                    f"give one height per width ({len(p.width)} width, {len(p.height)} height): the forward "
                    "reads a height for every width", fix="add the heights of the clustered priors")
         self.check(all(h > 0 for h in p.height), "height must be positive")
-        self.check(len(p.variance) in (0, 1, 4), f"give 1 or 4 variances, not {len(p.variance)}")
-        self.check(all(v > 0 for v in p.variance), "variances must be positive")
-        has = p.HasField
-        self.check(not ((has("img_h") or has("img_w")) and has("img_size")),
-                   "Either img_size or img_h/img_w should be specified; not both")
-        self.check(not ((has("step_h") or has("step_w")) and has("step")),
-                   "Either step or step_h/step_w should be specified; not both")
+        self.check_variances_and_steps(p)
         return len(p.width)
 
 

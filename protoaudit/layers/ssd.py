@@ -215,6 +215,11 @@ class PriorBox(Layer):
             for lo, hi in zip(p.min_size, p.max_size):
                 self.check(hi > lo, f"max_size {hi} must be greater than min_size {lo}")
             priors += len(p.max_size)
+        self.check_variances_and_steps(p)
+        return priors
+
+    def check_variances_and_steps(self, p):
+        """Setup's CHECKs on the variances, the image size and the step (prior_box_layer.cpp)."""
         self.check(len(p.variance) in (0, 1, 4), f"give 1 or 4 variances, not {len(p.variance)}")
         self.check(all(v > 0 for v in p.variance), "variances must be positive")
         has = p.HasField
@@ -222,7 +227,6 @@ class PriorBox(Layer):
                    "Either img_size or img_h/img_w should be specified; not both")
         self.check(not ((has("step_h") or has("step_w")) and has("step")),
                    "Either step or step_h/step_w should be specified; not both")
-        return priors
 
     def reshape(self, bottoms):
         p = self.fork_param("prior_box_param")
