@@ -117,6 +117,14 @@ def layer_buffers(net, layer, mode="gpu", engine="caffe"):
             if b.layer == layer and b.owner.startswith(layer + ".") and not b.kind.startswith("param")}
 
 
+def touched(net, layer, mode="gpu"):
+    """{(what, index, part, stage, device)} a layer touches of its bottoms and tops."""
+    from protoaudit.memory.buffers import layer_touches
+
+    return {(t.what, t.index, t.part, t.stage, t.device) for t in layer_touches(net.layer(layer), mode, "caffe")
+            if t.what in ("bottom", "top")}
+
+
 def by_layer(buffers):
     """{layer: {setup, forward, backward: bytes}}: what each layer first touches, by pass."""
     table = {}

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from conftest import DATA, ROOT, build_text, layer_buffers, run_in_process, tops
+from conftest import DATA, ROOT, build_text, layer_buffers, run_in_process, tops, touched
 from protoaudit.errors import InputError
 from protoaudit.memory.buffers import layer_touches
 from protoaudit.read.load import load
@@ -32,12 +32,6 @@ PRIORS = """layer { name: "pb" type: "PriorBoxClustered" bottom: "c" bottom: "im
 
 def build(tmp_path, body, **options):
     return build_text(tmp_path, INPUTS + body, schema="openvino", **options)
-
-
-def touched(net, layer, mode="gpu"):
-    """{(what, index, part, stage, device)} a layer touches of its bottoms and tops."""
-    return {(t.what, t.index, t.part, t.stage, t.device) for t in layer_touches(net.layer(layer), mode, "caffe")
-            if t.what in ("bottom", "top")}
 
 
 def test_the_proto_is_the_forks_file_verbatim():
