@@ -264,6 +264,7 @@ class Layer:
     defines = {}  # --define names the layer reads: name -> what it means
     walks_net = False  # its setup reads the layers that made its bottoms (walk_net): one object per layer
     own_fields = ()  # (message, field) of a fork's own version of the type: never lent to a Caffe that has them
+    lent = True  # False: a fork's copy of another's type, for its own nets only (never lent to another reading)
     allows_backward = True  # False: a fork's AllowBackward() (liruoteng/FlowNet's): Net::Init never asks its backward
 
     def __init__(self, lp, ctx):

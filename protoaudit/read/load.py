@@ -375,7 +375,7 @@ def _borrowing(readings):
         donors = []
         for t in sorted(_types_used(r[1], r[0], r[2].layers) - _known_types(r[2].layers)):
             sizing = [f for f in FORKS if t in fork_types(f)  # (t is no BVLC type: r would know it)
-                      and not fork_layers(f)[t].has_own_version(r[2]) and getattr(fork_layers(f)[t], "lent", True)]
+                      and not fork_layers(f)[t].has_own_version(r[2]) and fork_layers(f)[t].lent]
             if len({fork_layers(f)[t] for f in sizing}) != 1:
                 break  # no fork sizes it, or forks size it otherwise
             donors.append(sizing[0])
