@@ -83,6 +83,22 @@ def _eigen_blocking(k, m, n):
     return k, m, n
 
 
+# Each packed block pair goes to oneDNN's sgemm (TensorFlow's custom contraction kernel for Eigen),
+# which takes a workspace of its own for the call and frees it on return: 74,176 bytes whatever the
+# shape, traced on an AVX-512 CPU (tests/data/keras_oracle/matmul/workspace.tsv; Conv2D's gradients
+# take it too). A product that packs nothing calls no sgemm. Another instruction set may size it
+# otherwise.
+GEMM_WORKSPACE = 74176
+
+
+def contraction(rows, inner, cols, itemsize, transposed=False):
+    """What a MatMul (or Conv2D's contraction) holds while it runs besides its output: its packed
+    blocks and, where it packs, sgemm's workspace."""
+    blocks = matmul(rows, inner, cols, itemsize, transposed)
+    packs = itemsize == 4 and min(rows, inner, cols) > 1
+    return blocks + GEMM_WORKSPACE if packs else blocks
+
+
 def matmul(rows, inner, cols, itemsize, transposed=False, vector_path=True):
     """Bytes MatMul holds besides its output for a rows x inner by inner x cols product on the CPU.
     A product with a dimension of 1 packs nothing: above 16,384 multiply-adds Eigen evaluates it

@@ -137,12 +137,13 @@ class Dense(_Weighted):
         return prod(x.shape[:-1]), x.shape[-1], y.shape[-1]
 
     def matmul_scratch(self, s, node, rows, inner, cols, transposed=False):
-        """MatMul's packing buffer on the CPU (kernels.matmul); EinsumDense's Einsum is not counted.
+        """MatMul's packed blocks and sgemm's workspace on the CPU (kernels.contraction); EinsumDense's
+        Einsum is not counted.
         The gradients multiply with an operand transposed (math_grad.py _MatMulGrad: dz by the
         kernel's transpose, the input's transpose by dz)."""
         if s.device != "cpu" or node.layer.class_name != "Dense":
             return 0
-        return kernels.matmul(rows, inner, cols, _item(node.outputs[0].spec), transposed)
+        return kernels.contraction(rows, inner, cols, _item(node.outputs[0].spec), transposed)
 
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
@@ -188,15 +189,18 @@ def _conv2d_kernel(s, kernel, dims, item, weight_bytes=0):
     """What one of TensorFlow's CPU Conv2D kernels holds besides its output (kernels.py), for a
     contraction of `dims` = (batch, output pixels, taps x input channels, filters): Conv2D packs
     MatMul's blocks; Conv2DBackpropFilter holds im2col's buffer and the contraction's temporary of
-    the filter's `weight_bytes`; Conv2DBackpropInput holds im2col's buffer. 0 off the CPU."""
+    the filter's `weight_bytes`; Conv2DBackpropInput holds im2col's buffer; each takes sgemm's
+    workspace. 0 off the CPU."""
     if s.device != "cpu":
         return 0
     batch, pixels, filter_total, depth = dims
     if kernel == "Conv2D":
-        return kernels.matmul(batch * pixels, filter_total, depth, item)
+        return kernels.contraction(batch * pixels, filter_total, depth, item)
+    workspace = kernels.GEMM_WORKSPACE if item == 4 else 0
     if kernel == "Conv2DBackpropFilter":
-        return kernels.conv_backprop_filter(pixels, filter_total, depth, item) + kernels.contraction_temporary(weight_bytes)
-    return kernels.conv_backprop_input(batch, pixels, filter_total, depth, item, s.threads)
+        return (kernels.conv_backprop_filter(pixels, filter_total, depth, item)
+                + kernels.contraction_temporary(weight_bytes) + workspace)
+    return kernels.conv_backprop_input(batch, pixels, filter_total, depth, item, s.threads) + workspace
 
 
 def _conv_dims(node, swapped=False):
