@@ -1,6 +1,6 @@
 """Attention layers. MultiHeadAttention projects query, key and value per head with EinsumDense
-kernels (dim, heads, key_dim) and back with (heads, value_dim, out); Attention and AdditiveAttention
-have at most a scale."""
+kernels (dim, heads, key_dim) and back with (heads, value_dim, out); GroupQueryAttention the same
+with fewer key and value heads; Attention and AdditiveAttention have at most a scale."""
 from .base import KerasLayer, register
 
 
@@ -41,6 +41,38 @@ class MultiHeadAttention(KerasLayer):
         out.append(self.weight("attention_output/kernel", (heads, value_dim, *dims)))
         if bias:
             out.append(self.weight("attention_output/bias", dims))
+        return out
+
+
+@register("GroupQueryAttention")
+class GroupQueryAttention(KerasLayer):
+    """Keras 3's grouped_query_attention.py: the output is the query's shape; build() makes the query,
+    key, gate (use_gate), value and output EinsumDense layers in that order, key and value with
+    num_key_value_heads heads."""
+
+    def output_specs(self, inputs):
+        query, _, key = _qvk(self, inputs)
+        out = [self.spec(query.shape, inputs)]
+        if self.call_options.get("return_attention_scores"):  # (batch, query heads, Tq, Tk)
+            out.append(self.spec((query.shape[0], self.get("num_query_heads"), query.shape[1], key.shape[1]), inputs))
+        return out
+
+    def weights(self, inputs):
+        query, value, key = _qvk(self, inputs)
+        heads, groups, dim = self.get("num_query_heads"), self.get("num_key_value_heads"), self.get("head_dim")
+        if not isinstance(groups, int) or groups < 1 or not isinstance(heads, int) or heads % groups:
+            raise self.error(f"num_query_heads {heads!r} is not a multiple of num_key_value_heads {groups!r}")
+        bias = self.get("use_bias", True)
+        parts = [("query", query, heads), ("key", key, groups)]
+        parts += [("gate", query, heads)] if self.get("use_gate", False) else []
+        out = []
+        for name, x, n in parts + [("value", value, groups)]:
+            out.append(self.weight(f"{name}/kernel", (x.shape[-1], n, dim)))
+            if bias:
+                out.append(self.weight(f"{name}/bias", (n, dim)))
+        out.append(self.weight("attention_output/kernel", (heads, dim, query.shape[-1])))
+        if bias:
+            out.append(self.weight("attention_output/bias", (query.shape[-1],)))
         return out
 
 

@@ -784,18 +784,86 @@ class MaxPool(Rule):
     def backward(self, s, node, keep, dys, need):
         if not need[0]:
             return [None], []
-        out = node.outputs[0].spec
-        if node.layer.class_name in ("MaxPooling3D", "MaxPool3D"):
-            # MaxPool3DGrad (pooling_ops_3d.cc) compares each window with its pooled value in place:
-            # no argmax and no copy of the pooled output (traced: a 3-D CNN, its peak at this op)
-            return [s.one(f"{node.layer.name} MaxPool3DGrad", [keep[0], keep[1], dys[0]],
-                          _size(node.inputs[0].spec), kind="gradient")], []
-        # (maxpooling_op.cc MaxPoolingGradOp) the gradient takes the pooled input's memory, and its copy
-        # of the pooled output that output's, where this is their last reader
-        dx, _ = s.op(f"{node.layer.name} MaxPoolGrad", [keep[0], keep[1], dys[0]],
-                     [(_size(node.inputs[0].spec), "gradient"), (_size(out), "scratch")],
-                     scratch=kernels.max_pool_argmax(prod(out.shape)), forward=[(0, keep[0]), (1, keep[1])])
-        return [dx], []
+        three_d = node.layer.class_name in ("MaxPooling3D", "MaxPool3D")
+        return [max_pool_grad(s, node.layer.name, *keep, dys[0], _size(node.inputs[0].spec), _item(node.outputs[0].spec),
+                              three_d)], []
+
+
+def max_pool_grad(s, name, x, y, dy, x_bytes, item, three_d=False):
+    """MaxPool's gradient, reading its input x, its output y (of `item`-byte floats) and dy: the input
+    gradient's buffer."""
+    if three_d:
+        # MaxPool3DGrad (pooling_ops_3d.cc) compares each window with its pooled value in place:
+        # no argmax and no copy of the pooled output (traced: a 3-D CNN, its peak at this op)
+        return s.one(f"{name} MaxPool3DGrad", [x, y, dy], x_bytes, kind="gradient")
+    # (maxpooling_op.cc MaxPoolingGradOp) the gradient takes the pooled input's memory, and its copy
+    # of the pooled output that output's, where this is their last reader
+    y_bytes = s.prog.bufs[y].bytes
+    return s.op(f"{name} MaxPoolGrad", [x, y, dy], [(x_bytes, "gradient"), (y_bytes, "scratch")],
+                scratch=kernels.max_pool_argmax(y_bytes // item), forward=[(0, x), (1, y)])[0]
+
+
+@rule(*(f"Adaptive{kind}Pooling{rank}D" for kind in ("Max", "Average") for rank in (1, 2, 3)))
+class AdaptivePool(Rule):
+    """Keras 3's TensorFlow backend (backend/tensorflow/nn.py, _adaptive_*_pool*d), one spatial axis
+    after another: pools of the small window ceil(L / O) and of one more, stride 1, VALID (L - small
+    + 1 and L - small positions), their concat along the axis, and a gather of the O windows from it;
+    channels_first is transposed to channels_last and back. The gradients: Gather's along an inner
+    axis (array_grad.py _GatherV2Grad) transposes dy, sums it into the concat's shape
+    (UnsortedSegmentSum) and transposes back; the concat's slices it for the two pools; AvgPoolGrad
+    reads only shapes, MaxPoolGrad the pool's input and output (kept from the forward pass); the two
+    input gradients are added."""
+
+    def stages(self, node):
+        """Per spatial axis, in the order they run: (bytes of the stage's input, of the small and the
+        big window's pools, of the gather's output)."""
+        layer, x = node.layer, node.inputs[0].spec
+        shape = list(x.shape) if layer.channels_last() else [x.shape[0], *x.shape[2:], x.shape[1]]
+        out = []
+        for axis, size in enumerate(layer.ints("output_size", layer.rank), start=1):
+            length, before = shape[axis], prod(shape) * _item(x)
+            small = -(-length // size)
+            shape[axis] = size
+            per = before // length
+            out.append((before, per * (length - small + 1), per * max(length - small, 0), prod(shape) * _item(x)))
+        return out
+
+    def forward(self, s, node, xs):
+        name, kind = node.layer.name, node.layer.class_name[len("Adaptive"):].split("Pooling")[0]
+        x, keep = xs[0], []
+        if not node.layer.channels_last():
+            x = s.one(f"{name} transpose to channels_last", [x], _size(node.inputs[0].spec))
+        for k, (_, small, big, out) in enumerate(self.stages(node)):
+            pools = [s.one(f"{name} axis {k} {kind}Pool window {w}", [x], size)
+                     for w, size in (("small", small), ("big", big))]
+            keep.append((x, *pools) if kind == "Max" and s.need[0] else None)
+            x = s.one(f"{name} axis {k} gather", [s.one(f"{name} axis {k} concat", pools, small + big)], out)
+        if not node.layer.channels_last():
+            x = s.one(f"{name} transpose to channels_first", [x], _size(node.outputs[0].spec))
+        return [x], keep
+
+    def backward(self, s, node, keep, dys, need):
+        if not need[0]:
+            return [None], []
+        name, dy = node.layer.name, dys[0]
+        if not node.layer.channels_last():
+            dy = s.one(f"{name} transpose to channels_first gradient", [dy], _size(node.outputs[0].spec), kind="gradient")
+        for k, (before, small, big, out) in reversed(list(enumerate(self.stages(node)))):
+            t = s.one(f"{name} axis {k} gather gradient transpose", [dy], out, kind="gradient")
+            t = s.one(f"{name} axis {k} gather gradient (UnsortedSegmentSum)", [t], small + big, kind="gradient")
+            t = s.one(f"{name} axis {k} gather gradient transpose back", [t], small + big, kind="gradient")
+            grads = []
+            for j, (w, size) in enumerate((("small", small), ("big", big))):
+                d = s.one(f"{name} axis {k} concat gradient {w}", [t], size, kind="gradient")
+                if keep[k] is not None:
+                    grads.append(max_pool_grad(s, f"{name} axis {k} window {w}", keep[k][0], keep[k][1 + j], d, before,
+                                               _item(node.outputs[0].spec), node.layer.rank == 3))
+                else:
+                    grads.append(s.one(f"{name} axis {k} window {w} AvgPoolGrad", [d], before, kind="gradient"))
+            dy = s.one(f"{name} axis {k} input gradient (AddN)", grads, before, forward=True, kind="gradient")
+        if not node.layer.channels_last():
+            dy = s.one(f"{name} transpose to channels_last gradient", [dy], _size(node.inputs[0].spec), kind="gradient")
+        return [dy], []
 
 
 # Preprocessing and augmentation layers that run in a training step (keras.layers; Keras 3's image
@@ -985,12 +1053,70 @@ class Embedding(_Weighted):
     def backward(self, s, node, keep, dys, need):
         grads = []
         for w in s.weights_of(node):
-            if w.trainable:
+            if w.trainable and w.name == "embeddings":
                 g = s.op(f"{node.layer.name} embeddings gradient (IndexedSlices)", [dys[0], keep],
                          [_size(node.outputs[0].spec)], forward=[(0, dys[0])], kind="weight gradient")[0]
                 s.sparse[g] = nbytes(w)
                 grads.append((w, g))
         return [None], grads
+
+
+@rule("ReversibleEmbedding")
+class ReversibleEmbedding(Embedding):
+    """Keras 3's reversible_embedding.py: the call is Embedding's lookup; the reverse call is
+    matmul(x, transpose(embeddings)) (or x times reverse_embeddings where tie_weights is false), a
+    tensordot whose reshapes share memory: the Transpose makes a copy of the table, the MatMul the
+    logits. MatMul's gradient (math_grad.py _MatMulGrad) reads both operands, so x and the transposed
+    table are kept; the table's gradient x^T dy is transposed back (Transpose's gradient). The soft cap
+    tanh(logits / cap) * cap keeps tanh's output (nn_grad's TanhGrad); the divide and the tanh write
+    into their input."""
+
+    def forward(self, s, node, xs):
+        x, out = node.inputs[0].spec, node.outputs[0].spec
+        if len(out.shape) != len(x.shape):  # the lookup
+            return super().forward(s, node, xs)
+        name, table = node.layer.name, self.table(s, node)
+        kernel = s.one(f"{name} transpose embeddings", [], nbytes(table)) if table.name == "embeddings" else None
+        rows, inner, cols = prod(x.shape[:-1]), x.shape[-1], out.shape[-1]
+        scratch = kernels.contraction(rows, inner, cols, _item(out)) if s.device == "cpu" else 0
+        z = s.one(f"{name} MatMul", [xs[0], kernel], _size(out), scratch=scratch)
+        tanh = None
+        if node.layer.config.get("logit_soft_cap") is not None:
+            tanh = s.one(f"{name} tanh(logits / cap)", [s.one(f"{name} logits / cap", [z], _size(out), forward=True)],
+                         _size(out), forward=True)
+            z = s.one(f"{name} * cap", [tanh], _size(out))
+        return [z], (xs[0], kernel, tanh)
+
+    def table(self, s, node):
+        """The variable the reverse call multiplies by."""
+        names = {w.name: w for w in s.weights_of(node)}
+        return names.get("reverse_embeddings") or names["embeddings"]
+
+    def backward(self, s, node, keep, dys, need):
+        if not isinstance(keep, tuple):
+            return super().backward(s, node, keep, dys, need)
+        x, kernel, tanh = keep
+        name, table, out = node.layer.name, self.table(s, node), node.outputs[0].spec
+        dz = dys[0]
+        if tanh is not None:
+            dz = s.one(f"{name} * cap gradient", [dz], _size(out), forward=True, kind="gradient")
+            dz = s.one(f"{name} tanh gradient", [dz, tanh], _size(out), forward=True, kind="gradient")
+            dz = s.one(f"{name} logits / cap gradient", [dz], _size(out), forward=True, kind="gradient")
+        rows, inner, cols = prod(node.inputs[0].spec.shape[:-1]), node.inputs[0].spec.shape[-1], out.shape[-1]
+        cpu = s.device == "cpu"
+        grads = []
+        if table.trainable:
+            g = s.one(f"{name} {table.name} gradient", [x, dz], nbytes(table), kind="weight gradient",
+                      scratch=kernels.contraction(inner, rows, cols, _item(out), True) if cpu else 0)
+            if kernel is not None:
+                g = s.one(f"{name} {table.name} gradient transposed back", [g], nbytes(table), kind="weight gradient")
+            grads.append((table, g))
+        dx = None
+        if need[0]:
+            dx = s.one(f"{name} input gradient", [dz, kernel], _size(node.inputs[0].spec), kind="gradient",
+                       scratch=kernels.contraction(rows, cols, inner, _item(out), True) if cpu else 0)
+        s.one(f"{name} gradient done", [dz, x, kernel], 0)
+        return [dx], grads
 
 
 @rule("SimpleRNN", "GRU", "LSTM", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D", "Bidirectional", "RNN")
@@ -1347,6 +1473,9 @@ class SpectralNorm(_Weighted):
         return [dx], grads
 
 
+PROJECTED = ("MultiHeadAttention", "GroupQueryAttention")  # attention layers that project query, key and value
+
+
 @rule("MultiHeadAttention", "Attention", "AdditiveAttention")
 class Attention(_Weighted):
     """MultiHeadAttention: query, key and value projections, the scores (batch x heads x Tq x Tk) and their
@@ -1364,25 +1493,43 @@ class Attention(_Weighted):
 
     def fused(self, s, node):
         """Keras 3's dot_product_attention path, with its broadcast matmul projections."""
-        return (s.flavour == "keras3" and node.layer.class_name == "MultiHeadAttention"
+        return (s.flavour == "keras3" and node.layer.class_name in PROJECTED
                 and not node.layer.config.get("dropout") and all(len(t.spec.shape) == 3 for t in node.inputs))
+
+    def heads(self, node):
+        """(heads, size of each) of the query's projection."""
+        c = node.layer.config
+        return int(c.get("num_heads") or 1), int(c.get("key_dim") or node.inputs[0].spec.shape[-1])
+
+    def repeats(self, node):
+        """How many query heads share each key and value head."""
+        return 1
+
+    def projections(self, s, node, xs, proj, tq, tk):
+        """The query, key and value projections (`proj`: the query's bytes per step)."""
+        name, kv = node.layer.name, proj // self.repeats(node)
+        pq = s.one(f"{name} query", [xs[0]], proj * tq)
+        pk = s.one(f"{name} key", xs[2:3] or xs[1:2] or xs[:1], kv * tk)
+        pv = s.one(f"{name} value", xs[1:2] or xs[:1], kv * tk)
+        return pq, pk, pv
+
+    def ungrouped(self, s, node, part, d):
+        """The key's or value's gradient as its projection made it (GroupQueryAttention's repeat)."""
+        return d
 
     def forward(self, s, node, xs):
         name = node.layer.name
         q = node.inputs[0].spec
         kv = node.inputs[1].spec if len(node.inputs) > 1 else q
         c = node.layer.config
-        heads = int(c.get("num_heads") or 1)
-        dim = int(c.get("key_dim") or q.shape[-1])
+        heads, dim = self.heads(node)
         item = _item(q)
         tq, tk = prod(q.shape[1:-1]), prod(kv.shape[1:-1])
         proj = q.shape[0] * heads * dim * item
         scores = q.shape[0] * heads * tq * tk * item
         einsum = proj * (tq + tk)  # its batch-major copies of both operands
-        if node.layer.class_name == "MultiHeadAttention":
-            pq = s.one(f"{name} query", [xs[0]], proj * tq)
-            pk = s.one(f"{name} key", xs[2:3] or xs[1:2] or xs[:1], proj * tk)
-            pv = s.one(f"{name} value", xs[1:2] or xs[:1], proj * tk)
+        if node.layer.class_name in PROJECTED:
+            pq, pk, pv = self.projections(s, node, xs, proj, tq, tk)
         else:  # no projections: the scores are a matmul of the inputs themselves (keras.layers.Attention)
             pq, pv = xs[0], (xs[1:2] or xs[:1])[0]
             pk, einsum = (xs[2:3] or [pv])[0], 0
@@ -1393,7 +1540,7 @@ class Attention(_Weighted):
             z = s.one(f"{name} scores", [pq, pk], scores, scratch=einsum)
         probs = s.one(f"{name} softmax", [z], scores, forward=self.fused(s, node))
         mask = dropped = None
-        if node.layer.class_name == "MultiHeadAttention" and float(c.get("dropout") or 0):
+        if node.layer.class_name in PROJECTED and float(c.get("dropout") or 0):
             # tf.nn.dropout on the softmax: a uniform draw, its bool mask (kept), the kept scores
             # scaled (kept for the value's gradient; traced: a ViT's `dropout/Mul` and `GreaterEqual`)
             mask = s.one(f"{name} attention dropout mask", [probs], scores // item, scratch=scores)
@@ -1454,7 +1601,7 @@ class Attention(_Weighted):
     def backward(self, s, node, keep, dys, need):
         xs, pq, pk, pv, probs, ctx, mask, dropped = keep[:8]
         name = node.layer.name
-        if node.layer.class_name != "MultiHeadAttention":
+        if node.layer.class_name not in PROJECTED:
             return self.scores_backward(s, node, keep, dys, need)
         x_q, x_v = xs[0], (xs[1:2] or xs[:1])[0]
         x_k = xs[2] if len(xs) > 2 else x_v
@@ -1471,10 +1618,12 @@ class Attention(_Weighted):
         dxq, g = self.project(s, node, "query", x_q, dq, need[0])
         grads += g
         dk = s.one(f"{name} key projection gradient", [dz, pq], bufs[pk].bytes, scratch=both, kind="gradient")
+        dk = self.ungrouped(s, node, "key", dk)
         dxk, g = self.project(s, node, "key", x_k, dk, need[2] if len(need) > 2 else need[-1])
         grads += g
         dv = s.one(f"{name} value projection gradient", [dctx, dropped or probs], bufs[pv].bytes, scratch=both,
                    kind="gradient")
+        dv = self.ungrouped(s, node, "value", dv)
         dxv, g = self.project(s, node, "value", x_v, dv, need[1] if len(need) > 1 else need[0])
         grads += g
         if len(xs) > 2:
@@ -1509,6 +1658,43 @@ class Attention(_Weighted):
             out.append(s.one(f"{name} input {k} gradient", [dq, dk, dv], _size(t.spec), kind="gradient") if n else None)
         s.one(f"{name} gradient done", [dq, dk, dv, *xs], 0)
         return out, grads
+
+
+@rule("GroupQueryAttention")
+class GroupQueryAttention(Attention):
+    """Keras 3's grouped_query_attention.py: MultiHeadAttention's ops (dot_product_attention where it
+    has no dropout and returns no scores, as MultiHeadAttention's), with num_key_value_heads heads
+    in the key and value projections, each then repeated to the query's heads (ops.repeat: tf.repeat's
+    ExpandDims, Tile, Reshape; a Tile of one repeat returns its input). Tile's gradient (array_grad.py
+    _TileGrad) reads only shapes: a Sum of the repeated gradient back to the projection's size. The
+    gate (use_gate: a sigmoid projection of the query multiplied into the attention) is not counted."""
+
+    def fused(self, s, node):
+        return super().fused(s, node) and len(node.outputs) == 1
+
+    def heads(self, node):
+        c = node.layer.config
+        return int(c.get("num_query_heads") or 1), int(c.get("head_dim") or 1)
+
+    def repeats(self, node):
+        return self.heads(node)[0] // int(node.layer.config.get("num_key_value_heads") or 1)
+
+    def projections(self, s, node, xs, proj, tq, tk):
+        name, repeats = node.layer.name, self.repeats(node)
+        if node.layer.config.get("use_gate"):
+            s.undercounted.append((name, "its gate (use_gate): a sigmoid projection of the query, kept"))
+        pq, pk, pv = super().projections(s, node, xs, proj, tq, tk)
+        if repeats > 1:
+            pk = s.one(f"{name} key repeated (Tile)", [pk], proj * tk)
+            pv = s.one(f"{name} value repeated (Tile)", [pv], proj * tk)
+        return pq, pk, pv
+
+    def ungrouped(self, s, node, part, d):
+        repeats = self.repeats(node)
+        if repeats == 1:
+            return d
+        return s.one(f"{node.layer.name} {part} repeat gradient (Sum)", [d], s.prog.bufs[d].bytes // repeats,
+                     kind="gradient")
 
 
 @rule("LocallyConnected1D", "LocallyConnected2D")
