@@ -99,7 +99,8 @@ class HashedCrossing(KerasLayer):
 
     def output_specs(self, inputs):
         if len(inputs) < 2 or len({s.shape for s in inputs}) != 1 or len(inputs[0].shape) > 2:
-            raise self.error(f"crosses two or more equal (batch,) or (batch, 1) inputs, got {[s.shape for s in inputs]}")
+            raise self.error("crosses two or more equal (batch,) or (batch, 1) inputs, "
+                             f"got {[s.shape for s in inputs]}")
         shape = inputs[0].shape
         if self.get("output_mode", "int") == "int":
             dtype = self.policy if self.policy.startswith(("int", "uint")) else "int64"

@@ -39,8 +39,8 @@ def row(layer, shape, dtype="float32", calls=1, inputs=None):
         declared = dims(tuple(declared))
     except Exception as e:  # noqa: BLE001 (recorded, not fatal)
         declared = f"error:{type(e).__name__}"
-    ws = ";".join(f"{w.name.split('/')[-1].split(':')[0]}:{dims(w.shape)}:{w.dtype.name if hasattr(w.dtype, 'name') else w.dtype}:"
-                  f"{int(w.trainable)}" for w in layer.weights)
+    ws = ";".join(f"{w.name.split('/')[-1].split(':')[0]}:{dims(w.shape)}:"
+                  f"{w.dtype.name if hasattr(w.dtype, 'name') else w.dtype}:{int(w.trainable)}" for w in layer.weights)
     in_shape = "+".join(dims(i.shape) for i in x) if isinstance(x, list) else dims(shape)
     line = [FLAVOUR, type(layer).__name__, json.dumps(layer.get_config(), sort_keys=True, default=str),
             in_shape, str(np.dtype(dtype)) if inputs is None else str(x[0].dtype.name),
