@@ -90,3 +90,21 @@ class TextVectorization(KerasLayer):
             raise self.error(f"output_mode {self.get('output_mode')!r} without pad_to_max_tokens: its width is "
                              "the vocabulary's size", fix=f"declare its output shape, e.g. --input {self.name}={batch}x10000")
         return [self.spec((batch, tokens))]
+
+
+@register("HashedCrossing")
+class HashedCrossing(KerasLayer):
+    """Two or more equal (batch,) or (batch, 1) feature columns crossed into bins: "int" gives the
+    first input's shape in int64 (the dtype Keras defaults to), "one_hot" num_bins floats a row."""
+
+    def output_specs(self, inputs):
+        if len(inputs) < 2 or len({s.shape for s in inputs}) != 1 or len(inputs[0].shape) > 2:
+            raise self.error("crosses two or more equal (batch,) or (batch, 1) inputs, "
+                             f"got {[s.shape for s in inputs]}")
+        shape = inputs[0].shape
+        if self.get("output_mode", "int") == "int":
+            dtype = self.policy if self.policy.startswith(("int", "uint")) else "int64"
+            return [self.spec(shape)._replace(dtype=dtype)]
+        bins = self.get("num_bins")
+        wide = shape + (bins,) if shape[-1] != 1 or len(shape) == 1 else shape[:-1] + (bins,)
+        return [self.spec(wide)._replace(dtype=self.compute_dtype)]

@@ -11,6 +11,8 @@ last forward reader. Classes without a rule are listed in the report (rule_for r
 """
 from math import prod
 
+from ...errors import InputError
+from ..layers.augmentation import AUGMENTATIONS
 from ..layers.base import DTYPE_BYTES, nbytes
 from . import kernels, optimizers
 
@@ -871,7 +873,8 @@ class AdaptivePool(Rule):
 PREPROCESSING = ("CategoryEncoding", "Discretization", "Hashing", "IntegerLookup", "StringLookup", "TextVectorization",
                  "RandomBrightness", "AutoContrast", "Equalization", "RandomColorJitter", "RandomErasing",
                  "RandomGaussianBlur", "RandomGrayscale", "RandomHue", "RandomInvert", "RandomPosterization",
-                 "RandomSaturation", "RandomSharpness", "Solarization")
+                 "RandomSaturation", "RandomSharpness", "Solarization", *AUGMENTATIONS, "RandomHeight", "RandomWidth",
+                 "HashedCrossing")
 
 
 @rule("AveragePooling1D", "AveragePooling2D", "AveragePooling3D", "AvgPool1D", "AvgPool2D", "AvgPool3D",
@@ -1771,3 +1774,156 @@ class LocallyConnected(_Weighted):
                 dx = s.one(f"{name} input gradient", [dys[0]], size, kind="gradient")
         s.one(f"{name} gradient done", [x, extra], 0)
         return [dx], grads
+
+
+@rule("Pipeline")
+class Pipeline(Reshaping):
+    """Keras 3's Pipeline: each inner layer makes a new tensor from the last one's, freed once the
+    next is made; the input gradient (where needed) is one op, as for the PREPROCESSING layers. A
+    Pipeline holding any other layer, or a trainable weight, is refused: the gradients of its inner
+    layers are not laid out."""
+
+    def forward(self, s, node, xs):
+        other = node.layer.not_preprocessing()
+        if other is not None or any(w.trainable for w in s.weights_of(node)):
+            why = f"its layer {other.name!r} ({other.class_name})" if other is not None else "a trainable weight"
+            raise InputError(f"a Pipeline's training step is modelled only for preprocessing and augmentation "
+                             f"layers without trainable weights; it holds {why}", layer=node.path)
+        y = xs[0]
+        for inner, _, outs in node.layer.calls([t.spec for t in node.inputs]):
+            y = s.one(f"{node.layer.name} {inner.class_name}", [y], _size(outs[0]))
+        return [y], None
+
+
+@rule("MelSpectrogram")
+class MelSpectrogram(Rule):
+    """Its call() on TensorFlow (the stft of keras/src/backend/tensorflow/math.py): a reflect Pad of
+    fft_length // 2 each side, frames fft_length long, the window multiplied in, an RFFT (complex64),
+    the squared real and imaginary parts added, the root and the power, a Tensordot with the mel
+    matrix, the decibel scaling in place, and the swap of the last two axes. It sits where no
+    gradient reaches (before every trainable weight); after one it is refused."""
+
+    def forward(self, s, node, xs):
+        if any(s.need):
+            raise InputError("a MelSpectrogram after a trainable weight: its gradient (through an RFFT) is "
+                             "not modelled", layer=node.path)
+        x, out = node.inputs[0].spec, node.outputs[0].spec
+        item = 8 if "float64" in (x.dtype, node.layer.compute_dtype) else 4
+        fft, stride = node.layer.get("fft_length", 2048), node.layer.get("sequence_stride", 512)
+        rows, frames = prod(x.shape[:-1]), out.shape[-1]
+        bins = rows * frames * (fft // 2 + 1) * item
+        name = node.layer.name
+        y = s.one(f"{name} Pad", [xs[0]], rows * (x.shape[-1] + 2 * (fft // 2)) * item)
+        y = s.one(f"{name} frames", [y], rows * frames * fft * item)
+        y = s.one(f"{name} window", [y], rows * frames * fft * item, forward=True)
+        y = s.one(f"{name} RFFT", [y], 2 * bins)
+        re, im = s.one(f"{name} Real", [y], bins), s.one(f"{name} Imag", [y], bins)
+        y = s.one(f"{name} magnitude", [s.one(f"{name} Square", [re], bins, forward=True),
+                                        s.one(f"{name} Square", [im], bins, forward=True)], bins, forward=True)
+        y = s.one(f"{name} mel Tensordot", [y], rows * frames * out.shape[-2] * item)
+        y = s.one(f"{name} Transpose", [y], rows * frames * out.shape[-2] * item)
+        if _item(out) != item:
+            y = s.one(f"{name} Cast", [y], _size(out))
+        return [y], None
+
+
+@rule("STFTSpectrogram")
+class STFTSpectrogram(_Weighted):
+    """Its call(): for each DFT kernel a Conv2D (ops.conv) of the channels taken as images (channels
+    last: transposed first), its output (images, frames, frequencies) transposed to frequencies
+    first (channels last), then the mode's element-wise ops and a last transpose unless channels
+    first without expand_dims (a reshape). Gradients, where its kernels are trainable (Keras's
+    default) or an input needs one: each element-wise op's reads what TensorFlow's registered one
+    reads (Square its input, Sqrt its output, Maximum and Atan2 their inputs), then per kernel
+    Conv2DBackpropFilter (reads the transposed input) and Conv2DBackpropInput, with their CPU scratch."""
+
+    def parts(self, node):
+        """(channels last?, whether the last reshape is a transpose, output bytes, one kernel's conv bytes)."""
+        layer, out = node.layer, node.outputs[0].spec
+        last = layer.channels_last()
+        conv = _size(out) // (2 if layer.get("mode", "log") == "stft" else 1)
+        return last, last or layer.get("expand_dims", False), _size(out), conv
+
+    def forward(self, s, node, xs):
+        name, mode = node.layer.name, node.layer.get("mode", "log")
+        last, transposed, size, conv = self.parts(node)
+        x = s.one(f"{name} Transpose", [xs[0]], _size(node.inputs[0].spec)) if last else xs[0]
+        convs = []
+        for kernel in node.layer.kernels():
+            c = s.one(f"{name} {kernel} Conv2D", [x], conv)
+            convs.append(s.one(f"{name} {kernel} Transpose", [c], conv) if last else c)
+        keep = {"x": x, "convs": convs}
+        if mode in ("real", "imag"):
+            y = convs[0]
+        elif mode == "angle":
+            y = s.one(f"{name} Atan2", convs, size)
+        elif mode == "stft":
+            y = s.one(f"{name} ConcatV2", convs, size)
+        else:
+            squares = [s.one(f"{name} Square", [c], conv) for c in convs]
+            y = s.one(f"{name} power", squares, conv, forward=True)
+            if mode == "psd":
+                y = s.one(f"{name} power + Pad(Slice(power))", [y], conv)
+            else:
+                keep["power"] = y
+                y = keep["root"] = s.one(f"{name} Sqrt(Maximum)", [y], conv)
+        if transposed:
+            y = s.one(f"{name} Transpose", [y], size)
+        if mode == "log":
+            keep["linear"] = y
+            y = s.one(f"{name} Log(Maximum)", [y], size)
+        return [y], keep
+
+    def backward(self, s, node, keep, dys, need):
+        name, mode = node.layer.name, node.layer.get("mode", "log")
+        last, transposed, size, conv = self.parts(node)
+        g = dys[0]
+        if mode == "log":
+            g = s.one(f"{name} Log and Maximum gradient", [g, keep["linear"]], size, kind="gradient")
+        if transposed:
+            g = s.one(f"{name} Transpose gradient", [g], size, kind="gradient")
+        if mode in ("real", "imag"):
+            gs = [g]
+        elif mode in ("angle", "stft"):
+            gs = s.op(f"{name} {'Atan2' if mode == 'angle' else 'ConcatV2'} gradient",
+                      [g, *keep["convs"]] if mode == "angle" else [g], [(conv, "gradient")] * 2)
+        else:
+            if mode != "psd":
+                g = s.one(f"{name} Sqrt and Maximum gradient", [g, keep["root"], keep["power"]], conv,
+                          kind="gradient")
+            else:
+                g = s.one(f"{name} Pad and Slice gradient", [g], conv, kind="gradient")
+            gs = [s.one(f"{name} Square gradient", [g, c], conv, kind="gradient") for c in keep["convs"]]
+        x_size = _size(node.inputs[0].spec)
+        images, frames, freqs, taps = self.conv_dims(node)
+        item = _item(node.outputs[0].spec)
+        weights = {w.name: w for w in s.weights_of(node)}
+        grads, dxs = [], []
+        for kernel, gk in zip(node.layer.kernels(), gs):
+            if last:
+                gk = s.one(f"{name} {kernel} Transpose gradient", [gk], conv, kind="gradient")
+            if weights[kernel].trainable:
+                scratch = 0 if s.device != "cpu" else (kernels.conv_backprop_filter(frames, taps, freqs, item)
+                                                       + kernels.contraction_temporary(nbytes(weights[kernel])))
+                grads += self.grads(s, node, f"{name} {kernel}", [keep["x"], gk], scratch=scratch, only={kernel})
+            if need[0]:
+                scratch = 0 if s.device != "cpu" else kernels.conv_backprop_input(images, frames, taps, freqs, item,
+                                                                                  s.threads)
+                dxs.append(s.one(f"{name} {kernel} Conv2DBackpropInput", [gk], x_size, scratch=scratch,
+                                 kind="gradient"))
+        if not dxs:
+            return [None], grads
+        dx = dxs[0] if len(dxs) == 1 else s.one(f"{name} AddN", dxs, x_size, forward=True, kind="gradient")
+        if last:
+            dx = s.one(f"{name} Transpose gradient", [dx], x_size, kind="gradient")
+        return [dx], grads
+
+    @staticmethod
+    def conv_dims(node):
+        """(images: batch x channels, frames, frequencies, filter taps) of one kernel's Conv2D."""
+        x, layer = node.inputs[0].spec, node.layer
+        channels = x.shape[-1] if layer.channels_last() else x.shape[1]
+        frame, _, fft = layer.lengths()
+        out = node.outputs[0].spec.shape
+        frames = out[1] if layer.channels_last() else out[2]
+        return x.shape[0] * channels, frames, fft // 2 + 1, frame
