@@ -110,6 +110,7 @@ FORK_MODULES = {
     "ristretto": ("ristretto",),
     "openvino": ("openvino",),
     "auto_pruning": ("auto_pruning",),
+    "drml": ("drml",),
 }
 _IMPORTED_FORKS = set()
 

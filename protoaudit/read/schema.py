@@ -98,6 +98,8 @@ FORKS = {
                 "PriorBoxClustered and a normalizing InnerProduct)",
     "auto_pruning": "Auto_pruning's Caffe (NHZlX/Auto_pruning: BVLC Caffe with Dynamic Network Surgery's CConvolution "
                     "and CInnerProduct, pruned on a schedule, and ConvolutionDepthwise)",
+    "drml": "DRML's Caffe (jellyDL/drml_caffe: BVLC Caffe 1.0 with Deep Region and Multi-label Learning's Box, "
+            "Splice, ImageDataMultilabel and MultiSigmoidCrossEntropyLoss)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
