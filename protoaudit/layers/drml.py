@@ -43,6 +43,13 @@ def _span(num, channels, map_elements, first, last):
     return first, (channels - 1) * num * map_elements + last
 
 
+def _written(blob, j, part, stage):
+    """A blob the host code writes that the layers beside it in DRML's nets (Convolution, BatchNorm,
+    Eltwise, InnerProduct) read on the device: both copies, the device's first, so that a blob counted
+    once is counted where the GPU total holds it."""
+    return [blob(j, part, stage), blob(j, part, stage, device="host")]
+
+
 def _check_inside(layer, span, size, what, where):
     if span is not None and (span[0] < 0 or span[1] >= size):
         layer.fail(f"{layer.lp.type} {what} reaches element {span[1] if span[1] >= size else span[0]:,} of a "
@@ -75,10 +82,10 @@ class Box(Layer):
     def touches(self, run):
         tops = range(len(run.tops))
         t = [touch.bottom(0, "data", "forward", device="host")]
-        t += [touch.top(j, "data", "forward", device="host") for j in tops]
+        t += [x for j in tops for x in _written(touch.top, j, "data", "forward")]
         if run.propagate_down[0]:  # cpp:95
             t += [touch.top(j, "diff", "backward", device="host") for j in tops]
-            t.append(touch.bottom(0, "diff", "backward", device="host"))
+            t += _written(touch.bottom, 0, "diff", "backward")
         return t
 
 
@@ -113,10 +120,10 @@ class Splice(Layer):
     def touches(self, run):
         bottoms = range(len(run.bottoms))
         t = [touch.bottom(j, "data", "forward", device="host") for j in bottoms]
-        t.append(touch.top(0, "data", "forward", device="host"))
+        t += _written(touch.top, 0, "data", "forward")
         if run.propagate_down[0]:
             t.append(touch.top(0, "diff", "backward", device="host"))
-            t += [touch.bottom(j, "diff", "backward", device="host") for j in bottoms]
+            t += [x for j in bottoms for x in _written(touch.bottom, j, "diff", "backward")]
         return t
 
 
@@ -186,8 +193,8 @@ class MultiSigmoidCrossEntropyLoss(Loss):
         t = [touch.bottom(0, "data", "forward"), touch.buffer("sigmoid_output_", size, "forward", per_sample=True)]
         if self.lp.loss_weight and self.lp.loss_weight[0]:  # the inner Sigmoid is a loss too (its SetLossWeights)
             t.append(touch.buffer("sigmoid_output_.diff", size, "forward" if gpu else "setup", per_sample=True))
-        t += [touch.bottom(0, "data", "forward", device="host"), touch.bottom(1, "data", "forward", device="host"),
-              touch.top(0, "data", "forward", device="host"), touch.top(0, "data", "forward")]
+        t += [touch.bottom(0, "data", "forward", device="host"), touch.bottom(1, "data", "forward", device="host")]
+        t += _written(touch.top, 0, "data", "forward")  # Layer::Forward's loss reads it on the device
         if len(run.propagate_down) > 1 and run.propagate_down[1]:
             t.append(touch.stop("backward", "MultiSigmoidCrossEntropyLoss cannot backpropagate to label inputs "
                                 "(multi_sigmoid_cross_entropy_loss_layer.cpp:61-63)",
@@ -195,5 +202,5 @@ class MultiSigmoidCrossEntropyLoss(Loss):
         elif run.propagate_down[0]:
             if gpu:
                 t.append(touch.buffer("sigmoid_output_ (host)", size, "backward", per_sample=True, device="host"))
-            t.append(touch.bottom(0, "diff", "backward", device="host"))
+            t += _written(touch.bottom, 0, "diff", "backward")
         return t
