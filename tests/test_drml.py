@@ -51,7 +51,8 @@ def test_box_shapes_and_host_touches(tmp_path):
     """box_layer.cpp:46-49: every top (num, channels, height, width) = (2, 3, 4, 5) of the 2x3x10x12 bottom.
     box_layer.cu:17, 27 run the CPU code: the bottom's host data, each top's host data (cpp:60, 67), and
     backward each top's host diff and the bottom's host diff (cpp:97, 104)."""
-    body = """layer { name: "c" type: "Convolution" bottom: "x" top: "c" convolution_param { num_output: 3 kernel_size: 1 } }
+    body = """layer { name: "c" type: "Convolution" bottom: "x" top: "c"
+      convolution_param { num_output: 3 kernel_size: 1 } }
     layer { name: "box" type: "Box" bottom: "c" top: "t0" top: "t1"
       box_param { width: 5 height: 4 xcoord: 0 xcoord: 7 ycoord: 0 ycoord: 6 } }
     layer { name: "l" type: "EuclideanLoss" bottom: "t0" bottom: "t1" top: "loss" }"""
@@ -118,7 +119,8 @@ def test_splice_reads_every_bottom_with_bottom_zeros_dimensions(tmp_path):
     1*1*100 + 99 = 199; a second bottom of 1x1x10x10 holds 100."""
     head = ('input: "b0" input_shape { dim: 1 dim: 2 dim: 10 dim: 10 }\n'
             'input: "b1" input_shape { dim: 1 dim: 1 dim: 10 dim: 10 }\n')
-    body = 'layer { name: "s" type: "Splice" bottom: "b0" bottom: "b1" top: "s" splice_param { xcoord: 0 xcoord: 0 ycoord: 0 ycoord: 0 } }'
+    body = ('layer { name: "s" type: "Splice" bottom: "b0" bottom: "b1" top: "s" '
+            'splice_param { xcoord: 0 xcoord: 0 ycoord: 0 ycoord: 0 } }')
     with pytest.raises(InputError, match="element 199 of a blob of 100"):
         build(tmp_path, body, head=head)
 
@@ -131,7 +133,8 @@ def test_multi_sigmoid_loss(tmp_path):
     body = 'layer { name: "loss" type: "MultiSigmoidCrossEntropyLoss" bottom: "p" bottom: "y" top: "loss" }'
     net = build(tmp_path, body, head="force_backward: true\n" + head)
     assert tops(net, "loss") == [()]
-    assert layer_buffers(net, "loss") == {("sigmoid_output_", "device"): 14 * F, ("sigmoid_output_ (host)", "host"): 14 * F}
+    assert layer_buffers(net, "loss") == {("sigmoid_output_", "device"): 14 * F,
+                                          ("sigmoid_output_ (host)", "host"): 14 * F}
     assert layer_buffers(net, "loss", mode="cpu") == {("sigmoid_output_", "host"): 14 * F}
     seen = touched(net, "loss")
     assert ("bottom", 1, "data", "forward", "host") in seen and ("bottom", 0, "diff", "backward", "host") in seen
@@ -157,7 +160,8 @@ def test_multilabel_list_entries(tmp_path):
     characters or fewer inline. The label top is (batch_size, multilabel_num, 1, 1) (cpp:101); the
     prefetch batches are BVLC 1.0's, data_param.prefetch = 4 of each top on the device and the host."""
     (tmp_path / "list.txt").write_text("a.png 1 0 1\nb.png 0 0 1\nc.png 1 1 0\n")
-    body = f"""layer {{ name: "d" type: "ImageDataMultilabel" top: "data" top: "label" transform_param {{ crop_size: 8 }}
+    body = f"""layer {{ name: "d" type: "ImageDataMultilabel" top: "data" top: "label"
+      transform_param {{ crop_size: 8 }}
       image_data_param {{ source: "{tmp_path / 'list.txt'}" batch_size: 2 multilabel_num: 3 }} }}"""
     net = build(tmp_path, body, head="")  # the images are absent: crop_size gives the data top
     assert tops(net, "d") == [(2, 3, 8, 8), (2, 3, 1, 1)]

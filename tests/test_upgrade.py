@@ -139,6 +139,11 @@ FORK_V1_EXTRAS = {
     # whitenightwu/caffe-quant-QNN b4fc9ad: its V1LayerParameter gained quan_convolution_param and
     # quan_inner_product_param (caffe.proto:1314-1315) and no V1 type, and its upgrade_proto.cpp copies neither
     "qnn": (set(), {"quan_convolution_param", "quan_inner_product_param"}),
+    # jellyDL/drml_caffe f508105: its V1 enum gained IMAGE_DATA_MULTILABEL..SPLICE (40-43) and its V1 layer
+    # box_param and splice_param (caffe.proto:1281-1284, 1328-1329), but it builds with BVLC 1.0's
+    # upgrade_proto.cpp (complie_caffe.sh), whose UpgradeV1LayerType maps none of them and copies neither
+    "drml": ({"IMAGE_DATA_MULTILABEL", "MULTI_SIGMOID_CROSS_ENTROPY_LOSS", "BOX", "SPLICE"},
+             {"box_param", "splice_param"}),
 }
 
 
