@@ -110,6 +110,7 @@ FORK_MODULES = {
     "ristretto": ("ristretto",),
     "openvino": ("openvino",),
     "auto_pruning": ("auto_pruning",),
+    "picanet": ("picanet",),
 }
 _IMPORTED_FORKS = set()
 
