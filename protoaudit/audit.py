@@ -1032,7 +1032,7 @@ def _net_audits(nets, mode, engine, kind, inference, host=True, reuse=None, othe
     touches serve both, then are let go): (NetAudits, the other engine's bytes or None)."""
     out = []
     rng_made = False  # Caffe's random generator, made once per process by the first net that draws
-    libraries = set()  # a library's one-time state (OpenCV, HDF5) is the process's: counted once
+    held = {}  # a process's buffer (a library's state, a class's static Blob): bytes the nets before hold
     copies = {}  # LayerParameter sizes, by content (protoaudit.memory.host)
     others = 0
     plans = zip(_plans(nets, kind, inference), _plans(nets, other_kind or kind, inference))
@@ -1041,7 +1041,9 @@ def _net_audits(nets, mode, engine, kind, inference, host=True, reuse=None, othe
         if kept is not None:
             out.append(kept)
             both = False
-            libraries.update(b.owner for b in kept.buffers if b.kind == "library state")
+            for b in kept.buffers:  # (kept as _held_once left them: what each net added)
+                if b.owner.startswith("process."):
+                    held[b.owner] = held.get(b.owner, 0) + b.bytes
             rng_made = rng_made or draws_random(net, forward=runs)
         else:
             both = other is not None and (other_backward, other_runs, other_shared) == (backward, runs, shared)
@@ -1049,9 +1051,13 @@ def _net_audits(nets, mode, engine, kind, inference, host=True, reuse=None, othe
                                   shared_params=shared, forward=runs, other=other if both else None)
             if both:  # walked under both engines at once
                 buffers, change = buffers
-                others += _counted(buffers, cpu=False) + change
-            buffers = [b for b in buffers if b.kind != "library state" or b.owner not in libraries]
-            libraries.update(b.owner for b in buffers if b.kind == "library state")
+                others += change
+            walked = _counted(buffers, cpu=False)
+            buffers = _held_once(buffers, held)
+            if both:
+                others += _counted(buffers, cpu=False)
+            elif other is not None:  # (the other engine's walk below holds what this one's did)
+                others -= walked - _counted(buffers, cpu=False)
             if host:
                 buffers.append(host_objects(net, label, forward=runs, backward=backward,
                                             shared_params=(shared or ()) if runs else (), rng_made=rng_made,
@@ -1063,6 +1069,24 @@ def _net_audits(nets, mode, engine, kind, inference, host=True, reuse=None, othe
                                    forward=other_runs)
         forget_touches(net)
     return out, (others if other is not None else None)
+
+
+def _held_once(buffers, held):
+    """`buffers` less what the process already holds (`held`, by owner, updated): a process's buffer
+    (owner "process. ...") is one per process, so a later net's counts only where it is larger (a
+    static Blob another net's layers grow)."""
+    out = []
+    for b in buffers:
+        if b.owner.startswith("process."):
+            more = b.bytes - held.get(b.owner, 0)
+            if more <= 0:
+                continue
+            held[b.owner] = b.bytes
+            if more < b.bytes:
+                b = Buffer(b.net, b.layer, b.owner, b.kind, more // b.itemsize, b.itemsize, b.touch, b.per_sample,
+                           b.device, b.about)
+        out.append(b)
+    return out
 
 
 def solver_tests(solver):

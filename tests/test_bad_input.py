@@ -180,12 +180,14 @@ def test_truncated_file_is_named_as_such(cli, tmp_path, cut, line, layer, opened
 
 
 def test_unknown_layer_type_of_another_fork(cli, tmp_path):
-    """DeepLab's Interp, in a net whose Input layer DeepLab's caffe.proto cannot read."""
-    write(tmp_path, "net.prototxt", NET.replace('"Convolution"', '"Interp"').replace(
-        "convolution_param { num_output: 4 kernel_size: 3 }", ""))
+    """DeepLab's MatWrite, in a net whose Input layer DeepLab's caffe.proto cannot read and whose mscnn
+    BoxOutput no shipped fork reads (PiCANet's Caffe, which reads Input and DeepLab's Interp, has no
+    MatWrite; a file it reads whole would borrow it)."""
+    write(tmp_path, "net.prototxt", NET.replace('"Convolution"', '"MatWrite"').replace(
+        "convolution_param { num_output: 4 kernel_size: 3 }", "") + (
+        'layer { name: "boxes" type: "BoxOutput" bottom: "data" top: "boxes" box_output_param { fg_thr: 0.5 } }\n'))
     msg = refused(cli("net.prototxt"))
-    assert msg.startswith("protoaudit: net.prototxt:8: layer 'conv1': ")
-    assert "unknown layer type 'Interp'" in msg
+    assert "layer 'conv1' (line 8): unknown layer type 'MatWrite'" in msg and "--fork deeplab_v2" in msg
     says_what_to_do(msg)
 
 
@@ -194,19 +196,17 @@ def test_a_type_a_shipped_fork_sizes_is_no_misspelling(cli, tmp_path):
     a net that no shipped fork reads whole (mscnn's deploy net; a MobileNet U-Net), the message names
     the forks that size the type, not a misspelling (tried as a new user would: both were called
     typos). Where the fork that sizes the type reads the file past the other's own fields, knowing
-    more of its types, it is read with that fork's schema, and ROIPooling's own rule speaks: it takes
-    two bottoms (roi_pooling_layer.hpp, ExactNumBottomBlobs 2)."""
-    for kind, forks in (("ROIPooling", None), ("ImageSegData", "--fork deeplab_v2")):
+    more of its types, it is read with that fork's schema, and the type's own rule speaks: ROIPooling takes
+    two bottoms (roi_pooling_layer.hpp, ExactNumBottomBlobs 2), ImageSegData none (PiCANet's Caffe reads
+    the Input layer and sizes ImageSegData: image_seg_data_layer.hpp, ExactNumBottomBlobs 0)."""
+    for kind, bottoms in (("ROIPooling", 2), ("ImageSegData", 0)):
         other = ('layer { name: "boxes" type: "BoxOutput" bottom: "data" top: "boxes" '
                  'box_output_param { fg_thr: 0.5 } }\n')  # mscnn's own layer, which no shipped fork reads
         write(tmp_path, "net.prototxt", NET.replace('"Convolution"', f'"{kind}"').replace(
             "convolution_param { num_output: 4 kernel_size: 3 }", "") + other)
         msg = refused(cli("net.prototxt"))
         assert "did you mean" not in msg
-        if forks is None:
-            assert "layer 'conv1': takes exactly 2 bottom blobs, got 1" in msg
-        else:
-            assert f"unknown layer type '{kind}'" in msg and forks in msg
+        assert f"layer 'conv1': takes exactly {bottoms} bottom blobs, got 1" in msg
         says_what_to_do(msg)
 
 

@@ -111,6 +111,7 @@ FORK_MODULES = {
     "openvino": ("openvino",),
     "auto_pruning": ("auto_pruning",),
     "drml": ("drml",),
+    "picanet": ("picanet",),
 }
 _IMPORTED_FORKS = set()
 

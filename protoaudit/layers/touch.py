@@ -63,6 +63,13 @@ def process(name, size, note=""):
                  device="host", process=True)
 
 
+def static(name, elements, stage, note=""):
+    """A class's static Blob, one per process for every layer of the class in every net: Blob::Reshape
+    grows it, at setup, to the largest count any of them asks, before the first touch allocates it.
+    Stage "reshape": a layer that reshapes it and never touches it (its size counts, nothing more)."""
+    return Touch(stage, "buffer", name=name, elements=int(elements), note=note, process=True)
+
+
 def stop(stage, why, fix="audit it where Caffe has that code: GPU mode (--mode gpu)"):
     """Caffe stops here: the layer has no code for this pass in this mode (a fork's
     NOT_IMPLEMENTED), or its code in this build cannot take the blob. Reached only when the audited

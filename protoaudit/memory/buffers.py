@@ -196,6 +196,7 @@ def _walk(net, mode, engine, backward, forward, shared_params, label, make, othe
     blobs, layers = net.blobs, net.layers
     staged = _net_staged(net, mode, engine)
     theirs = staged if other is None else _net_staged(net, mode, other)
+    largest = _largest(staged, theirs)
     passes = [(0, range(len(layers)))]
     if forward:
         passes.append((1, range(len(layers))))
@@ -238,7 +239,7 @@ def _walk(net, mode, engine, backward, forward, shared_params, label, make, othe
                         elements = count(shape)
                         n = 4 * elements
                     else:
-                        n = b
+                        n = largest[a] if what == PROCESS else b
                     on_device = n if device == "device" else 0
                     if side == 2:  # the other engine's own touch
                         if key in only_theirs or not (first or key in only_mine):
@@ -276,11 +277,23 @@ def _walk(net, mode, engine, backward, forward, shared_params, label, make, othe
                                           _PARAM_KINDS[b], elements, 4, t.stage, False, device, shape))
                     else:
                         owner = ("process." if what == PROCESS else node.name + ".") + a
-                        out.append(Buffer(label, node.name, owner, t.kind, t.elements, t.itemsize, t.stage,
+                        out.append(Buffer(label, node.name, owner, t.kind, n // t.itemsize, t.itemsize, t.stage,
                                           t.per_sample, device, t.note))
     if not make:
         return total
     return (out, change) if other is not None else out
+
+
+def _largest(*nets_staged):
+    """Each process buffer's bytes (touch.process, touch.static): the most any touch of it asks, at
+    any stage (a static Blob is reshaped by every layer before one allocates it)."""
+    out = {}
+    for staged in nets_staged:
+        for layer in staged:
+            for t in layer[3]:
+                if t.process:
+                    out[t.name] = max(out.get(t.name, 0), t.elements * t.itemsize)
+    return out
 
 
 def host_objects(net, label="net", *, forward=True, backward=True, shared_params=(), rng_made=False, copies=None):

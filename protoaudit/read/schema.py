@@ -100,6 +100,8 @@ FORKS = {
                     "and CInnerProduct, pruned on a schedule, and ConvolutionDepthwise)",
     "drml": "DRML's Caffe (jellyDL/drml_caffe: BVLC Caffe 1.0 with Deep Region and Multi-label Learning's Box, "
             "Splice, ImageDataMultilabel and MultiSigmoidCrossEntropyLoss)",
+    "picanet": "PiCANet's Caffe (nian-liu/PiCANet: a 2017 BVLC Caffe with DeepLab v2's layers, attentive pooling "
+               "(AttPooling), ReNetLSTM and one col_buffer_ for every convolution)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
@@ -139,6 +141,9 @@ DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2", "ctpn": "caffe_lstm",
                  # Auto_pruning's Caffe carries farmingyard's ConvolutionDepthwise (MobileNet-YOLO's files), as
                  # caffe-mobilenet's does: a file with no type of its own (no CConvolution) stays shufflenet's
                  "auto_pruning": "shufflenet"}
+# PiCANet's Caffe carries DeepLab v2's ImageSegData and Interp: a file with no type of its own (no
+# AttPooling or ReNetLSTM) stays DeepLab v2's
+DESCENDS_FROM["picanet"] = "deeplab_v2"
 # Descendants whose caffe.proto reads a file as their ancestor's does (FaceBoxes' is SSD's byte for
 # byte; TextBoxes' is SSD's of 2016, fewer fields; R-FCN's MATLAB Caffe's has py-R-FCN's fields by the
 # same names), so that only a build tells
