@@ -556,6 +556,10 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # median 5.5%; its misses tf_keras's tiny residual CNN (+13.3%) and Keras 3's Dropout MLP
                 # (+10.2%)
                 "resnet_tiny_add_sgdm:b32", "mlp_big_dropout_sgdm_k3:b128",
+                # and a fifty-first, eight Keras 3 models of the layers tf_keras lacks, audited at a65b70d:
+                # 6 of 8; the tied language model (-55.7%) came within 10% once its loss on raw scores
+                # was traced (losses._sparse_ce_on_probabilities); the Pipeline CNN (+15.1%) did not
+                "pipeline_aug_cnn_rmsprop_k3:b32",
                 }
 
 @functools.lru_cache(maxsize=None)
@@ -591,10 +595,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 1.2%), on the
     configurations measured since (tests/data/keras_oracle/new: 81 of 86, 1.8%; the rules were read
-    off the traces of some of them). On the 942 configurations of tests/data/keras_oracle/unseen,
-    fifty batches each measured after the last change before it and audited before any change for
-    it: 744 (79.0%) as first audited over all of them, the last three 37 of 48 (77.1%; 12 of 16,
-    11 of 16, 14 of 16); now 831 (88.2%), a median of 1.9%; all 1,079: 959 (88.9%), 1.9%. Those two are
+    off the traces of some of them). On the 950 configurations of tests/data/keras_oracle/unseen,
+    fifty-one batches each measured after the last change before it and audited before any change
+    for it: 750 (78.9%) as first audited over all of them, the last three 31 of 40 (77.5%; 11 of 16,
+    14 of 16, 6 of 8); now 838 (88.2%), a median of 1.9%; all 1,087: 966 (88.9%), 1.9%. Those two are
     under the issue's 90% and are held where they stand, at 87.5% and 88%, so that a regression fails
     (the unseen share was held at 89% until the thirty-third batch brought it to 88.8%, and at 88% until
     the forty-eighth brought it to 87.9%; all of them at 89% until the forty-fifth brought them to
@@ -1671,3 +1675,33 @@ def test_an_output_softmax_no_metric_reads_is_not_run_and_the_sparse_loss_writes
     with_metrics = build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
                               weights=layer_weights(a.graph, []), device="cpu", metrics=True).program
     assert _made(with_metrics, "dense_2 softmax")[0] == [6_144_000]
+
+
+@pytest.mark.parametrize("activation,loss,on_probabilities", [
+    (None, "sparse_categorical_crossentropy", True), ("softmax", "sparse_categorical_crossentropy", False),
+    (None, {"class_name": "SparseCategoricalCrossentropy", "config": {"from_logits": True}}, False)])
+def test_a_sparse_cross_entropy_on_scores_no_softmax_made_clips_and_logs_them(tmp_path, activation, loss,
+                                                                               on_probabilities):
+    # Both Kerases' sparse cross-entropy on probabilities (from_logits false, and no softmax made the
+    # output): clip_by_value(output, eps, 1 - eps) as a Minimum then a Maximum, a Log, then the fused
+    # op on the log, whose backprop takes the log's memory. Traced: a tied language model's
+    # 16 x 32 x 5000 raw scores, 10,240,000 bytes, four such tensors at the step's peak (the scores,
+    # both clips, the log), 41,376,862 bytes above the step's start. Here Dense(50) on (8, 20) inputs:
+    # 8 x 50 x 4 = 1,600 bytes each; the labels, one int32 a sample, 32 bytes; the loss vector 32.
+    path = tmp_path / "m.json"
+    dense = {"class_name": "Dense", "config": {"name": "scores", "units": 50, "activation": activation}}
+    doc = {"module": "keras", "class_name": "Sequential", "build_config": {"input_shape": [None, 20]},
+           "config": {"name": "s", "layers": [dense]},
+           "compile_config": {"optimizer": {"module": "keras.optimizers", "class_name": "SGD", "config": {}},
+                              "loss": loss}}
+    path.write_text(json.dumps(doc))
+    program = _program_of(str(path), 8)
+    labels = {st.label for st in program.steps}
+    clips = {"loss clip (Minimum)", "loss clip (Maximum)", "loss log"}
+    assert (clips <= labels) == on_probabilities == bool(clips & labels)
+    if on_probabilities:
+        assert _made(program, "loss clip (Minimum)")[:2] == ([1_600], ["scores BiasAdd"])
+        assert _made(program, "loss log")[:2] == ([1_600], ["loss clip (Maximum)"])
+        made, reads, _ = _made(program, "SparseSoftmaxCrossEntropyWithLogits")
+        assert made == [32, 1_600] and reads[0] == "loss log"
+        assert _made(program, "loss clip gradient (Minimum)")[1][1] == "scores BiasAdd"

@@ -65,6 +65,8 @@ def loss_ops(s, tensor, y, loss):
     rows = prod(tensor.spec.shape[:-1]) if tensor.spec.shape else 1
     labels = s.one(f"labels for {tensor.name}", size=labels_bytes(tensor, loss), kind="input")
     s.prog.hold(labels)
+    if name in SPARSE_CE and _on_probabilities(tensor, loss):
+        return _sparse_ce_on_probabilities(s, y, labels, size, rows, prod(tensor.spec.shape))
     if name in SPARSE_CE or name in CE:
         s.logits.add(id(tensor))
         # the sparse one's backprop takes the logits' memory where it reads them last (sparse_xent_op.cc;
@@ -81,6 +83,40 @@ def loss_ops(s, tensor, y, loss):
     sq = s.one("loss square", [d], size, forward=False)
     s.one("loss mean", [sq], 4)
     return s.one("loss gradient", [d], size, forward=True, kind="gradient")
+
+
+def _on_probabilities(tensor, loss):
+    """Whether Keras takes the output as probabilities: no softmax made it (a layer's activation, a
+    Softmax layer or Activation("softmax")) and the loss is not from_logits."""
+    config = loss.get("config") or {} if isinstance(loss, dict) else {}
+    if config.get("from_logits"):
+        return False
+    layer = tensor.producer.layer if tensor.producer is not None else None
+    if layer is None:
+        return True
+    activation = layer.config.get("activation")
+    activation = activation.get("config", {}).get("name", activation.get("class_name")) if isinstance(activation, dict) else activation
+    return not (layer.class_name == "Softmax" or activation == "softmax")
+
+
+def _sparse_ce_on_probabilities(s, y, labels, size, rows, elems):
+    """Both Kerases' sparse cross-entropy on probabilities (tf_keras backend.py, Keras 3's TensorFlow
+    nn.py): clip_by_value(output, eps, 1 - eps), a Minimum then a Maximum, its Log, and the fused
+    SparseSoftmaxCrossEntropyWithLogits on that, whose backprop takes the log's memory: the output, both
+    clips and the log alive at once (traced: a language model whose tied reverse embedding gives
+    16 x 32 x 5000 raw scores, four such tensors at the step's peak). The gradient goes back through
+    Log (dy / x, reading the Maximum's output) and each clip (_MaximumMinimumGrad: a bool mask of the
+    input's size, then a Select), which read the Minimum's output and the model's output."""
+    low = s.one("loss clip (Minimum)", [y], size)
+    high = s.one("loss clip (Maximum)", [low], size)
+    log = s.one("loss log", [high], size)
+    loss_vec, backprop = s.op("SparseSoftmaxCrossEntropyWithLogits", [log, labels], [rows * 4, size],
+                              forward=[(1, log)])
+    s.one("loss mean", [loss_vec], 4)
+    d = s.one("loss gradient", [backprop], size, forward=True, kind="gradient")
+    d = s.one("loss log gradient", [d, high], size, forward=True, kind="gradient")
+    d = s.one("loss clip gradient (Maximum)", [d, low], size, scratch=elems, forward=True, kind="gradient")
+    return s.one("loss clip gradient (Minimum)", [d, y], size, scratch=elems, forward=True, kind="gradient")
 
 
 def _logistic_loss(s, x, z, size, elems):

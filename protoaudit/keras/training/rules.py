@@ -1068,9 +1068,10 @@ class Embedding(_Weighted):
 class ReversibleEmbedding(Embedding):
     """Keras 3's reversible_embedding.py: the call is Embedding's lookup; the reverse call is
     matmul(x, transpose(embeddings)) (or x times reverse_embeddings where tie_weights is false), a
-    tensordot whose reshapes share memory: the Transpose makes a copy of the table, the MatMul the
-    logits. MatMul's gradient (math_grad.py _MatMulGrad) reads both operands, so x and the transposed
-    table are kept; the table's gradient x^T dy is transposed back (Transpose's gradient). The soft cap
+    tensordot whose reshapes share memory. Grappler folds the Transpose into the MatMul (traced: a tied
+    language model's `FoldTransposeIntoMatMul_MatMul`, the 16 x 32 x 5000 logits and no copy of the
+    table), so the table is read in place and its gradient x^T dy comes out in its own layout.
+    MatMul's gradient (math_grad.py _MatMulGrad) reads both operands, so x is kept. The soft cap
     tanh(logits / cap) * cap keeps tanh's output (nn_grad's TanhGrad); the divide and the tanh write
     into their input."""
 
@@ -1078,17 +1079,16 @@ class ReversibleEmbedding(Embedding):
         x, out = node.inputs[0].spec, node.outputs[0].spec
         if len(out.shape) != len(x.shape):  # the lookup
             return super().forward(s, node, xs)
-        name, table = node.layer.name, self.table(s, node)
-        kernel = s.one(f"{name} transpose embeddings", [], nbytes(table)) if table.name == "embeddings" else None
+        name, tied = node.layer.name, self.table(s, node).name == "embeddings"
         rows, inner, cols = prod(x.shape[:-1]), x.shape[-1], out.shape[-1]
-        scratch = kernels.contraction(rows, inner, cols, _item(out)) if s.device == "cpu" else 0
-        z = s.one(f"{name} MatMul", [xs[0], kernel], _size(out), scratch=scratch)
+        scratch = kernels.contraction(rows, inner, cols, _item(out), tied) if s.device == "cpu" else 0
+        z = s.one(f"{name} MatMul", [xs[0]], _size(out), scratch=scratch)
         tanh = None
         if node.layer.config.get("logit_soft_cap") is not None:
             tanh = s.one(f"{name} tanh(logits / cap)", [s.one(f"{name} logits / cap", [z], _size(out), forward=True)],
                          _size(out), forward=True)
             z = s.one(f"{name} * cap", [tanh], _size(out))
-        return [z], (xs[0], kernel, tanh)
+        return [z], (xs[0], tanh)
 
     def table(self, s, node):
         """The variable the reverse call multiplies by."""
@@ -1098,7 +1098,7 @@ class ReversibleEmbedding(Embedding):
     def backward(self, s, node, keep, dys, need):
         if not isinstance(keep, tuple):
             return super().backward(s, node, keep, dys, need)
-        x, kernel, tanh = keep
+        x, tanh = keep
         name, table, out = node.layer.name, self.table(s, node), node.outputs[0].spec
         dz = dys[0]
         if tanh is not None:
@@ -1109,16 +1109,13 @@ class ReversibleEmbedding(Embedding):
         cpu = s.device == "cpu"
         grads = []
         if table.trainable:
-            g = s.one(f"{name} {table.name} gradient", [x, dz], nbytes(table), kind="weight gradient",
-                      scratch=kernels.contraction(inner, rows, cols, _item(out), True) if cpu else 0)
-            if kernel is not None:
-                g = s.one(f"{name} {table.name} gradient transposed back", [g], nbytes(table), kind="weight gradient")
-            grads.append((table, g))
+            grads.append((table, s.one(f"{name} {table.name} gradient", [x, dz], nbytes(table), kind="weight gradient",
+                                       scratch=kernels.contraction(inner, rows, cols, _item(out), True) if cpu else 0)))
         dx = None
         if need[0]:
-            dx = s.one(f"{name} input gradient", [dz, kernel], _size(node.inputs[0].spec), kind="gradient",
+            dx = s.one(f"{name} input gradient", [dz], _size(node.inputs[0].spec), kind="gradient",
                        scratch=kernels.contraction(rows, cols, inner, _item(out), True) if cpu else 0)
-        s.one(f"{name} gradient done", [dz, x, kernel], 0)
+        s.one(f"{name} gradient done", [dz, x], 0)
         return [dx], grads
 
 
