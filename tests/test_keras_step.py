@@ -1705,3 +1705,25 @@ def test_a_sparse_cross_entropy_on_scores_no_softmax_made_clips_and_logs_them(tm
         made, reads, _ = _made(program, "SparseSoftmaxCrossEntropyWithLogits")
         assert made == [32, 1_600] and reads[0] == "loss log"
         assert _made(program, "loss clip gradient (Minimum)")[1][1] == "scores BiasAdd"
+
+
+def test_a_wrapped_softmax_is_a_softmax_and_a_categorical_loss_on_scores_is_named(tmp_path):
+    # TimeDistributed(Dense(50, softmax)) makes its output with a softmax: the fused op takes the
+    # logits, no clip. A (dense) categorical cross-entropy on scores no softmax made divides, clips and
+    # logs them in Keras (backend categorical_crossentropy), which the step does not lay out: the audit
+    # names it among what it undercounts.
+    def audited(layer, loss, shape):
+        path = tmp_path / f"{loss}.json"
+        doc = {"module": "keras", "class_name": "Sequential", "build_config": {"input_shape": [None, *shape]},
+               "config": {"name": "s", "layers": [layer]},
+               "compile_config": {"optimizer": {"module": "keras.optimizers", "class_name": "SGD", "config": {}},
+                                  "loss": loss}}
+        path.write_text(json.dumps(doc))
+        return audit_keras(str(path), batch=8, mode="cpu"), _program_of(str(path), 8)
+
+    inner = {"module": "keras.layers", "class_name": "Dense", "config": {"name": "d", "units": 50, "activation": "softmax"}}
+    wrapped = {"class_name": "TimeDistributed", "config": {"name": "td", "layer": inner}}
+    a, program = audited(wrapped, "sparse_categorical_crossentropy", [5, 20])
+    assert not [st for st in program.steps if st.label.startswith("loss clip")] and not a.undercounted
+    a, _ = audited({"class_name": "Dense", "config": {"name": "scores", "units": 50}}, "categorical_crossentropy", [20])
+    assert [layer for layer, what in a.undercounted if "as probabilities" in what] == ["scores"]

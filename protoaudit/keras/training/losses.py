@@ -67,6 +67,12 @@ def loss_ops(s, tensor, y, loss):
     s.prog.hold(labels)
     if name in SPARSE_CE and _on_probabilities(tensor, loss):
         return _sparse_ce_on_probabilities(s, y, labels, size, rows, prod(tensor.spec.shape))
+    squash = "softmax" if name in CE else "sigmoid"
+    if (name in CE or name in BINARY_CE) and _on_probabilities(tensor, loss, squash):
+        s.undercounted.append((tensor.producer.layer.name if tensor.producer else tensor.name,
+                               f"its {name} takes the output as probabilities (no {squash} made it, and the loss is "
+                               "not from_logits): Keras clips it and takes logs, whose tensors of the output's size "
+                               "are not counted"))
     if name in SPARSE_CE or name in CE:
         s.logits.add(id(tensor))
         # the sparse one's backprop takes the logits' memory where it reads them last (sparse_xent_op.cc;
@@ -85,18 +91,22 @@ def loss_ops(s, tensor, y, loss):
     return s.one("loss gradient", [d], size, forward=True, kind="gradient")
 
 
-def _on_probabilities(tensor, loss):
-    """Whether Keras takes the output as probabilities: no softmax made it (a layer's activation, a
-    Softmax layer or Activation("softmax")) and the loss is not from_logits."""
-    config = loss.get("config") or {} if isinstance(loss, dict) else {}
+def _on_probabilities(tensor, loss, activation_name="softmax"):
+    """Whether Keras takes the output as probabilities: no softmax (sigmoid) made it (a layer's
+    activation, a Softmax layer or Activation("softmax")) and the loss is not from_logits."""
+    config = (loss.get("config") or {}) if isinstance(loss, dict) else {}
     if config.get("from_logits"):
         return False
     layer = tensor.producer.layer if tensor.producer is not None else None
     if layer is None:
         return True
-    activation = layer.config.get("activation")
-    activation = activation.get("config", {}).get("name", activation.get("class_name")) if isinstance(activation, dict) else activation
-    return not (layer.class_name == "Softmax" or activation == "softmax")
+    config = layer.config
+    while isinstance(config.get("layer"), dict):  # a wrapper's (TimeDistributed's) layer makes the output
+        config = config["layer"].get("config") or {}
+    activation = config.get("activation")
+    if isinstance(activation, dict):  # a serialized activation
+        activation = (activation.get("config") or {}).get("name", activation.get("class_name"))
+    return not ((activation_name == "softmax" and layer.class_name == "Softmax") or activation == activation_name)
 
 
 def _sparse_ce_on_probabilities(s, y, labels, size, rows, elems):
