@@ -1721,7 +1721,8 @@ def test_a_wrapped_softmax_is_a_softmax_and_a_categorical_loss_on_scores_is_name
         path.write_text(json.dumps(doc))
         return audit_keras(str(path), batch=8, mode="cpu"), _program_of(str(path), 8)
 
-    inner = {"module": "keras.layers", "class_name": "Dense", "config": {"name": "d", "units": 50, "activation": "softmax"}}
+    inner = {"module": "keras.layers", "class_name": "Dense",
+             "config": {"name": "d", "units": 50, "activation": "softmax"}}
     wrapped = {"class_name": "TimeDistributed", "config": {"name": "td", "layer": inner}}
     a, program = audited(wrapped, "sparse_categorical_crossentropy", [5, 20])
     assert not [st for st in program.steps if st.label.startswith("loss clip")] and not a.undercounted

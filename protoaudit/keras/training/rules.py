@@ -787,8 +787,8 @@ class MaxPool(Rule):
         if not need[0]:
             return [None], []
         three_d = node.layer.class_name in ("MaxPooling3D", "MaxPool3D")
-        return [max_pool_grad(s, node.layer.name, *keep, dys[0], _size(node.inputs[0].spec), _item(node.outputs[0].spec),
-                              three_d)], []
+        return [max_pool_grad(s, node.layer.name, *keep, dys[0], _size(node.inputs[0].spec),
+                              _item(node.outputs[0].spec), three_d)], []
 
 
 def max_pool_grad(s, name, x, y, dy, x_bytes, item, three_d=False):
