@@ -849,7 +849,8 @@ class AdaptivePool(Rule):
             return [None], []
         name, dy = node.layer.name, dys[0]
         if not node.layer.channels_last():
-            dy = s.one(f"{name} transpose to channels_first gradient", [dy], _size(node.outputs[0].spec), kind="gradient")
+            dy = s.one(f"{name} transpose to channels_first gradient", [dy], _size(node.outputs[0].spec),
+                       kind="gradient")
         for k, (before, small, big, out) in reversed(list(enumerate(self.stages(node)))):
             t = s.one(f"{name} axis {k} gather gradient transpose", [dy], out, kind="gradient")
             t = s.one(f"{name} axis {k} gather gradient (UnsortedSegmentSum)", [t], small + big, kind="gradient")
