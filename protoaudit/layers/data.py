@@ -582,6 +582,17 @@ class ImageData(Prefetching):
             t.append(touch.host("cv::resize thread state", OPENCV_RESIZE_BYTES))
         return t
 
+    def float_list_touches(self, kind, floats, names_of):
+        """reader_touches of a fork's ImageData whose list keeps, per entry, its name and a vector of
+        `floats` floats (a multi-label line): lines_ grows by 4 x floats bytes an entry."""
+        t = self.list_touch(kind, names_of)
+        if t:
+            entries = int(t[0].note.split(" ")[0].replace(",", ""))
+            t = [touch.host("lines_", t[0].elements + entries * 4 * floats, t[0].note + f", {floats} floats each")]
+        if self.fixed_size():
+            t.append(touch.host("cv::resize thread state", OPENCV_RESIZE_BYTES))
+        return t
+
 
 @register("WindowData")
 class WindowData(Prefetching):

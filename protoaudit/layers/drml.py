@@ -14,7 +14,7 @@ import math
 
 from . import touch
 from .base import Layer, count, legacy_shape, register
-from .data import LIST_ENTRY_BYTES, OPENCV_RESIZE_BYTES, FIRST_TOKENS, ImageData
+from .data import LIST_ENTRY_BYTES, FIRST_TOKENS, ImageData
 from .losses import Loss
 
 FORK = "drml"
@@ -160,14 +160,7 @@ class ImageDataMultilabel(ImageData):
 
     def reader_touches(self, run):
         """lines_: per entry its name and a vector of multilabel_num floats, one entry a line."""
-        floats = self.multilabel_num()
-        t = self.list_touch("ImageDataMultilabel", lambda line: line.split()[:1])
-        if t:
-            entries = int(t[0].note.split(" ")[0].replace(",", ""))
-            t = [touch.host("lines_", t[0].elements + entries * 4 * floats, t[0].note + f", {floats} floats each")]
-        if self.fixed_size():
-            t.append(touch.host("cv::resize thread state", OPENCV_RESIZE_BYTES))
-        return t
+        return self.float_list_touches("ImageDataMultilabel", self.multilabel_num(), lambda line: line.split()[:1])
 
 
 @register("MultiSigmoidCrossEntropyLoss", fork=FORK)

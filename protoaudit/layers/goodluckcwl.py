@@ -12,7 +12,7 @@ File and line references are to that commit's src/caffe/layers/ and include/caff
 """
 from . import happynear, shufflenet, touch
 from .base import count, register
-from .data import LIST_ENTRY_BYTES, OPENCV_RESIZE_BYTES, ImageData
+from .data import LIST_ENTRY_BYTES, ImageData
 from .losses import Loss, legacy_num_pair
 
 FORK = "goodluckcwl"
@@ -130,13 +130,7 @@ class ImageFloatData(ImageData):
     def reader_touches(self, run):
         """lines_: per entry its name and a vector of its floats (label_dim, + 1 with hard_sample)."""
         floats = self.fork_params().label_dim + int(self.fork_params().hard_sample)
-        t = self.list_touch("ImageFloatData", lambda line: [line.split(b" ")[0]])
-        if t:
-            entries = int(t[0].note.split(" ")[0].replace(",", ""))
-            t = [touch.host("lines_", t[0].elements + entries * 4 * floats, t[0].note + f", {floats} floats each")]
-        if self.fixed_size():
-            t.append(touch.host("cv::resize thread state", OPENCV_RESIZE_BYTES))
-        return t
+        return self.float_list_touches("ImageFloatData", floats, lambda line: [line.split(b" ")[0]])
 
 
 @register("WeightEuclideanLoss", fork=FORK)
