@@ -563,6 +563,10 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # and a fifty-second, eight user models audited at b5616b9: 14 of 16, median 1.3%; its misses
                 # tf_keras's Fashion CNN with batch norm (-15.7%) and Keras 3's stacked GRU regressor (-10.5%)
                 "cnn_fashion_bn_adam:b64", "gru_regression_multi_adam_k3:b32",
+                # and a fifty-third, eight user models audited at 9ce1672: 13 of 16, median 2.5%; its misses
+                # tf_keras's BiLSTM tagger (+17.7%) and siamese CNN (+11.8%), Keras 3's two-filter text CNN
+                # (-12.3%)
+                "bilstm_token_tagger_rmsprop:b32", "siamese_cnn_shared_sgdm:b64", "text_cnn_two_filters_adam_k3:b64",
                 }
 
 @functools.lru_cache(maxsize=None)
@@ -598,10 +602,10 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (46 of 50, 1.2%), on the
     configurations measured since (tests/data/keras_oracle/new: 81 of 86, 1.8%; the rules were read
-    off the traces of some of them). On the 966 configurations of tests/data/keras_oracle/unseen,
-    fifty-two batches each measured after the last change before it and audited before any change
-    for it: 764 (79.1%) as first audited over all of them, the last three 34 of 40 (85.0%; 14 of 16,
-    6 of 8, 14 of 16); now 852 (88.2%), a median of 1.9%; all 1,103: 980 (88.8%), 1.8%. Those two are
+    off the traces of some of them). On the 982 configurations of tests/data/keras_oracle/unseen,
+    fifty-three batches each measured after the last change before it and audited before any change
+    for it: 777 (79.1%) as first audited over all of them, the last three 33 of 40 (82.5%; 6 of 8,
+    14 of 16, 13 of 16); now 865 (88.1%), a median of 1.9%; all 1,119: 993 (88.7%), 1.8%. Those two are
     under the issue's 90% and are held where they stand, at 87.5% and 88%, so that a regression fails
     (the unseen share was held at 89% until the thirty-third batch brought it to 88.8%, and at 88% until
     the forty-eighth brought it to 87.9%; all of them at 89% until the forty-fifth brought them to
