@@ -91,12 +91,17 @@ def _eigen_blocking(k, m, n):
 GEMM_WORKSPACE = 74176
 
 
+def gemm_workspace(itemsize):
+    """sgemm's workspace for a contraction of `itemsize`-byte elements that packs (float32 only is
+    refined, as for the packed blocks)."""
+    return GEMM_WORKSPACE if itemsize == 4 else 0
+
+
 def contraction(rows, inner, cols, itemsize, transposed=False):
     """What a MatMul (or Conv2D's contraction) holds while it runs besides its output: its packed
     blocks and, where it packs, sgemm's workspace."""
     blocks = matmul(rows, inner, cols, itemsize, transposed)
-    packs = itemsize == 4 and min(rows, inner, cols) > 1
-    return blocks + GEMM_WORKSPACE if packs else blocks
+    return blocks + gemm_workspace(itemsize) if min(rows, inner, cols) > 1 else blocks
 
 
 def matmul(rows, inner, cols, itemsize, transposed=False, vector_path=True):

@@ -8,6 +8,7 @@ and the gradient goes to the logits, not through the softmax.
 from math import prod
 
 from ..layers.base import nbytes
+from .rules import act_name
 
 SPARSE_CE = {"sparse_categorical_crossentropy", "SparseCategoricalCrossentropy"}
 CE = {"categorical_crossentropy", "CategoricalCrossentropy"}
@@ -103,9 +104,7 @@ def _on_probabilities(tensor, loss, activation_name="softmax"):
     config = layer.config
     while isinstance(config.get("layer"), dict):  # a wrapper's (TimeDistributed's) layer makes the output
         config = config["layer"].get("config") or {}
-    activation = config.get("activation")
-    if isinstance(activation, dict):  # a serialized activation
-        activation = (activation.get("config") or {}).get("name", activation.get("class_name"))
+    activation = act_name(config.get("activation"))
     return not ((activation_name == "softmax" and layer.class_name == "Softmax") or activation == activation_name)
 
 

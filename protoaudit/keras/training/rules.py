@@ -198,7 +198,7 @@ def _conv2d_kernel(s, kernel, dims, item, weight_bytes=0):
     batch, pixels, filter_total, depth = dims
     if kernel == "Conv2D":
         return kernels.contraction(batch * pixels, filter_total, depth, item)
-    workspace = kernels.GEMM_WORKSPACE if item == 4 else 0
+    workspace = kernels.gemm_workspace(item)
     if kernel == "Conv2DBackpropFilter":
         return (kernels.conv_backprop_filter(pixels, filter_total, depth, item)
                 + kernels.contraction_temporary(weight_bytes) + workspace)
