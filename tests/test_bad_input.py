@@ -211,12 +211,13 @@ def test_a_type_a_shipped_fork_sizes_is_no_misspelling(cli, tmp_path):
 
 
 def test_a_type_named_after_the_one_it_extends_is_no_misspelling(cli, tmp_path):
-    """cascade-rcnn's BboxAccuracy and joint-hashing's K1_EuclideanLoss are their forks' own types:
+    """MS-CNN's DetectionAccuracy and joint-hashing's K1_EuclideanLoss are their forks' own types:
     a misspelling keeps the length but for a letter, so neither is offered Accuracy or EuclideanLoss;
     and two layers of one unknown type are told once, both named (tried as a new user would:
-    cascade-rcnn's train net got 'did you mean Accuracy?', its 45 layers 18 KB of message)."""
+    cascade-rcnn's train net got 'did you mean Accuracy?' for its BboxAccuracy, its 45 layers 18 KB of
+    message, before that fork was shipped)."""
     layers = "".join(f'layer {{ name: "{name}" type: "{kind}" bottom: "conv1" top: "{name}" }}\n'
-                     for name, kind in (("acc", "BboxAccuracy"), ("l1", "K1_EuclideanLoss"), ("l2", "K1_EuclideanLoss")))
+                     for name, kind in (("acc", "DetectionAccuracy"), ("l1", "K1_EuclideanLoss"), ("l2", "K1_EuclideanLoss")))
     silence = 'layer { name: "s" type: "Silence" bottom: "acc" bottom: "l1" bottom: "l2" }\n'  # their tops are read
     write(tmp_path, "net.prototxt", NET + layers + silence)
     msg = refused(cli("net.prototxt"))

@@ -112,6 +112,7 @@ FORK_MODULES = {
     "auto_pruning": ("auto_pruning",),
     "drml": ("drml",),
     "picanet": ("picanet",),
+    "cascade": ("cascade",),
 }
 _IMPORTED_FORKS = set()
 

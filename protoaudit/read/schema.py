@@ -102,6 +102,9 @@ FORKS = {
             "Splice, ImageDataMultilabel and MultiSigmoidCrossEntropyLoss)",
     "picanet": "PiCANet's Caffe (nian-liu/PiCANet: a 2017 BVLC Caffe with DeepLab v2's layers, attentive pooling "
                "(AttPooling), ReNetLSTM and one col_buffer_ for every convolution)",
+    "cascade": "Cascade R-CNN's Caffe (zhaoweicai/cascade-rcnn: a 2017 BVLC Caffe with DetectionData, EvalData, "
+               "BoxGroupOutput, ProposalTarget, DecodeBBox, ROIAlign, ScaleRoute, FrcnnOutput and the detection "
+               "losses)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
@@ -144,6 +147,10 @@ DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2", "ctpn": "caffe_lstm",
 # PiCANet's Caffe carries DeepLab v2's ImageSegData and Interp: a file with no type of its own (no
 # AttPooling or ReNetLSTM) stays DeepLab v2's
 DESCENDS_FROM["picanet"] = "deeplab_v2"
+# Cascade R-CNN's Caffe carries R-FCN's PSROIPooling (the same files as Microsoft/caffe 1a2be8e) and has a
+# ROIPooling and a SmoothL1Loss of its own: a file with none of its own types or fields (a py-faster-rcnn or
+# R-FCN net) stays caffe-fast-rcnn's or py-R-FCN's
+DESCENDS_FROM["cascade"] = ("fastrcnn", "rfcn")
 # Descendants whose caffe.proto reads a file as their ancestor's does (FaceBoxes' is SSD's byte for
 # byte; TextBoxes' is SSD's of 2016, fewer fields; R-FCN's MATLAB Caffe's has py-R-FCN's fields by the
 # same names), so that only a build tells

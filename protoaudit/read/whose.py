@@ -33,8 +33,6 @@ TYPES = {
     "CosinAddm": "arcface-caffe (xialuxi/arcface-caffe)",
     **dict.fromkeys(("ImageGtData", "BoxOutput", "DetectionLoss", "DetectionAccuracy"),
                     "MS-CNN's Caffe (zhaoweicai/mscnn)"),
-    **dict.fromkeys(("DetectionData", "BoxGroupOutput", "DecodeBBox", "DetectionGroupLoss",
-                     "DetectionGroupAccuracy"), "Cascade R-CNN's Caffe (zhaoweicai/cascade-rcnn)"),
 }
 # types a shipped fork has a version of its own of, which protoaudit has no rule for (another fork's
 # class of the same name does not size it): fork -> {type: its parameter message}, read in the fork's
