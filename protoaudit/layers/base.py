@@ -45,9 +45,11 @@ def register(*type_names, fork=None):
 def carry(module, fork, *classes):
     """Register, for `fork`, layers it carries from another Caffe: a subclass of each of `classes`
     under the same type names, as a class names one fork (its `fork`), made in `module` (the
-    carrying module's __name__, which FORK_MODULES lists)."""
+    carrying module's __name__, which FORK_MODULES lists). Each sizes a layer as the class it carries
+    does, so two forks that carry one class agree on a file both read (Layer.sized_as)."""
     for cls in classes:
-        made = type(cls.__name__, (cls,), {"__doc__": cls.__doc__, "__module__": module})
+        made = type(cls.__name__, (cls,), {"__doc__": cls.__doc__, "__module__": module,
+                                          "sized_as": classmethod(lambda _, lp, cls=cls: cls.sized_as(lp))})
         register(*cls.type_names, fork=fork)(made)
 
 

@@ -473,7 +473,9 @@ class ROIAlign(Layer):
 class ROIPooling(fastrcnn.ROIPooling):
     """caffe-fast-rcnn's ROIPoolingLayer with pad_ratio (each RoI widened by that share of its size,
     roi_pooling_layer.cpp:70-71, cu:36-37): the same top and max_idx_ (cpp:40-46), CPU backward
-    NOT_IMPLEMENTED (cpp:136-138)."""
+    NOT_IMPLEMENTED (cpp:136-138). The type is caffe-fast-rcnn's: it makes no file this fork's alone."""
+
+    claims_files = False
 
     def backward_touches(self, run):
         if run.mode == "cpu" and run.propagate_down[0]:
@@ -493,8 +495,10 @@ class PSROIPooling(rfcn.PSROIPooling):
 class SmoothL1Loss(fastrcnn.SmoothL1Loss):
     """caffe-fast-rcnn's SmoothL1LossLayer (2 or 4 bottoms, no loss weight by default, cpp:17-25;
     diff_, errors_ and ones_ as bottom 0, cpp:43-51; no CPU code, cpp:63, :69) with a second top,
-    each item's loss (N, 1, H, W) (cpp:54-57, hpp:31), written on the device (cu:60-66)."""
+    each item's loss (N, 1, H, W) (cpp:54-57, hpp:31), written on the device (cu:60-66). The type is
+    caffe-fast-rcnn's: it makes no file this fork's alone."""
 
+    claims_files = False
     exact_tops = None
     min_tops = 1
     max_tops = 2

@@ -149,8 +149,9 @@ DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2", "ctpn": "caffe_lstm",
 DESCENDS_FROM["picanet"] = "deeplab_v2"
 # Cascade R-CNN's Caffe carries R-FCN's PSROIPooling (the same files as Microsoft/caffe 1a2be8e) and has a
 # ROIPooling and a SmoothL1Loss of its own: a file with none of its own types or fields (a py-faster-rcnn or
-# R-FCN net) stays caffe-fast-rcnn's or py-R-FCN's
-DESCENDS_FROM["cascade"] = ("fastrcnn", "rfcn")
+# R-FCN net) stays caffe-fast-rcnn's or py-R-FCN's, and one with ceil_mode pooling and no type of its own
+# stays caffe-priv's, the fork shipped first for that field
+DESCENDS_FROM["cascade"] = ("fastrcnn", "rfcn", "priv")
 # Descendants whose caffe.proto reads a file as their ancestor's does (FaceBoxes' is SSD's byte for
 # byte; TextBoxes' is SSD's of 2016, fewer fields; R-FCN's MATLAB Caffe's has py-R-FCN's fields by the
 # same names), so that only a build tells
