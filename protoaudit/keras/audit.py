@@ -58,6 +58,7 @@ class KerasAudit:
     loss: object
     loss_from: str
     mode: str
+    container: str = None  # where the Keras model was read from, when not a file of Keras's own
     context: int = 0
     graph: object = field(default=None, repr=False)  # (its nodes and tensors refer to each other)
     weights_bytes: int = 0
@@ -151,7 +152,8 @@ def audit_keras(path, *, batch=None, optimizer=None, loss=None, mode="cpu", inpu
     frozen = frozen_layers(graph, freeze)
     weights = layer_weights(graph, frozen)
     result = KerasAudit(path, model.flavour, model.keras_version, graph.batch, graph.batch_from, opt, opt_from,
-                        the_loss, loss_from, mode, graph=graph, frozen=sorted(layer.name for layer in frozen))
+                        the_loss, loss_from, mode, container=model.container, graph=graph,
+                        frozen=sorted(layer.name for layer in frozen))
     result.again = dict(path=path, optimizer=optimizer, loss=loss, mode=mode, inputs=inputs, freeze=freeze,
                         context=context, _model=model)
     for ws in weights.values():

@@ -1,4 +1,5 @@
-"""Reading the files Keras users save (`to_json()` text, `.h5`, `.keras` zips) down to their model config.
+"""Reading the files Keras users save (`to_json()` text, `.h5`, `.keras` zips, and TensorFlow.js's
+`model.json`, which carries the Keras model) down to their model config.
 
 Only configuration is read: a `.keras` file's weights member and an `.h5` file's datasets are never
 opened, so a 500 MB model reads as fast as a 5 KB one. Nothing in a file is run or unmarshalled:
@@ -25,6 +26,7 @@ class ModelFile(NamedTuple):
     loss: object  # as stored (a name, a dict, a list), or None
     path: str
     metrics: bool = False  # whether it was compiled with metrics, which read its outputs (Keras's default: none)
+    container: Optional[str] = None  # where the Keras model was found, when not in a file of Keras's own
 
 
 def read_model(path):
@@ -64,8 +66,29 @@ def _read_json_file(path):
     except UnicodeDecodeError:
         raise InputError("this is a binary file, not a Keras model's JSON, .h5 or .keras", file=path) from None
     doc = _parse_json(text, path, "the file")
+    if isinstance(doc, dict) and "modelTopology" in doc:
+        return _read_tfjs(doc, path)
     return _model_file(doc, path, version=_dict(doc).get("keras_version"),
                        compile_config=_dict(doc).get("compile_config"))
+
+
+def _read_tfjs(doc, path):
+    """TensorFlow.js's model.json. A layers model's modelTopology is the Keras model: as an .h5 file holds
+    it (model_config, training_config) where tensorflowjs_converter wrote it from Keras, or as to_json()
+    writes it where TensorFlow.js saved it (its training config then beside, as trainingConfig). A graph
+    model holds a frozen TensorFlow graph, with no layers to read."""
+    topology = doc["modelTopology"]
+    if doc.get("format") == "graph-model" or (isinstance(topology, dict) and "node" in topology):
+        raise InputError("a TensorFlow.js graph model: a frozen TensorFlow graph, with no Keras layers to read",
+                         file=path, fix="give the Keras model it was converted from (model.to_json(), or the "
+                                        ".h5/.keras file model.save() wrote)")
+    topology = _dict(topology)
+    if "model_config" in topology:
+        config, training = topology["model_config"], topology.get("training_config")
+    else:
+        config, training = topology, doc.get("trainingConfig")
+    return _model_file(config, path, version=topology.get("keras_version"),
+                       compile_config=_training_compile(training), container="TensorFlow.js model.json")
 
 
 def _read_keras_zip(path):
@@ -126,11 +149,15 @@ def _read_h5(path):
     config = _parse_json(attrs["model_config"], path, "the .h5 model_config")
     training = _parse_json(attrs["training_config"], path, "the .h5 training_config") \
         if "training_config" in attrs else None
-    compile_config = None
-    if isinstance(training, dict):
-        compile_config = {"optimizer": training.get("optimizer_config"), "loss": training.get("loss"),
-                          "metrics": training.get("metrics"), "weighted_metrics": training.get("weighted_metrics")}
-    return _model_file(config, path, version=attrs.get("keras_version"), compile_config=compile_config)
+    return _model_file(config, path, version=attrs.get("keras_version"), compile_config=_training_compile(training))
+
+
+def _training_compile(training):
+    """A training_config (.h5, TensorFlow.js) as the compile config the other files keep."""
+    if not isinstance(training, dict):
+        return None
+    return {"optimizer": training.get("optimizer_config"), "loss": training.get("loss"),
+            "metrics": training.get("metrics"), "weighted_metrics": training.get("weighted_metrics")}
 
 
 def _attr_text(value):
@@ -145,7 +172,7 @@ def _dict(value):
     return value if isinstance(value, dict) else {}
 
 
-def _model_file(doc, path, *, version, compile_config):
+def _model_file(doc, path, *, version, compile_config, container=None):
     if not isinstance(doc, dict) or not isinstance(doc.get("class_name"), str) \
             or doc["class_name"] not in MODEL_CLASSES \
             or not isinstance(doc.get("config"), (dict, list)) \
@@ -163,7 +190,8 @@ def _model_file(doc, path, *, version, compile_config):
     optimizer = _optimizer(compile_config.get("optimizer"))
     version = version if isinstance(version, str) else None
     return ModelFile(config=doc, flavour=_flavour(doc, version), keras_version=version,
-                     optimizer=optimizer, loss=compile_config.get("loss"), path=path, metrics=metrics)
+                     optimizer=optimizer, loss=compile_config.get("loss"), path=path, metrics=metrics,
+                     container=container)
 
 
 def _optimizer(value):

@@ -669,6 +669,9 @@ def _parse_failure(path, text, failures):
     if detail.startswith(f"{line}:"):
         detail = detail.split(" : ", 1)[-1]
     detail = " ".join(detail.split())  # protobuf may quote the line it stopped in, newline included
+    if len(detail) > 240 and detail.startswith("'") and "': " in detail:  # a line of a minified file: its start
+        quoted, rest = detail[1:].rsplit("': ", 1)
+        detail = f"'{quoted[:100]}...': {rest}"
     fix = _near(detail, load_schema(schema).pool) or _parse_fix(detail, _line_text(text.text, line))
     found = _NO_FIELD.search(detail) if len({s for _, s, _ in failures}) == 1 else None  # one schema tried (--fork)
     having = [name for name in SCHEMA_NAMES if found and name != schema

@@ -26,6 +26,8 @@ def headline(a):
     lines = [
         f"{a.path}: Keras {a.keras_version or '?'} ({a.flavour}), one training step at batch {a.batch} "
         f"({_batch_from(a)}), {how}",
+        *([f"the Keras model of a {a.container}: these are TensorFlow's figures for training it in Python, "
+           "not TensorFlow.js's"] if a.container else []),
         f"optimizer {opt} ({a.optimizer_from}): {a.slots_per_variable} slot(s) per trainable variable; "
         f"loss {_loss(a)} ({a.loss_from})",
         "",
@@ -135,6 +137,7 @@ def to_dict(a):
     fit = a.fit
     return {
         "path": a.path, "framework": "keras", "flavour": a.flavour, "keras_version": a.keras_version,
+        "container": a.container,
         "batch": a.batch, "batch_from": a.batch_from, "mode": a.mode,
         "optimizer": a.optimizer[0], "optimizer_from": a.optimizer_from, "loss": _loss(a), "loss_from": a.loss_from,
         "params": a.params, "trainable_params": a.trainable_params,
