@@ -180,12 +180,13 @@ def test_truncated_file_is_named_as_such(cli, tmp_path, cut, line, layer, opened
 
 
 def test_unknown_layer_type_of_another_fork(cli, tmp_path):
-    """DeepLab's MatWrite, in a net whose Input layer DeepLab's caffe.proto cannot read and whose mscnn
-    BoxOutput no shipped fork reads (PiCANet's Caffe, which reads Input and DeepLab's Interp, has no
+    """DeepLab's MatWrite, in a net whose Input layer DeepLab's caffe.proto cannot read and whose CRNN
+    fork's ContinuationIndicator (with its continuation_indicator_param) no shipped fork reads (PiCANet's Caffe, which reads Input and DeepLab's Interp, has no
     MatWrite; a file it reads whole would borrow it)."""
     write(tmp_path, "net.prototxt", NET.replace('"Convolution"', '"MatWrite"').replace(
         "convolution_param { num_output: 4 kernel_size: 3 }", "") + (
-        'layer { name: "boxes" type: "BoxOutput" bottom: "data" top: "boxes" box_output_param { fg_thr: 0.5 } }\n'))
+        'layer { name: "boxes" type: "ContinuationIndicator" bottom: "data" top: "boxes" '
+        'continuation_indicator_param { time_step: 2 } }\n'))
     msg = refused(cli("net.prototxt"))
     assert "layer 'conv1' (line 8): unknown layer type 'MatWrite'" in msg and "--fork deeplab_v2" in msg
     says_what_to_do(msg)
@@ -193,15 +194,15 @@ def test_unknown_layer_type_of_another_fork(cli, tmp_path):
 
 def test_a_type_a_shipped_fork_sizes_is_no_misspelling(cli, tmp_path):
     """Fast R-CNN's ROIPooling is one edit from Pooling, and DeepLab's ImageSegData from ImageData: in
-    a net that no shipped fork reads whole (mscnn's deploy net; a MobileNet U-Net), the message names
+    a net that no shipped fork reads whole (a CRNN fork's net; a MobileNet U-Net), the message names
     the forks that size the type, not a misspelling (tried as a new user would: both were called
     typos). Where the fork that sizes the type reads the file past the other's own fields, knowing
     more of its types, it is read with that fork's schema, and the type's own rule speaks: ROIPooling takes
     two bottoms (roi_pooling_layer.hpp, ExactNumBottomBlobs 2), ImageSegData none (PiCANet's Caffe reads
     the Input layer and sizes ImageSegData: image_seg_data_layer.hpp, ExactNumBottomBlobs 0)."""
     for kind, bottoms in (("ROIPooling", 2), ("ImageSegData", 0)):
-        other = ('layer { name: "boxes" type: "BoxOutput" bottom: "data" top: "boxes" '
-                 'box_output_param { fg_thr: 0.5 } }\n')  # mscnn's own layer, which no shipped fork reads
+        other = ('layer { name: "boxes" type: "ContinuationIndicator" bottom: "data" top: "boxes" '
+                 'continuation_indicator_param { time_step: 2 } }\n')  # a CRNN fork's own layer, which no shipped fork reads
         write(tmp_path, "net.prototxt", NET.replace('"Convolution"', f'"{kind}"').replace(
             "convolution_param { num_output: 4 kernel_size: 3 }", "") + other)
         msg = refused(cli("net.prototxt"))
@@ -211,13 +212,14 @@ def test_a_type_a_shipped_fork_sizes_is_no_misspelling(cli, tmp_path):
 
 
 def test_a_type_named_after_the_one_it_extends_is_no_misspelling(cli, tmp_path):
-    """MS-CNN's DetectionAccuracy and joint-hashing's K1_EuclideanLoss are their forks' own types:
-    a misspelling keeps the length but for a letter, so neither is offered Accuracy or EuclideanLoss;
+    """arcface-caffe's CosinAddm and joint-hashing's K1_EuclideanLoss are their forks' own types:
+    a misspelling keeps the length but for a letter, so neither is offered a BVLC type (EuclideanLoss);
     and two layers of one unknown type are told once, both named (tried as a new user would:
     cascade-rcnn's train net got 'did you mean Accuracy?' for its BboxAccuracy, its 45 layers 18 KB of
-    message, before that fork was shipped)."""
+    message, before that fork was shipped; MS-CNN's DetectionAccuracy, offered no
+    Accuracy, stood here until MS-CNN's was)."""
     layers = "".join(f'layer {{ name: "{name}" type: "{kind}" bottom: "conv1" top: "{name}" }}\n'
-                     for name, kind in (("acc", "DetectionAccuracy"), ("l1", "K1_EuclideanLoss"), ("l2", "K1_EuclideanLoss")))
+                     for name, kind in (("acc", "CosinAddm"), ("l1", "K1_EuclideanLoss"), ("l2", "K1_EuclideanLoss")))
     silence = 'layer { name: "s" type: "Silence" bottom: "acc" bottom: "l1" bottom: "l2" }\n'  # their tops are read
     write(tmp_path, "net.prototxt", NET + layers + silence)
     msg = refused(cli("net.prototxt"))

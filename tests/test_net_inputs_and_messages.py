@@ -210,7 +210,6 @@ def test_a_bottom_that_two_stages_could_make_or_a_solver_state_is_still_refused(
     # each type is registered (REGISTER_LAYER_CLASS) in that repository's src/caffe/layers/, read there
     ("ContinuationIndicator", "warrentdrew/Caffe_SSD_LSTM_LPR"),  # continuation_indicator_layer.cpp
     ("CosinAddm", "xialuxi/arcface-caffe"),  # cosin_add_m_layer.cpp
-    ("BoxOutput", "zhaoweicai/mscnn"),  # box_output_layer.cpp
 ])
 def test_an_unknown_type_names_the_fork_that_registers_it(tmp_path, type_name, fork):
     """Found tried as a new user would, on nets of those repositories: the type is named with its

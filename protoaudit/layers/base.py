@@ -115,6 +115,7 @@ FORK_MODULES = {
     "drml": ("drml",),
     "picanet": ("picanet",),
     "cascade": ("cascade",),
+    "mscnn": ("mscnn",),
 }
 _IMPORTED_FORKS = set()
 

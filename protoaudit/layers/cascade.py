@@ -452,6 +452,7 @@ class ROIAlign(Layer):
 
     exact_bottoms = 2
     exact_tops = 1
+    source = SOURCE
 
     def reshape(self, bottoms):
         p = self.fork_param("roi_pooling_param")
@@ -463,7 +464,7 @@ class ROIAlign(Layer):
         t = [touch.bottom(0, "data", "forward"), touch.bottom(1, "data", "forward"), touch.top(0, "data", "forward")]
         if run.propagate_down[0]:
             if run.mode == "cpu":
-                return t + [touch.stop("backward", f"{SOURCE}'s ROIAlign has no CPU backward (roi_align_layer.hpp:"
+                return t + [touch.stop("backward", f"{self.source}'s ROIAlign has no CPU backward (roi_align_layer.hpp:"
                                        "40-45, NOT_IMPLEMENTED): Caffe stops at the first backward pass in CPU mode")]
             t += [touch.top(0, "diff", "backward"), touch.bottom(0, "diff", "backward")]
         return t
@@ -477,9 +478,11 @@ class ROIPooling(fastrcnn.ROIPooling):
 
     claims_files = False
 
+    source = SOURCE
+
     def backward_touches(self, run):
         if run.mode == "cpu" and run.propagate_down[0]:
-            return [touch.stop("backward", f"{SOURCE}'s ROIPooling has no CPU backward (roi_pooling_layer.cpp:138, "
+            return [touch.stop("backward", f"{self.source}'s ROIPooling has no CPU backward (roi_pooling_layer.cpp:138, "
                                "NOT_IMPLEMENTED): Caffe stops at the first backward pass in CPU mode")]
         return fastrcnn.into_the_map(run)
 

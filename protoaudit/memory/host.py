@@ -634,7 +634,8 @@ QUEUE = 8 * POINTER + 512 + 128 + SHARED_PTR_BLOCK
 # the blobs DataLayerSetUp reshapes beside the batches (to one image, 4 axes): transformed_data_
 # (data_layer.cpp:38, image_data_layer.cpp:80; never in window_data_layer.cpp), and
 # deeplab-public-ver2's ImageSegData's transformed_label_ too (image_seg_data_layer.cpp:106, :113)
-TRANSFORMED_BLOBS = {"Data": 1, "ImageData": 1, "WindowData": 0, "AnnotatedData": 1, "ImageSegData": 2}
+TRANSFORMED_BLOBS = {"Data": 1, "ImageData": 1, "WindowData": 0, "AnnotatedData": 1, "ImageSegData": 2,
+                     "ImageGtData": 0}  # MS-CNN's: image_gt_data_layer.cpp never reshapes it
 
 
 def _prefetching(node, lp_bytes):

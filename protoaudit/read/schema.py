@@ -105,6 +105,8 @@ FORKS = {
     "cascade": "Cascade R-CNN's Caffe (zhaoweicai/cascade-rcnn: a 2017 BVLC Caffe with DetectionData, EvalData, "
                "BoxGroupOutput, ProposalTarget, DecodeBBox, ROIAlign, ScaleRoute, FrcnnOutput and the detection "
                "losses)",
+    "mscnn": "MS-CNN's Caffe (zhaoweicai/mscnn: a 2016 BVLC Caffe with ImageGtData, BoxOutput, ProposalTarget, "
+             "DecodeBBox, ROIPooling, ROIAlign, DetectionLoss and DetectionAccuracy)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
@@ -150,8 +152,12 @@ DESCENDS_FROM["picanet"] = "deeplab_v2"
 # Cascade R-CNN's Caffe carries R-FCN's PSROIPooling (the same files as Microsoft/caffe 1a2be8e) and has a
 # ROIPooling and a SmoothL1Loss of its own: a file with none of its own types or fields (a py-faster-rcnn or
 # R-FCN net) stays caffe-fast-rcnn's or py-R-FCN's, and one with ceil_mode pooling and no type of its own
-# stays caffe-priv's, the fork shipped first for that field
-DESCENDS_FROM["cascade"] = ("fastrcnn", "rfcn", "priv")
+# stays caffe-priv's, the fork shipped first for that field. It grew from MS-CNN's Caffe: a file both read
+# (MS-CNN's types only) is MS-CNN's
+DESCENDS_FROM["cascade"] = ("mscnn", "fastrcnn", "rfcn", "priv")
+# MS-CNN's Caffe has a ROIPooling (pad_ratio) and a SmoothL1Loss of its own: a file with none of its own types
+# or fields (a py-faster-rcnn net) stays caffe-fast-rcnn's or py-R-FCN's
+DESCENDS_FROM["mscnn"] = ("fastrcnn", "rfcn")
 # Descendants whose caffe.proto reads a file as their ancestor's does (FaceBoxes' is SSD's byte for
 # byte; TextBoxes' is SSD's of 2016, fewer fields; R-FCN's MATLAB Caffe's has py-R-FCN's fields by the
 # same names), so that only a build tells

@@ -31,8 +31,6 @@ TYPES = {
     "ContinuationIndicator": "a CRNN fork (warrentdrew/Caffe_SSD_LSTM_LPR)",
     "MultiStageMeanfield": "CRF-as-RNN's Caffe (torrvision/crfasrnn)",
     "CosinAddm": "arcface-caffe (xialuxi/arcface-caffe)",
-    **dict.fromkeys(("ImageGtData", "BoxOutput", "DetectionLoss", "DetectionAccuracy"),
-                    "MS-CNN's Caffe (zhaoweicai/mscnn)"),
 }
 # types a shipped fork has a version of its own of, which protoaudit has no rule for (another fork's
 # class of the same name does not size it): fork -> {type: its parameter message}, read in the fork's
