@@ -28,6 +28,9 @@ def headline(a):
         f"({_batch_from(a)}), {how}",
         *([f"the Keras model of a {a.container}: these are TensorFlow's figures for training it in Python, "
            "not TensorFlow.js's"] if a.container else []),
+        *([f"Keras 1 arguments (output_dim, nb_filter, border_mode, dim_ordering, ...) of {a.keras1_layers} "
+           f"layer{'s' if a.keras1_layers > 1 else ''} read as Keras 2.0-2.2 converted them on loading "
+           "(keras/legacy/interfaces.py)"] if a.keras1_layers else []),
         f"optimizer {opt} ({a.optimizer_from}): {a.slots_per_variable} slot(s) per trainable variable; "
         f"loss {_loss(a)} ({a.loss_from})",
         "",
@@ -137,7 +140,7 @@ def to_dict(a):
     fit = a.fit
     return {
         "path": a.path, "framework": "keras", "flavour": a.flavour, "keras_version": a.keras_version,
-        "container": a.container,
+        "container": a.container, "keras1_layers": a.keras1_layers,
         "batch": a.batch, "batch_from": a.batch_from, "mode": a.mode,
         "optimizer": a.optimizer[0], "optimizer_from": a.optimizer_from, "loss": _loss(a), "loss_from": a.loss_from,
         "params": a.params, "trainable_params": a.trainable_params,

@@ -1,0 +1,146 @@
+"""Old Keras files as the Keras of their time loaded them (tests/data/keras_real: real files users
+committed, tests/data/keras_real/SOURCES.md).
+
+Keras 1 arguments follow keras/legacy/interfaces.py of Keras 2.0-2.2 (keras-team/keras at 2.2.4); the
+parameter counts are Keras's own formulas, derived by hand in each test."""
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from protoaudit.errors import InputError
+from protoaudit.keras.audit import audit_keras
+from protoaudit.keras.files import read_model
+from protoaudit.keras.graph import build_graph
+from protoaudit.keras.legacy import keras1_layer
+
+REAL = Path(__file__).parent / "data" / "keras_real"
+ORACLE = Path(__file__).parent / "data" / "keras_oracle" / "shared"
+
+
+def _write(tmp_path, doc, name="model.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _params(graph, layer=None):
+    return sum(math.prod(w.shape) for lay, w in graph.weights if layer is None or lay.name == layer)
+
+
+def _shapes(graph):
+    return {n.layer.name: n.outputs[0].spec.shape for n in graph.nodes}
+
+
+# -- Keras 1 arguments ----------------------------------------------------------------------------------
+def test_keras1_conv2d_arguments_are_converted_as_the_legacy_interface_did():
+    # legacy_conv2d_support: conv2d_args_preprocessor joins nb_row and nb_col (from_config passes no
+    # positional argument), dim_ordering 'th' is channels_first, then the renames
+    config = {"name": "c", "nb_filter": 8, "nb_row": 3, "nb_col": 5, "border_mode": "same", "subsample": [2, 2],
+              "dim_ordering": "th", "init": "he_normal", "W_regularizer": None, "bias": False}
+    new, changed = keras1_layer("Convolution2D", config)
+    assert changed and new == {"name": "c", "filters": 8, "kernel_size": [3, 5], "padding": "same",
+                               "strides": [2, 2], "data_format": "channels_first",
+                               "kernel_initializer": "he_normal", "kernel_regularizer": None, "use_bias": False}
+    assert keras1_layer("Convolution2D", dict(config, dim_ordering="default"))[0]["data_format"] is None
+    assert keras1_layer("Convolution2D", dict(config, dim_ordering="tf"))[0]["data_format"] == "channels_last"
+
+
+def test_keras1_recurrent_pooling_dropout_and_embedding_arguments():
+    lstm, _ = keras1_layer("LSTM", {"output_dim": 64, "inner_activation": "hard_sigmoid", "consume_less": "gpu",
+                                    "forget_bias_init": "one", "dropout_W": 0.1, "dropout_U": 0.2,
+                                    "input_dim": 32, "input_length": 10})
+    # recurrent_args_preprocessor: forget_bias_init 'one' is unit_forget_bias, input_dim/input_length
+    # the input shape; consume_less cpu/mem/gpu is implementation 0/1/2
+    assert lstm == {"units": 64, "recurrent_activation": "hard_sigmoid", "implementation": 2,
+                    "unit_forget_bias": True, "dropout": 0.1, "recurrent_dropout": 0.2,
+                    "batch_input_shape": [None, 10, 32]}
+    assert "forget_bias_init" not in keras1_layer("LSTM", {"output_dim": 4, "forget_bias_init": "zero"})[0]
+    # Keras 2.0-2.2's GRU has no reset_after (2.1.3 added it, off): one bias of 3 x units
+    assert keras1_layer("GRU", {"output_dim": 4})[0] == {"units": 4, "reset_after": False}
+    assert keras1_layer("MaxPooling1D", {"pool_length": 3, "stride": 2, "border_mode": "valid"})[0] == \
+        {"pool_size": 3, "strides": 2, "padding": "valid"}
+    assert keras1_layer("Dropout", {"p": 0.5})[0] == {"rate": 0.5}
+    # embedding_kwargs_preprocessor drops dropout ("use SpatialDropout1D"); output_dim keeps its name
+    assert keras1_layer("Embedding", {"input_dim": 100, "output_dim": 8, "dropout": 0.2, "init": "uniform"})[0] == \
+        {"input_dim": 100, "output_dim": 8, "embeddings_initializer": "uniform"}
+    assert keras1_layer("ZeroPadding2D", {"padding": {"top_pad": 1, "left_pad": 2}})[0] == \
+        {"padding": [[1, 0], [2, 0]]}
+    assert keras1_layer("PReLU", {"init": "zero"})[0] == {"alpha_initializer": "zero"}
+    # a Keras 2 config is left as it is
+    assert keras1_layer("Dense", {"units": 3, "use_bias": True}) == ({"units": 3, "use_bias": True}, False)
+
+
+def test_what_keras_refused_is_refused_in_one_line(tmp_path):
+    for config, words in (({"output_dim": 4, "units": 4}, "both the legacy keyword argument `output_dim`"),
+                          ({"mode": 2}, "`mode=1` and `mode=2` are no longer supported")):
+        cls = "Dense" if "units" in config else "BatchNormalization"
+        doc = {"class_name": "Sequential", "keras_version": "1.2.2",
+               "config": [{"class_name": cls, "config": {"name": "x", "batch_input_shape": [None, 4], **config}}]}
+        with pytest.raises(InputError, match="layer 'x': a Keras 1 argument Keras 2.0-2.2 refused") as e:
+            read_model(_write(tmp_path, doc))
+        assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_no_keras2_or_keras3_file_is_touched():
+    for path in sorted((ORACLE / "models").rglob("*")):
+        if path.suffix in (".json", ".h5", ".keras"):
+            assert read_model(path).keras1_layers == 0, path.name
+
+
+def test_keras1_mlp_54chen():
+    # Keras 1.2.1: Dense(1024, input_dim=8), Dropout(p), Dense(512), Activation, Dropout, Dense(1)
+    graph = build_graph(read_model(REAL / "54chen_deep_model.json"))
+    assert [n.outputs[0].spec.shape for n in graph.nodes] == [(32, 1024), (32, 1024), (32, 512), (32, 512),
+                                                               (32, 512), (32, 1)]
+    assert _params(graph) == (8 * 1024 + 1024) + (1024 * 512 + 512) + (512 + 1)
+
+
+def test_keras1_stacked_lstm_mark14wu():
+    # Keras 1.2.2: LSTM(256, return_sequences) on batch_input_shape (100, 10, 32), LSTM(64), Dense(78):
+    # an LSTM has 4 x (units x (features + units) + units) parameters
+    model = read_model(REAL / "mark14wu_PythonTutorial_lstm_model.json")
+    graph = build_graph(model)
+    assert graph.batch == 100 and graph.batch_from == "input"
+    assert _shapes(graph) == {"lstm_1": (100, 10, 256), "lstm_2": (100, 64), "dense_1": (100, 78),
+                              "activation_1": (100, 78)}
+    assert _params(graph, "lstm_1") == 4 * (256 * (32 + 256) + 256)
+    assert _params(graph, "lstm_2") == 4 * (64 * (256 + 64) + 64)
+    assert _params(graph) == 4 * (256 * 288 + 256) + 4 * (64 * 320 + 64) + 64 * 78 + 78
+    assert model.keras1_layers == 3  # the two LSTMs and the Dense; Activation has no Keras 1 argument
+
+
+def test_keras1_functional_lstm_gauravbh1010tt():
+    # Keras 1.1.0 Model: Input (6,) int32 (input_dtype), Embedding(10000, 200), LSTM(128), Dense(10000)
+    graph = build_graph(read_model(REAL / "GauravBh1010tt_Auto-correction_model.json"))
+    assert graph.inputs[0].spec.dtype == "int32"
+    assert _shapes(graph) == {"embedding_1": (32, 6, 200), "lstm_1": (32, 128), "dense_1": (32, 10000)}
+    assert _params(graph) == 10000 * 200 + 4 * (128 * (200 + 128) + 128) + (128 * 10000 + 10000)
+
+
+def test_keras1_channels_first_cnn_ingyn():
+    # no keras_version, Keras 1 keys: Convolution2D(nb_filter, nb_row 5, nb_col 5, border_mode same,
+    # dim_ordering th) on (1, 32, 32), BatchNormalization(mode 0, axis -1), PReLU, MaxPooling2D(th)
+    graph = build_graph(read_model(REAL / "IngyN_HieroglyphClassifier_model_architecture.json"))
+    shapes = _shapes(graph)
+    assert shapes["convolution2d_1"] == (32, 30, 32, 32) and shapes["maxpooling2d_1"] == (32, 30, 16, 16)
+    assert shapes["convolution2d_3"] == (32, 120, 8, 8) and shapes["flatten_1"] == (32, 120 * 4 * 4)
+    assert _params(graph, "convolution2d_2") == 60 * 30 * 5 * 5 + 60
+    # axis -1 of a channels_first output is the width, 32: gamma, beta, mean, variance of 32 each
+    # (Keras 1's build: shape = (input_shape[self.axis],), and Keras 2 keeps the axis)
+    assert _params(graph, "batchnormalization_1") == 4 * 32
+    assert _params(graph, "prelu_1") == 30 * 32 * 32  # one alpha per input element (no shared_axes)
+    convs = (30 * 25 + 30) + (60 * 30 * 25 + 60) + (120 * 60 * 25 + 120)
+    norms = 4 * (32 + 16 + 8 + 2000 + 2000)
+    prelus = 30 * 32 * 32 + 60 * 16 * 16 + 120 * 8 * 8 + 2000 + 2000
+    dense = (1920 * 2000 + 2000) + (2000 * 2000 + 2000) + (2000 * 100 + 100)
+    assert _params(graph) == convs + norms + prelus + dense
+
+
+def test_the_report_says_keras1_arguments_were_converted():
+    a = audit_keras(REAL / "54chen_deep_model.json", mode="cpu")
+    assert a.keras1_layers == 5 and a.to_dict()["keras1_layers"] == 5  # three Dense, two Dropout
+    from protoaudit.report.keras_format import headline
+
+    assert any("Keras 1 arguments" in line and "5 layers" in line for line in headline(a))
