@@ -144,3 +144,31 @@ def test_the_report_says_keras1_arguments_were_converted():
     from protoaudit.report.keras_format import headline
 
     assert any("Keras 1 arguments" in line and "5 layers" in line for line in headline(a))
+
+
+# -- tf.keras 1.13's class names ------------------------------------------------------------------------
+def test_batch_normalization_v2_is_batch_normalization_s_e_voting():
+    # Keras 2.2.4-tf (TensorFlow 1.13) wrote "BatchNormalizationV2"; tf_keras's serialization maps it
+    # (and V1) to BatchNormalization. A Sequential on (48, 48, 1): two 3x3 valid Conv2D(64) then BN
+    # over axis 3; seven BNs, of 64, 128, 128, 256, 256, 512, 512 channels
+    graph = build_graph(read_model(REAL / "S-FK_E_Voting_model_num.json"))
+    norms = [n for n in graph.nodes if n.layer.name.startswith("batch_normalization_v2_")]
+    assert len(norms) == 7 and {n.layer.class_name for n in norms} == {"BatchNormalization"}
+    channels = [64, 128, 128, 256, 256, 512, 512]
+    assert [_params(graph, n.layer.name) for n in norms] == [4 * c for c in channels]
+    # gamma and beta train; the moving mean and variance do not
+    assert sum(math.prod(w.shape) for _, w in graph.weights if not w.trainable) == 2 * sum(channels)
+    assert _shapes(graph)["conv2d_9"] == (32, 46, 46, 64)
+    assert _params(graph, "conv2d_8") == 64 * 3 * 3 * 1 + 64
+    assert _params(graph, "dense_7") == 128 * 7 + 7
+
+
+def test_batch_normalization_v1_too_but_not_a_keras3_or_user_class(tmp_path):
+    bn = {"class_name": "BatchNormalizationV1", "config": {"name": "bn", "axis": -1}}
+    doc = {"class_name": "Sequential", "keras_version": "2.2.4-tf",
+           "config": {"name": "s", "layers": [{"class_name": "Dense", "config": {
+               "name": "d", "units": 5, "batch_input_shape": [None, 3]}}, bn]}}
+    assert _params(build_graph(read_model(_write(tmp_path, doc))), "bn") == 4 * 5
+    bn["module"] = "my_package"
+    with pytest.raises(InputError, match="BatchNormalizationV1"):
+        build_graph(read_model(_write(tmp_path, doc)))

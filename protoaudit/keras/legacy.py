@@ -1,5 +1,12 @@
 """What Keras did to an old model config as it loaded it, done here before the config is read.
 
+Class names of tf.keras 1.13. Its two BatchNormalization classes were named BatchNormalizationV1 and
+BatchNormalizationV2, and configs wrote those names; tf.keras and tf_keras kept them as aliases of
+BatchNormalization on loading (layers/serialization.py, populate_deserializable_objects: "in TF 1.13,
+'BatchNormalizationV1' and 'BatchNormalizationV2' were used as class name for v1 and v2 version of
+BatchNormalization"). The other V1/V2 names of tf.keras.layers (GRUV1, LSTMV2, ...) are module
+aliases of classes named GRU and LSTM, never written in a config.
+
 Keras 1 arguments. Keras 2.0 to 2.2 read a Keras 1 config (output_dim, nb_filter, nb_row/nb_col,
 border_mode, subsample, init, W_regularizer, dim_ordering, Dropout's p, ...) through the legacy
 interfaces that wrap each layer's constructor (keras/legacy/interfaces.py, the same table from 2.0.0
@@ -155,6 +162,9 @@ KERAS1 = {
 }
 
 
+CLASS_ALIASES = {"BatchNormalizationV1": "BatchNormalization", "BatchNormalizationV2": "BatchNormalization"}
+
+
 def keras1_layer(class_name, config):
     """A Keras 1 layer config as Keras 2.0-2.2 constructs it: (the new config, whether anything changed).
     ValueError where Keras refused it (both an old and a new name, BatchNormalization mode 1 or 2)."""
@@ -219,6 +229,8 @@ class _Upgrade:
         config = entry.get("config")
         if not isinstance(config, dict) or not isinstance(entry.get("class_name"), str):
             return
+        if self.keras1 and entry["class_name"] in CLASS_ALIASES and entry.get("module") is None:
+            entry["class_name"] = CLASS_ALIASES[entry["class_name"]]
         if self.keras1:
             try:
                 new, changed = keras1_layer(entry["class_name"], config)
