@@ -172,3 +172,38 @@ def test_batch_normalization_v1_too_but_not_a_keras3_or_user_class(tmp_path):
     bn["module"] = "my_package"
     with pytest.raises(InputError, match="BatchNormalizationV1"):
         build_graph(read_model(_write(tmp_path, doc)))
+
+
+# -- Keras 2.0's nameless Sequentials ---------------------------------------------------------------------
+def test_a_nameless_nested_sequential_is_named_as_keras_names_it_29takuya():
+    # Keras 2.0.6 wrote Sequential([Sequential(encoder), ClusteringLayer]) as bare lists: no names.
+    # Loading it, the outer model is made first (sequential_1), then the inner (sequential_2)
+    model = read_model(REAL / "29Takuya_DEC-Keras_model.json")
+    with pytest.raises(InputError, match="layer 'sequential_1/clustering': has class 'ClusteringLayer'"):
+        build_graph(model)
+    graph = build_graph(model, inputs={"clustering": (32, 100)})
+    assert [n.path for n in graph.nodes] == [f"sequential_1/sequential_2/encoder_dense_{i}" for i in (1, 2, 3, 4)] \
+        + ["sequential_1/clustering"]
+    # the encoder: 39 -> 500 -> 500 -> 2000 -> 10
+    assert _params(graph) == (39 * 500 + 500) + (500 * 500 + 500) + (500 * 2000 + 2000) + (2000 * 10 + 10)
+
+
+def test_nameless_sequentials_are_numbered_in_the_order_keras_makes_them(tmp_path):
+    def dense(name, units, shape=None):
+        config = {"name": name, "units": units, **({"batch_input_shape": shape} if shape else {})}
+        return {"class_name": "Dense", "config": config}
+
+    inner = {"class_name": "Sequential", "config": [dense("a", 4, [None, 3])]}
+    second = {"class_name": "Sequential", "config": [dense("b", 2)]}
+    doc = {"class_name": "Sequential", "keras_version": "2.0.8",
+           "config": {"name": "top", "layers": [inner, second]}}
+    graph = build_graph(read_model(_write(tmp_path, doc)))
+    # a named model takes no number: the first nameless one is sequential_1
+    assert [n.path for n in graph.nodes] == ["top/sequential_1/a", "top/sequential_2/b"]
+
+
+def test_a_layer_without_a_name_is_named_as_such(tmp_path):
+    doc = {"class_name": "Sequential", "keras_version": "2.0.8",
+           "config": [{"class_name": "Dense", "config": {"units": 4, "batch_input_shape": [None, 3]}}]}
+    with pytest.raises(InputError, match="model 'sequential_1' has a Dense layer with no name"):
+        build_graph(read_model(_write(tmp_path, doc)))

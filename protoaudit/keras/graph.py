@@ -373,8 +373,11 @@ class _Builder:
     # -- layers -------------------------------------------------------------------------------------
     def call(self, entry, tensors, path, trainable, policy, options=None):
         name = _entry_name(entry)
-        if name is None or _class(entry) is None:
-            raise self.error(f"model '{path}' has a layer with no class_name or name")
+        if _class(entry) is None:
+            raise self.error(f"model '{path}' has a layer with no class_name"
+                             + (f" (named '{name}')" if name is not None else ""))
+        if name is None:
+            raise self.error(f"model '{path}' has a {_class(entry)} layer with no name")
         lpath = f"{path}/{name}"
         if _is_model(entry):
             return self.expand(entry, tensors, lpath, trainable, policy)

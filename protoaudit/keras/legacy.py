@@ -1,5 +1,11 @@
 """What Keras did to an old model config as it loaded it, done here before the config is read.
 
+Nameless Sequentials. Keras 2.0 and 2.1 wrote a Sequential's config as the bare list of its layers,
+with no name. Loading one, Keras names it as it names any model built without a name: "sequential_"
+and the next number of its counter for that prefix (2.0's Sequential.__init__, 2.2's Network), in the
+order the models are made, each model before the layers inside it. In a fresh session the outer
+model is sequential_1 and the first nameless one inside it sequential_2.
+
 Class names of tf.keras 1.13. Its two BatchNormalization classes were named BatchNormalizationV1 and
 BatchNormalizationV2, and configs wrote those names; tf.keras and tf_keras kept them as aliases of
 BatchNormalization on loading (layers/serialization.py, populate_deserializable_objects: "in TF 1.13,
@@ -202,11 +208,15 @@ class _Upgrade:
         self.path = path
         self.keras1 = flavour != "keras3"
         self.converted = 0
+        self.sequentials = 0  # nameless Sequentials named so far
 
     def model(self, entry, depth=0):
         if depth > MAX_DEPTH:  # the graph refuses it
             return
         config = entry.get("config")
+        if entry.get("class_name") == "Sequential" and isinstance(config, list) and entry.get("name") is None:
+            self.sequentials += 1
+            entry["name"] = f"sequential_{self.sequentials}"
         layers = config if isinstance(config, list) else config.get("layers") if isinstance(config, dict) else None
         if not isinstance(layers, list):
             return
