@@ -207,3 +207,71 @@ def test_a_layer_without_a_name_is_named_as_such(tmp_path):
            "config": [{"class_name": "Dense", "config": {"units": 4, "batch_input_shape": [None, 3]}}]}
     with pytest.raises(InputError, match="model 'sequential_1' has a Dense layer with no name"):
         build_graph(read_model(_write(tmp_path, doc)))
+
+
+# -- the legacy Merge layer ---------------------------------------------------------------------------------
+def _merge_model(tmp_path, shapes, **merge):
+    layers = [{"class_name": "InputLayer", "name": f"i{k}", "inbound_nodes": [],
+               "config": {"name": f"i{k}", "batch_input_shape": [None, *shape]}} for k, shape in enumerate(shapes)]
+    config = {"name": "m", "mode": "sum", "mode_type": "raw", "concat_axis": -1, "dot_axes": -1,
+              "output_shape": None, "output_shape_type": "raw", "output_mask": None, "output_mask_type": "raw",
+              "arguments": {}, **merge}
+    layers.append({"class_name": "Merge", "name": "m", "config": config,
+                   "inbound_nodes": [[[f"i{k}", 0, 0, {}] for k in range(len(shapes))]]})
+    doc = {"class_name": "Model", "keras_version": "2.0.6",
+           "config": {"name": "model_1", "layers": layers, "input_layers": [[f"i{k}", 0, 0] for k in range(len(shapes))],
+                      "output_layers": [["m", 0, 0]]}}
+    return build_graph(read_model(_write(tmp_path, doc)), batch=4)
+
+
+def test_legacy_merge_modes_have_the_legacy_layers_output_shapes(tmp_path):
+    # keras/legacy/layers.py (2.0-2.1) Merge.compute_output_shape: sum, mul, ave, max give the (one)
+    # input shape; concat adds the concat_axis sizes; dot and cos drop dot_axes from each input and the
+    # second's batch, and a single remaining axis gets a 1
+    out = lambda shapes, **kw: _merge_model(tmp_path, shapes, **kw).outputs[0].spec.shape  # noqa: E731
+    for mode in ("sum", "mul", "ave", "max"):
+        assert out([(5, 3), (5, 3), (5, 3)], mode=mode) == (4, 5, 3)
+    assert out([(5, 3), (5, 7)], mode="concat") == (4, 5, 10)
+    assert out([(5, 3), (2, 3)], mode="concat", concat_axis=1) == (4, 7, 3)
+    # dot_axes -1 on two (batch, 8): _arguments_validation makes it [1, 1]; (4,) + a 1
+    assert out([(8,), (8,)], mode="dot") == (4, 1)
+    assert out([(8,), (8,)], mode="cos") == (4, 1)
+    # batch_dot of (4, 3, 8) and (4, 6, 8) over axes [2, 2]: (4, 3, 6)
+    assert out([(3, 8), (6, 8)], mode="dot", dot_axes=[2, 2]) == (4, 3, 6)
+    with pytest.raises(InputError, match="in mode sum, which takes inputs of one shape"):
+        out([(5, 3), (5, 4)])
+    with pytest.raises(InputError, match="merges exactly two inputs in mode dot"):
+        out([(8,), (8,), (8,)], mode="dot")
+
+
+def test_a_merge_whose_mode_is_python_code_is_never_run(tmp_path):
+    with pytest.raises(InputError, match="layer 'model_1/m': is Keras's legacy Merge with a Python function as its "
+                                         "mode .*declare its output shape"):
+        _merge_model(tmp_path, [(3,), (3,)], mode="4wEAAAAAAAAAAAAAAAEAAABTAAAAcwgAAAB8AGQBGQBTACkCTukAAAAAqQCpAdoB",
+                     mode_type="lambda")
+
+
+def test_a_keras1_merge_concat_inside_a_nested_model_frankydbravo():
+    # Keras 1.1.2: Embedding(20672, 20, input_length 56), Dropout, then a Model of two Convolution1D(3)
+    # (filter_length 3 and 4, valid) each MaxPooling1D(2) and Flatten, merged by concat, then Dense(100)
+    graph = build_graph(read_model(REAL / "FrankyDBravo_TwittSentimentAnalysis_model_architecture.json"))
+    shapes = _shapes(graph)
+    # 56 - 3 + 1 = 54 and 56 - 4 + 1 = 53; pooled by 2 (valid): 27 and 26; flattened 81 and 78
+    assert shapes["convolution1d_1"] == (32, 54, 3) and shapes["convolution1d_2"] == (32, 53, 3)
+    assert shapes["flatten_1"] == (32, 81) and shapes["flatten_2"] == (32, 78)
+    assert shapes["merge_1"] == (32, 81 + 78)
+    assert _params(graph) == 20672 * 20 + (3 * 3 * 20 + 3) + (3 * 4 * 20 + 3) + (159 * 100 + 100) + (100 + 1)
+    a = audit_keras(REAL / "FrankyDBravo_TwittSentimentAnalysis_model_architecture.json", mode="cpu")
+    assert "Merge" not in a.unmodelled
+
+
+def test_a_merge_sum_in_keras_2_0_channelcs():
+    # Keras 2.0.6: a Correlational Network, its two halves (392 -> 500 -> 300 -> 50) summed by a Merge
+    # and decoded by two Dense(392); ZeroPadding and CorrnetCost are the user's own classes
+    path = REAL / "channelCS_image-generate_model_arch.json"
+    declared = {"zero_padding_3": (32, 392), "zero_padding_4": (32, 392), "corrnet_cost_2": (32, 1)}
+    graph = build_graph(read_model(path), inputs=declared)
+    merges = [n for n in graph.nodes if n.layer.name == "merge_2"]
+    assert len(merges) == 2 and all(n.outputs[0].spec.shape == (32, 50) for n in merges)
+    half = (392 * 500 + 500) + (500 * 300 + 300) + (300 * 50 + 50)
+    assert _params(graph) == 2 * half + 2 * (50 * 392 + 392)
