@@ -275,3 +275,46 @@ def test_a_merge_sum_in_keras_2_0_channelcs():
     assert len(merges) == 2 and all(n.outputs[0].spec.shape == (32, 50) for n in merges)
     half = (392 * 500 + 500) + (500 * 300 + 300) + (300 * 50 + 50)
     assert _params(graph) == 2 * half + 2 * (50 * 392 + 392)
+
+
+# -- Keras 3's comparison and logic operations ------------------------------------------------------------
+def _op(cls, module="keras.src.ops.numpy"):
+    from protoaudit.keras.layers import make_layer
+
+    return make_layer({"module": module, "class_name": cls, "registered_name": cls, "config": {"name": "op"}},
+                      path="m/op")
+
+
+def test_comparisons_broadcast_their_tensors_into_bool():
+    # keras.src.ops.numpy: Equal ... LogicalXor's compute_output_spec is
+    # KerasTensor(broadcast_shapes(x1.shape, x2.shape), dtype="bool"); LogicalNot and Isnan keep x's shape
+    from protoaudit.keras.layers import Spec
+
+    x, y = Spec((2, 5, 3), "float32"), Spec((3,), "float32")
+    for cls in ("Equal", "NotEqual", "Greater", "GreaterEqual", "Less", "LessEqual", "LogicalAnd", "LogicalOr",
+                "LogicalXor"):
+        assert _op(cls).output_specs([x, y]) == [Spec((2, 5, 3), "bool")]
+    for cls in ("LogicalNot", "Isnan", "Isinf", "Isfinite"):
+        assert _op(cls).output_specs([x]) == [Spec((2, 5, 3), "bool")]
+    # not_equal(x, 0): the constant is no tensor, so the output is x's shape
+    assert _op("NotEqual").output_specs([Spec((4, 34), "float32")]) == [Spec((4, 34), "bool")]
+    with pytest.raises(InputError, match="cannot broadcast"):
+        _op("Less").output_specs([x, Spec((4,), "float32")])
+    # isclose computes float differences first: not read here
+    with pytest.raises(InputError, match="operation keras.ops Isclose"):
+        _op("Isclose")
+
+
+def test_a_not_equal_mask_in_a_keras3_captioner_elrath017():
+    # Keras 3: tokens (batch, 34) -> Embedding(8485, 256, mask_zero); ops.not_equal(tokens, 0) is the
+    # LSTM's mask; image features (4096,) -> Dense(256); add; Dense(256); Dense(8485, softmax)
+    path = REAL / "elrath017_Image-Caption-Generator_model_arch.json"
+    graph = build_graph(read_model(path))
+    mask = [n for n in graph.nodes if n.layer.name == "not_equal"][0]
+    assert mask.outputs[0].spec == ((32, 34), "bool")
+    assert len(mask.inputs) == 1  # the 0 is a constant
+    assert _params(graph) == 8485 * 256 + (4096 * 256 + 256) + 4 * (256 * (256 + 256) + 256) + (256 * 256 + 256) \
+        + (256 * 8485 + 8485)
+    a = audit_keras(path, mode="cpu")
+    assert a.unmodelled == []
+    assert [r.output_bytes for r in a.rows if r.name == "not_equal"] == [32 * 34]  # one byte a bool

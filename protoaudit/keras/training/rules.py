@@ -14,6 +14,7 @@ from math import prod
 from ...errors import InputError
 from ..layers.augmentation import AUGMENTATIONS
 from ..layers.base import DTYPE_BYTES, nbytes
+from ..layers.core import COMPARISONS
 from . import kernels, optimizers
 
 RULES = {}
@@ -704,6 +705,21 @@ class TFFunction(Rule):
                                  kind="gradient"))
         return out, []
 
+
+
+# Keras 3's comparisons and logic as operation nodes (keras.ops.not_equal(tokens, 0), a mask): one op
+# making a bool tensor, and no gradient (math_grad.py: "Logical operations have no gradients",
+# NotDifferentiable Less, LessEqual, Greater, GreaterEqual, Equal, NotEqual, LogicalAnd, LogicalOr,
+# LogicalNot; IsNan, IsInf and IsFinite likewise). logical_xor is (x or y) and not (x and y), a few
+# bool ops of the output's size taken as one.
+@rule(*COMPARISONS)
+class Predicate(Rule):
+    def forward(self, s, node, xs):
+        y = s.one(f"{node.layer.name} {node.layer.class_name}", xs, _size(node.outputs[0].spec))
+        return [y], None
+
+    def backward(self, s, node, keep, dys, need):
+        return [None] * len(node.inputs), []
 
 @rule("Dropout")
 class Dropout(Rule):
