@@ -318,3 +318,53 @@ def test_a_not_equal_mask_in_a_keras3_captioner_elrath017():
     a = audit_keras(path, mode="cpu")
     assert a.unmodelled == []
     assert [r.output_bytes for r in a.rows if r.name == "not_equal"] == [32 * 34]  # one byte a bool
+
+
+# -- every layer that must be declared, named at once -----------------------------------------------------
+def test_all_the_custom_classes_are_named_in_one_line_channelcs():
+    # ZeroPadding (twice) and CorrnetCost are the user's classes (Keras has only ZeroPadding1D/2D/3D);
+    # one run names all three, with counts, and every --input to declare
+    with pytest.raises(InputError) as e:
+        build_graph(read_model(REAL / "channelCS_image-generate_model_arch.json"))
+    text = str(e.value)
+    assert "\n" not in text
+    assert "3 layers cannot be read here: class 'ZeroPadding' x2 (zero_padding_3, zero_padding_4)" in text
+    assert "class 'CorrnetCost' x1 (corrnet_cost_2)" in text
+    assert "--input zero_padding_3=32x10 --input zero_padding_4=32x10 --input corrnet_cost_2=32x10" in text
+
+
+def _lambda_model(tmp_path, n, input_shape):
+    layers = [{"class_name": "InputLayer", "name": "x", "inbound_nodes": [],
+               "config": {"name": "x", "batch_input_shape": input_shape}}]
+    previous = "x"
+    for k in range(n):
+        layers.append({"class_name": "Lambda", "name": f"lam{k}", "inbound_nodes": [[[previous, 0, 0, {}]]],
+                       "config": {"name": f"lam{k}", "function": ["4wEAAAAAAAAAAAAAAAAAAAA=", None, None]}})
+        previous = f"lam{k}"
+    doc = {"class_name": "Model", "keras_version": "2.2.4",
+           "config": {"name": "m", "layers": layers, "input_layers": [["x", 0, 0]],
+                      "output_layers": [[previous, 0, 0]]}}
+    return read_model(_write(tmp_path, doc))
+
+
+def test_an_unknown_input_and_a_lambda_are_named_together(tmp_path):
+    # as an image captioner (Nada-ibrahim/Image_Captioning_Engine) holds them: tokens of unknown length
+    # and a Lambda; each declared in turn, the other is refused alone, as before
+    model = _lambda_model(tmp_path, 1, [None, None])
+    with pytest.raises(InputError, match=r"input 'x' has shape \(None, None\), and 1 layer cannot be read here: "
+                                         r"Lambda x1 \(lam0\): its Python code is never run .*--input x=32xD1 "
+                                         r"--input lam0=32x10"):
+        build_graph(model)
+    with pytest.raises(InputError, match="layer 'm/lam0': is a Lambda"):
+        build_graph(model, inputs={"x": (32, 7)})
+    with pytest.raises(InputError, match="input 'x' has shape"):
+        build_graph(model, inputs={"lam0": (32, 7)})
+    assert build_graph(model, inputs={"x": (32, 7), "lam0": (32, 7)}).outputs[0].spec.shape == (32, 7)
+
+
+def test_a_long_list_is_cut_in_the_fix_but_counted(tmp_path):
+    with pytest.raises(InputError) as e:
+        build_graph(_lambda_model(tmp_path, 9, [None, 4]))
+    text = str(e.value)
+    assert "9 layers cannot be read here: Lambda x9 (lam0, lam1, lam2, lam3, lam4, lam5, lam6, lam7, lam8)" in text
+    assert "--input lam5=32x10 ... (3 more)" in text

@@ -296,3 +296,23 @@ def unknown_layer(entry, path):
         why = f"has class {name!r}, which is not a built-in Keras layer (custom code is never run)"
     return InputError(why, layer=path,
                       fix=f"declare its output shape, e.g. --input {path.rsplit('/', 1)[-1]}=32x10")
+
+
+def unreadable_kind(entry):
+    """(what the layer is, why it is not read), in a few words, for a refusal that names several
+    layers: ("Lambda", "Python code, never run"), ("class 'X'", "not a built-in Keras layer"), ..."""
+    name = entry.get("class_name")
+    if name in NEVER_RUN:
+        return name, "its Python code is never run"
+    if is_op(entry):
+        return f"keras.ops {name}", "its shape rule is not known here"
+    if name == "TFOpLambda":
+        return f"tf.{entry.get('config', {}).get('function')}", "its shape rule is not known here"
+    if name in APPLICATION_LAYERS:
+        return f"class {name!r}", f"not Keras's own (module {entry.get('module') or 'not given'}): custom code"
+    if name == "Merge" and builtin(entry):
+        return "Merge", "a Python function as its mode, never run"
+    if name in REGISTRY:
+        return f"class {name!r}", f"a custom class registered as {entry.get('registered_name')!r}"
+    return f"class {name!r}", "not a built-in Keras layer (custom code is never run)"
+
