@@ -368,3 +368,26 @@ def test_a_long_list_is_cut_in_the_fix_but_counted(tmp_path):
     text = str(e.value)
     assert "9 layers cannot be read here: Lambda x9 (lam0, lam1, lam2, lam3, lam4, lam5, lam6, lam7, lam8)" in text
     assert "--input lam5=32x10 ... (3 more)" in text
+
+
+# -- a file with no keras_version -------------------------------------------------------------------------
+def test_a_file_without_a_version_says_so(tmp_path):
+    from conftest import run_protoaudit
+
+    # Keras 3's to_json writes no keras_version: the text says which Keras it is read as, and that the
+    # version is not in the file; JSON keeps keras_version null
+    path = REAL / "elrath017_Image-Caption-Generator_model_arch.json"
+    text = run_protoaudit(path, "--mode", "cpu")
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines()[0].endswith("Keras 3 (version not in the file), one training step at batch 32 "
+                                                "(Keras fit's default), TensorFlow on the CPU")
+    assert "Keras ?" not in text.stdout
+    j = json.loads(run_protoaudit(path, "--mode", "cpu", "--format", "json").stdout)
+    assert j["keras_version"] is None and j["flavour"] == "keras3"
+    from protoaudit.report.keras_format import keras_named
+
+    assert keras_named(audit_keras(REAL / "IngyN_HieroglyphClassifier_model_architecture.json", mode="cpu")) == \
+        "Keras 1 (version not in the file)"
+    doc = {"class_name": "Sequential", "config": {"name": "s", "layers": [
+        {"class_name": "Dense", "config": {"name": "d", "units": 2, "batch_input_shape": [None, 3]}}]}}
+    assert keras_named(audit_keras(_write(tmp_path, doc), mode="cpu")) == "Keras 2 (tf_keras, version not in the file)"

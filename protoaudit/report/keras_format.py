@@ -24,7 +24,7 @@ def headline(a):
     how = "TensorFlow on the CPU" if a.mode == "cpu" else "TensorFlow on a GPU (BFC and context: estimates)"
     opt, config = a.optimizer
     lines = [
-        f"{a.path}: Keras {a.keras_version or '?'} ({a.flavour}), one training step at batch {a.batch} "
+        f"{a.path}: {keras_named(a)}, one training step at batch {a.batch} "
         f"({_batch_from(a)}), {how}",
         *([f"the Keras model of a {a.container}: these are TensorFlow's figures for training it in Python, "
            "not TensorFlow.js's"] if a.container else []),
@@ -46,6 +46,18 @@ def headline(a):
     lines.append(f"  total             {size(a.total_bytes):>10}")
     lines += _verdict(a)
     return lines
+
+
+def keras_named(a):
+    """"Keras 2.2.4 (tf_keras)"; where the file gives no version, the Keras it is read as and that the
+    version is not in the file (Keras 3's to_json writes none)."""
+    if a.keras_version:
+        return f"Keras {a.keras_version} ({a.flavour})"
+    if a.flavour == "keras3":
+        return "Keras 3 (version not in the file)"
+    if a.keras1_layers:
+        return "Keras 1 (version not in the file)"
+    return f"Keras 2 ({a.flavour}, version not in the file)"
 
 
 def _batch_from(a):
