@@ -218,9 +218,9 @@ def _merge_model(tmp_path, shapes, **merge):
               "arguments": {}, **merge}
     layers.append({"class_name": "Merge", "name": "m", "config": config,
                    "inbound_nodes": [[[f"i{k}", 0, 0, {}] for k in range(len(shapes))]]})
+    inputs = [[f"i{k}", 0, 0] for k in range(len(shapes))]
     doc = {"class_name": "Model", "keras_version": "2.0.6",
-           "config": {"name": "model_1", "layers": layers, "input_layers": [[f"i{k}", 0, 0] for k in range(len(shapes))],
-                      "output_layers": [["m", 0, 0]]}}
+           "config": {"name": "model_1", "layers": layers, "input_layers": inputs, "output_layers": [["m", 0, 0]]}}
     return build_graph(read_model(_write(tmp_path, doc)), batch=4)
 
 

@@ -152,7 +152,8 @@ KERAS1 = {
     "GaussianNoise": "gaussiannoise", "GaussianDropout": "gaussiandropout",
     "SimpleRNN": "recurrent", "GRU": "recurrent", "LSTM": "recurrent",
     "MaxPooling1D": "pooling1d", "AveragePooling1D": "pooling1d", "MaxPool1D": "pooling1d", "AvgPool1D": "pooling1d",
-    **{f"{kind}{rank}D": "pooling" for kind in ("MaxPooling", "AveragePooling", "MaxPool", "AvgPool") for rank in (2, 3)},
+    **{f"{kind}{rank}D": "pooling" for kind in ("MaxPooling", "AveragePooling", "MaxPool", "AvgPool")
+       for rank in (2, 3)},
     **{f"Global{kind}{rank}D": "ordering" for kind in ("MaxPooling", "AveragePooling", "MaxPool", "AvgPool")
        for rank in (2, 3)},
     "UpSampling1D": "upsampling1d", "UpSampling2D": "ordering", "UpSampling3D": "ordering",
