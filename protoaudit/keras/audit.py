@@ -59,6 +59,7 @@ class KerasAudit:
     loss_from: str
     mode: str
     container: str = None  # where the Keras model was read from, when not a file of Keras's own
+    keras1_layers: int = 0  # layers whose Keras 1 arguments were read as Keras 2.0-2.2 converted them
     context: int = 0
     graph: object = field(default=None, repr=False)  # (its nodes and tensors refer to each other)
     weights_bytes: int = 0
@@ -153,6 +154,7 @@ def audit_keras(path, *, batch=None, optimizer=None, loss=None, mode="cpu", inpu
     weights = layer_weights(graph, frozen)
     result = KerasAudit(path, model.flavour, model.keras_version, graph.batch, graph.batch_from, opt, opt_from,
                         the_loss, loss_from, mode, container=model.container, graph=graph,
+                        keras1_layers=model.keras1_layers,
                         frozen=sorted(layer.name for layer in frozen))
     result.again = dict(path=path, optimizer=optimizer, loss=loss, mode=mode, inputs=inputs, freeze=freeze,
                         context=context, _model=model)

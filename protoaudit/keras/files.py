@@ -11,6 +11,7 @@ import zipfile
 from typing import NamedTuple, Optional
 
 from ..errors import InputError
+from . import legacy
 
 MAX_MEMBER = 64 << 20  # a config.json of ResNet152 is ~0.5 MB; anything near this is not a config
 MAX_RATIO = 200  # JSON compresses 5-20x; a member claiming more is a bomb, not a config
@@ -27,6 +28,7 @@ class ModelFile(NamedTuple):
     path: str
     metrics: bool = False  # whether it was compiled with metrics, which read its outputs (Keras's default: none)
     container: Optional[str] = None  # where the Keras model was found, when not in a file of Keras's own
+    keras1_layers: int = 0  # layers whose Keras 1 arguments were converted as Keras 2.0-2.2 loaded them
 
 
 def read_model(path):
@@ -189,9 +191,11 @@ def _model_file(doc, path, *, version, compile_config, container=None):
     metrics = any(compile_config.get(k) for k in ("metrics", "weighted_metrics"))
     optimizer = _optimizer(compile_config.get("optimizer"))
     version = version if isinstance(version, str) else None
-    return ModelFile(config=doc, flavour=_flavour(doc, version), keras_version=version,
+    flavour = _flavour(doc, version)
+    doc, keras1_layers = legacy.upgrade(doc, path, flavour)
+    return ModelFile(config=doc, flavour=flavour, keras_version=version,
                      optimizer=optimizer, loss=compile_config.get("loss"), path=path, metrics=metrics,
-                     container=container)
+                     container=container, keras1_layers=keras1_layers)
 
 
 def _optimizer(value):

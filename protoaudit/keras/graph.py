@@ -11,11 +11,13 @@ from typing import List, Optional
 
 from ..errors import InputError
 from .layers import KerasLayer, Spec, make_layer
-from .layers.base import MAX_ELEMENTS, elements, layer_class, policy_name
+from .layers.base import MAX_ELEMENTS, elements, layer_class, policy_name, unreadable_kind
+from .layers.core import ELEMENTWISE_TF
 
 MODELS = frozenset({"Functional", "Model", "Sequential"})
 MAX_DEPTH = 64  # models inside models; real ones nest two or three deep
 DEFAULT_BATCH = 32  # keras Model.fit's batch_size when none is given
+LISTED = 6  # the --input examples a refusal naming several layers spells out
 # call arguments that are not the layer's data: they order the graph but are not its inputs (a
 # recurrent layer's initial_state is: its inputs after the sequence, as tf_keras writes them)
 NOT_DATA = frozenset({"mask", "attention_mask", "query_mask", "value_mask", "key_mask", "constants",
@@ -137,6 +139,7 @@ class _Builder:
             self.batch, self.batch_from = fixed[0], "input"
         else:
             self.batch, self.batch_from = DEFAULT_BATCH, "default"
+        self._all_at_once(top, root, inputs)
         tensors = []
         for name, shape, dtype in inputs:
             if any(not isinstance(d, int) or d <= 0 for d in shape[1:]):
@@ -153,6 +156,52 @@ class _Builder:
                      batch_from=self.batch_from, flavour=self.file.flavour,
                      policy=policy or (self.nodes[0].layer.policy if self.nodes else "float32"), gaps=self.gaps,
                      output_names=names if len(names) == len(outputs) else [t.name for t in outputs])
+
+    def _all_at_once(self, top, root, inputs):
+        """Where more than one thing must be declared (inputs with unknown axes, layers whose code is
+        never run or whose shape rule is not known), one refusal names them all, so one run says
+        every --input the model needs."""
+        unknown = [(name, shape) for name, shape, _ in inputs if any(not isinstance(d, int) or d <= 0
+                                                                      for d in shape[1:])]
+        layers = self._unreadable(top, root)
+        if len(unknown) + len(layers) < 2:
+            return  # the one refusal comes where the model is read, as it always has
+        groups = {}
+        for lpath, entry in layers:
+            groups.setdefault(unreadable_kind(entry), []).append(lpath.split("/", 1)[-1])
+        parts = [f"input '{name}' has shape {self._show(shape)}" for name, shape in unknown]
+        if groups:
+            what = "; ".join(f"{label} x{len(names)} ({', '.join(names)}): {why}"
+                             for (label, why), names in groups.items())
+            parts.append(f"{len(layers)} layer{'s' if len(layers) > 1 else ''} cannot be read here: {what}")
+        examples = [f"--input {name}={self._example(shape)}" for name, shape in unknown] \
+            + [f"--input {lpath.split('/', 1)[-1]}={self.batch}x10" for lpath, _ in layers]
+        more = len(examples) - LISTED
+        raise self.error(", and ".join(parts),
+                         fix="declare each one's shape, batch first, an input's or a layer's output: "
+                             + " ".join(examples[:LISTED]) + (f" ... ({more} more)" if more > 0 else ""))
+
+    def _unreadable(self, entry, path, depth=0):
+        """[(path, entry)] of the layers no rule reads (custom classes, Lambda, unknown operations and
+        TensorFlow functions) and whose outputs are not declared, in the config's order."""
+        try:
+            layers = self._layers_of(entry)
+        except InputError:
+            return []  # refused, in its own words, where it is read
+        out = []
+        for layer in layers:
+            name, cls = _entry_name(layer), _class(layer)
+            if name is None or cls is None or cls == "InputLayer":
+                continue
+            lpath = f"{path}/{name}"
+            if _is_model(layer):
+                if depth < MAX_DEPTH:
+                    out += self._unreadable(layer, lpath, depth + 1)
+            elif not self._declared(name, lpath) and isinstance(layer.get("config"), dict) and (
+                    layer_class(layer) is None
+                    or cls == "TFOpLambda" and layer["config"].get("function") not in ELEMENTWISE_TF):
+                out.append((lpath, layer))
+        return out
 
     def _example(self, shape):
         """An --input value for this shape: the audit's batch, the known axes as they are, a letter
@@ -373,8 +422,11 @@ class _Builder:
     # -- layers -------------------------------------------------------------------------------------
     def call(self, entry, tensors, path, trainable, policy, options=None):
         name = _entry_name(entry)
-        if name is None or _class(entry) is None:
-            raise self.error(f"model '{path}' has a layer with no class_name or name")
+        if _class(entry) is None:
+            raise self.error(f"model '{path}' has a layer with no class_name"
+                             + (f" (named '{name}')" if name is not None else ""))
+        if name is None:
+            raise self.error(f"model '{path}' has a {_class(entry)} layer with no name")
         lpath = f"{path}/{name}"
         if _is_model(entry):
             return self.expand(entry, tensors, lpath, trainable, policy)

@@ -24,10 +24,13 @@ def headline(a):
     how = "TensorFlow on the CPU" if a.mode == "cpu" else "TensorFlow on a GPU (BFC and context: estimates)"
     opt, config = a.optimizer
     lines = [
-        f"{a.path}: Keras {a.keras_version or '?'} ({a.flavour}), one training step at batch {a.batch} "
+        f"{a.path}: {keras_named(a)}, one training step at batch {a.batch} "
         f"({_batch_from(a)}), {how}",
         *([f"the Keras model of a {a.container}: these are TensorFlow's figures for training it in Python, "
            "not TensorFlow.js's"] if a.container else []),
+        *([f"Keras 1 arguments (output_dim, nb_filter, border_mode, dim_ordering, ...) of {a.keras1_layers} "
+           f"layer{'s' if a.keras1_layers > 1 else ''} read as Keras 2.0-2.2 converted them on loading "
+           "(keras/legacy/interfaces.py)"] if a.keras1_layers else []),
         f"optimizer {opt} ({a.optimizer_from}): {a.slots_per_variable} slot(s) per trainable variable; "
         f"loss {_loss(a)} ({a.loss_from})",
         "",
@@ -43,6 +46,18 @@ def headline(a):
     lines.append(f"  total             {size(a.total_bytes):>10}")
     lines += _verdict(a)
     return lines
+
+
+def keras_named(a):
+    """"Keras 2.2.4 (tf_keras)"; where the file gives no version, the Keras it is read as and that the
+    version is not in the file (Keras 3's to_json writes none)."""
+    if a.keras_version:
+        return f"Keras {a.keras_version} ({a.flavour})"
+    if a.flavour == "keras3":
+        return "Keras 3 (version not in the file)"
+    if a.keras1_layers:
+        return "Keras 1 (version not in the file)"
+    return f"Keras 2 ({a.flavour}, version not in the file)"
 
 
 def _batch_from(a):
@@ -137,7 +152,7 @@ def to_dict(a):
     fit = a.fit
     return {
         "path": a.path, "framework": "keras", "flavour": a.flavour, "keras_version": a.keras_version,
-        "container": a.container,
+        "container": a.container, "keras1_layers": a.keras1_layers,
         "batch": a.batch, "batch_from": a.batch_from, "mode": a.mode,
         "optimizer": a.optimizer[0], "optimizer_from": a.optimizer_from, "loss": _loss(a), "loss_from": a.loss_from,
         "params": a.params, "trainable_params": a.trainable_params,

@@ -91,6 +91,11 @@ class KerasLayer:
     class_names = ()
     call_options = {}  # the current call's constant keyword arguments (return_attention_scores=True, ...)
 
+    @staticmethod
+    def readable(config):
+        """Whether a config of this class can be read (False: it holds code, which is never run)."""
+        return True
+
     def __init__(self, class_name, config, *, trainable=True, policy=None, flavour="tf_keras", path=""):
         self.class_name = class_name
         self.config = config
@@ -251,7 +256,9 @@ def layer_class(entry):
     name = entry.get("class_name")
     if not isinstance(name, str) or name in NEVER_RUN or not builtin(entry):
         return None
-    return OPS.get(name) if is_op(entry) else REGISTRY.get(name)
+    cls = OPS.get(name) if is_op(entry) else REGISTRY.get(name)
+    return cls if cls is None or cls.readable(entry["config"] if isinstance(entry.get("config"), dict) else {}) \
+        else None
 
 
 def is_op(entry):
@@ -280,9 +287,32 @@ def unknown_layer(entry, path):
         tail, keys = APPLICATION_LAYERS[name]
         why = (f"has class {name!r} (module {entry.get('module') or 'not given'}), which is Keras's own only as "
                f"applications/{tail}.py writes it, config {', '.join(sorted(keys))}: custom code is never run")
+    elif name == "Merge" and builtin(entry):
+        why = (f"is Keras's legacy Merge with a Python function as its mode (mode_type "
+               f"{entry.get('config', {}).get('mode_type')!r}): its code is never run")
     elif name in REGISTRY:
         why = f"is a custom class registered as {entry.get('registered_name')!r}: user code is never run"
     else:
         why = f"has class {name!r}, which is not a built-in Keras layer (custom code is never run)"
     return InputError(why, layer=path,
                       fix=f"declare its output shape, e.g. --input {path.rsplit('/', 1)[-1]}=32x10")
+
+
+def unreadable_kind(entry):
+    """(what the layer is, why it is not read), in a few words, for a refusal that names several
+    layers: ("Lambda", "Python code, never run"), ("class 'X'", "not a built-in Keras layer"), ..."""
+    name = entry.get("class_name")
+    if name in NEVER_RUN:
+        return name, "its Python code is never run"
+    if is_op(entry):
+        return f"keras.ops {name}", "its shape rule is not known here"
+    if name == "TFOpLambda":
+        return f"tf.{entry.get('config', {}).get('function')}", "its shape rule is not known here"
+    if name in APPLICATION_LAYERS:
+        return f"class {name!r}", f"not Keras's own (module {entry.get('module') or 'not given'}): custom code"
+    if name == "Merge" and builtin(entry):
+        return "Merge", "a Python function as its mode, never run"
+    if name in REGISTRY:
+        return f"class {name!r}", f"a custom class registered as {entry.get('registered_name')!r}"
+    return f"class {name!r}", "not a built-in Keras layer (custom code is never run)"
+

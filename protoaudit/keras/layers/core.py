@@ -124,3 +124,17 @@ class TFOpLambda(Broadcasting):
 register_op("Add", "Subtract", "Multiply", "Divide", "TrueDivide", "Maximum", "Minimum", "Power", "Negative",
             "Absolute", "Square", "Sqrt", "Exp", "Log", "Tanh", "Clip", "Relu", "Relu6", "Sigmoid", "Silu",
             "Gelu", "Softplus", "Elu", "Selu", "HardSigmoid", "HardSilu", "LeakyRelu")(Broadcasting)
+
+
+class Predicate(Broadcasting):
+    """keras.ops comparisons and logic (keras.src.ops.numpy's Equal, NotEqual, Greater, ..., LogicalAnd,
+    Isnan): compute_output_spec is the tensor arguments' broadcast shape (a constant such as the 0 of
+    `ops.not_equal(x, 0)` is not a tensor) in dtype bool."""
+
+    def output_specs(self, inputs):
+        return [super().output_specs(inputs)[0]._replace(dtype="bool")]
+
+
+COMPARISONS = ("Equal", "NotEqual", "Greater", "GreaterEqual", "Less", "LessEqual", "LogicalAnd", "LogicalOr",
+               "LogicalXor", "LogicalNot", "Isnan", "Isinf", "Isfinite")
+register_op(*COMPARISONS)(Predicate)

@@ -53,3 +53,49 @@ class Dot(Merge):
         if len(shape) == 1:
             shape.append(1)
         return [self.spec(shape, inputs)]
+
+
+@register("Merge")
+class LegacyMerge(Merge):
+    """Keras's own Merge layer, of Keras 1 and of keras/legacy/layers.py in Keras 2.0 and 2.1: its mode
+    names the merge (sum, mul, ave and max of inputs of one shape; concat along concat_axis; dot and
+    cos contract dot_axes, compute_output_shape as Dot's). A mode that is a Python function (mode_type
+    lambda or function) is code, never run."""
+
+    MODES = ("sum", "mul", "concat", "ave", "cos", "dot", "max")
+
+    @staticmethod
+    def readable(config):
+        return config.get("mode_type", "raw") == "raw"
+
+    def output_specs(self, inputs):
+        inputs = self.many(inputs)
+        mode = self.get("mode", "sum")
+        if mode not in self.MODES:
+            raise self.error(f"has merge mode {mode!r}, not one of {', '.join(self.MODES)}")
+        shapes = [s.shape for s in inputs]
+        if mode in ("sum", "mul", "ave", "max"):
+            if len(set(shapes)) > 1:
+                raise self.error(f"merges shapes {shapes} in mode {mode}, which takes inputs of one shape")
+            return [self.spec(shapes[0], inputs)]
+        if mode == "concat":
+            rank = len(shapes[0])
+            axis = self.axis_of(self.get("concat_axis", -1), rank)
+            if any(len(s) != rank for s in shapes) or len({s[:axis] + s[axis + 1:] for s in shapes}) > 1:
+                raise self.error(f"cannot concatenate shapes {shapes} on axis {axis}")
+            return [self.spec(shapes[0][:axis] + (sum(s[axis] for s in shapes),) + shapes[0][axis + 1:], inputs)]
+        if len(inputs) != 2:
+            raise self.error(f"merges exactly two inputs in mode {mode}, got {len(inputs)}")
+        a, b = shapes
+        axes = self.get("dot_axes", -1)
+        # _arguments_validation: an int is that axis of both (a negative one counted from each end)
+        axes = [axes, axes] if isinstance(axes, int) else list(axes) if isinstance(axes, (list, tuple)) else axes
+        if not isinstance(axes, list) or len(axes) != 2:
+            raise self.error(f"dot_axes {self.get('dot_axes')!r} is not an int or two ints")
+        axes = [self.axis_of(axes[0], len(a)), self.axis_of(axes[1], len(b))]
+        if a[axes[0]] != b[axes[1]]:
+            raise self.error(f"cannot {mode} {a} axis {axes[0]} with {b} axis {axes[1]}")
+        shape = [d for k, d in enumerate(a) if k != axes[0]] + [d for k, d in enumerate(b) if k != axes[1]][1:]
+        if len(shape) == 1:
+            shape.append(1)
+        return [self.spec(shape, inputs)]

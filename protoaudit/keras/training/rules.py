@@ -14,6 +14,7 @@ from math import prod
 from ...errors import InputError
 from ..layers.augmentation import AUGMENTATIONS
 from ..layers.base import DTYPE_BYTES, nbytes
+from ..layers.core import COMPARISONS
 from . import kernels, optimizers
 
 RULES = {}
@@ -705,6 +706,21 @@ class TFFunction(Rule):
         return out, []
 
 
+
+# Keras 3's comparisons and logic as operation nodes (keras.ops.not_equal(tokens, 0), a mask): one op
+# making a bool tensor, and no gradient (math_grad.py: "Logical operations have no gradients",
+# NotDifferentiable Less, LessEqual, Greater, GreaterEqual, Equal, NotEqual, LogicalAnd, LogicalOr,
+# LogicalNot; IsNan, IsInf and IsFinite likewise). logical_xor is (x or y) and not (x and y), a few
+# bool ops of the output's size taken as one.
+@rule(*COMPARISONS)
+class Predicate(Rule):
+    def forward(self, s, node, xs):
+        y = s.one(f"{node.layer.name} {node.layer.class_name}", xs, _size(node.outputs[0].spec))
+        return [y], None
+
+    def backward(self, s, node, keep, dys, need):
+        return [None] * len(node.inputs), []
+
 @rule("Dropout")
 class Dropout(Rule):
     """tf.nn.dropout in training: a uniform draw, its >= rate mask (bool), x * scale, select(mask, ., 0);
@@ -966,7 +982,7 @@ class GlobalMax(Rule):
 
 
 MERGING = ("Add", "Average", "Subtract", "Maximum", "Minimum", "Multiply", "Concatenate", "Dot")
-JOINS = MERGING + ("CustomScaleLayer",)  # layers where branches of a model join
+JOINS = MERGING + ("CustomScaleLayer", "Merge")  # layers where branches of a model join
 
 
 @rule(*MERGING)
@@ -974,14 +990,18 @@ class Merge(Rule):
     """Add (AddV2/AddN, into an input read last) hands its gradient to every input unchanged; Subtract
     negates one; Multiply, Maximum, Minimum read both inputs; Concatenate's gradient slices."""
 
+    @staticmethod
+    def kind(s, node):
+        return node.layer.class_name
+
     def forward(self, s, node, xs):
-        cls = node.layer.class_name
+        cls = self.kind(s, node)
         inplace = cls in ("Add", "Average", "Subtract")
         y = s.one(f"{node.layer.name} {cls}", xs, _size(node.outputs[0].spec), forward=inplace)
         return [y], list(xs) if cls in ("Multiply", "Maximum", "Minimum", "Dot") else None
 
     def backward(self, s, node, keep, dys, need):
-        cls = node.layer.class_name
+        cls = self.kind(s, node)
         out = []
         for k, (t, n) in enumerate(zip(node.inputs, need)):
             if not n:
@@ -1005,6 +1025,27 @@ class Merge(Rule):
         g = s.op(name + (" dy*x" if spec.shape != out.shape else ""), [dy, keep[1 - k]], [_size(out)],
                  forward=[(0, dy)], kind="gradient")[0]
         return g if spec.shape == out.shape else s.one(name, [g], _size(spec), kind="gradient")
+
+
+# Keras's legacy Merge (Keras 1; keras/legacy/layers.py in Keras 2.0-2.1): its call is the merge layer of
+# its mode (sum adds, mul multiplies, ave adds then divides, max is K.maximum, concat concatenates, dot
+# is K.batch_dot). cos is three batch_dots, a sqrt, a maximum and a division: taken as the one batch_dot
+# and reported as undercounted.
+LEGACY_MERGE = {"sum": "Add", "mul": "Multiply", "ave": "Average", "max": "Maximum", "concat": "Concatenate",
+                "dot": "Dot", "cos": "Dot"}
+
+
+@rule("Merge")
+class LegacyMerge(Merge):
+    @staticmethod
+    def kind(s, node):
+        return LEGACY_MERGE.get(node.layer.config.get("mode", "sum"), "Dot")
+
+    def forward(self, s, node, xs):
+        if node.layer.config.get("mode") == "cos":
+            s.undercounted.append((node.layer.name, "Merge mode cos: the inputs' norms (two more batch_dots), "
+                                                    "their sqrt and the division are left out"))
+        return super().forward(s, node, xs)
 
 
 @rule("CustomScaleLayer")
