@@ -1735,3 +1735,59 @@ def test_a_wrapped_softmax_is_a_softmax_and_a_categorical_loss_on_scores_is_name
     assert not [st for st in program.steps if st.label.startswith("loss clip")] and not a.undercounted
     a, _ = audited({"class_name": "Dense", "config": {"name": "scores", "units": 50}}, "categorical_crossentropy", [20])
     assert [layer for layer, what in a.undercounted if "as probabilities" in what] == ["scores"]
+
+
+def _recurrent_file(tmp_path, flavour, cls, **config):
+    """A Sequential of one recurrent layer (64 units) on 50 steps of `features`, then Dense(1), in the
+    flavour's own serialization (tf_keras: keras_version 2.x, batch_input_shape; Keras 3: batch_shape)."""
+    features = config.pop("features", 10)
+    layer = {"class_name": cls, "config": dict({"name": "rnn", "units": 64}, **config)}
+    dense = {"class_name": "Dense", "config": {"name": "out", "units": 1}}
+    if flavour == "tf_keras":
+        layer["config"]["batch_input_shape"] = [None, 50, features]
+        doc = {"class_name": "Sequential", "keras_version": "2.2.4", "config": {"name": "s", "layers": [layer, dense]}}
+    else:
+        entry = {"module": "keras.layers", "class_name": "InputLayer",
+                 "config": {"name": "in", "batch_shape": [None, 50, features]}}
+        doc = {"module": "keras", "class_name": "Sequential", "keras_version": "3.15.1",
+               "config": {"name": "s", "layers": [entry, layer, dense]}}
+    path = tmp_path / f"{flavour}_{cls}.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+@pytest.mark.parametrize("flavour,cls,config,unit,kernel_slices", [
+    # traced, batch 32, 50 steps: the forward loop's tensors alive when it ends, per step
+    ("tf_keras", "LSTM", dict(recurrent_activation="hard_sigmoid", implementation=2), 16, (0, 0)),
+    ("tf_keras", "LSTM", dict(recurrent_activation="hard_sigmoid", implementation=1), 16, (4, 4)),
+    ("keras3", "LSTM", dict(recurrent_activation="hard_sigmoid", implementation=2), 10, (0, 0)),
+    ("tf_keras", "GRU", dict(recurrent_activation="hard_sigmoid", implementation=2, reset_after=True), 12, (0, 0)),
+    ("keras3", "GRU", dict(recurrent_activation="hard_sigmoid", implementation=2, reset_after=True), 8, (0, 0)),
+    ("tf_keras", "LSTM", dict(activation="relu", recurrent_activation="sigmoid", implementation=2), 7, (0, 0)),
+    ("keras3", "GRU", dict(activation="relu", recurrent_activation="sigmoid", implementation=2, reset_after=True),
+     6, (0, 0)),
+])
+def test_a_recurrent_layer_off_its_fused_step_keeps_what_its_cells_ops_read(tmp_path, flavour, cls, config,
+                                                                             unit, kernel_slices):
+    # An LSTM or GRU whose activations are not tanh and sigmoid runs its cell's own step. Traced
+    # (LSTM(64) or GRU(64) on 50 steps of 10 features, batch 32; TensorFlow's memory log, the forward
+    # loop's allocations alive as it ends): tf_keras's hard_sigmoid LSTM keeps 16 unit-sized tensors a
+    # step (4 gate pre-activations, 3 x (Mul, Minimum, clip) of the hard sigmoids, 2 Muls, a Tanh), 4
+    # recurrent-kernel slices (64 x 64) and 4 kernel pieces (10 x 64) under implementation 1; Keras 3's
+    # 10 (its hard sigmoid keeps one quotient a gate); GRUs 12 and 8; with relu and sigmoid gates the
+    # fused step's counts, 7 and 6. Each step's input (32 x 10 floats) is listed too.
+    rslices, pieces = kernel_slices
+    program = _program_of(_recurrent_file(tmp_path, flavour, cls, **config), 32)
+    [lists] = [b for b in program.bufs if b.label == "rnn per-step tensors kept for the gradient"]
+    assert lists.bytes == 50 * (32 * 10 * 4 + unit * 32 * 64 * 4 + rslices * 64 * 64 * 4 + pieces * 10 * 64 * 4)
+
+
+def test_an_lstms_inputs_masked_by_dropout_keep_one_input_sized_tensor_a_gate(tmp_path):
+    # Traced (tf_keras LSTM(64), hard_sigmoid, implementation 1, dropout 0.3, 100 features): 4 SelectV2
+    # of the step's input size (32 x 100 floats) a step beside the 16 unit-sized tensors, the 4
+    # recurrent-kernel slices and the 4 kernel pieces (100 x 64).
+    program = _program_of(_recurrent_file(tmp_path, "tf_keras", "LSTM", recurrent_activation="hard_sigmoid",
+                                          implementation=1, dropout=0.3, features=100), 32)
+    [lists] = [b for b in program.bufs if b.label == "rnn per-step tensors kept for the gradient"]
+    step_in = 32 * 100 * 4
+    assert lists.bytes == 50 * (step_in + 4 * step_in + 16 * 32 * 64 * 4 + 4 * 64 * 64 * 4 + 4 * 100 * 64 * 4)

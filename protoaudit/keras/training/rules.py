@@ -1224,15 +1224,50 @@ class Recurrent(_Weighted):
     # on 50 steps, batch 64, both flavours, every step's at the peak) and no slice of a kernel.
     NO_RESET_AFTER = (9, 0, 0, 0)
 
+    # An LSTM or GRU whose activations, bias or unrolling the fused step does not take (tf_keras's
+    # _could_use_gpu_kernel, Keras 3's cudnn_ok: tanh, sigmoid gates, a bias, no unroll) runs its cell's
+    # own step too: with sigmoid gates it keeps what the fused step keeps (traced, LSTM(64) and GRU(64)
+    # with relu on 50 steps of 10 features, batch 32, both flavours: 7 and 6 a step). hard_sigmoid
+    # gates (Keras 2.2's default) keep more: tf_keras's `0.2 * x + 0.5` clipped keeps the Mul, the
+    # Minimum and the clip of each gate, Keras 3's `x / 6 + 0.5` clipped its quotient (traced: LSTM 16
+    # and 10 a step, GRU 12 and 8). Implementation 1 computes each gate apart: every step slices the
+    # recurrent kernel by gate (u x u) and an LSTM splits its kernel in four (in x u) (traced: LSTM(64)
+    # with 10 and with 100 features); inputs masked by `dropout` keep one input-sized tensor a gate
+    # (traced: tf_keras's LSTM, 4 a step).
+    GATES = {"LSTM": 3, "GRU": 2}  # the gates hard_sigmoid applies to: i, f, o; z, r
+    HARD_SIGMOID_KEPT = {"tf_keras": 3, "keras3": 1}  # what a hard_sigmoid gate keeps beyond a sigmoid's
+
+    def fused(self, config):
+        """Whether the layer's step is the fused one (standard_lstm / standard_gru and Keras 3's)."""
+        return (act_name(config.get("activation", "tanh")) == "tanh"
+                and act_name(config.get("recurrent_activation", "sigmoid")) == "sigmoid"
+                and config.get("use_bias", True) and not config.get("unroll"))
+
     def cell_path(self, s, node):
         """(unit-sized, recurrent slices, kernel pieces, input-sized) kept per step where the layer
-        runs its cell's own step (recurrent_dropout, or a GRU without reset_after), else None."""
+        runs its cell's own step (recurrent_dropout, a GRU without reset_after, or an LSTM or GRU off
+        the fused step), else None."""
         cls, config, _ = self.cell(node)
+        if cls not in self.GATES:
+            return None
+        hard = act_name(config.get("recurrent_activation", "sigmoid")) == "hard_sigmoid"
+        extra = self.GATES[cls] * self.HARD_SIGMOID_KEPT[s.flavour] if hard else 0
         if float(config.get("recurrent_dropout") or 0):
-            return self.CELL_STEP.get((s.flavour, cls))
-        if cls == "GRU" and not config.get("reset_after", True):
-            return self.NO_RESET_AFTER
-        return None
+            path = self.CELL_STEP.get((s.flavour, cls))
+        elif cls == "GRU" and not config.get("reset_after", True):
+            path = self.NO_RESET_AFTER
+        elif not self.fused(config):
+            gates = self.GATES[cls] + 1
+            apart = int(config.get("implementation") or 2) == 1
+            path = (self.KEPT[(s.flavour, cls)], gates if apart else 0,
+                    gates if apart and cls == "LSTM" else 0, gates)
+        else:
+            return None
+        return None if path is None else (path[0] + extra,) + tuple(path[1:])
+
+    def no_reset_after(self, node):
+        cls, config, _ = self.cell(node)
+        return cls == "GRU" and not config.get("reset_after", True) and not float(config.get("recurrent_dropout") or 0)
 
     def per_step(self, s, node):
         cls, config, directions = self.cell(node)
@@ -1263,7 +1298,7 @@ class Recurrent(_Weighted):
         (traced: two stacked bidirectional SimpleRNNs, both layers' lists, one per direction, alive at
         the second layer's gradient loop)."""
         path = self.cell_path(s, node)
-        if path is self.NO_RESET_AFTER or self.cell(node)[0] == "SimpleRNN":
+        if self.no_reset_after(node) or self.cell(node)[0] == "SimpleRNN":
             # the same list in both flavours where the input's gradient is wanted
             return bool(s.need and s.need[0])
         return s.flavour == "keras3" and self.cell(node)[0] in ("LSTM", "GRU") and path is None
