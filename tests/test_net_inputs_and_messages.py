@@ -273,3 +273,49 @@ def test_a_fork_field_of_a_net_in_a_caffe_tree_points_to_that_trees_caffe_proto(
     (tmp_path / "alone" / "n.prototxt").write_text(net)
     r = run_in_process("n.prototxt", cwd=tmp_path / "alone")
     assert r.returncode == 2 and "--caffe-proto FILE" in r.stderr and "source tree" not in r.stderr
+
+
+DEPLOY_WITH_TRAIN_LOSS = """name: "deploy"
+layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 1 dim: 3 dim: 8 dim: 8 } } }
+layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
+  convolution_param { num_output: 2 kernel_size: 3 } }
+layer { name: "loss" type: "SigmoidCrossEntropyLoss" bottom: "conv" bottom: "label" top: "loss"
+  include { phase: TRAIN } }
+layer { name: "prob" type: "Sigmoid" bottom: "conv" top: "prob" include { phase: TEST } }
+"""
+
+
+def test_a_train_only_layer_reading_a_blob_no_layer_makes_leaves_the_test_net(tmp_path):
+    """A deploy file (found tried as a new user would: a co-saliency FCN's) that keeps its TRAIN-only
+    losses on labels no Input gives. Caffe's Net::Init stops on the unknown bottom 'label' in the
+    TRAIN phase; in the TEST phase FilterNet leaves the loss out and the net builds. Read with no
+    flags, the file is audited as its TEST net, said with --phase train; with --phase train, the
+    refusal names the phase and the flag."""
+    (tmp_path / "net.prototxt").write_text(DEPLOY_WITH_TRAIN_LOSS)
+    r = run_in_process("net.prototxt", "--format", "json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    said = [a for a in out["assumptions"] if "TRAIN phase only" in a["assumption"]]
+    assert len(said) == 1 and said[0]["override"] == "--phase train"
+    assert [layer["name"] for layer in out["nets"][0]["layers"]] == ["data", "conv", "prob"]
+    refused = run_in_process("net.prototxt", "--phase", "train", cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "unknown bottom blob 'label'" in refused.stderr and "--phase test" in refused.stderr
+
+
+def test_a_python_layer_under_a_published_name_with_other_tops_is_read_as_the_repositorys_own(tmp_path):
+    """py-faster-rcnn's roi_data_layer.layer.RoIDataLayer makes 3, 5 or 6 tops; a repository's own
+    layer of that module and name with 4 (found tried as a new user would: a multi-task detector's)
+    is its own code, read as any Python data layer's (its tops assumed, each said with its --input),
+    not refused for py-faster-rcnn's num_classes."""
+    (tmp_path / "net.prototxt").write_text(
+        'layer { name: "input_data" type: "Python" top: "data" top: "im_info" top: "gt_a" top: "gt_b"\n'
+        '  python_param { module: "roi_data_layer.layer" layer: "RoIDataLayer" param_str: "{}" } }\n'
+        'layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"\n'
+        '  convolution_param { num_output: 2 kernel_size: 3 } }\n'
+        'layer { name: "s" type: "Silence" bottom: "im_info" bottom: "gt_a" bottom: "gt_b" bottom: "conv" }\n')
+    r = run_in_process("net.prototxt", "--format", "json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    said = json.loads(r.stdout)["assumptions"]
+    assert [a["override"] for a in said] == [f"--input {t}=1xCxHxW" for t in ("data", "im_info", "gt_a", "gt_b")]
+    assert all("Python code, which protoaudit never runs" in a["assumption"] for a in said)

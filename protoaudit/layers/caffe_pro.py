@@ -153,9 +153,12 @@ class Convolution(conv.Convolution):
 
     def touches(self, run):
         group = self._setup(run.bottoms)[3]
+        own = self.lp.convolution_param.engine == 1  # the layer's own engine: CAFFE, whatever --engine says
         self.check(group == 1 or run.mode != "gpu" or self.uses_cudnn(run),
                    f"protoaudit has no rule for this Caffe's GPU kernels of a grouped convolution (group {group}: "
-                   "conv_layer.cu:56-68, 188-216)", fix="audit it with --engine cudnn, or --mode cpu")
+                   "conv_layer.cu:56-68, 188-216)",
+                   fix="audit it with --mode cpu (the layer sets engine: CAFFE itself)" if own
+                   else "audit it with --engine cudnn, or --mode cpu")
         return super().touches(run)
 
 

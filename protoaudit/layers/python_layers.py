@@ -56,7 +56,9 @@ class Python(Declared):
     def __new__(cls, lp, ctx):
         p = lp.python_param
         if cls is Python:
-            cls = KNOWN.get((p.module, p.layer)) or FromSource
+            cls = KNOWN.get((p.module, p.layer))
+            if cls is None or not cls.fits(lp):  # (a repository's own code under a published name)
+                cls = FromSource
         # (made again as its own class where the net is built anew: a batch search's rebuilds)
         path = module_file(p.module, ctx.path, ctx.root) if cls is FromSource and p.module else None
         made = super().__new__(cls if cls is not FromSource or path else Python)
@@ -133,6 +135,12 @@ class Known(Python):
 
     tops = None  # the exact top count the layer's code requires, when it checks one
     assumes_data = False
+
+    @classmethod
+    def fits(cls, lp):
+        """Whether the layer's tops are ones the published code makes: a layer of the same module
+        and name with others is a repository's own code, read as any Python layer's."""
+        return True
 
     @property
     def source(self):
@@ -358,6 +366,11 @@ class RoIDataLayer(Known):
     blobs keep the largest, which these defaults are; the image blob holds IMS_PER_BATCH images
     padded to the largest (utils/blob.py:18-20)."""
 
+    @classmethod
+    def fits(cls, lp):
+        """3 tops (HAS_RPN), 5 (the original Fast R-CNN's, or affordance-net's) or 6 (Fast R-CNN's)."""
+        return len(lp.top) in (3, 5, 6)
+
     def defaults(self, bottoms):
         shapes, why = self.tops_and_why()
         if self.ctx.schema == "rfcn":  # py-R-FCN's copy makes every top but im_info 4-axis (its layer.py:146-156)
@@ -489,6 +502,11 @@ class ProposalLayer(Known):
     (P, 1) (:150-161), where P is at most cfg[phase].RPN_POST_NMS_TOP_N (:64-66, :145-146: 2000
     in TRAIN, 300 in TEST, config.py:116 and :162) and at most one per anchor (A per position of
     the score map, bottom 0)."""
+
+    @classmethod
+    def fits(cls, lp):
+        """3 bottoms (scores, deltas, im_info) and 1 or 2 tops (:35-47)."""
+        return len(lp.bottom) == 3 and len(lp.top) in (1, 2)
 
     def defaults(self, bottoms):
         self.check(len(self.lp.top) in (1, 2), f"{self.source} makes 1 or 2 tops (rois, scores)")
