@@ -153,3 +153,31 @@ def test_in_a_folder_of_many_deploy_nets_the_one_named_after_the_net_is_read_fir
     assert run.returncode == 0, run.stderr
     shapes = {(d["net"], d["top"]): d["shape"] for d in json.loads(run.stdout)["data_shapes"]}
     assert shapes[("train", "data")] == [32, 3, 256, 256]
+
+
+def test_a_check_that_fails_on_a_shape_taken_from_the_deploy_net_says_so(tmp_path):
+    """Found tried as a new user would (a facial-expression CNN's train net): a data layer of a type
+    protoaudit does not know, with a deploy net beside whose label input is 3x49. The train net's
+    Reshape of the sliced label to 12x24x2 fails on the 3x48 the deploy net's shape gives; Caffe, with
+    the fork's layer and its batch of 12, makes 12x48. The refusal says the shape was taken, not that
+    Caffe stops there."""
+    (tmp_path / "train.prototxt").write_text(
+        'layer { name: "data" type: "MultiLabelImageData" top: "data" top: "label"\n'
+        '  transform_param { crop_size: 8 }\n'
+        '  multi_label_image_data_param { source: "/no/such/list.txt" batch_size: 12 label_num: 49 } }\n'
+        'layer { name: "cut" type: "Slice" bottom: "label" top: "first" top: "rest"\n'
+        '  slice_param { slice_point: 1 axis: 1 } }\n'
+        'layer { name: "rois" type: "Reshape" bottom: "rest" top: "rois"\n'
+        '  reshape_param { shape { dim: 12 dim: 24 dim: 2 } } }\n'
+        'layer { name: "s" type: "Silence" bottom: "data" bottom: "first" bottom: "rois" }\n')
+    (tmp_path / "deploy.prototxt").write_text(
+        'layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 3 dim: 3 dim: 8 dim: 8 } } }\n'
+        'layer { name: "label" type: "Input" top: "label" input_param { shape { dim: 3 dim: 49 } } }\n'
+        'layer { name: "cut" type: "Slice" bottom: "label" top: "first" top: "rest"\n'
+        '  slice_param { slice_point: 1 axis: 1 } }\n'
+        'layer { name: "s" type: "Silence" bottom: "data" bottom: "first" bottom: "rest" }\n')
+    run = run_in_process(str(tmp_path / "train.prototxt"))
+    assert run.returncode == 2 and run.stderr.count("\n") == 1
+    assert "Caffe stops here too" not in run.stderr
+    assert "follow from a size protoaudit assumed" in run.stderr and "deploy.prototxt" in run.stderr
+    assert "--input label=" in run.stderr

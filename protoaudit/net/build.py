@@ -235,7 +235,9 @@ def _behind_check(ctx, lp, fix, upstream):
     names of the blobs it reads, directly or not), which the user's real sizes replace; else, with
     no fix of its own, the file itself."""
     assumed = {o.layer for o in ctx.origins if o.source.startswith("assumed") and o.top in upstream}
-    guesses = [a for a in ctx.assumptions if a.layer in assumed]
+    # (and a shape said as an assumption of the top itself: one taken from a deploy file beside the net)
+    guesses = [a for a in ctx.assumptions
+               if a.layer in assumed or any(a.what.startswith(f"top '{t}' ") for t in upstream)]
     if not guesses and (label := _unseen_label(ctx, upstream)) is not None:
         return ((f"{fix}; but first: " if fix else "") + f"top '{label.top}' of layer '{label.layer}' is "
                 f"{'x'.join(map(str, label.shape))}, one label per record as BVLC's Data layer makes it; its dataset "
