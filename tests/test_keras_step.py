@@ -1760,6 +1760,8 @@ def _recurrent_file(tmp_path, flavour, cls, **config):
     # traced, batch 32, 50 steps: the forward loop's tensors alive when it ends, per step
     ("tf_keras", "LSTM", dict(recurrent_activation="hard_sigmoid", implementation=2), 16, (0, 0)),
     ("tf_keras", "LSTM", dict(recurrent_activation="hard_sigmoid", implementation=1), 16, (4, 4)),
+    # Keras 2.0's implementation 0, which tf_keras runs as 1 (traced on a user's LSTM(512) stack)
+    ("tf_keras", "LSTM", dict(recurrent_activation="hard_sigmoid", implementation=0), 16, (4, 4)),
     ("keras3", "LSTM", dict(recurrent_activation="hard_sigmoid", implementation=2), 10, (0, 0)),
     ("tf_keras", "GRU", dict(recurrent_activation="hard_sigmoid", implementation=2, reset_after=True), 12, (0, 0)),
     ("keras3", "GRU", dict(recurrent_activation="hard_sigmoid", implementation=2, reset_after=True), 8, (0, 0)),

@@ -1258,12 +1258,22 @@ class Recurrent(_Weighted):
             path = self.CELL_STEP.get((s.flavour, cls))
         elif cls == "GRU" and not config.get("reset_after", True):
             path = self.NO_RESET_AFTER
-        elif not self.fused(config) and int(config.get("implementation") or 2) == 1:
+        elif not self.fused(config) and self.gates_apart(s, config):
             gates = self.GATES[cls] + 1
             path = (self.KEPT[(s.flavour, cls)], gates, gates if cls == "LSTM" else 0, gates)
         else:
             return None
         return None if path is None else (path[0] + extra,) + tuple(path[1:])
+
+    @staticmethod
+    def gates_apart(s, config):
+        """Implementation 1: each gate computed apart. tf_keras runs Keras 2.0's implementation 0 as 1
+        (its recurrent layers warn that "`implementation=0` has been deprecated, and now defaults to
+        `implementation=1`"; traced, a user's three LSTM(512) of implementation 0 slice their kernels
+        every step, 4 of each kind)."""
+        impl = config.get("implementation")
+        impl = 2 if impl is None else int(impl)
+        return impl == 1 or (impl == 0 and s.flavour == "tf_keras")
 
     def off_fused(self, s, node):
         """(unit-sized, input-sized) tensors a step keeps where an LSTM or GRU computes its gates
