@@ -70,19 +70,37 @@ class _WindowData(Prefetching):
                                           f"the window file '{self.param().source}' is not read")
         return channels
 
+    gt_width = 8  # the values of a ground-truth box's row
+
     def gt_top(self, j, batch):
-        """(G, 8, 1, 1): G ground-truth boxes in the batch (each image's, one row each)."""
+        """(G, gt_width, 1, 1): G ground-truth boxes in the batch (each image's, one row each)."""
         name = self.lp.top[j]
         if name in self.ctx.inputs:
             return self.override(j, None)
         per_image = self.defined("gt_boxes")
         if per_image is None:
             per_image = 1
-            self.assume(f"top '{name}' holds one ground-truth box per image ({batch} rows of 8): load_batch "
-                        f"reshapes it to the batch's boxes", "--define gt_boxes=K (boxes per image)")
-        shape = (max(batch * per_image, 1), 8, 1, 1)
+            self.assume(f"top '{name}' holds one ground-truth box per image ({batch} rows of {self.gt_width}): "
+                        "load_batch reshapes it to the batch's boxes", "--define gt_boxes=K (boxes per image)")
+        shape = (max(batch * per_image, 1), self.gt_width, 1, 1)
         self.note_origin(j, shape, "assumed: ground-truth boxes per image")
         return shape
+
+    def maps_and_boxes(self, p, steps, what, need):
+        """The data top, one label map per stride (N, 2 + coord_num, map_side), then with
+        output_gt_boxes the ground-truth boxes."""
+        data = self.image_top(self.batch_size())
+        batch, h, w = data[0], data[-2], data[-1]
+        tops = [data]
+        for j, step in enumerate(steps, start=1):
+            self.check(step > 0, f"every {what} must be > 0")
+            shape = self.override(j, (batch, 2 + p.coord_num) + self.map_side(h, w, step))
+            self.note_origin(j, shape, f"the data's size / {what} {step}")
+            tops.append(shape)
+        if p.output_gt_boxes:
+            tops.append(self.gt_top(need - 1, batch))
+        self.decodes = True
+        return tops
 
     def image_top(self, batch):
         size, origin = self.image_size()
@@ -143,18 +161,11 @@ class DetectionData(_WindowData):
         need = 1 + strides + (1 if p.output_gt_boxes else 0)
         self.check(len(self.lp.top) == need, f"DetectionData makes {need} tops (the data, {strides} label maps"
                    + (", the ground-truth boxes" if p.output_gt_boxes else "") + f"); {len(self.lp.top)} are named")
-        data = self.image_top(self.batch_size())
-        batch, h, w = data[0], data[-2], data[-1]
-        tops = [data]
-        for j, stride in enumerate(p.stride, start=1):
-            self.check(stride > 0, "every stride must be > 0")
-            shape = self.override(j, (batch, 2 + p.coord_num, c_round(h / stride), c_round(w / stride)))
-            self.note_origin(j, shape, f"the data's size / stride {stride}")
-            tops.append(shape)
-        if p.output_gt_boxes:
-            tops.append(self.gt_top(need - 1, batch))
-        self.decodes = True
-        return tops
+        return self.maps_and_boxes(p, p.stride, "stride", need)
+
+    def map_side(self, h, w, stride):
+        """A label map's height and width: the data's divided by the stride, rounded (cpp:236-257)."""
+        return c_round(h / stride), c_round(w / stride)
 
     def rngs(self, run):
         """The transformer's RNG and the layer's own prefetch_rng_ (cpp:71-72)."""

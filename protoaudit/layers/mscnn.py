@@ -63,6 +63,7 @@ class ImageGtData(ForkPrefetching, cascade._WindowData):
     never reshaped."""
 
     min_tops = 2  # image_gt_data_layer.hpp: MinTopBlobs 2
+    gt_width = 7  # [image, x1, y1, x2, y2, label, ignored] for each box of the batch
 
     def param(self):
         return self.fork_param("image_gt_data_param")
@@ -93,20 +94,6 @@ class ImageGtData(ForkPrefetching, cascade._WindowData):
             said = "crop_height x crop_width"
         return (h, w), f"the layer's image_gt_data_param ({said})"
 
-    def gt_top(self, j, batch):
-        """(G, 7, 1, 1): [image, x1, y1, x2, y2, label, ignored] for each box of the batch."""
-        name = self.lp.top[j]
-        if name in self.ctx.inputs:
-            return self.override(j, None)
-        per_image = self.defined("gt_boxes")
-        if per_image is None:
-            per_image = 1
-            self.assume(f"top '{name}' holds one ground-truth box per image ({batch} rows of 7): load_batch "
-                        f"reshapes it to the batch's boxes", "--define gt_boxes=K (boxes per image)")
-        shape = (max(batch * per_image, 1), 7, 1, 1)
-        self.note_origin(j, shape, "assumed: ground-truth boxes per image")
-        return shape
-
     def reshape(self, bottoms):
         p = self.param()
         rates = list(p.downsample_rate)
@@ -119,23 +106,16 @@ class ImageGtData(ForkPrefetching, cascade._WindowData):
                    + (", the ground-truth boxes" if p.output_gt_boxes else "") + f"); {len(self.lp.top)} are named")
         self.check(p.coord_num == 4, f"coord_num must be 4: load_batch CHECKs 6 label channels (cpp:593); "
                    f"got {p.coord_num}")
-        data = self.image_top(self.batch_size())
-        batch, h, w = data[0], data[-2], data[-1]
-        tops = [data]
-        for j, rate in enumerate(rates, start=1):
-            self.check(rate > 0, "every downsample_rate must be > 0")
-            shape = (batch, 2 + p.coord_num, h // rate, w // rate)
-            self.check((cascade.c_round(h / rate), cascade.c_round(w / rate)) == shape[2:],
-                       f"the data's {h} x {w} is no multiple of downsample_rate {rate}: setup makes a "
-                       f"{shape[2]} x {shape[3]} label map, load_batch CHECKs its rounded "
-                       f"{cascade.c_round(h / rate)} x {cascade.c_round(w / rate)} (image_gt_data_layer.cpp:649)")
-            shape = self.override(j, shape)
-            self.note_origin(j, shape, f"the data's size / downsample_rate {rate}")
-            tops.append(shape)
-        if p.output_gt_boxes:
-            tops.append(self.gt_top(need - 1, batch))
-        self.decodes = True
-        return tops
+        return self.maps_and_boxes(p, rates, "downsample_rate", need)
+
+    def map_side(self, h, w, rate):
+        """C++ integer divisions at setup, which load_batch CHECKs against the float ones rounded."""
+        side = (h // rate, w // rate)
+        rounded = (cascade.c_round(h / rate), cascade.c_round(w / rate))
+        self.check(rounded == side, f"the data's {h} x {w} is no multiple of downsample_rate {rate}: setup makes a "
+                   f"{side[0]} x {side[1]} label map, load_batch CHECKs its rounded {rounded[0]} x {rounded[1]} "
+                   "(image_gt_data_layer.cpp:649)")
+        return side
 
     def rngs(self, run):
         """The transformer's RNG and the layer's own prefetch_rng_ (cpp:68-69)."""
