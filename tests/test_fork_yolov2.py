@@ -383,14 +383,15 @@ def test_its_own_unsized_layers_are_named_as_its_own(tmp_path):
 
 def test_another_caffes_detection_loss_is_not_the_ports(tmp_path):
     """MS-CNN's DetectionLoss carries detection_loss_param { cls_num ... }, a field the port's
-    DetectionLossParameter (side, num_class, num_object...) lacks: it is not the port's layer, so the
-    file is read as BVLC's past that field, and the type named as MS-CNN's."""
+    DetectionLossParameter (side, num_class, num_object...) lacks: it is not the port's layer. MS-CNN's
+    Caffe is shipped, so the file is read with its schema and its layer, whose maps-and-labels check
+    (a LossLayer: ExactNumBottomBlobs 2, loss_layer.hpp:32) refuses a single bottom, as that Caffe would."""
     (tmp_path / "n.prototxt").write_text(
         'input: "x"\ninput_shape { dim: 1 dim: 6 dim: 4 dim: 4 }\n'
         'layer { name: "l" type: "DetectionLoss" bottom: "x" top: "loss" detection_loss_param { cls_num: 2 } }\n')
-    r = run_in_process("n.prototxt", cwd=tmp_path)  # no layer reads its top: taken as a loss, and said so
-    assert r.returncode == 0 and "MS-CNN's Caffe" in r.stdout and "YOLOv2" not in r.stdout, r.stderr
-    assert "taken as Caffe's LossLayer" in r.stdout
+    assert load(str(tmp_path / "n.prototxt")).schema.name == "mscnn"
+    r = run_in_process("n.prototxt", cwd=tmp_path)
+    assert r.returncode == 2 and "exactly 2 bottom blobs" in r.stderr and "YOLOv2" not in r.stderr
 
 
 def test_only_outputs_five_wide_pass_the_forks_test(tmp_path):
