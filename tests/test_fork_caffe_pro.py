@@ -111,3 +111,30 @@ def test_what_the_fork_stops_on(tmp_path, monkeypatch):
         build_nets(image_net(tmp_path, "new_dim: 12", 'crop_size: 8 mean_file: "image.binaryproto"'))
     with pytest.raises(InputError, match="a mean file needs a crop_size"):
         build_nets(image_net(tmp_path, "new_dim: 12", 'mean_file: "image.binaryproto"'))
+
+
+DEPTHWISE = """name: "dw"
+force_backward: true
+layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 2 dim: 8 dim: 10 dim: 12 } } }
+layer { name: "dw" type: "Convolution" bottom: "data" top: "dw"
+  convolution_param { num_output: 8 group: 8 kernel_size: 3 pad: 1 engine: CAFFE } }
+layer { name: "loss" type: "EuclideanLoss" bottom: "dw" bottom: "dw" top: "loss" }
+"""
+
+
+def test_a_grouped_convolution_on_the_gpu_runs_the_forks_own_kernels(tmp_path):
+    """A depthwise 3x3 convolution, group 8 on 8 channels of 10x12, batch 2, pad 1: the top is 2x8x10x12.
+    Forward_gpu's spatial_conv_fwd_kernel needs no im2col buffer (conv_layer.cu:56-68). Backward_gpu
+    (:188-216): sum_multiplier_ is the top's height x width, 10 * 12 = 120 floats, 480 bytes; `buffer`
+    is (top count / num) x kh x kw = 8*10*12 * 9 = 8,640 floats, 34,560 bytes. The bias reaches the
+    device only for its gradient (:179-184): bias_multiplier_ is the top's spatial size, 480 bytes.
+    BVLC's path would keep an im2col buffer of 8*9 x 10*12 floats instead, and none of the two."""
+    (tmp_path / "net.prototxt").write_text(DEPTHWISE)
+    net = build_nets(str(tmp_path / "net.prototxt"), schema="caffe_pro")[0]
+    held = layer_buffers(net, "dw")
+    assert held[("sum_multiplier_", "device")] == 480
+    assert held[("buffer", "device")] == 34_560
+    assert held[("bias_multiplier_", "device")] == 480
+    assert not any(name == "col_buffer_" for name, _ in held)
+    # in CPU mode the fork runs BVLC's code: its im2col buffer, 72 x 120 floats
+    assert layer_buffers(net, "dw", mode="cpu")[("col_buffer_", "host")] == 72 * 120 * 4

@@ -10,7 +10,7 @@ the rest of a net is counted with BVLC's layers. What it changes, and how it is 
 - cuDNN convolution: a workspace limit of 8 KiB, not 8 MiB (cudnn_conv_layer.cpp:116), and 3 streams
   and workspaces whatever the group (MAX_GROUP 1, cpp:13, 24-26, 192-193): the Convolution class below.
   Its Caffe-engine GPU code runs grouped convolutions with kernels of its own (conv_layer.cu:56-68,
-  188-216), which are not sized here.
+  188-216), with no im2col buffer and two blobs of its own: the Convolution class below.
 - Filter keeps a selector blob of its own and takes filter_param's num_output (filter_layer.cpp:9-66):
   not sized here. Matmul has no layer parameter in its caffe.proto (matmul_param is commented out) and
   no rule here. LossLayer no longer insists on two bottoms (loss_layer.hpp:32), which shapes nothing.
@@ -145,21 +145,50 @@ class Convolution(conv.Convolution):
     """BVLC's ConvolutionLayer (conv_layer.cpp and BaseConvolutionLayer as BVLC 9b89154's), with the
     fork's cuDNN workspace: each algorithm picked under 8 KiB (cudnn_conv_layer.cpp:116), and
     min(group, 1) x 3 workspaces (cpp:24-26, 41, 192-193), which the groups share (cu:22-27). In GPU
-    mode with Caffe's engine, a grouped convolution runs the fork's own kernels (conv_layer.cu:56-68,
-    188-216), with buffers protoaudit has no rule for: refused."""
+    mode with Caffe's engine, a grouped convolution runs the fork's own kernels (grouped_touches)."""
 
     workspace_limit = WORKSPACE_LIMIT
     workspace_groups = MAX_GROUP
 
     def touches(self, run):
-        group = self._setup(run.bottoms)[3]
-        own = self.lp.convolution_param.engine == 1  # the layer's own engine: CAFFE, whatever --engine says
-        self.check(group == 1 or run.mode != "gpu" or self.uses_cudnn(run),
-                   f"protoaudit has no rule for this Caffe's GPU kernels of a grouped convolution (group {group}: "
-                   "conv_layer.cu:56-68, 188-216)",
-                   fix="audit it with --mode cpu (the layer sets engine: CAFFE itself)" if own
-                   else "audit it with --engine cudnn, or --mode cpu")
-        return super().touches(run)
+        geo, channels, num_output, group = self._setup(run.bottoms)
+        if group == 1 or run.mode != "gpu" or self.uses_cudnn(run):
+            return super().touches(run)
+        return self.grouped_touches(run, geo)
+
+    def grouped_touches(self, run, geo):
+        """The fork's GPU code for group > 1 (conv_layer.cu, a depthwise convolution: each channel
+        with its own filter). Forward_gpu: spatial_conv_fwd_kernel writes the top from the bottom
+        and the filters, with no im2col buffer and no bias (:56-68, the bias add commented out), so
+        bias_multiplier_, set to ones on the host in Reshape, reaches the device only in the bias
+        gradient (:179-184). Backward_gpu takes the weight diff (:175) and, where the filters or
+        the bottom want a gradient, the bottom diff (:187); it reshapes sum_multiplier_ to the top's
+        height x width, ones set on the host (:189-190), and for the filters' gradient `buffer` to
+        (top count / num) x kh x kw, which spatial_conv_bwd_weight_kernel writes and a gemv with
+        sum_multiplier_ reduces into the weight diff (:192-205); spatial_conv_bwd_feature_kernel
+        writes the bottom diff (:207-216). Both blobs are members of the fork's ConvolutionLayer
+        (conv_layer.hpp:81-82)."""
+        top_spatial = count(run.tops[0], geo.axis + 1)
+        bias_grad = self.param.bias_term and run.param_propagate_down[1]
+        t = [touch.param(k, "data", "setup") for k in range(run.num_params)]
+        if self.param.bias_term:
+            t.append(touch.buffer("bias_multiplier_", top_spatial, "backward" if bias_grad else "setup",
+                                  per_sample=False, device="device" if bias_grad else "host"))
+        t += [touch.bottom(j, "data", "forward") for j in range(len(run.bottoms))]
+        t += [touch.top(j, "data", "forward") for j in range(len(run.tops))]
+        t += [touch.top(j, "diff", "backward") for j in range(len(run.tops))]
+        t.append(touch.param(0, "diff", "backward"))
+        if bias_grad:
+            t.append(touch.param(1, "diff", "backward"))
+        wants = [run.param_propagate_down[0] or down for down in run.propagate_down]
+        t += [touch.bottom(j, "diff", "backward") for j, w in enumerate(wants) if w]
+        if any(wants):
+            t.append(touch.buffer("sum_multiplier_", top_spatial, "backward", per_sample=False))
+        if run.param_propagate_down[0]:
+            per_image = count(run.tops[0]) // run.tops[0][0] * count(geo.kernel)
+            t.append(touch.buffer("buffer", per_image, "backward", per_sample=False,
+                                  note="(top count / num) x kh x kw"))
+        return t
 
 
 @register("Filter", fork=FORK)
