@@ -319,3 +319,14 @@ def test_a_python_layer_under_a_published_name_with_other_tops_is_read_as_the_re
     said = json.loads(r.stdout)["assumptions"]
     assert [a["override"] for a in said] == [f"--input {t}=1xCxHxW" for t in ("data", "im_info", "gt_a", "gt_b")]
     assert all("Python code, which protoaudit never runs" in a["assumption"] for a in said)
+
+
+def test_a_train_only_layer_reading_a_misspelt_blob_is_still_the_files_fault(tmp_path):
+    """The same file with a data layer whose label the TRAIN-only loss misspells: Caffe stops in the
+    TRAIN phase, and the refusal points at the name, not at the TEST net."""
+    (tmp_path / "net.prototxt").write_text(DEPLOY_WITH_TRAIN_LOSS.replace(
+        'layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 1 dim: 3 dim: 8 dim: 8 } } }',
+        'layer { name: "data" type: "Input" top: "data" top: "lable"\n'
+        '  input_param { shape { dim: 1 dim: 3 dim: 8 dim: 8 } shape { dim: 1 dim: 2 dim: 6 dim: 6 } } }'))
+    r = run_in_process("net.prototxt", cwd=tmp_path)
+    assert r.returncode == 2 and "did you mean 'lable'?" in r.stderr

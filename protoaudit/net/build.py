@@ -797,16 +797,17 @@ class _Builder:
                 return StageNeeded(message, "give its stage, as the solver or the tool that trains it does: "
                                    + " or ".join(f"--stage {st}" for st in stages), stages, name, maker.name)
             return OtherPhase(message, fix="give the phase it is in (--phase), or include it in this one")
+        near = closest(name, [n for n in self.available if "_split_" not in n])  # not a split Caffe named
         ruled = [r for r in lp.include if r.HasField("phase")]
-        if len(ruled) == len(lp.include) == 1 and not lp.exclude:
-            # no layer makes it, and its reader is in this phase only (a deploy file that keeps its
-            # TRAIN-only losses on labels no Input gives): the other phase's net leaves the reader out
+        if near is None and len(ruled) == len(lp.include) == 1 and not lp.exclude:
+            # no layer makes it nor a name like it, and its reader is in this phase only (a deploy file
+            # that keeps its TRAIN-only losses on labels no Input gives): the other phase's net leaves
+            # the reader out
             other = "test" if str(self.ctx.phase).upper() == "TRAIN" else "train"
             return OtherPhase(f"unknown bottom blob '{name}' (bottom {j}): no layer makes it, and this layer is in "
                               f"the {self.ctx.phase} phase only",
                               fix=f"audit the net without it (--phase {other}), or add the layer that makes "
                                   f"'{name}'")
-        near = closest(name, [n for n in self.available if "_split_" not in n])  # not a split Caffe named
         return Unwired(
             f"unknown bottom blob '{name}' (bottom {j}): no earlier layer produces it",
             fix=(f"did you mean '{near}'? " if near else "") + "Caffe builds layers in file order: check the name, "
