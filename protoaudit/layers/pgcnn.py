@@ -106,9 +106,10 @@ class MultiROIPooling(Layer):
 
     def touches(self, run):
         if run.mode != "gpu":
-            why = "PG-CNN's MultiROIPooling has no CPU code (multi_roi_pooling_layer.cpp:{}, NOT_IMPLEMENTED): Caffe " \
-                  "stops at its first {} pass in CPU mode"
-            return [touch.stop("forward", why.format(53, "forward")), touch.stop("backward", why.format(61, "backward"))]
+            why = ("PG-CNN's MultiROIPooling has no CPU code (multi_roi_pooling_layer.cpp:{}, NOT_IMPLEMENTED): "
+                   "Caffe stops at its first {} pass in CPU mode")
+            return [touch.stop("forward", why.format(53, "forward")),
+                    touch.stop("backward", why.format(61, "backward"))]
         points = run.bottoms[1][1]
         shaped = self.param().top_num
         t = [touch.bottom(0, "data", "forward"), touch.bottom(1, "data", "forward")]
