@@ -160,11 +160,12 @@ def test_a_check_that_fails_on_a_shape_taken_from_the_deploy_net_says_so(tmp_pat
     protoaudit does not know, with a deploy net beside whose label input is 3x49. The train net's
     Reshape of the sliced label to 12x24x2 fails on the 3x48 the deploy net's shape gives; Caffe, with
     the fork's layer and its batch of 12, makes 12x48. The refusal says the shape was taken, not that
-    Caffe stops there."""
+    Caffe stops there. (That CNN's MultiLabelImageData is read now, the fork pgcnn: the layer here is of a
+    type and a parameter no Caffe protoaudit reads has.)"""
     (tmp_path / "train.prototxt").write_text(
-        'layer { name: "data" type: "MultiLabelImageData" top: "data" top: "label"\n'
+        'layer { name: "data" type: "LandmarkListData" top: "data" top: "label"\n'
         '  transform_param { crop_size: 8 }\n'
-        '  multi_label_image_data_param { source: "/no/such/list.txt" batch_size: 12 label_num: 49 } }\n'
+        '  landmark_list_data_param { source: "/no/such/list.txt" batch_size: 12 label_num: 49 } }\n'
         'layer { name: "cut" type: "Slice" bottom: "label" top: "first" top: "rest"\n'
         '  slice_param { slice_point: 1 axis: 1 } }\n'
         'layer { name: "rois" type: "Reshape" bottom: "rest" top: "rois"\n'

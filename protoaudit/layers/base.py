@@ -116,6 +116,7 @@ FORK_MODULES = {
     "picanet": ("picanet",),
     "cascade": ("cascade",),
     "mscnn": ("mscnn",),
+    "pgcnn": ("pgcnn",),
 }
 _IMPORTED_FORKS = set()
 

@@ -107,6 +107,7 @@ FORKS = {
                "losses)",
     "mscnn": "MS-CNN's Caffe (zhaoweicai/mscnn: a 2016 BVLC Caffe with ImageGtData, BoxOutput, ProposalTarget, "
              "DecodeBBox, ROIPooling, ROIAlign, DetectionLoss and DetectionAccuracy)",
+    "pgcnn": "BVLC Caffe with PG-CNN's layers (mysee1989/PG-CNN: MultiLabelImageData, MultiROIPooling)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
