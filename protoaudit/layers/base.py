@@ -116,6 +116,8 @@ FORK_MODULES = {
     "picanet": ("picanet",),
     "cascade": ("cascade",),
     "mscnn": ("mscnn",),
+    "dyndilation": ("dyndilation",),
+    "ggl": ("ggl",),
 }
 _IMPORTED_FORKS = set()
 
