@@ -117,6 +117,8 @@ FORK_MODULES = {
     "cascade": ("cascade",),
     "mscnn": ("mscnn",),
     "pgcnn": ("pgcnn",),
+    "dyndilation": ("dyndilation",),
+    "ggl": ("ggl",),
 }
 _IMPORTED_FORKS = set()
 

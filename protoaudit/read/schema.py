@@ -108,6 +108,9 @@ FORKS = {
     "mscnn": "MS-CNN's Caffe (zhaoweicai/mscnn: a 2016 BVLC Caffe with ImageGtData, BoxOutput, ProposalTarget, "
              "DecodeBBox, ROIPooling, ROIAlign, DetectionLoss and DetectionAccuracy)",
     "pgcnn": "BVLC Caffe with PG-CNN's layers (mysee1989/PG-CNN: MultiLabelImageData, MultiROIPooling)",
+    "dyndilation": "caffe-dynamic-dilation (SSAW14/LearnableDilationNetwork: DeepLab v2's Caffe whose Convolution "
+                   "takes a dilation map as a second bottom, with Truncation and Duplicate)",
+    "ggl": "GGL's Caffe (liu-xb/GGL: a 2016 BVLC Caffe with NormalizationL2, VarLoss and SetLoss2)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
@@ -159,6 +162,9 @@ DESCENDS_FROM["cascade"] = ("mscnn", "fastrcnn", "rfcn", "priv")
 # MS-CNN's Caffe has a ROIPooling (pad_ratio) and a SmoothL1Loss of its own: a file with none of its own types
 # or fields (a py-faster-rcnn net) stays caffe-fast-rcnn's or py-R-FCN's
 DESCENDS_FROM["mscnn"] = ("fastrcnn", "rfcn")
+# caffe-dynamic-dilation is deeplab-public-ver2 with a learnable dilation: a file with none of its own types or
+# fields (no Truncation, Duplicate, truncation_param) stays DeepLab v2's
+DESCENDS_FROM["dyndilation"] = "deeplab_v2"
 # Descendants whose caffe.proto reads a file as their ancestor's does (FaceBoxes' is SSD's byte for
 # byte; TextBoxes' is SSD's of 2016, fewer fields; R-FCN's MATLAB Caffe's has py-R-FCN's fields by the
 # same names), so that only a build tells
