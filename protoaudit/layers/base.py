@@ -117,6 +117,7 @@ FORK_MODULES = {
     "cascade": ("cascade",),
     "mscnn": ("mscnn",),
     "pgcnn": ("pgcnn",),
+    "jaanet": ("jaanet",),
 }
 _IMPORTED_FORKS = set()
 

@@ -108,6 +108,8 @@ FORKS = {
     "mscnn": "MS-CNN's Caffe (zhaoweicai/mscnn: a 2016 BVLC Caffe with ImageGtData, BoxOutput, ProposalTarget, "
              "DecodeBBox, ROIPooling, ROIAlign, DetectionLoss and DetectionAccuracy)",
     "pgcnn": "BVLC Caffe with PG-CNN's layers (mysee1989/PG-CNN: MultiLabelImageData, MultiROIPooling)",
+    "jaanet": "BVLC Caffe with JAA-Net's layers (ZhiwenShao/JAANet: AlignDataTransform, AUMaskBasedLand, Division, "
+              "Combination, DiceCoefLoss, EuclideanLoss2-5, and its Data and SoftmaxWithLoss)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
