@@ -139,7 +139,8 @@ class AUMaskBasedLand(Layer):
     (num, 1, mask_size, mask_size), mask_size = round(img_size x spatial_scale) (cpp:23, :33-34), num
     LayerSetUp's (cpp:21). Reshape fills every top's host data with fill_value (cpp:36); Forward writes
     them on the host, reading landmark indices up to 45 x 2 + 1 = 91 of each image (cpp:51-134). GPU
-    mode runs the CPU code (cu:10, :18); Backward does nothing (cpp:169). No buffer."""
+    mode runs the CPU code (cu:10, :18); Backward does nothing (cpp:169). No buffer. The tops' device
+    copies, which the layers after it read, are counted from setup with the host's (drml._written)."""
 
     exact_bottoms = 1
     exact_tops = 13
@@ -155,9 +156,9 @@ class AUMaskBasedLand(Layer):
         return [(num, 1, size, size)] * 13
 
     def touches(self, run):
-        t = [touch.top(j, "data", "setup", device="host") for j in range(13)]  # Reshape's caffe_set, cpp:36
+        t = [x for j in range(13) for x in _written(touch.top, j, "data", "setup")]  # Reshape's caffe_set, cpp:36
         t += [touch.bottom(0, "data", "forward", device="host")]
-        return t + [touch.top(j, "data", "forward") for j in range(13)]
+        return t + [touch.top(j, "data", "forward", device="host") for j in range(13)]
 
 
 def _float32(x):
