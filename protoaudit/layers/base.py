@@ -119,6 +119,7 @@ FORK_MODULES = {
     "pgcnn": ("pgcnn",),
     "dyndilation": ("dyndilation",),
     "ggl": ("ggl",),
+    "jaanet": ("jaanet",),
 }
 _IMPORTED_FORKS = set()
 

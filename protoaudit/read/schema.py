@@ -111,6 +111,8 @@ FORKS = {
     "dyndilation": "caffe-dynamic-dilation (SSAW14/LearnableDilationNetwork: DeepLab v2's Caffe whose Convolution "
                    "takes a dilation map as a second bottom, with Truncation and Duplicate)",
     "ggl": "GGL's Caffe (liu-xb/GGL: a 2016 BVLC Caffe with NormalizationL2, VarLoss and SetLoss2)",
+    "jaanet": "BVLC Caffe with JAA-Net's layers (ZhiwenShao/JAANet: AlignDataTransform, AUMaskBasedLand, Division, "
+              "Combination, DiceCoefLoss, EuclideanLoss2-5, and its Data and SoftmaxWithLoss)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
