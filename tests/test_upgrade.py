@@ -144,6 +144,13 @@ FORK_V1_EXTRAS = {
     # upgrade_proto.cpp (complie_caffe.sh), whose UpgradeV1LayerType maps none of them and copies neither
     "drml": ({"IMAGE_DATA_MULTILABEL", "MULTI_SIGMOID_CROSS_ENTROPY_LOSS", "BOX", "SPLICE"},
              {"box_param", "splice_param"}),
+    # SSAW14/LearnableDilationNetwork 4838c44: caffe-dynamic-dilation's V1 enum gained STOP..TRUNCATION
+    # (42-48) and its V1 layer stop_param..truncation_param (caffe.proto:1448-1455), but its
+    # upgrade_proto.cpp's UpgradeV1LayerType ends at THRESHOLD (932-935: LOG(FATAL)) and
+    # UpgradeV1LayerParameter copies none of them
+    "dyndilation": ({"STOP", "LINEARTRANSFORM", "NLU", "DUPLICATE", "CROP", "MANUALCROP", "TRUNCATION"},
+                    {"stop_param", "linear_transform_param", "nlu_param", "duplicate_param", "crop_param",
+                     "manual_crop_param", "euclidean_param", "truncation_param"}),
 }
 
 
