@@ -94,6 +94,8 @@ FORK_MODULES = {
     "triplet_loss": ("triplet_loss",),
     "goodluckcwl": ("goodluckcwl",),
     "ssd_focal": ("ssd_focal",),
+    "tl_ssd": ("tl_ssd",),
+    "faceboxes_fixed": ("faceboxes_fixed",),
     "caffe_pro": ("caffe_pro",),
     "hsmyy": ("hsmyy",),
     "posenet": ("posenet",),

@@ -113,6 +113,10 @@ FORKS = {
     "ggl": "GGL's Caffe (liu-xb/GGL: a 2016 BVLC Caffe with NormalizationL2, VarLoss and SetLoss2)",
     "jaanet": "BVLC Caffe with JAA-Net's layers (ZhiwenShao/JAANet: AlignDataTransform, AUMaskBasedLand, Division, "
               "Combination, DiceCoefLoss, EuclideanLoss2-5, and its Data and SoftmaxWithLoss)",
+    "tl_ssd": "the traffic-light SSD's Caffe (julimueller/tl_ssd: SSD's with PriorBox offset_w/offset_h and "
+              "per-prior traffic-light states in DetectionOutput)",
+    "faceboxes_fixed": "a FaceBoxes Caffe with fixed-size anchors (zihaozhang9/FaceBoxes: SSD's with PriorBox "
+                       "fixed_size, fixed_ratio and density)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
@@ -129,7 +133,7 @@ SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 # Transpose or Reverse) is caffe-lstm's.
 DESCENDS_FROM = {"enet": "segnet", "pspnet": "deeplab_v2", "ctpn": "caffe_lstm",
                  "mobilenet_yolo": "ssd", "faceboxes": "ssd", "refinedet": "ssd", "textboxes": "ssd",
-                 "ssd_focal": "ssd",
+                 "ssd_focal": "ssd", "tl_ssd": "ssd", "faceboxes_fixed": "ssd",
                  "rfcn": "fastrcnn", "rfcn_matlab": "rfcn",
                  "triplet_loss": "video_triplet",  # wujiyang/Triplet-Loss ports caffe-video_triplet's layers
                  "goodluckcwl": "happynear",  # goodluckcwl/custom-caffe is happynear/caffe-windows (ms) of early 2018
