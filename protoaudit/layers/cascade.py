@@ -490,10 +490,11 @@ class ROIPooling(fastrcnn.ROIPooling):
     claims_files = False
 
     source = SOURCE
+    no_cpu_backward = "roi_pooling_layer.cpp:138"  # NOT_IMPLEMENTED
 
     def backward_touches(self, run):
         if run.mode == "cpu" and run.propagate_down[0]:
-            return [touch.stop("backward", f"{self.source}'s ROIPooling has no CPU backward (roi_pooling_layer.cpp:138, "
+            return [touch.stop("backward", f"{self.source}'s ROIPooling has no CPU backward ({self.no_cpu_backward}, "
                                "NOT_IMPLEMENTED): Caffe stops at the first backward pass in CPU mode")]
         return fastrcnn.into_the_map(run)
 

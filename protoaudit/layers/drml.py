@@ -118,13 +118,20 @@ class Splice(Layer):
         return [(n, c, top_h, top_w)]
 
     def touches(self, run):
-        bottoms = range(len(run.bottoms))
-        t = [touch.bottom(j, "data", "forward", device="host") for j in bottoms]
-        t += _written(touch.top, 0, "data", "forward")
-        if run.propagate_down[0]:
-            t.append(touch.top(0, "diff", "backward", device="host"))
-            t += [x for j in bottoms for x in _written(touch.bottom, j, "diff", "backward")]
-        return t
+        return host_paste_touches(run)
+
+
+def host_paste_touches(run):
+    """A layer whose GPU code calls its CPU code: it reads every bottom on the host and writes its
+    top there, then the device copy; backward, where bottom 0 wants a gradient, reads the top's diff
+    on the host and writes every bottom's diff (Splice here; JAA-Net's Combination)."""
+    bottoms = range(len(run.bottoms))
+    t = [touch.bottom(j, "data", "forward", device="host") for j in bottoms]
+    t += _written(touch.top, 0, "data", "forward")
+    if run.propagate_down[0]:
+        t.append(touch.top(0, "diff", "backward", device="host"))
+        t += [x for j in bottoms for x in _written(touch.bottom, j, "diff", "backward")]
+    return t
 
 
 @register("ImageDataMultilabel", fork=FORK)

@@ -40,11 +40,6 @@ class PriorBox(ssd.PriorBox):
             self.check(d > 0, "density must be positive")
             d = float(float32(d))
             priors = int(priors + (len(p.fixed_ratio) if p.fixed_ratio else ratios) * (d * d - 1))
-        if len(p.max_size):
-            self.check(len(p.max_size) == len(p.min_size),
-                       f"give one max_size per min_size ({len(p.min_size)} min_size, {len(p.max_size)} max_size)")
-            for lo, hi in zip(p.min_size, p.max_size):
-                self.check(hi > lo, f"max_size {hi} must be greater than min_size {lo}")
-            priors += len(p.max_size)
+        priors += self.max_size_priors(p)
         self.check_variances_and_steps(p)
         return priors

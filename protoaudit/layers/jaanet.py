@@ -26,7 +26,7 @@ import struct
 from . import touch
 from .base import Layer, count, legacy_shape, register
 from .data import Data as BvlcData
-from .drml import _coords, _int, _written
+from .drml import _coords, _int, _written, host_paste_touches
 from .losses import EuclideanLoss as BvlcEuclideanLoss
 from .losses import Loss
 from .losses import SoftmaxWithLoss as BvlcSoftmaxWithLoss
@@ -236,13 +236,7 @@ class Combination(Layer):
         return [(n, c, height, width)]
 
     def touches(self, run):
-        bottoms = range(len(run.bottoms))
-        t = [touch.bottom(j, "data", "forward", device="host") for j in bottoms]
-        t += _written(touch.top, 0, "data", "forward")
-        if run.propagate_down[0]:
-            t.append(touch.top(0, "diff", "backward", device="host"))
-            t += [x for j in bottoms for x in _written(touch.bottom, j, "diff", "backward")]
-        return t
+        return host_paste_touches(run)
 
 
 @register("DiceCoefLoss", fork=FORK)

@@ -212,12 +212,7 @@ class ROIPooling(cascade.ROIPooling):
     backward NOT_IMPLEMENTED (cpp:142-144)."""
 
     source = SOURCE
-
-    def backward_touches(self, run):
-        if run.mode == "cpu" and run.propagate_down[0]:
-            return [touch.stop("backward", f"{SOURCE}'s ROIPooling has no CPU backward (roi_pooling_layer.cpp:144, "
-                               "NOT_IMPLEMENTED): Caffe stops at the first backward pass in CPU mode")]
-        return fastrcnn.into_the_map(run)
+    no_cpu_backward = "roi_pooling_layer.cpp:144"
 
 
 @register("SmoothL1Loss", fork=FORK)

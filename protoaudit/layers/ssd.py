@@ -190,11 +190,13 @@ class PriorBox(Layer):
     min_bottoms = 1
     exact_tops = 1
 
-    @staticmethod
-    def ratios(p):
-        """The aspect ratios of prior_box_param `p`: 1 first, then each given ratio not already there
-        (to 1e-6) and, with flip, its inverse."""
-        ratios = [1.0]
+    implicit = (1.0,)  # the ratios every cell has before the given ones
+
+    @classmethod
+    def ratios(cls, p):
+        """The aspect ratios of prior_box_param `p`: 1 first (`implicit`), then each given ratio not
+        already there (to 1e-6) and, with flip, its inverse."""
+        ratios = list(cls.implicit)
         for ar in p.aspect_ratio:
             ar = float32(ar)
             if any(abs(ar - r) < 1e-6 for r in ratios):
@@ -208,15 +210,19 @@ class PriorBox(Layer):
         p = self.fork_param("prior_box_param")
         self.check(len(p.min_size) > 0, "must provide min_size")
         self.check(all(s > 0 for s in p.min_size), "min_size must be positive")
-        priors = len(self.ratios(p)) * len(p.min_size)
-        if len(p.max_size):
-            self.check(len(p.max_size) == len(p.min_size),
-                       f"give one max_size per min_size ({len(p.min_size)} min_size, {len(p.max_size)} max_size)")
-            for lo, hi in zip(p.min_size, p.max_size):
-                self.check(hi > lo, f"max_size {hi} must be greater than min_size {lo}")
-            priors += len(p.max_size)
+        priors = len(self.ratios(p)) * len(p.min_size) + self.max_size_priors(p)
         self.check_variances_and_steps(p)
         return priors
+
+    def max_size_priors(self, p):
+        """One prior for each max_size, each above its min_size (prior_box_layer.cpp's CHECKs)."""
+        if not len(p.max_size):
+            return 0
+        self.check(len(p.max_size) == len(p.min_size),
+                   f"give one max_size per min_size ({len(p.min_size)} min_size, {len(p.max_size)} max_size)")
+        for lo, hi in zip(p.min_size, p.max_size):
+            self.check(hi > lo, f"max_size {hi} must be greater than min_size {lo}")
+        return len(p.max_size)
 
     def check_variances_and_steps(self, p):
         """Setup's CHECKs on the variances, the image size and the step (prior_box_layer.cpp)."""

@@ -12,7 +12,7 @@ the SSD fork's (protoaudit.layers.ssd) or BVLC's.
 File:line references are to that commit's files, at the repository's root.
 """
 from . import ssd, touch
-from .base import carry, count, float32, legacy_shape, register
+from .base import carry, count, legacy_shape, register
 
 FORK = "tl_ssd"
 
@@ -29,17 +29,7 @@ class PriorBox(ssd.PriorBox):
     commented out). The top is (1, 2, H * W * priors * 4), which must not be empty (:121-132); Reshape
     reads bottom 1's size whatever img_size says (:119-120)."""
 
-    @staticmethod
-    def ratios(p):
-        ratios = []
-        for ar in p.aspect_ratio:
-            ar = float32(ar)
-            if any(abs(ar - r) < 1e-6 for r in ratios):
-                continue
-            ratios.append(ar)
-            if p.flip:
-                ratios.append(float32(1.0 / ar))
-        return ratios
+    implicit = ()  # no ratio 1 of its own (:20-38)
 
     def num_priors(self):
         p = self.fork_param("prior_box_param")

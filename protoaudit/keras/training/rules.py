@@ -1904,7 +1904,7 @@ class MelSpectrogram(Rule):
                              "not modelled", layer=node.path)
         x, out = node.inputs[0].spec, node.outputs[0].spec
         item = 8 if "float64" in (x.dtype, node.layer.compute_dtype) else 4
-        fft, stride = node.layer.get("fft_length", 2048), node.layer.get("sequence_stride", 512)
+        fft = node.layer.get("fft_length", 2048)
         rows, frames = prod(x.shape[:-1]), out.shape[-1]
         bins = rows * frames * (fft // 2 + 1) * item
         name = node.layer.name
