@@ -481,6 +481,11 @@ def float32(x):
         return math.copysign(math.inf, x)
 
 
+def c_round(x):
+    """C's round(): halves away from zero."""
+    return int(x + 0.5) if x >= 0 else -int(-x + 0.5)
+
+
 def count(shape, start=0, end=None):
     """The number of elements of a blob of `shape` (axes start to end): Blob::count."""
     return math.prod(shape[start:end])

@@ -18,16 +18,11 @@ the rest of a net is counted with BVLC's layers. What it changes, and how it is 
 File and line references are to that commit's files.
 """
 from . import conv, data, touch
-from .base import Layer, count, float32, register
+from .base import Layer, c_round, count, float32, register
 
 FORK = "caffe_pro"
 WORKSPACE_LIMIT = 8 * 1024  # cudnn_conv_layer.cpp:116: workspace_limit_bytes = 8*1024; //8*1024*1024
 MAX_GROUP = 1  # cudnn_conv_layer.cpp:13: streams, handles and workspaces for min(group, MAX_GROUP) groups
-
-
-def c_round(x):
-    """C's round(): halves away from zero."""
-    return int(x + 0.5) if x >= 0 else -int(-x + 0.5)
 
 
 @register("ImageData", fork=FORK)

@@ -15,10 +15,9 @@ Counts that only the data decides (boxes kept by NMS, ground-truth boxes, RoIs r
 are the largest the layer's parameters allow, said as assumptions with the --define that changes
 them, as the published layers' forward reshapes their tops to them.
 """
-import math
 
 from . import enet, fastrcnn, rfcn, touch
-from .base import Layer, carry, count, legacy_shape, register
+from .base import Layer, c_round, carry, count, legacy_shape, register
 from .conv import Deconvolution
 from .data import Prefetching
 from .losses import SoftmaxWithLoss
@@ -26,11 +25,6 @@ from .pooling import CeilModePooling
 
 FORK = "cascade"
 SOURCE = "Cascade R-CNN's Caffe"
-
-
-def c_round(x):
-    """C's round() of a non-negative value: halves away from zero."""
-    return int(math.floor(x + 0.5))
 
 
 def round32(x):

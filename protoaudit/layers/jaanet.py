@@ -21,12 +21,11 @@ File:line references are to that commit's include/, src/, tools/ and prep/ files
 import math
 import os
 import re
-import struct
 
 from . import touch
-from .base import Layer, count, legacy_shape, register
+from .base import Layer, count, float32, legacy_shape, register
 from .data import Data as BvlcData
-from .drml import _coords, _int, _written, host_paste_touches
+from .drml import _check_inside, _coords, _int, _written, host_paste_touches
 from .losses import EuclideanLoss as BvlcEuclideanLoss
 from .losses import Loss
 from .losses import SoftmaxWithLoss as BvlcSoftmaxWithLoss
@@ -152,24 +151,13 @@ class AUMaskBasedLand(Layer):
         self.check(dim > 91, f"bottom 0 {tuple(bottoms[0])} has {dim} values an image, but Forward reads landmark "
                    "values up to index 91 (point 45's y, au_mask_based_land_layer.cpp:105)",
                    fix="give the 49 landmarks' 98 coordinates an image")
-        size = math.floor(_float32(_float32(p.img_size) * _float32(p.spatial_scale)) + 0.5)  # float round, cpp:23
+        size = math.floor(float32(float32(p.img_size) * float32(p.spatial_scale)) + 0.5)  # float round, cpp:23
         return [(num, 1, size, size)] * 13
 
     def touches(self, run):
         t = [x for j in range(13) for x in _written(touch.top, j, "data", "setup")]  # Reshape's caffe_set, cpp:36
         t += [touch.bottom(0, "data", "forward", device="host")]
         return t + [touch.top(j, "data", "forward", device="host") for j in range(13)]
-
-
-def _float32(x):
-    return struct.unpack("f", struct.pack("f", x))[0]
-
-
-def _check_inside(layer, first, last, size, what, where):
-    if last >= size or first < 0:
-        layer.fail(f"{layer.lp.type} {what} reaches element {last if last >= size else first:,} of a blob of "
-                   f"{size:,} ({where}): Caffe would read and write out of its bounds",
-                   fix="give coordinates whose boxes lie inside the map")
 
 
 @register("Division", fork=FORK)
@@ -190,7 +178,7 @@ class Division(Layer):
         height, width = _int(p.height), _int(p.width)
         for x, y in _coords(self, p, len(self.lp.top)):
             if n and c and height > 0 and width > 0:
-                _check_inside(self, y * w + x, ((n - 1) * c + c - 1) * h * w + (y + height - 1) * w + x + width - 1,
+                _check_inside(self, (y * w + x, ((n - 1) * c + c - 1) * h * w + (y + height - 1) * w + x + width - 1),
                               n * c * h * w, f"box at x {x}, y {y} of {width}x{height}",
                               f"the bottom {n}x{c}x{h}x{w}, division_layer.cpp:70")
         return [(n, c, height, width)] * len(self.lp.top)
@@ -228,10 +216,10 @@ class Combination(Layer):
             bh, bw = s[2], s[3]
             if not (n and c and bh and bw):
                 continue
-            _check_inside(self, 0, ((n - 1) * c + c - 1) * bh * bw + bh * bw - 1, count(bottoms[i]), f"bottom {i}",
+            _check_inside(self, (0, ((n - 1) * c + c - 1) * bh * bw + bh * bw - 1), count(bottoms[i]), f"bottom {i}",
                           f"bottom {i} read with bottom 0's num {n} and channels {c}, combination_layer.cpp:64")
-            _check_inside(self, y * width + x, ((n - 1) * c + c - 1) * height * width + (y + bh - 1) * width + x + bw - 1,
-                          top, f"bottom {i} pasted at x {x}, y {y}",
+            last = ((n - 1) * c + c - 1) * height * width + (y + bh - 1) * width + x + bw - 1
+            _check_inside(self, (y * width + x, last), top, f"bottom {i} pasted at x {x}, y {y}",
                           f"the top {n}x{c}x{height}x{width}, combination_layer.cpp:65")
         return [(n, c, height, width)]
 

@@ -15,17 +15,12 @@ layer's parameters allow, said as assumptions with the --define that changes the
 forward reshapes their tops to them.
 """
 from . import cascade, fastrcnn, touch
-from .base import Layer, carry, count, legacy_shape, register
+from .base import Layer, c_round, carry, count, legacy_shape, register
 from .cxx import SHARED_PTR_BLOCK, grown
 from .data import CopyingPrefetching
 
 FORK = "mscnn"
 SOURCE = "MS-CNN's Caffe"
-
-
-def rows(shape):
-    """A blob's num() (Blob's legacy accessor)."""
-    return tuple(shape)[0] if len(shape) else 1
 
 
 # --- data layer ---------------------------------------------------------------------------------
@@ -111,7 +106,7 @@ class ImageGtData(ForkPrefetching, cascade._WindowData):
     def map_side(self, h, w, rate):
         """C++ integer divisions at setup, which load_batch CHECKs against the float ones rounded."""
         side = (h // rate, w // rate)
-        rounded = (cascade.c_round(h / rate), cascade.c_round(w / rate))
+        rounded = (c_round(h / rate), c_round(w / rate))
         self.check(rounded == side, f"the data's {h} x {w} is no multiple of downsample_rate {rate}: setup makes a "
                    f"{side[0]} x {side[1]} label map, load_batch CHECKs its rounded {rounded[0]} x {rounded[1]} "
                    "(image_gt_data_layer.cpp:649)")
@@ -329,7 +324,7 @@ class BboxAccuracy(cascade.BboxAccuracy):
     the three bottoms' nums only); tops (1, 1, 1, 1), one or two. CPU code only, no backward."""
 
     def reshape(self, bottoms):
-        nums = [rows(b) for b in bottoms]
+        nums = [cascade.rows(b) for b in bottoms]
         self.check(len(set(nums)) == 1, f"bottoms {', '.join(str(tuple(b)) for b in bottoms)} need the same num")
         return [(1, 1, 1, 1)] * len(self.lp.top)
 
