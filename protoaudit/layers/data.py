@@ -256,10 +256,11 @@ class DatasetLayer(DataSource):
             self.missing(batch, (channels, None, None), f"{e.message} ({e.fix})")
         return (h, w), f"image {self.files.shown(image, names[0])} ({w}x{h} {kind}, first in {source})", names
 
-    def list_touch(self, kind, names_of=None):
+    def list_touch(self, kind, names_of=None, values=0, what=""):
         """The list Caffe keeps (lines_: one pair per entry, names over 15 characters on the heap,
         in a vector grown by doubling), when the list was found; `names_of(line)` gives the names an
-        entry keeps (default: ImageData's "path label" line, DenseImageData's two names)."""
+        entry keeps (default: ImageData's "path label" line, DenseImageData's two names). A fork's
+        entry may also keep a vector of `values` 4-byte labels (`what`: floats, ints)."""
         lists = reader("lists")
         example = getattr(self, "example", None)  # a list of an example, known though not on disk
         if example is not None:
@@ -270,8 +271,9 @@ class DatasetLayer(DataSource):
             names_of = names_of or (lists.image_line_names if kind == "ImageData" else lists.pair_names)
             e = LIST_ENTRIES(self.list_path, names_of)
         capacity = 1 << max(0, e.count - 1).bit_length() if e.count else 0
-        return [touch.host("lines_", capacity * LIST_ENTRY_BYTES[kind] + e.name_bytes,
-                           f"{e.count:,} entries" + ("" if e.exact else " (estimated from the list's size)"))]
+        return [touch.host("lines_", capacity * LIST_ENTRY_BYTES[kind] + e.name_bytes + e.count * 4 * values,
+                           f"{e.count:,} entries" + ("" if e.exact else " (estimated from the list's size)")
+                           + (f", {values} {what} each" if values else ""))]
 
     def unread(self, e, what):
         """The dataset is there but its reader's library is not installed: the parameters' shape is
@@ -582,13 +584,10 @@ class ImageData(Prefetching):
             t.append(touch.host("cv::resize thread state", OPENCV_RESIZE_BYTES))
         return t
 
-    def float_list_touches(self, kind, floats, names_of):
+    def float_list_touches(self, kind, floats, names_of, what="floats"):
         """reader_touches of a fork's ImageData whose list keeps, per entry, its name and a vector of
-        `floats` floats (a multi-label line): lines_ grows by 4 x floats bytes an entry."""
-        t = self.list_touch(kind, names_of)
-        if t:
-            entries = int(t[0].note.split(" ")[0].replace(",", ""))
-            t = [touch.host("lines_", t[0].elements + entries * 4 * floats, t[0].note + f", {floats} floats each")]
+        `floats` 4-byte labels (a multi-label line): lines_ grows by 4 x floats bytes an entry."""
+        t = self.list_touch(kind, names_of, floats, what)
         if self.fixed_size():
             t.append(touch.host("cv::resize thread state", OPENCV_RESIZE_BYTES))
         return t

@@ -126,8 +126,8 @@ class ImageDataV2(V2Prefetching, ImageData):
     def first_names(self, list_path):
         return [self.param().root_folder + FIRST_TOKENS(list_path, 1, "image list")[0]]
 
-    def list_touch(self, kind, names_of=None):
-        return super().list_touch(kind, lists.name_label_names)
+    def list_touch(self, kind, names_of=None, values=0, what=""):
+        return super().list_touch(kind, lists.name_label_names, values, what)
 
 
 @register("WindowData", fork=V2)

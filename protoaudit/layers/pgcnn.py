@@ -11,7 +11,7 @@ File:line references are to that commit's include/ and src/ files.
 """
 from . import touch
 from .base import Layer, count, legacy_shape, register
-from .data import FIRST_TOKENS, LIST_ENTRY_BYTES, OPENCV_RESIZE_BYTES, ImageData
+from .data import FIRST_TOKENS, LIST_ENTRY_BYTES, ImageData
 
 FORK = "pgcnn"
 LIST_ENTRY_BYTES.setdefault("MultiLabelImageData", 56)  # sizeof(pair<string, vector<int>>)
@@ -47,15 +47,7 @@ class MultiLabelImageData(ImageData):
     def reader_touches(self, run):
         """lines_ (hpp:40): per entry its name and a vector of label_num ints (cpp:47-52), one entry a
         line; cv::resize's state with new_height/new_width, as ImageData's."""
-        label_num = self.param().label_num
-        t = self.list_touch("MultiLabelImageData", _name)
-        if t:
-            entries = int(t[0].note.split(" ")[0].replace(",", ""))
-            t = [touch.host("lines_", t[0].elements + entries * 4 * label_num,
-                            t[0].note + f", {label_num} ints each")]
-        if self.fixed_size():
-            t.append(touch.host("cv::resize thread state", OPENCV_RESIZE_BYTES))
-        return t
+        return self.float_list_touches("MultiLabelImageData", self.param().label_num, _name, "ints")
 
 
 @register("MultiROIPooling", fork=FORK)
