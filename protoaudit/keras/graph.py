@@ -87,6 +87,11 @@ def _is_ref(value):
             and isinstance(value[1], int) and isinstance(value[2], int))
 
 
+def _unknown_axes(shape):
+    """Whether an input's shape leaves an axis after the batch unknown (None, or not a positive size)."""
+    return any(not isinstance(d, int) or d <= 0 for d in shape[1:])
+
+
 class _Builder:
     def __init__(self, model_file, batch, declared):
         self.file = model_file
@@ -142,7 +147,7 @@ class _Builder:
         self._all_at_once(top, root, inputs)
         tensors = []
         for name, shape, dtype in inputs:
-            if any(not isinstance(d, int) or d <= 0 for d in shape[1:]):
+            if _unknown_axes(shape):
                 raise self.error(f"input '{name}' has shape {self._show(shape)}: every axis but the batch must be "
                                  "known", fix=f"declare it, e.g. --input {name}={self._example(shape)}")
             spec = Spec((self.batch,) + tuple(shape[1:]), dtype)
@@ -161,8 +166,7 @@ class _Builder:
         """Where more than one thing must be declared (inputs with unknown axes, layers whose code is
         never run or whose shape rule is not known), one refusal names them all, so one run says
         every --input the model needs."""
-        unknown = [(name, shape) for name, shape, _ in inputs if any(not isinstance(d, int) or d <= 0
-                                                                      for d in shape[1:])]
+        unknown = [(name, shape) for name, shape, _ in inputs if _unknown_axes(shape)]
         layers = self._unreadable(top, root)
         if len(unknown) + len(layers) < 2:
             return  # the one refusal comes where the model is read, as it always has
