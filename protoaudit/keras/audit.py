@@ -69,7 +69,9 @@ class KerasAudit:
     slots_per_variable: int = 0
     slot_bytes: int = 0
     step_peak_bytes: int = 0
+    # the range of the executor's orders the step's model lays out (program.build_step); the verdict takes its high end
     step_peak_low_bytes: int = 0
+    step_peak_high_bytes: int = 0
     grows: int = 0  # of the step's peak, the bytes that grow with the batch (a second audit at batch+1)
     peak: object = None  # protoaudit.memory.timeline.Peak
     unmodelled: list = field(default_factory=list)
@@ -84,6 +86,11 @@ class KerasAudit:
     @property
     def total_bytes(self):
         return self.context + self.weights_bytes + self.slot_bytes + self.step_peak_bytes
+
+    @property
+    def high_total_bytes(self):
+        """The total with the step's peak at the high end of the executor's orders: what the verdict takes."""
+        return self.total_bytes + self.step_peak_high_bytes - self.step_peak_bytes
 
     @property
     def activation_bytes(self):
@@ -172,12 +179,13 @@ def audit_keras(path, *, batch=None, optimizer=None, loss=None, mode="cpu", inpu
                       device=mode, metrics=model.metrics)
     rounding = BFC_ROUNDING if mode == "gpu" else 1
     peak = step.program.peak(rounding=rounding)
-    low = step.other.peak(rounding=rounding).bytes if step.other is not None else peak.bytes
+    others = [p.peak(rounding=rounding).bytes for p in ([step.other] if step.other is not None else []) + step.orders]
     result.peak = peak
     result.unmodelled = sorted(set(step.unmodelled))
     result.undercounted = step.undercounted
     result.step_peak_bytes = peak.bytes + STEP_OVERHEAD[model.flavour]
-    result.step_peak_low_bytes = result.step_peak_bytes - max(0, peak.bytes - low)
+    result.step_peak_low_bytes = result.step_peak_bytes - (peak.bytes - min([peak.bytes] + others))
+    result.step_peak_high_bytes = result.step_peak_bytes + (max([peak.bytes] + others) - peak.bytes)
     result.grows = sum(peak.live.get(kind, 0) for kind in GROWING)
     if mode == "gpu":
         result.context = DEFAULT_CONTEXT_BYTES if context is None else int(context)
@@ -216,13 +224,13 @@ def check_fit(result, budget):
     gradients grow with the batch)."""
     from ..memory.fit import Fit
 
-    total = result.total_bytes
+    total = result.high_total_bytes
     fit = Fit(budget, total, total <= budget, result.batch, None, result.batch, None, None)
     totals = {result.batch: total}
 
     def fits(batch):
         if batch not in totals:
-            totals[batch] = reaudit(result, batch).total_bytes
+            totals[batch] = reaudit(result, batch).high_total_bytes
         return totals[batch] <= budget
 
     if not fits(1):
@@ -248,9 +256,9 @@ def check_fit(result, budget):
 
 
 def sweep(result, batches, budget=None):
-    """(batch, total, fits) at each batch."""
+    """(batch, total, fits) at each batch, the total at the high end of the executor's orders (as the verdict's)."""
     out = []
     for b in batches:
-        total = result.total_bytes if b == result.batch else reaudit(result, b).total_bytes
+        total = (result if b == result.batch else reaudit(result, b)).high_total_bytes
         out.append((b, total, None if budget is None else total <= budget))
     return out

@@ -37,15 +37,26 @@ def headline(a):
         f"  weights           {size(a.weights_bytes):>10}   {a.params:,} params: {a.trainable_params:,} trainable, "
         f"{a.params - a.trainable_params:,} non-trainable",
         f"  optimizer slots   {size(a.slot_bytes):>10}",
-        f"  one step's peak   {size(a.step_peak_bytes):>10}   " + (
-            f"(TensorFlow's executor order can make it {size(a.step_peak_low_bytes)})"
-            if a.step_peak_low_bytes < 0.99 * a.step_peak_bytes else "above what lives across steps"),
+        f"  one step's peak   {size(a.step_peak_bytes):>10}   " + _order_range(a),
     ]
     if a.context:
         lines.append(f"  CUDA context      {size(a.context):>10}   (estimate; --context)")
-    lines.append(f"  total             {size(a.total_bytes):>10}")
+    lines.append(f"  total             {size(a.total_bytes):>10}" + (
+        f"   up to {size(a.high_total_bytes)} in another order, which the verdict takes" if _wider(a) else ""))
     lines += _verdict(a)
     return lines
+
+
+def _wider(a):
+    """Whether the executor's other orders reach above the step's peak by more than 1%."""
+    return a.step_peak_high_bytes > 1.01 * a.step_peak_bytes
+
+
+def _order_range(a):
+    if a.step_peak_low_bytes >= 0.99 * a.step_peak_bytes and not _wider(a):
+        return "above what lives across steps"
+    low, high = min(a.step_peak_low_bytes, a.step_peak_bytes), max(a.step_peak_high_bytes, a.step_peak_bytes)
+    return f"(TensorFlow's executor order can make it {size(low)} to {size(high)})"
 
 
 def keras_named(a):
@@ -159,6 +170,7 @@ def to_dict(a):
         "weights_bytes": a.weights_bytes, "trainable_bytes": a.trainable_bytes,
         "slots_per_variable": a.slots_per_variable, "slot_bytes": a.slot_bytes,
         "step_peak_bytes": a.step_peak_bytes, "step_peak_low_bytes": a.step_peak_low_bytes,
+        "step_peak_high_bytes": a.step_peak_high_bytes, "high_total_bytes": a.high_total_bytes,
         "step_peak_growing_bytes": a.grows,
         "context_bytes": a.context, "total_bytes": a.total_bytes, "recipe_bytes": a.recipe_bytes,
         "peak": {"at": p.step, "live": p.live,

@@ -220,6 +220,13 @@ def _conv_dims(node, swapped=False):
     return x.shape[0], prod(spatial), _taps(node, len(spatial)) * cin, cout
 
 
+def filter_order(s, guess):
+    """Whether a convolution's filter gradient is set aside: the rules' guess from the traces (Conv's
+    and OtherConv's grads_late), or, where build_step lays out the executor's other orders, the one it asks for."""
+    s.order_guessed = True
+    return guess if s.conv_order is None else s.conv_order == "late"
+
+
 @rule("Conv1D", "Conv2D", "Conv3D", "Convolution1D", "Convolution2D", "Convolution3D")
 class Conv(_Weighted):
     """Conv2D (Conv1D through ExpandDims, which shares memory), BiasAdd into it, the activation; the
@@ -243,8 +250,8 @@ class Conv(_Weighted):
             return False
         in_chain = s.dropout and optimizers.reads_no_gradient(s.flavour, s.optimizer) is not None
         conv2d = len(node.inputs[0].spec.shape) != 3 or self.reshaped(node)[1] is not None
-        return ((s.flavour == "tf_keras" and not in_chain) or (s.joins and conv2d) or s.spatial_loss
-                or (s.flavour == "keras3" and id(node) in s.after_dropout))
+        return filter_order(s, (s.flavour == "tf_keras" and not in_chain) or (s.joins and conv2d) or s.spatial_loss
+                            or (s.flavour == "keras3" and id(node) in s.after_dropout))
 
     @staticmethod
     def through_xla(s, node):
@@ -427,12 +434,11 @@ class OtherConv(_Weighted):
     -6.8% so; the Conv3DTranspose autoencoder +32.6% to -0.3%; a U-Net's wait, as above)."""
 
     def grads_late(self, s, node):
-        if s.flavour == "keras3":
-            return s.joins
-        if node.layer.class_name in ("Conv2DTranspose", "Conv3DTranspose", "Convolution2DTranspose",
-                                     "Convolution3DTranspose", "Deconvolution2D"):
-            return s.joins
-        return not node.layer.class_name.startswith("Separable")
+        if s.flavour == "keras3" or node.layer.class_name in (
+                "Conv2DTranspose", "Conv3DTranspose", "Convolution2DTranspose", "Convolution3DTranspose",
+                "Deconvolution2D"):
+            return filter_order(s, s.joins)
+        return filter_order(s, not node.layer.class_name.startswith("Separable"))
 
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
