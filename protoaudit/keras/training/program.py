@@ -7,8 +7,8 @@ The backward pass runs in the order of TensorFlow's executor on one thread (`_Ex
 of gradients depth first, with the weight gradients of Dense layers (and of convolutions in
 tf_keras without a Dropout, or in Keras 3 where branches join: the rules' `grads_late`) and the
 other branches of a fork set aside on a stack until the chain waits; what they read lives until then.
-Which way a convolution's two gradients go is the rules' guess, so build_step also lays the step out
-with every filter gradient set aside and with none, for the range of orders. Each layer's ops
+Whether a Dense or convolution weight gradient runs before its input gradient is the rules' guess, so
+build_step also lays the step out with every one set aside and with every one in the chain: the range. Each layer's ops
 and what their gradients keep are its rule's (rules.py); the optimizer's are optimizers.py's. A
 tensor lives until its last reader, as TensorFlow's executor frees it; an op may write into an input
 it reads last (buffer forwarding).
@@ -30,8 +30,8 @@ class Step:
     program: Program
     early: bool = False  # some update ops read no gradient and run at the step's start
     other: Program = None  # the same step in the other order TensorFlow's executor can take, where there is one
-    # the same step with every convolution's filter gradient set aside, and with none in the chain: the
-    # two orders the rules' guess (rules.Conv.grads_late) chooses between, where the model has a convolution
+    # the same step with every Dense and convolution weight gradient set aside, and with every one in the chain:
+    # the two orders the rules' guess (rules.weights_aside) chooses between
     orders: list = field(default_factory=list)
     unmodelled: list = field(default_factory=list)  # class names without a rule (taken as pass-through)
     undercounted: list = field(default_factory=list)  # layers whose rule leaves out what a setting adds: why
@@ -45,9 +45,10 @@ class StepBuilder:
         self.device = device
         self.flavour = flavour
         self.threads = threads
-        # "late" or "chain": every convolution's filter gradient so (build_step's other orders); None: the rules' guess
-        self.conv_order = None
-        self.order_guessed = False  # a convolution's filter-gradient order was guessed (rules.filter_order)
+        # "late" or "chain": every Dense and convolution weight gradient so (build_step's other orders); None: the
+        # rules' guess
+        self.weight_order = None
+        self.order_guessed = False  # a weight gradient's order was guessed (rules.weights_aside)
         self.prog = Program()
         self.batch = graph.batch
         self.logits = set()  # id(output tensor) whose loss took the logits under its softmax/sigmoid
@@ -112,22 +113,23 @@ class StepBuilder:
 def build_step(graph, *, flavour, optimizer, loss, weights, device="cpu", metrics=False):
     """The Step of one training step of `graph`, with the executor's range: the update ops that read
     no gradient run at the step's start (what the measurements show; the high end) or just before
-    their update (the low end). `optimizer`: (name, config); `loss`: as the file or --loss gives it;
+    their update (the low end); and, where a layer's weight-gradient order is guessed, every one set
+    aside and every one in the chain (`orders`). `optimizer`: (name, config); `loss`: as the file or --loss gives it;
     `weights`: {layer: [Weight]} of the graph; `device`: cpu (TensorFlow's CPU kernels' scratch) or gpu;
     `metrics`: whether the model was compiled with metrics, which read its outputs."""
     high, guessed = _build(graph, flavour, optimizer, loss, weights, device, metrics, early=True)
     if high.early:  # the other order exists only where some update op reads no gradient
         high.other = _build(graph, flavour, optimizer, loss, weights, device, metrics, early=False)[0].program
-    if guessed:  # which of a convolution's two gradients the executor runs first is not derived (rules.Conv)
+    if guessed:  # which of a layer's input and weight gradients the executor runs first is not derived
         high.orders = [_build(graph, flavour, optimizer, loss, weights, device, metrics, early=True,
-                              conv_order=order)[0].program for order in ("late", "chain")]
+                              weight_order=order)[0].program for order in ("late", "chain")]
     return high
 
 
-def _build(graph, flavour, optimizer, loss, weights, device, metrics, early, conv_order=None):
+def _build(graph, flavour, optimizer, loss, weights, device, metrics, early, weight_order=None):
     """(the Step, whether a convolution's filter-gradient order was guessed)."""
     s = StepBuilder(graph, flavour, device=device)
-    s.conv_order = conv_order
+    s.weight_order = weight_order
     s._weights = {id(layer): list(ws) for layer, ws in weights.items()}
     s.optimizer = optimizer
     if not metrics:  # the outputs whose softmax or sigmoid Grappler prunes (rules.act_forward)

@@ -125,6 +125,15 @@ class _Weighted(Rule):
         return out
 
 
+def weights_aside(s, guess):
+    """Whether a Dense layer's or a convolution's weight gradients are set aside (their grads_late): the
+    rules' guess from the traces, or, where build_step lays out the executor's other orders, the one it
+    asks for (the age and gender CNN's two heads, traced in tf_keras, ran its Dense kernel gradient and
+    its convolutions' filter gradients before their input gradients, against the guess)."""
+    s.order_guessed = True
+    return guess if s.weight_order is None else s.weight_order == "late"
+
+
 @rule("Dense", "EinsumDense")
 class Dense(_Weighted):
     """MatMul (a Tensordot's reshapes share memory), BiasAdd into it, the activation. Its weight
@@ -132,7 +141,7 @@ class Dense(_Weighted):
     seed 002's; Keras 3's small CNN), so its input and output gradient live until then."""
 
     def grads_late(self, s, node):
-        return True
+        return weights_aside(s, True)
 
     def dims(self, node):
         """(rows, input features, units) of the layer's MatMul, the leading axes taken as rows."""
@@ -220,13 +229,6 @@ def _conv_dims(node, swapped=False):
     return x.shape[0], prod(spatial), _taps(node, len(spatial)) * cin, cout
 
 
-def filter_order(s, guess):
-    """Whether a convolution's filter gradient is set aside: the rules' guess from the traces (Conv's
-    and OtherConv's grads_late), or, where build_step lays out the executor's other orders, the one it asks for."""
-    s.order_guessed = True
-    return guess if s.conv_order is None else s.conv_order == "late"
-
-
 @rule("Conv1D", "Conv2D", "Conv3D", "Convolution1D", "Convolution2D", "Convolution3D")
 class Conv(_Weighted):
     """Conv2D (Conv1D through ExpandDims, which shares memory), BiasAdd into it, the activation; the
@@ -250,7 +252,7 @@ class Conv(_Weighted):
             return False
         in_chain = s.dropout and optimizers.reads_no_gradient(s.flavour, s.optimizer) is not None
         conv2d = len(node.inputs[0].spec.shape) != 3 or self.reshaped(node)[1] is not None
-        return filter_order(s, (s.flavour == "tf_keras" and not in_chain) or (s.joins and conv2d) or s.spatial_loss
+        return weights_aside(s, (s.flavour == "tf_keras" and not in_chain) or (s.joins and conv2d) or s.spatial_loss
                             or (s.flavour == "keras3" and id(node) in s.after_dropout))
 
     @staticmethod
@@ -437,8 +439,8 @@ class OtherConv(_Weighted):
         if s.flavour == "keras3" or node.layer.class_name in (
                 "Conv2DTranspose", "Conv3DTranspose", "Convolution2DTranspose", "Convolution3DTranspose",
                 "Deconvolution2D"):
-            return filter_order(s, s.joins)
-        return filter_order(s, not node.layer.class_name.startswith("Separable"))
+            return weights_aside(s, s.joins)
+        return weights_aside(s, not node.layer.class_name.startswith("Separable"))
 
     def forward(self, s, node, xs):
         out = node.outputs[0].spec
