@@ -60,8 +60,8 @@ def parser():
                    "Caffe log given as the path: those of every run it holds)")
     p.add_argument("--plot", metavar="FILE",
                    help="also draw memory by layer, stacked by category, with the running total and the card, "
-                   "into FILE.svg or FILE.png (with --sweep: memory against the batch; needs pip install "
-                   "'protoaudit[plot]')")
+                   "into FILE.svg or FILE.png (a Keras model: one training step's memory over time; with --sweep: "
+                   "memory against the batch; needs pip install 'protoaudit[plot]')")
     p.add_argument("--sweep", metavar="BATCHES",
                    help="the totals at each batch: 1,2,4,8 or 1..64 (with --gpu-mem, whether each fits); "
                    "--format csv then writes one row per batch")

@@ -74,6 +74,7 @@ class KerasAudit:
     step_peak_high_bytes: int = 0
     grows: int = 0  # of the step's peak, the bytes that grow with the batch (a second audit at batch+1)
     peak: object = None  # protoaudit.memory.timeline.Peak
+    program: object = field(default=None, repr=False)  # the step's timeline (Program), in the guess's order
     unmodelled: list = field(default_factory=list)
     undercounted: list = field(default_factory=list)  # (layer, what its rule leaves out): the peak is low
     rows: list = field(default_factory=list)
@@ -181,6 +182,7 @@ def audit_keras(path, *, batch=None, optimizer=None, loss=None, mode="cpu", inpu
     peak = step.program.peak(rounding=rounding)
     others = [p.peak(rounding=rounding).bytes for p in ([step.other] if step.other is not None else []) + step.orders]
     result.peak = peak
+    result.program = step.program
     result.unmodelled = sorted(set(step.unmodelled))
     result.undercounted = step.undercounted
     result.step_peak_bytes = peak.bytes + STEP_OVERHEAD[model.flavour]

@@ -50,7 +50,7 @@ def is_keras_file(path):
 # options of Caffe's audit that a Keras model has no use for: refused by name, never ignored
 CAFFE_ONLY = {"phase": None, "stage": [], "level": None, "test_batch": None, "engine": "caffe", "solver_type": None,
               "inference": False, "define": [], "fork": None, "caffe_proto": None, "log": None, "root": None,
-              "caffe_log": False, "plot": None, "shapes": None}
+              "caffe_log": False, "shapes": None}
 
 
 def _refuse_caffe_options(args):
@@ -73,8 +73,14 @@ def _audit(path, args, batch, freeze):
 def run(args):
     from ..report.keras_format import render
 
+    if args.plot:  # matplotlib is imported only then; a missing one is refused before the audit
+        from ..report import chart
+        chart.check(args.plot)
     result = _audit(args.path, args, args.batch, args.freeze)
     print(render(result, args.format))
+    if args.plot:
+        from ..report import keras_chart
+        keras_chart.draw(result, args.plot)
     return 1 if result.fit is not None and not result.fit.fits else 0
 
 

@@ -65,10 +65,10 @@ class Program:
         for i in ids:
             self.bufs[i].held = True
 
-    def peak(self, top=5, rounding=1):
-        """Walk the steps once: allocate what each makes (unless forwarded), note the peak with its
-        scratch, then free what was read for the last time. `rounding`: every allocation rounded up to
-        a multiple of it (an allocator's granularity)."""
+    def _walk(self, rounding):
+        """Walk the steps once: allocate what each makes (unless forwarded), yield (step, live buffer
+        ids, live bytes) at its height (its scratch not included), then free what was read for the last
+        time. `rounding`: every allocation rounded up to a multiple of it (an allocator's granularity)."""
         bufs = self.bufs
         if rounding > 1:
             for b in bufs:
@@ -78,7 +78,7 @@ class Program:
         for k, s in enumerate(self.steps):
             for r in s.reads:
                 bufs[r].last = k
-        live, best, at, snapshot = 0, -1, None, None
+        live = 0
         alive = set()
         for k, s in enumerate(self.steps):
             taken = {}
@@ -95,9 +95,7 @@ class Program:
                     bufs[m].alias = src
                 alive.add(m)
                 live += bufs[m].bytes
-            if live + s.scratch > best:
-                best, at = live + s.scratch, s.label
-                snapshot = (set(alive), s)
+            yield s, alive, live
             for r in s.reads:
                 if r in alive and bufs[r].last == k and not bufs[r].held:
                     alive.discard(r)
@@ -106,6 +104,15 @@ class Program:
                 if m in alive and bufs[m].last < k and not bufs[m].held:  # made and never read
                     alive.discard(m)
                     live -= bufs[m].bytes
+
+    def peak(self, top=5, rounding=1):
+        """The largest live bytes of any step with its scratch, where it occurs and what is live there."""
+        bufs = self.bufs
+        best, at, snapshot = -1, None, None
+        for s, alive, live in self._walk(rounding):
+            if live + s.scratch > best:
+                best, at = live + s.scratch, s.label
+                snapshot = (set(alive), s)
         result = Peak(max(best, 0), at)
         if snapshot is not None:
             ids, s = snapshot
@@ -122,3 +129,16 @@ class Program:
                 groups[(f"{s.label} scratch", "scratch")] = [s.scratch, 1]
             result.groups = sorted(((b, n, label, kind) for (label, kind), (b, n) in groups.items()), reverse=True)[:top]
         return result
+
+    def timeline(self, rounding=1):
+        """Each step's label and its live bytes by kind, its scratch as "scratch" (what a chart draws)."""
+        bufs = self.bufs
+        out = []
+        for s, alive, _ in self._walk(rounding):
+            kinds = {}
+            for i in alive:
+                kinds[bufs[i].kind] = kinds.get(bufs[i].kind, 0) + bufs[i].bytes
+            if s.scratch:
+                kinds["scratch"] = kinds.get("scratch", 0) + s.scratch
+            out.append((s.label, kinds))
+        return out

@@ -49,9 +49,13 @@ def _matplotlib(path):
 def draw(audit, summary, fit, path):
     """Write the chart of `summary` (and the card of `fit`, if any) to `path` (.svg or .png)."""
     check(path)
+    save(sweep_figure(audit, audit.sweep, path) if audit.sweep is not None else figure(audit, summary, fit, path), path)
+
+
+def save(fig, path):
+    """Write a Figure as .svg (no date, fixed ids: the same chart gives the same file) or .png."""
     import matplotlib
 
-    fig = sweep_figure(audit, audit.sweep, path) if audit.sweep is not None else figure(audit, summary, fit, path)
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "protoaudit"}):
         try:
             fig.savefig(path, format=os.path.splitext(path)[1][1:].lower(), metadata=_metadata(path))
