@@ -139,7 +139,7 @@ def sweep_figure(audit, sweep, path=""):
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     top = max([r.total for r in rows] + [r.other_engine_total or 0 for r in rows] + [sweep.budget or 0, 1])
-    name, scale = unit(top)
+    scale = unit(top)[1]
     batches = [r.batch for r in rows]
     ax.plot(batches, [r.total / scale for r in rows], marker="o", markersize=3, color="#c00000",
             label=f"total ({sweep.engine})", gid="sweep-total")
@@ -148,14 +148,21 @@ def sweep_figure(audit, sweep, path=""):
                 label=f"with {sweep.other_engine}", gid="sweep-other")
     ax.plot(batches, [r.fixed / scale for r in rows], color="#888888", linestyle="--",
             label="does not grow with the batch", gid="sweep-fixed")
-    if sweep.budget is not None:
-        ax.axhline(sweep.budget / scale, color="#000000", linestyle="--", linewidth=1.2,
-                   label=f"card: {size(sweep.budget)}", gid="card")
+    return against_batch(fig, ax, audit.path, sweep.budget, top, "upper left")
+
+
+def against_batch(fig, ax, path, budget, top, legend):
+    """The frame of a chart against the batch (Caffe's and Keras's --sweep): the card, the axes, the
+    legend at `legend`, the title."""
+    name, scale = unit(top)
+    if budget is not None:
+        ax.axhline(budget / scale, color="#000000", linestyle="--", linewidth=1.2, label=f"card: {size(budget)}",
+                   gid="card")
     ax.set_ylim(0, top / scale * 1.08)
     ax.set_xlabel("batch")
     ax.set_ylabel(f"memory ({name})")
-    ax.legend(loc="upper left", fontsize=8, frameon=False)
-    fig.suptitle(f"{audit.path}: memory against the batch", fontsize=10)
+    ax.legend(loc=legend, fontsize=8, frameon=False)
+    fig.suptitle(f"{path}: memory against the batch", fontsize=10)
     return fig
 
 

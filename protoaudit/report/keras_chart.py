@@ -99,15 +99,7 @@ def sweep_figure(a, path=""):
     ax = fig.add_subplot()
     budget = a.fit.budget if a.fit is not None else None
     top = max([t for _, t, _ in a.sweep] + [budget or 0, 1])
-    name, scale = chart.unit(top)
+    scale = chart.unit(top)[1]
     ax.plot([b for b, _, _ in a.sweep], [t / scale for _, t, _ in a.sweep], marker="o", markersize=3,
             color="#c00000", label="total (the high end of the executor's orders)", gid="sweep-total")
-    if budget is not None:
-        ax.axhline(budget / scale, color="#000000", linestyle="--", linewidth=1.2, label=f"card: {size(budget)}",
-                   gid="card")
-    ax.set_ylim(0, top / scale * 1.08)
-    ax.set_xlabel("batch")
-    ax.set_ylabel(f"memory ({name})")
-    ax.legend(loc="lower right", fontsize=8, frameon=False)
-    fig.suptitle(f"{a.path}: memory against the batch", fontsize=10)
-    return fig
+    return chart.against_batch(fig, ax, a.path, budget, top, "lower right")
