@@ -122,6 +122,7 @@ FORK_MODULES = {
     "dyndilation": ("dyndilation",),
     "ggl": ("ggl",),
     "jaanet": ("jaanet",),
+    "hrsod": ("hrsod",),
 }
 _IMPORTED_FORKS = set()
 

@@ -117,6 +117,8 @@ FORKS = {
               "per-prior traffic-light states in DetectionOutput)",
     "faceboxes_fixed": "a FaceBoxes Caffe with fixed-size anchors (zihaozhang9/FaceBoxes: SSD's with PriorBox "
                        "fixed_size, fixed_ratio and density)",
+    "hrsod": "HRSOD's Caffe (yi94code/HRSOD caffe-master: a 2016 BVLC Caffe with OutputDecay, SmoothPooling and "
+             "SigmoidMultiLabelLoss)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
