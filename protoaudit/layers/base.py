@@ -123,6 +123,7 @@ FORK_MODULES = {
     "ggl": ("ggl",),
     "jaanet": ("jaanet",),
     "hrsod": ("hrsod",),
+    "davsod": ("davsod",),
 }
 _IMPORTED_FORKS = set()
 
