@@ -122,6 +122,8 @@ FORK_MODULES = {
     "dyndilation": ("dyndilation",),
     "ggl": ("ggl",),
     "jaanet": ("jaanet",),
+    "hrsod": ("hrsod",),
+    "davsod": ("davsod",),
 }
 _IMPORTED_FORKS = set()
 

@@ -244,8 +244,9 @@ class _NeverRun:
 def build_unrolled(layer, bottoms, name=None):
     """(Plan, the built net) for `layer` (named `name`, if not as its object) on these bottom shapes:
     Net::Init of the plan, in phase TRAIN, with the classes of the layer's net's schema (a fork's
-    version of a type where it has one); its pseudolosses never run (_NeverRun), so walking it forward
-    and backward is walking what RecurrentLayer's Forward and Backward run."""
+    version of a type where it has one); its pseudolosses never run (_NeverRun), nor the layer's `never_run`
+    layers before them (a fork's last_layer_index_ that stops earlier), so walking it forward and backward is
+    walking what RecurrentLayer's Forward and Backward run."""
     from ..errors import InputError
     from ..net.build import build
 
@@ -255,7 +256,7 @@ def build_unrolled(layer, bottoms, name=None):
         net = build(p.param, NetState(), schema=layer.ctx.schema)
     except InputError as e:  # (the layer's own checks come first: a failed inner CHECK is the layer's)
         layer.fail(f"its unrolled net does not build: {e.message}")
-    last = len(net.layers) - len(p.outputs)
+    last = len(net.layers) - len(p.outputs) - getattr(layer, "never_run", 0)
     net.layers[last:] = [dataclasses.replace(node, impl=_NeverRun(node.impl)) for node in net.layers[last:]]
     return p, net
 
@@ -317,6 +318,10 @@ def unrolled_touches(layer, run, p, net):
         buffers = net_buffers(net, mode=mode, engine=run.engine)  # (an inner layer asked: else one walk serves both)
     roots = _roots(net)
     shared = outer_blobs(p, net, layer.num_exposed, roots)
+    more = getattr(layer, "more_shared", None)  # a fork's RecurrentLayer that shares more (DAVSOD's ConvLSTM)
+    if more is not None:
+        for (name, part), (what, index) in more(p).items():
+            shared[(_owner(net, name, part, roots), part)] = (what, index)
     params = {}  # an owned inner parameter "layer.paramK" -> the outer parameter it is (blobs_, :144-154)
     for node in net.layers:
         for k, q in enumerate(node.params):

@@ -117,6 +117,10 @@ FORKS = {
               "per-prior traffic-light states in DetectionOutput)",
     "faceboxes_fixed": "a FaceBoxes Caffe with fixed-size anchors (zihaozhang9/FaceBoxes: SSD's with PriorBox "
                        "fixed_size, fixed_ratio and density)",
+    "hrsod": "HRSOD's Caffe (yi94code/HRSOD caffe-master: a 2016 BVLC Caffe with OutputDecay, SmoothPooling and "
+             "SigmoidMultiLabelLoss)",
+    "davsod": "DAVSOD's ConvLSTM Caffe (DengPingFan/DAVSOD mycaffe-convlstm: a 2017 BVLC Caffe with PSPNet's BN and "
+              "Interp, ConvLSTM and DummyForward)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
@@ -171,6 +175,9 @@ DESCENDS_FROM["mscnn"] = ("fastrcnn", "rfcn")
 # caffe-dynamic-dilation is deeplab-public-ver2 with a learnable dilation: a file with none of its own types or
 # fields (no Truncation, Duplicate, truncation_param) stays DeepLab v2's
 DESCENDS_FROM["dyndilation"] = "deeplab_v2"
+# DAVSOD's ConvLSTM Caffe carries PSPNet's BN and Interp (bn_layer, cudnn_bn_layer and interp files byte for byte):
+# a file with none of its own types or fields (no ConvLSTM, lstm_conv_param) stays PSPNet's
+DESCENDS_FROM["davsod"] = "pspnet"
 # Descendants whose caffe.proto reads a file as their ancestor's does (FaceBoxes' is SSD's byte for
 # byte; TextBoxes' is SSD's of 2016, fewer fields; R-FCN's MATLAB Caffe's has py-R-FCN's fields by the
 # same names), so that only a build tells
