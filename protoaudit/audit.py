@@ -477,6 +477,13 @@ def _passed_over(passed, image, error):
     return f"{passed}, {said}" if passed else f"; {said}"
 
 
+def _rank_of(known, shape):
+    """The dimensions a layer knew of a top, as many as the shape taken for it has: an HDF5 or LMDB top
+    known by its batch alone, taken as (T, N) by the layer reading it, is asked for as TxC, not TxCxHxW."""
+    known = tuple(known)[:len(shape)]
+    return known + (None,) * (len(shape) - len(known))
+
+
 def _with_shapes_beside(spec, options, needs, given, **more):
     """The net built with a shape for each top `needs` (Need) asks for, `given(top, known dims)` -> (shape,
     why, where it comes from) or None, each listed as an assumption; None where one has none or the
@@ -494,7 +501,7 @@ def _with_shapes_beside(spec, options, needs, given, **more):
             shapes[top], whence, wheres[top] = found
             why = need.absent if isinstance(need.absent, str) else "its data is not on this machine"
             said.append(Assumption(need.layer, f"top '{top}' is {'x'.join(map(str, shapes[top]))}: {why}, so "
-                                   f"{whence}", f"--input {top}={input_dims(known)}"))
+                                   f"{whence}", f"--input {top}={input_dims(_rank_of(known, shapes[top]))}"))
     try:
         return build(spec.param, spec.state, **dict(options, logged={**options["logged"], **shapes}, sources=wheres,
                                                     **more), read=spec.read, guesses=said)

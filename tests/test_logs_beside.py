@@ -28,7 +28,8 @@ def test_the_train_net_takes_the_hdf5_shapes_its_log_shows():
     assert shapes[("net", "data")] == ([128, 1, 32, 72], where)
     assert shapes[("net", "labels")] == ([128, 4], where)
     said = [a for a in report["assumptions"] if LOG in a["assumption"]]
-    assert {a["override"] for a in said} == {"--input data=128xCxHxW", "--input labels=128xCxHxW"}
+    # each flag asks for as many axes as the log shows: data's four, the labels' two
+    assert {a["override"] for a in said} == {"--input data=128xCxHxW", "--input labels=128xC"}
 
 
 def test_a_test_net_file_takes_the_logs_test_net():
