@@ -32,6 +32,21 @@ def test_the_train_net_takes_the_hdf5_shapes_its_log_shows():
     assert {a["override"] for a in said} == {"--input data=128xCxHxW", "--input labels=128xC"}
 
 
+def test_a_log_whose_data_layer_is_of_another_type_is_not_this_nets(tmp_path):
+    """The same net with its data layer of a type of its own (a fork's reader), beside the same log,
+    which set up an HDF5Data layer of that name: the log names every layer, but what it logged for the
+    data tops is another reader's, so it is not taken (tried as a new user would: a flat folder of
+    files from many repositories, where a log of another repository's CaffeNet stood beside a net
+    whose data layer was PicPac)."""
+    text = open(os.path.join(HERE, "train_ResNet_20.prototxt")).read()
+    assert text.count('type: "HDF5Data"') == 1
+    (tmp_path / "train_ResNet_20.prototxt").write_text(text.replace('type: "HDF5Data"', 'type: "OwnReader"'))
+    shutil.copy(os.path.join(HERE, LOG), tmp_path / LOG)
+    run = run_in_process(tmp_path / "train_ResNet_20.prototxt")
+    assert run.returncode == 2 and LOG not in run.stdout + run.stderr
+    assert "unknown layer type 'OwnReader'" in run.stderr
+
+
 def test_a_test_net_file_takes_the_logs_test_net():
     """test_ResNet_20.prototxt's data layer is TEST-only: its TEST net, which the log set up at line
     4269-4270 with batch 10: data 10 1 32 72, labels 10 4."""

@@ -73,12 +73,30 @@ def _candidates(folder, name):
 
 def _same_net(logged, param, names):
     """Whether the net Caffe logged is this one: nine in ten of the layers it set up (past the
-    splits Caffe inserts) are the net's by name, and the net's printed name is the file's."""
+    splits Caffe inserts) are the net's by name, the net's printed name is the file's, and the layers
+    of one name are of one type, nine in ten of them and every layer that reads no bottom (a data
+    layer: a log of another repository's CaffeNet beside a net whose data layer is its own type
+    names the same layers, but its data tops are not this net's)."""
     set_up = [layer.name for layer in logged.layers if not layer.name.endswith("_split")]  # (SplitLayerName)
     if not set_up or sum(name in names for name in set_up) < 0.9 * len(set_up):
         return False
-    printed = re.search(r'^name: "([^"]*)"', logged.params.text, re.MULTILINE) if logged.params else None
-    return printed is None or not param.name or printed.group(1) == param.name
+    text = logged.params.text if logged.params else ""
+    printed = re.search(r'^name: "([^"]*)"', text, re.MULTILINE)
+    if printed is not None and param.name and printed.group(1) != param.name:
+        return False
+    types = {name: _kind(kind) for name, kind in _PRINTED_LAYER.findall(text)}
+    both = [lp for lp in param.layer if lp.name in types]
+    differ = [lp for lp in both if _kind(lp.type) != types[lp.name]]
+    return len(differ) <= 0.1 * len(both) and not any(not lp.bottom for lp in differ)
+
+
+# a layer as Caffe prints its parameters: its name, then its type (a string; an enum in a V1 net's `layers`)
+_PRINTED_LAYER = re.compile(r'^layers? \{\n\s*name: "([^"]*)"\n\s*type: "?(\w+)"?$', re.MULTILINE)
+
+
+def _kind(layer_type):
+    """A type as one word, whether written as V1's enum or as a string (INNER_PRODUCT, InnerProduct)."""
+    return layer_type.replace("_", "").lower()
 
 
 def fill(known, logged):
