@@ -213,3 +213,15 @@ def test_json_written_as_it_is_made_is_json_dumps_text():
     odd = {"é\n\"": [1, 2.5, float("nan"), None, True, (3, 4)], "": {}, "l": [], 1: {2.5: [{}]}, None: False,
            "edges": [float("inf"), float("-inf"), -0.0, 1e300, 5e-324, -(2**70), False, enum.IntEnum("E", "A").A]}
     assert json_format.text(odd) == json.dumps(odd, indent=1)
+
+
+@pytest.mark.parametrize("n, written", [(999 * 2**20, "999 MiB"), (int(999.4 * 2**20), "999 MiB"),
+                                        (int(999.7 * 2**20), "1000 MiB"), (1000 * 2**20, "1000 MiB"),
+                                        (1023 * 2**20, "1023 MiB"), (2**30, "1 GiB"), (1536, "1.5 KiB"),
+                                        (12, "12 B")])
+def test_sizes_are_written_with_three_figures_and_never_in_exponents(n, written):
+    # a total of 1,050,233,748 bytes (1001.6 MiB) was written "1e+03 MiB" (three figures of a number
+    # that rounds to 1000), on a real training log's net
+    from protoaudit.report.units import size
+
+    assert size(n) == written

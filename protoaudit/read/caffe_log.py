@@ -413,6 +413,9 @@ def built_runs(runs, path):
     whose printed state has no phase (an old Caffe) is the solver's TRAIN net when it comes first,
     else a TEST net."""
     built = [r for r in runs if any(n.layers for n in r.nets)]
+    if not built:  # Caffe printed the net and died before its first layer was set up (a dataset it could
+        # not open): the printed net is still the net it ran, audited as its file would be
+        built = [r for r in runs if r.nets and all(n.params.text.strip() or n.params.cut for n in r.nets)][-1:]
     if not built:
         raise InputError(
             "the log holds no net Caffe set up (no 'Initializing net from parameters' followed by its "

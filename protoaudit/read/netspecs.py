@@ -110,6 +110,10 @@ def _log_specs(run, path, phase, schema, defines, strict=False, echo=False):
                 state = make_state(src.message, net.phase)
         role = "net" if solver is None else "train" if net.phase == "TRAIN" and k == 0 else "test"
         where = f"Caffe's log, line {net.layers[0].line}" if net.layers else ""
+        if not net.layers:  # (caffe_log.built_runs: printed, none of its layers set up)
+            stop = f" (it stops creating layer '{net.creating}')" if net.creating else ""
+            assumed += (("(file)", f"the log prints this net but sets up none of its layers{stop}, so no shape "
+                         "Caffe logged is known: it is audited as its file would be", "--input for its data tops"),)
         specs.append(NetSpec(role, src.message, state, src.schema, src.path, lines, solver, own_phase=True,
                              shapes={**net.data_shapes(), **(_python_tops(net, src.message) if echo else {})},
                              shapes_from=where, logged_layers=net.by_name(), logged_repeated=net.repeated(),

@@ -10,7 +10,7 @@ def size(n):
                         ("KiB", 2**10)):
         if abs(n) >= scale:
             value = n / scale
-            return f"{value:.3g} {unit}" if abs(value) < 1000 else f"{value:.0f} {unit}"
+            return f"{value:.3g} {unit}" if abs(value) < 999.5 else f"{value:.0f} {unit}"  # 999.7 is 1000, not 1e+03
     return f"{n} B"
 
 
