@@ -330,3 +330,22 @@ def test_a_train_only_layer_reading_a_misspelt_blob_is_still_the_files_fault(tmp
         '  input_param { shape { dim: 1 dim: 3 dim: 8 dim: 8 } shape { dim: 1 dim: 2 dim: 6 dim: 6 } } }'))
     r = run_in_process("net.prototxt", cwd=tmp_path)
     assert r.returncode == 2 and "did you mean 'lable'?" in r.stderr
+
+
+@pytest.mark.parametrize("declared, says", [
+    # tried as a new user would (tomstream/SSDA's SDA_train_phase.prototxt): two inputs of two input_dim each
+    ('input: "data"\ninput_dim: 14950\ninput_dim: 100\ninput: "label"\ninput_dim: 14950\ninput_dim: 100\n',
+     "2 net inputs ('data', 'label') need 8 input_dim values (4 each), and the file gives 4"),
+    # two inputs, one input_shape: an internal error (IndexError) before
+    ('input: "data"\ninput: "label"\ninput_shape { dim: 2 dim: 3 }\n',
+     "2 net inputs ('data', 'label') need 2 input_shape (1 each), and the file gives 1"),
+])
+def test_net_inputs_with_too_few_dimensions_are_refused_where_caffe_reads_past_them(tmp_path, declared, says):
+    # upgrade_proto.cc UpgradeNetInput reads input_dim(4i..4i+3) or input_shape(i) for each input i, with
+    # no check (protobuf checks no index in a release build); Net::Init before the Input layer CHECKed
+    # input_size() * 4 == input_dim_size() ("Incorrect input blob dimension specifications.")
+    path = tmp_path / "net.prototxt"
+    path.write_text('name: "n"\n' + declared + 'layer { name: "f" type: "Flatten" bottom: "data" top: "f" }\n')
+    run = run_in_process(path)
+    assert run.returncode == 2, run.stderr
+    assert says in run.stderr and len(run.stderr.strip().splitlines()) == 1

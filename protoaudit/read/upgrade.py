@@ -179,6 +179,18 @@ def upgrade_input(net):
     if not net.input:
         return False
     added = bool(net.input_shape or net.input_dim)
+    given, each = (len(net.input_shape), 1) if net.input_shape else (len(net.input_dim), 4)
+    if added and given < each * len(net.input):
+        # UpgradeNetInput reads input_dim(4i..4i+3) or input_shape(i) for every input, past the end of what
+        # the file gives (undefined: protobuf checks no index in a release build)
+        what, said = (("input_shape", "Exactly one input_shape must be specified per input") if net.input_shape
+                      else ("input_dim values", "Incorrect input blob dimension specifications"))
+        named = ", ".join(f"'{top}'" for top in net.input)
+        raise InputError(f"{len(net.input)} net inputs ({named}) need {each * len(net.input)} {what} ({each} "
+                         f"each), and the file gives {given}: Caffe's upgrade reads past them, so the shapes "
+                         f"of the later inputs are whatever memory follows (Caffe's Net::Init before the Input "
+                         f"layer stopped here: '{said}.')",
+                         fix="give each input its own input_shape, or its four input_dim values (N, C, H, W)")
     if added:
         layer = net.layer.add()
         layer.name = "input"
