@@ -44,9 +44,9 @@ def check_label_count(layer, bottoms, axis):
     axis = canonical_axis(layer, axis, len(bottoms[0]))
     outer, inner = count(bottoms[0], 0, axis), count(bottoms[0], axis + 1)
     layer.check(outer * inner == count(bottoms[1]),
-                f"number of labels must match number of predictions: {tuple(bottoms[1])} labels for "
-                f"{tuple(bottoms[0])} predictions along axis {axis}",
-                fix="with spatial output (N, C, H, W) the label must have N*H*W entries")
+                f"number of labels must match number of predictions: {count(bottoms[1]):,} labels "
+                f"{tuple(bottoms[1])} for {outer * inner:,} predictions ({tuple(bottoms[0])} less its class "
+                f"axis {axis})", fix="with spatial output (N, C, H, W) the label must have N*H*W entries")
     return axis
 
 
@@ -226,12 +226,9 @@ class Accuracy(Layer):
 
     def reshape(self, bottoms):
         p = self.lp.accuracy_param
-        axis = canonical_axis(self, p.axis, len(bottoms[0]))
-        outer, inner = count(bottoms[0], 0, axis), count(bottoms[0], axis + 1)
         self.check(p.top_k <= count(bottoms[0]) // max(count(bottoms[1]), 1),
                    "top_k must be less than or equal to the number of classes")
-        self.check(outer * inner == count(bottoms[1]),
-                   f"number of labels must match number of predictions: {bottoms[1]} vs {bottoms[0]}")
+        axis = check_label_count(self, bottoms, p.axis)
         tops = [()]
         if len(self.lp.top) > 1 and self.ctx.schema == "segnet":
             self.check(len(bottoms[0]) > 1, "the per-class accuracy top needs a prediction with a channel axis")
