@@ -622,7 +622,7 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
     options = dict(phase=phase, stages=stages, level=level, inputs=inputs, batch=batch, test_batch=test_batch,
                    schema=schema, freeze=freeze, root=root, defines=defines, log=log, shapes=shapes, strict=strict)
     run = dict(mode=mode, engine=engine or "caffe", solver_type=solver_type, inference=inference, context=context)
-    nets = _nets_to_audit(path, inference, options)
+    nets = _nets_in_a_fork(path, inference, options)
     try:
         result = _assess(path, nets, compare_engines=compare_engines, **run)
     except LayerStops:
@@ -632,6 +632,30 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
         result = _assess(path, nets, compare_engines=True, **run)  # (the Caffe engine's stop is said beside)
     result.again = (options, run)
     return result
+
+
+def _nets_in_a_fork(path, inference, options):
+    """The nets to audit; where no --fork was given and BVLC Caffe's rules stop on what one shipped
+    fork's take (a 5-axis blob into Pooling, which 3D-Caffe pools), the nets read with that fork, said
+    as an assumption; where that fork stops too, BVLC's refusal."""
+    try:
+        return _nets_to_audit(path, inference, options)
+    except InputError as e:
+        if options["schema"] is not None or e.fork is None or isinstance(e, ShapesNeeded):
+            raise
+        stop = e
+    options["schema"] = stop.fork
+    try:
+        nets = _nets_to_audit(path, inference, options)
+    except InputError:
+        options["schema"] = None
+        raise stop from None
+    where = f"layer '{stop.layer}'" if stop.layer else "the file"
+    for net in nets:
+        net.assumptions.append(Assumption("(file)", f"read with the fork {stop.fork}: with BVLC Caffe's rules, {where} "
+                                          f"stops ({stop.message}), which that fork's rules take",
+                                          "--fork bvlc, to refuse it as BVLC Caffe does"))
+    return nets
 
 
 @paused

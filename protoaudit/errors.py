@@ -4,13 +4,14 @@
 class InputError(Exception):
     """A problem with what the user gave us; the CLI prints it on one line and exits with status 2."""
 
-    def __init__(self, message, *, file=None, line=None, layer=None, fix=None):
+    def __init__(self, message, *, file=None, line=None, layer=None, fix=None, fork=None):
         super().__init__(message)
         self.message = message
         self.file = file
         self.line = line
         self.layer = layer
         self.fix = fix
+        self.fork = fork  # a shipped fork whose rules take what stopped here, where no --fork was given
 
     def located(self, *, file=None, line=None, layer=None):
         """Fill in whatever location is still unknown and return self (for re-raising)."""

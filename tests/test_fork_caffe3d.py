@@ -4,6 +4,7 @@ HDF5Data held against its source, and HeartSeg's nets (tests/data/SOURCES.md).
 Expected values are derived by hand below from that commit's src/caffe/layers/pooling_layer.cpp/.cu,
 pooling_nd_layer.cpp/.cu, hdf5_data_layer.cpp and include/caffe/layers/*.hpp, cited by file and line.
 """
+import json
 import os
 
 import numpy as np
@@ -270,13 +271,16 @@ def test_its_data_layers_copy_three_prefetched_batches(tmp_path):
 
 # --- which Caffe reads a net -------------------------------------------------------------------------
 
-def test_a_net_of_bvlcs_fields_pooling_volumes_is_bvlcs_and_names_the_fork(tmp_path):
-    """3D-DSN's deploy net uses only BVLC's fields and types, with Pooling on 5-axis blobs: it is read as
-    BVLC's, whose PoolingLayer reads num, channels, height and width and stops there; the message names
-    --fork caffe3d, with which it audits."""
+def test_a_net_of_bvlcs_fields_pooling_volumes_is_read_with_3d_caffe_and_says_so(tmp_path):
+    """3D-DSN's deploy net uses only BVLC's fields and types, with Pooling on 5-axis blobs: BVLC's
+    PoolingLayer reads num, channels, height and width and stops there, 3D-Caffe's pools them, so it
+    is read with 3D-Caffe and the assumption says why; --fork bvlc refuses it as BVLC Caffe does, and
+    the message names --fork caffe3d."""
     (tmp_path / "n.prototxt").write_text(
         VOLUME + 'layer { name: "p" type: "Pooling" bottom: "x" top: "y" pooling_param { kernel_size: 2 } }\n')
     r = run_in_process("n.prototxt", cwd=tmp_path)
+    assert r.returncode == 0 and "read with the fork caffe3d: with BVLC Caffe's rules, layer 'p' stops" in r.stdout
+    r = run_in_process("n.prototxt", "--fork", "bvlc", cwd=tmp_path)
     assert r.returncode == 2 and "Pooling needs a 4-axis bottom" in r.stderr and "--fork caffe3d" in r.stderr
     assert run_in_process("n.prototxt", "--fork", "caffe3d", cwd=tmp_path).returncode == 0
 
@@ -290,3 +294,31 @@ def test_pooling_nd_beside_a_layer_its_schema_lacks_is_refused_cleanly(tmp_path)
     r = run_in_process("n.prototxt", cwd=tmp_path)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert "not read with that fork's caffe.proto (it has no pooling_nd_param)" in r.stderr
+
+
+VOLUME_NET = """name: "v"
+input: "data"
+input_shape { dim: 1 dim: 1 dim: 8 dim: 8 dim: 8 }
+layer { name: "conv" type: "Convolution" bottom: "data" top: "conv" convolution_param { num_output: 2 kernel_size: 3 pad: 1 } }
+layer { name: "pool" type: "Pooling" bottom: "conv" top: "pool" pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+"""
+
+
+def test_a_volume_net_of_bvlc_types_is_read_with_3d_caffe_where_bvlc_pooling_stops(tmp_path):
+    """Only BVLC's types, but a 5-axis blob into Pooling: BVLC's CHECKs 4 axes (pooling_layer.cpp:
+    'Input must have 4 axes'), 3D-Caffe's pools each spatial axis (tried as a new user would on a
+    tumour segmentation net). Read with 3D-Caffe, said; with --fork bvlc, refused as BVLC Caffe does.
+    By hand: N-D convolution, pad 1 kernel 3, keeps 8 x 8 x 8; pooling kernel 2 stride 2:
+    ceil((8 - 2) / 2) + 1 = 4 on each axis."""
+    path = tmp_path / "volume.prototxt"
+    path.write_text(VOLUME_NET)
+    run = run_in_process(path, "--format", "json")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["nets"][0]["caffe_proto"] == "caffe3d"
+    tops = {layer["name"]: layer["tops"] for layer in report["nets"][0]["layers"]}
+    assert tops["pool"] == [[1, 2, 4, 4, 4]]
+    assert any("read with the fork caffe3d: with BVLC Caffe's rules, layer 'pool' stops" in a["assumption"]
+               for a in report["assumptions"])
+    bvlc = run_in_process(path, "--fork", "bvlc")
+    assert bvlc.returncode == 2 and "Pooling needs a 4-axis bottom" in bvlc.stderr

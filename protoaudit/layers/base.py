@@ -383,8 +383,8 @@ class Layer:
         return []
 
     # --- helpers for subclasses -----------------------------------------------------------
-    def fail(self, message, fix=None):
-        raise InputError(message, layer=self.lp.name, fix=fix)
+    def fail(self, message, fix=None, fork=None):
+        raise InputError(message, layer=self.lp.name, fix=fix, fork=fork)
 
     def check(self, condition, message, fix=None):
         if not condition:

@@ -28,7 +28,7 @@ def pooling_geometry(layer, param, shape):
     if len(shape) != 4:
         layer.fail(f"Pooling needs a 4-axis bottom (num, channels, height, width), got {tuple(shape)}",
                    fix="Caffe stops here too, but 3D-Caffe's Pooling pools any number of axes: if the net is that "
-                       "fork's (yulequan/3D-Caffe), give --fork caffe3d")
+                       "fork's (yulequan/3D-Caffe), give --fork caffe3d", fork="caffe3d")
     if param.global_pooling:
         kernel = (shape[2], shape[3])
     elif has("kernel_size"):
