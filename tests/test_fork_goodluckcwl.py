@@ -108,6 +108,20 @@ def test_the_loss_needs_136_values_per_sample(tmp_path):
         build_text(tmp_path, loss_net(outputs=136, label=138))
 
 
+def test_landmarks_from_an_absent_dataset_are_taken_as_the_loss_takes_them(tmp_path):
+    """An HDF5Data layer whose list is not here, its landmarks read by the loss: one value per value
+    of bottom 0 (Reshape's CHECK of count(1), cpp:62-64), so 8 x 136 beside a prediction of 136, said
+    as an assumption (tried as a new user would: a 98-point face alignment net was refused, its
+    landmarks taken for images)."""
+    (tmp_path / "n.prototxt").write_text(
+        'layer { name: "d" type: "HDF5Data" top: "x" top: "y" hdf5_data_param { source: "absent.txt" batch_size: 8 } }\n'
+        'layer { name: "fc" type: "InnerProduct" bottom: "x" top: "fc" inner_product_param { num_output: 136 } }\n'
+        'layer { name: "loss" type: "WeightEuclideanLoss" bottom: "fc" bottom: "y" top: "loss" }\n')
+    run = run_in_process("n.prototxt", "--fork", "goodluckcwl", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "top 'y' 8x136: assumed: what the layer reading it takes" in run.stdout
+
+
 def test_image_float_data_tops(tmp_path):
     """The label is (batch, label_dim) (cpp:137-140), a third top the weight (batch) (cpp:146-147);
     with_heatmap merges one grey channel into the image (cpp:104-117): 3 + 1 channels."""

@@ -164,6 +164,10 @@ class WeightEuclideanLoss(Loss):
     def allow_force_backward(self, bottom_index):
         return True
 
+    def label_for(self, prediction):
+        """Its landmarks: one value per value of bottom 0 (the CHECK of count(1), cpp:62-64)."""
+        return tuple(prediction)
+
     def touches(self, run):
         n = count(run.bottoms[0])
         shape = "x".join(map(str, run.bottoms[0]))
