@@ -19,7 +19,8 @@ Not modelled: the members of a fork's layer types (they count as a plain Layer<D
 LayerParameter, blobs and params; the prefetching data layers of SSD and DeepLab v2 and 3D-Caffe's
 N-D pooling are derived from their sources) and of SPP (inner layers); a data layer's thread, RNGs,
 database handle and libraries are its own model's (protoaudit/layers/data.py). An RNN's or LSTM's
-unrolled net is sized with this module by its class (protoaudit/layers/recurrent_unrolled.py). The
+unrolled net, and DAVSOD's ConvLSTM's, is sized with this module by its class
+(protoaudit/layers/recurrent_unrolled.py; tests/data/fork_oracle/davsod measured the ConvLSTM's). The
 core classes are BVLC's: a fork built on an older Caffe (caffe-segnet, caffe-fast-rcnn) holds a
 little less.
 """
@@ -48,6 +49,10 @@ LAYER_BYTES = {
     "SoftmaxWithLoss": 896, "Split": 736, "Swish": 824, "TanH": 728, "Threshold": 736, "Tile": 744,
     "WindowData": 1368,
 }
+# DAVSOD's ConvLSTM Caffe (protoaudit/layers/davsod.py): ConvLSTMLayer<float> and ConvLSTMUnitLayer<float>,
+# printed against its headers (928 and 848) less its LayerParameter's 32 bytes beyond BVLC's: LSTMLayer's
+# RecurrentLayer with num_output_channels_ and in_shape_ (conv_lstm_layer.hpp), LSTMUnitLayer's members
+CONV_LSTM_BYTES, CONV_LSTM_UNIT_BYTES = 896, 816
 FILLER_BYTES = {"gaussian": 88}  # GaussianFiller keeps a rand_vec_; every other Filler<Dtype> is 72
 FILLER = 72  # vptr, FillerParameter (64)
 
@@ -782,6 +787,12 @@ MEMBERS = {
     # the unrolled net an RNN or LSTM builds and holds, sized by the layer's class (layers/recurrent.py)
     "RNN": lambda node, lp_bytes: node.impl.inner_objects(node)[0],
     "LSTM": lambda node, lp_bytes: node.impl.inner_objects(node)[0],
+    # DAVSOD's ConvLSTM: its object (CONV_LSTM_BYTES), its unrolled net as an LSTM's, and in_shape_, x's axes
+    # pushed back one by one (conv_lstm_layer.cpp:40-43: a vector<int> grown to 8 for 5 axes); ConvLSTMUnit's
+    # object and X_acts_, shaped like the gates' 5 axes (conv_lstm_unit_layer.cpp:48), where LSTMUnit's has 3
+    "ConvLSTM": lambda node, lp_bytes: (CONV_LSTM_BYTES - LAYER + node.impl.inner_objects(node)[0]
+                                        + 4 * grown(len(node.bottom_shapes[0]))),
+    "ConvLSTMUnit": lambda node, lp_bytes: CONV_LSTM_UNIT_BYTES - LAYER + blob(len(node.bottom_shapes[1])),
 }
 
 # SyncedMemory objects a layer's first forward frees by sharing another blob's: each Split top takes
@@ -797,6 +808,7 @@ FORWARD_SHARES = {
     "LRN": lambda node: 2 * (node.impl.lp.lrn_param.norm_region == 1),
     "RNN": lambda node: node.impl.inner_objects(node)[1],  # its unrolled net's, and exposed tops'
     "LSTM": lambda node: node.impl.inner_objects(node)[1],
+    "ConvLSTM": lambda node: node.impl.inner_objects(node)[1],
 }
 # and its first backward: Flatten's bottom takes the top's diff (flatten_layer.cpp:38)
 BACKWARD_SHARES = {"Flatten": lambda node: 1}
