@@ -632,9 +632,9 @@ def test_the_executor_orders_laid_out_meet_tensorflows_range(folders, share, und
     first is guessed from traces (rules.weights_aside); the audit also lays out the step with every such
     weight gradient set aside and with every one in the chain, and the optimizer's two orders, and gives
     the range of their peaks (the verdict takes its high end). Against the measured ranges: on the 982
-    unseen configurations, the modelled range meets TensorFlow's within 10% for 934 (95.1%; the guess
+    unseen configurations, the modelled range meets TensorFlow's within 10% for 940 (95.7%; the guess
     alone, 865), and its high end falls more than 10% under TensorFlow's low end for 26 (2.6%); on the
-    shared 46 of 50 (3 under), on the new 83 of 86 (1). Held where they stand."""
+    shared 47 of 50 (3 under), on the new 83 of 86 (1). Held where they stand."""
     meets = low_under = n = 0
     for p in CONFIGS:
         path, row, low, high = p.values
@@ -643,7 +643,7 @@ def test_the_executor_orders_laid_out_meet_tensorflows_range(folders, share, und
         a = audited(path, int(row["batch"]))
         lo, hi = min(a.step_peak_low_bytes, a.step_peak_bytes), max(a.step_peak_high_bytes, a.step_peak_bytes)
         n += 1
-        meets += 0.9 * lo <= high and low <= 1.1 * hi
+        meets += lo <= 1.1 * high and hi >= 0.9 * low  # within 10% of each other, as a figure is of the range
         low_under += hi < 0.9 * low
     assert n >= 20
     assert meets >= share * n
