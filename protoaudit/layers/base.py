@@ -17,8 +17,10 @@ from ..errors import InputError
 REGISTRY = {}  # BVLC's layer types: type name -> class
 # Forks built on mid-2015 Caffe, whose cuDNN code and layer factory are that Caffe's (cuDNN v2 API):
 # one forward-only convolution workspace per layer, cuDNN MAX pooling, no cuDNN LRN or Deconvolution.
-# (caffe-segnet 344c113 and caffe-fast-rcnn 4115385 have the same cudnn_*_layer and layer_factory files.)
-CUDNN_2015_FORKS = frozenset({"segnet", "fastrcnn"})
+# (caffe-segnet 344c113 and caffe-fast-rcnn 4115385 have the same cudnn_*_layer and layer_factory files;
+# Tsinghua-Tencent 100K's Caffe is BVLC f1cc905 of August 2015, whose cudnn_*_layer files are BVLC's cuDNN R2
+# ones of March 2015 and whose layer_factory.cpp differs from them by an #include of July 2015.)
+CUDNN_2015_FORKS = frozenset({"segnet", "fastrcnn", "tt100k"})
 FORK_REGISTRY = {}  # fork schema name -> {type name -> class}: a fork's own types, or its version of a BVLC type
 
 
@@ -124,6 +126,7 @@ FORK_MODULES = {
     "jaanet": ("jaanet",),
     "hrsod": ("hrsod",),
     "davsod": ("davsod",),
+    "tt100k": ("tt100k",),
 }
 _IMPORTED_FORKS = set()
 

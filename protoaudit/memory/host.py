@@ -640,7 +640,8 @@ QUEUE = 8 * POINTER + 512 + 128 + SHARED_PTR_BLOCK
 # (data_layer.cpp:38, image_data_layer.cpp:80; never in window_data_layer.cpp), and
 # deeplab-public-ver2's ImageSegData's transformed_label_ too (image_seg_data_layer.cpp:106, :113)
 TRANSFORMED_BLOBS = {"Data": 1, "ImageData": 1, "WindowData": 0, "AnnotatedData": 1, "ImageSegData": 2,
-                     "ImageGtData": 0}  # MS-CNN's: image_gt_data_layer.cpp never reshapes it
+                     "ImageGtData": 0,  # MS-CNN's: image_gt_data_layer.cpp never reshapes it
+                     "DriveData": 0}  # Tsinghua-Tencent 100K's: drive_data_layer.cpp never reshapes it
 
 
 def _prefetching(node, lp_bytes):
@@ -772,7 +773,7 @@ def _hdf5_data(node, lp_bytes):
 
 
 MEMBERS = {
-    "Data": _data, "ImageData": _prefetching, "WindowData": _window_data, "AnnotatedData": _prefetching,
+    "Data": _data, "DriveData": _data, "ImageData": _prefetching, "WindowData": _window_data, "AnnotatedData": _prefetching,
     "ImageSegData": _prefetching, "HDF5Data": _hdf5_data, "BoxData": _box_data, "Reorg": _reorg,
     "RegionLoss": _region_loss,
     "Convolution": _conv, "Deconvolution": _conv, "InnerProduct": _inner_product, "Pooling": _pooling,

@@ -121,6 +121,8 @@ FORKS = {
              "SigmoidMultiLabelLoss)",
     "davsod": "DAVSOD's ConvLSTM Caffe (DengPingFan/DAVSOD mycaffe-convlstm: a 2017 BVLC Caffe with PSPNet's BN and "
               "Interp, ConvLSTM and DummyForward)",
+    "tt100k": "Tsinghua-Tencent 100K's Caffe (asyncbridge/tsinghua-tencent-100k code/caffe: an August 2015 BVLC Caffe "
+              "with DriveNet's DriveData, Tiling and L1Loss)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
@@ -192,10 +194,11 @@ DESCENDS_FROM["davsod"] = "pspnet"
 # a file py-R-FCN's reads (pva-faster-rcnn's BatchNorm nets with ROIPooling) is py-R-FCN's.
 # NVIDIA's Caffe 0.15 and FlowNet's Caffes each have an L1Loss, of other code: a file whose only fork type is
 # L1Loss, with no l1_loss_param, is read by all of them and stays NVIDIA's, as it was before FlowNet's were
-# shipped; FlowNet's nets carry l1_loss_param or a type of their own.
+# shipped; FlowNet's nets carry l1_loss_param or a type of their own. Tsinghua-Tencent 100K's Caffe has a third
+# L1Loss (with GPU code), and its nets carry DriveData or Tiling: a file with L1Loss alone stays NVIDIA's.
 SAME_FIELDS = {"ssd": ("faceboxes", "textboxes"), "rfcn": ("rfcn_matlab", "affordance_net"),
                "bvlc": ("posenet",), "segnet": ("posenet",), "enet": ("posenet",),
-               "nvcaffe": ("flownet", "svs", "liteflownet", "flownet2"),
+               "nvcaffe": ("flownet", "svs", "liteflownet", "flownet2", "tt100k"),
                # Greentea's and OpenVINO's toolbox Caffe each have a PoolingParameter.dilation (of other code:
                # OpenVINO's stops on one other than 1 outside MDS pooling): a file whose only field of theirs is
                # that stays Greentea's, as it was before the toolbox was shipped
