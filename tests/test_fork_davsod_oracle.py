@@ -6,7 +6,7 @@ made there are held to the byte after construction, after one forward and after 
 tests/test_recurrent_memory.py holds BVLC's RNN and LSTM: the unrolled net's C++ objects
 (protoaudit/memory/host.py, sized as an LSTM's), ConvLSTMUnit's five-axis X_acts_ and the layer's
 in_shape_ included. DAVSOD's published train net (at 97x97) is held to Caffe's own figure exactly, to
-every layer's forward and backward bytes, and in total within the project's 0.5%.
+every layer's forward and backward bytes, and in total within 64 bytes.
 """
 import csv
 import functools
@@ -91,11 +91,14 @@ def test_each_layers_first_forward_and_backward(run):
 def test_the_davsod_train_net_at_97():
     """tests/data/davsod/train.prototxt with its data layers as Input and 97x97 frames (the README
     says what was changed): four ConvLSTMs exposing their states (the same DummyData blob as h_0 and
-    c_0 of each), 60 of PSPNet's BN, two Interps. Caffe's figure exactly; the total within 0.5%."""
+    c_0 of each), 60 of PSPNet's BN, two Interps. Caffe's figure exactly; the total within 64 bytes at
+    each stage, with each BN layer's members (32 bytes of scalars, seven 4-axis Blobs, the ParamSpecs its
+    setup appends: 2,416 bytes with no `param`, 2,160 with four, as one-layer probes of this Caffe
+    showed) and each Interp's ten ints counted; before them, 145,032 bytes short."""
     (run,) = [r for r in RUNS if r["run"] == "davsod_train_97"]
     net = built(run)
     assert net.memory_required_for_data == int(run["memory_required_for_data"])
     got = predicted(net)
     for stage in STAGES:
         want = int(run[stage])
-        assert abs(got[stage] - want) <= 0.005 * want, (stage, got[stage], want)
+        assert abs(got[stage] - want) <= 64, (stage, got[stage], want)

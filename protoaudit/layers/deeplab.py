@@ -39,6 +39,11 @@ class Interp(Layer):
     exact_bottoms = 1
     exact_tops = 1
 
+    def host_members(self, node, lp_bytes):
+        """InterpLayer's ten ints beyond Layer<Dtype>'s (interp_layer.hpp: num_, channels_, height_in_,
+        width_in_, height_out_, width_out_, pad_beg_, pad_end_, height_in_eff_, width_in_eff_)."""
+        return 10 * 4
+
     def reshape(self, bottoms):
         p = self.lp.interp_param
         self.check(p.pad_beg <= 0 and p.pad_end <= 0,
@@ -85,7 +90,10 @@ def zoom(layer, factor, h, w):
 @register("Interp", fork=V1)
 class InterpV1(Interp):
     """DeepLab v1's InterpLayer (interp_layer.cpp:11-60): exactly one of zoom_factor,
-    shrink_factor, or height and width (a CHECK in LayerSetUp), with the same arithmetic."""
+    shrink_factor, or height and width (a CHECK in LayerSetUp), with the same arithmetic. Its members
+    are not read here: its host objects are a plain layer's."""
+
+    host_members = None
 
     def output_size(self, p, h_eff, w_eff):
         has = p.HasField

@@ -272,7 +272,8 @@ def _layer_bytes(node, offset, forward, backward, copies):
             total += new_blob(len(p.shape), 0 not in p.shape)
     if node.loss_weights and any(node.loss_weights):
         total += _losses(node.loss_weights)
-    member = MEMBERS.get(node.type)
+    # a class's own members (a fork's class of a type BVLC has under another class: PSPNet's BN), else the type's
+    member = getattr(node.impl, "host_members", None) or MEMBERS.get(node.type)
     if member is not None:
         total += member(node, lp_bytes)
     if forward:
@@ -442,9 +443,15 @@ def _batch_norm(node, lp_bytes):
     total = 5 * blob(1) + 2 * blob(_axes(node))
     if not getattr(node.impl, "adds_statistics_specs", True):  # June 2016's BatchNorm (YOLOv2's port)
         return total
+    return total + param_specs_added(node, 3)
+
+
+def param_specs_added(node, wanted):
+    """The ParamSpecs a LayerSetUp adds to its LayerParameter copy until it has `wanted`: the repeated
+    field's array grows from the copy's (n pointers) to 2n + 1, then takes the new ParamSpecs."""
     given = len(node.lp.param)
-    capacity = given
-    for size in range(given, 3):
+    total, capacity = 0, given
+    for size in range(given, wanted):
         if size == capacity:
             capacity = max(2 * capacity + 1, size + 1)
         total += message_size(_message(node.lp, "param"))
