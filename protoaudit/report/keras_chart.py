@@ -12,9 +12,9 @@ from .units import size
 
 # bottom to top above what lives across steps
 KINDS = ("input", "activation", "gradient", "weight gradient", "optimizer temporary", "loop state", "scratch")
-COLOURS = {"across steps": "#bab0ac", "TensorFlow's own": "#d4a6c8", "input": "#edc948", "activation": "#4e79a7", "gradient": "#f28e2b",
-           "weight gradient": "#e15759", "optimizer temporary": "#9c755f", "loop state": "#76b7b2",
-           "scratch": "#b07aa1", "other": "#555555"}
+COLOURS = {"across steps": "#bab0ac", "TensorFlow's own": "#d4a6c8", "input": "#edc948", "activation": "#4e79a7",
+           "gradient": "#f28e2b", "weight gradient": "#e15759", "optimizer temporary": "#9c755f",
+           "loop state": "#76b7b2", "scratch": "#b07aa1", "other": "#555555"}
 
 
 def draw(a, path):
@@ -84,7 +84,8 @@ def figure(a, path=""):
     if a.fit is not None:
         title += f", {'fits' if a.fit.fits else 'does not fit'} a {size(a.fit.budget)} card"
     if a.high_total_bytes > a.total_bytes:
-        title += f"\n(up to {size(a.high_total_bytes)} in another order of TensorFlow's executor, which the verdict takes)"
+        title += (f"\n(up to {size(a.high_total_bytes)} in another order of TensorFlow's executor, "
+                  "which the verdict takes)")
     fig.suptitle(title, fontsize=10)
     ax.legend(loc="lower left", bbox_to_anchor=(0, 1.01), ncol=4, fontsize=8, frameon=False)
     return fig

@@ -127,7 +127,7 @@ def build_step(graph, *, flavour, optimizer, loss, weights, device="cpu", metric
 
 
 def _build(graph, flavour, optimizer, loss, weights, device, metrics, early, weight_order=None):
-    """(the Step, whether a convolution's filter-gradient order was guessed)."""
+    """(the Step, whether a Dense or convolution weight-gradient order was guessed)."""
     s = StepBuilder(graph, flavour, device=device)
     s.weight_order = weight_order
     s._weights = {id(layer): list(ws) for layer, ws in weights.items()}
