@@ -487,3 +487,23 @@ def test_eltwise_sort_keeps_a_bottom_sized_buffer(tmp_path):
     from protoaudit.layers.structure import Eltwise as BvlcEltwise
     summed = load_schema("happynear").message("LayerParameter")()
     assert layer_class("Eltwise", "happynear").sized_as(summed) is BvlcEltwise
+
+
+def test_a_reading_that_borrows_flip_keeps_its_own_inner_product(tmp_path):
+    """happynear's Flip beside SmoothL1Loss (no shipped fork has both): the file is read with a Faster
+    R-CNN-line schema, Flip borrowed from happynear's Caffe. Only the types that reading lacks are
+    borrowed: its InnerProduct stays BVLC's, which reads the reading's own schema (happynear's reads
+    inner_product_param.normalize, a field that schema has not: an internal error before, tried as a
+    new user would on a face regression net)."""
+    (tmp_path / "n.prototxt").write_text(
+        'layer { name: "data" type: "Input" top: "data" top: "label" input_param { shape { dim: 2 dim: 3 dim: 8 '
+        'dim: 8 } shape { dim: 4 dim: 1 } } }\n'
+        'layer { name: "flip" type: "Flip" bottom: "data" top: "flip" }\n'
+        'layer { name: "cat" type: "Concat" bottom: "data" bottom: "flip" top: "cat" concat_param { axis: 0 } }\n'
+        'layer { name: "ip" type: "InnerProduct" bottom: "cat" top: "ip" inner_product_param { num_output: 1 } }\n'
+        'layer { name: "loss" type: "SmoothL1Loss" bottom: "ip" bottom: "label" top: "loss" }\n')
+    run = run_in_process("n.prototxt", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "sized with Flip as happynear's Caffe" in run.stdout
+    (net,) = build_nets(str(tmp_path / "n.prototxt"))
+    assert type(net.layer("ip").impl) is BvlcInnerProduct

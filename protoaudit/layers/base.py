@@ -138,8 +138,8 @@ def fork_layers(fork):
     if "+" in fork:
         first, *others = fork.split("+")
         merged = {}
-        for other in others:
-            merged.update(fork_layers(other))
+        for other in others:  # only the types BVLC lacks: B's own InnerProduct is not A's (nor reads A's schema)
+            merged.update({t: c for t, c in fork_layers(other).items() if t not in REGISTRY})
         return {**merged, **fork_layers(first)}
     if fork not in _IMPORTED_FORKS:
         for module, forks in FORK_MODULES.items():
