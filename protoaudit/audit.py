@@ -594,7 +594,7 @@ def _check_choice(name, value, choices):
 
 @paused
 def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, test_batch=None,
-          mode="gpu", engine=None, solver_type=None, inference=False, context=None, schema=None,
+          mode=None, engine=None, solver_type=None, inference=False, context=None, schema=None,
           compare_engines=True, freeze=(), root=None, defines=None, log=None, shapes=None, strict=False):
     """Audit `path` (a net or solver prototxt) as Caffe would run it.
 
@@ -614,6 +614,8 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
     a layer has none in GPU mode and a cuDNN build runs the net (video-caffe's NdConvolution), which
     is then audited as a cuDNN build, the Caffe engine's stop said beside.
     """
+    used = log_mode(path) if mode is None else None
+    mode = used[0] if used else mode or "gpu"
     _check_choice("mode", mode, MODES)
     if engine is not None:
         _check_choice("engine", engine, ENGINES)
@@ -623,6 +625,9 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
                    schema=schema, freeze=freeze, root=root, defines=defines, log=log, shapes=shapes, strict=strict)
     run = dict(mode=mode, engine=engine or "caffe", solver_type=solver_type, inference=inference, context=context)
     nets = _nets_in_a_fork(path, inference, options)
+    if used and used[0] == "cpu":  # (GPU mode is the default: a GPU run's log needs no word)
+        nets[0].assumptions.append(Assumption("(file)", f"the log's run used the CPU ('{used[1]}', line {used[2]}), "
+                                              "so host memory is audited", "--mode gpu"))
     try:
         result = _assess(path, nets, compare_engines=compare_engines, **run)
     except LayerStops:
@@ -632,6 +637,16 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
         result = _assess(path, nets, compare_engines=True, **run)  # (the Caffe engine's stop is said beside)
     result.again = (options, run)
     return result
+
+
+def log_mode(path):
+    """(mode, what caffe.cpp printed, its line) of the last run of a Caffe log given as the path, where it
+    says ("Use CPU." or "Use GPU with device ID 0", before the run's solver or net); None otherwise."""
+    if not is_log_file(path):
+        return None
+    from .read import caffe_log
+
+    return caffe_log.run_mode(path)
 
 
 def _nets_in_a_fork(path, inference, options):

@@ -109,8 +109,9 @@ def _common(p, formats=True):
     p.add_argument("--engine", choices=["caffe", "cudnn"], default=None, type=str.lower,
                    help="Caffe's own im2col convolutions (default, unless a layer runs only in a cuDNN build) or "
                    "a cuDNN build; both totals are shown")
-    p.add_argument("--mode", choices=["gpu", "cpu"], default="gpu", type=str.lower,
-                   help="Caffe's solver_mode: gpu (device memory, default) or cpu (host memory)")
+    p.add_argument("--mode", choices=["gpu", "cpu"], default=None, type=str.lower,
+                   help="Caffe's solver_mode: gpu (device memory, default) or cpu (host memory); for a Caffe log "
+                   "given as the path, the mode its run used")
     p.add_argument("--solver-type", metavar="TYPE",
                    help="SGD, Nesterov, AdaGrad, RMSProp, AdaDelta, Adam, or none for a bare net run once "
                    "forward and backward (default: the solver file's type, else SGD)")

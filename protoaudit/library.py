@@ -65,7 +65,7 @@ def diff(path_a, path_b, *, gpu_mem=None, a=None, b=None, **options):
 def _keras(path, gpu_mem, sweep, **options):
     from .keras.audit import audit_keras, check_fit, sweep as sweep_batches
 
-    result = audit_keras(path, **options)
+    result = audit_keras(path, **dict(options, mode=options.get("mode") or "gpu"))
     budget = None
     if gpu_mem is not None:
         budget = gpu_mem if isinstance(gpu_mem, int) else parse_size(gpu_mem)

@@ -35,3 +35,16 @@ def test_a_log_with_no_printed_net_is_still_refused(tmp_path):
     run = run_in_process(path)
     assert run.returncode == 2
     assert "the log holds no net Caffe set up" in run.stderr
+
+
+def test_a_log_of_a_cpu_run_is_audited_in_cpu_mode(tmp_path):
+    """caffe.cpp prints "Use CPU." before a CPU run's solver (the brewing notebook's run, line 1): the
+    log's nets are audited as host memory, said; --mode gpu audits the device (tried as a new user
+    would: a `caffe test` log of a CPU run was audited as 2.16 GiB of GPU memory)."""
+    run = run_in_process(REAL, "--format", "json")
+    assert run.returncode == 0, run.stderr
+    report = __import__("json").loads(run.stdout)
+    assert report["mode"] == "cpu"
+    assert any("the log's run used the CPU ('Use CPU.', line 1)" in a["assumption"] for a in report["assumptions"])
+    gpu = __import__("json").loads(run_in_process(REAL, "--format", "json", "--mode", "gpu").stdout)
+    assert gpu["mode"] == "gpu" and not any("used the CPU" in a["assumption"] for a in gpu["assumptions"])

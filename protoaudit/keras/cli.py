@@ -66,7 +66,7 @@ def _audit(path, args, batch, freeze):
 
     # --gpu-mem in bytes and --sweep's batches, as protoaudit.options.checked made them
     return audit(path, gpu_mem=args.gpu_mem or None, sweep=getattr(args, "sweep", None) or None, batch=batch,
-                 optimizer=args.optimizer, loss=args.loss, mode=args.mode, inputs=parse_inputs(args.input),
+                 optimizer=args.optimizer, loss=args.loss, mode=args.mode or "gpu", inputs=parse_inputs(args.input),
                  freeze=freeze, context=args.context)
 
 

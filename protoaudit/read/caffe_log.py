@@ -394,6 +394,25 @@ def _state_phase(lines):
     return None
 
 
+_MODE = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ caffe\.cpp:\d+\] (Use CPU\.|Use GPU with device ID \d+)")
+
+
+def run_mode(path):
+    """("cpu" or "gpu", the message, its line) of the last `caffe` run in the log that says which it used
+    (caffe.cpp's train and test print it first); None where none does (a pycaffe script's log)."""
+    found, read = None, 0
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
+            read += len(line)
+            if read > MAX_LOG_BYTES:
+                break
+            if "] Use " in line:
+                m = _MODE.match(line)
+                if m:
+                    found = ("cpu" if m.group(1) == "Use CPU." else "gpu"), m.group(1), number
+    return found
+
+
 def died_setting_up(runs, names):
     """(how many layers it set up, the Failure) where a run of the log died while setting up a net
     whose layers are `names` (those it set up are their first ones), as a data layer's prefetch
