@@ -47,6 +47,20 @@ def test_a_log_whose_data_layer_is_of_another_type_is_not_this_nets(tmp_path):
     assert "unknown layer type 'OwnReader'" in run.stderr
 
 
+def test_a_log_whose_data_layer_crops_otherwise_is_not_this_nets(tmp_path):
+    """The same net, its data layer cropping to 16 where the logged run's did not: the layer names and
+    types agree, but the logged data shapes are another transform's, so they are not taken (tried as a
+    new user would: another repository's AlexNet log, cropping to 227, stood beside a net that does not
+    crop, and gave it 227 x 227 images)."""
+    text = open(os.path.join(HERE, "train_ResNet_20.prototxt")).read()
+    assert text.count('type: "HDF5Data"') == 1
+    (tmp_path / "train_ResNet_20.prototxt").write_text(
+        text.replace('type: "HDF5Data"', 'type: "HDF5Data"\n  transform_param { crop_size: 16 }'))
+    shutil.copy(os.path.join(HERE, LOG), tmp_path / LOG)
+    run = run_in_process(tmp_path / "train_ResNet_20.prototxt", "--format", "json")
+    assert LOG not in run.stdout + run.stderr
+
+
 def test_a_test_net_file_takes_the_logs_test_net():
     """test_ResNet_20.prototxt's data layer is TEST-only: its TEST net, which the log set up at line
     4269-4270 with batch 10: data 10 1 32 72, labels 10 4."""

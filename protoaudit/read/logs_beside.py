@@ -87,7 +87,40 @@ def _same_net(logged, param, names):
     types = {name: _kind(kind) for name, kind in _PRINTED_LAYER.findall(text)}
     both = [lp for lp in param.layer if lp.name in types]
     differ = [lp for lp in both if _kind(lp.type) != types[lp.name]]
-    return len(differ) <= 0.1 * len(both) and not any(not lp.bottom for lp in differ)
+    if len(differ) > 0.1 * len(both) or any(not lp.bottom for lp in differ):
+        return False
+    return all(_sizes_printed(text, lp.name) == _sizes(lp) for lp in both if not lp.bottom)
+
+
+# what of a data layer's transform decides its top's size, as Caffe prints it and as the file gives it: a log of
+# another net of the same layer names (another repository's AlexNet) crops where this one does not
+_SIZED_BY = ("crop_size", "new_height", "new_width", "crop_h", "crop_w")
+
+
+def _sizes_printed(text, name):
+    """{field: value} of _SIZED_BY in the printed block of layer `name` (its text up to the next layer)."""
+    start = re.search(r'^layers? \{\n\s*name: "' + re.escape(name) + '"\n', text, re.MULTILINE)
+    if start is None:
+        return None
+    end = re.compile(r"^layers? \{", re.MULTILINE).search(text, start.end())
+    block = text[start.end():end.start() if end else len(text)]
+    return {k: v for k, v in re.findall(r"^\s*(" + "|".join(_SIZED_BY) + r"): (\d+)$", block, re.MULTILINE)}
+
+
+def _sizes(lp):
+    """The same of the file's layer: every such field it sets, in any of its parameter messages."""
+    found = {}
+
+    def walk(msg):
+        for field, value in msg.ListFields():
+            if field.message_type is not None:
+                for sub in (value if field.is_repeated else [value]):
+                    walk(sub)
+            elif field.name in _SIZED_BY and not field.is_repeated:
+                found[field.name] = str(value)
+
+    walk(lp)
+    return found
 
 
 # a layer as Caffe prints its parameters: its name, then its type (a string; an enum in a V1 net's `layers`)
