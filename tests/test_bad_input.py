@@ -126,6 +126,25 @@ def test_a_type_that_changes_a_word_is_no_misspelling():
     assert suggest("Convolutoin") == "Convolution" and suggest("EuclidianLoss") == "EuclideanLoss"
 
 
+def test_a_numbered_type_is_no_misspelling():
+    """ARL's EuclideanLoss6 (tried as a new user would) was offered EuclideanLoss: a number added is a
+    fork's numbered version of a type (JAA-Net's EuclideanLoss2 to EuclideanLoss5), not a slip."""
+    from protoaudit.layers import suggest
+
+    assert suggest("EuclideanLoss6") is None and suggest("Convolution2") is None
+    assert suggest("Convolutio") == "Convolution"
+
+
+def test_a_field_with_an_underscore_added_is_a_misspelling(cli, tmp_path):
+    """param_str_ (a triplet loss's Python layer, tried as a new user would) was called a fork's field;
+    a fork's own field adds a word (mean_value_file beside mean_value), an underscore alone is a slip."""
+    python = NET + 'layer { name: "py" type: "Python" bottom: "conv1" top: "py" python_param { module: "m" ' \
+                   'layer: "L" param_str_: "x" } }\n'
+    write(tmp_path, "net.prototxt", python)
+    msg = refused(cli("net.prototxt"))
+    assert '"param_str_"' in msg and "did you mean 'param_str'?" in msg
+
+
 def test_misspelt_field_suggests_the_near_one(cli, tmp_path):
     write(tmp_path, "net.prototxt", NET.replace("num_output: 4", "num_ouptut: 4"))
     msg = refused(cli("net.prototxt"))

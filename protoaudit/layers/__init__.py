@@ -4,6 +4,7 @@ that hold forks' layers only (base.FORK_MODULES), which register theirs when a n
 forks is in play (fork_layers)."""
 import importlib
 import os
+import re
 from difflib import SequenceMatcher
 
 from ..errors import closest
@@ -27,5 +28,7 @@ def suggest(type_name, schema="bvlc"):
     near = closest(type_name, list(REGISTRY) + list(fork_layers(schema)))
     if near is None or abs(len(near) - len(type_name)) > 1:
         return None
+    if re.sub(r"\d", "", near).lower() == re.sub(r"\d", "", type_name).lower():
+        return None  # a number added: a fork's numbered versions (ARL's EuclideanLoss6, JAA-Net's EuclideanLoss2)
     edits = SequenceMatcher(None, near.lower(), type_name.lower()).get_opcodes()
     return near if sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in edits if tag != "equal") <= 2 else None

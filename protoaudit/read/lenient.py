@@ -142,7 +142,8 @@ def without_id_lists(text):
 def extends(field, names):
     """Whether `field` is one of `names` with words added before or after it (a fork's mean_value_file,
     beside mean_value): a field of its own, not a misspelling."""
-    return any(field.startswith(name + "_") or field.endswith("_" + name) for name in names)
+    return any((field.startswith(name + "_") or field.endswith("_" + name)) and len(field) > len(name) + 1
+               for name in names)  # (an underscore alone added is a slip: param_str_)
 
 
 def judged(field, message, line, layer, layer_type, tops, names):
