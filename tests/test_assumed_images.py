@@ -404,3 +404,15 @@ def test_an_infogain_matrix_from_an_absent_dataset_takes_the_classes_squared(tmp
                  + loss("InfogainLoss", "prob", "label", "H"))
     net = build_nets(path)[0]
     assert shapes(net)["H"] == (1, 1, 2, 2) and shapes(net)["label"] == (4,)
+
+
+def test_a_layers_tops_assumed_for_one_reason_are_said_once(tmp_path):
+    """A Python data layer of three tops, each taken as an image (tried as a new user would: one refusal
+    wrote the same reason three times in a line of about 2,000 characters): one reason, three tops."""
+    (tmp_path / "n.prototxt").write_text(
+        'layer { name: "py" type: "Python" top: "a" top: "b" top: "c" python_param { module: "absent" layer: "L" } }\n'
+        'layer { name: "r" type: "Reshape" bottom: "a" top: "r" reshape_param { shape { dim: 7 dim: 11 } } }\n'
+        'layer { name: "s" type: "Silence" bottom: "b" bottom: "c" bottom: "r" }\n')
+    run = run_in_process("n.prototxt", cwd=tmp_path)
+    assert run.returncode == 2
+    assert "tops 'a', 'b', 'c' are " in run.stderr and run.stderr.count("its data comes from Python code") == 1

@@ -5,6 +5,7 @@ loss-contribution pass, force_backward) so the layer list, the names and the ord
 """
 import functools
 import os
+import re
 from collections import Counter
 from math import prod
 from dataclasses import dataclass, field, replace
@@ -245,10 +246,31 @@ def _behind_check(ctx, lp, fix, upstream):
                 f"the record's float_data): give its shape, --input {label.top}={label.shape[0]}xK")
     if not guesses:
         return fix or f"Caffe stops here too: fix this {lp.type} layer's parameters or the layers that feed it"
-    said = "; ".join(f"layer '{a.layer}': {a.what}" for a in guesses)
+    said = _said_once(guesses)
     flags = "; ".join(a.override for a in guesses)
     return ((f"{fix}; but first: " if fix else "") + f"the shapes here follow from a size protoaudit assumed, not "
             f"from the file ({said}); give the size your data has: {flags}")
+
+
+def _said_once(guesses):
+    """'layer L: what' of each guess, where a layer's tops were taken at one shape for one reason said once
+    (a Python data layer's three tops each assumed an image: one reason, not three)."""
+    groups = {}  # (layer, shape, why) -> tops, in the guesses' order
+    for a in guesses:
+        m = _TOP_IS.match(a.what)
+        groups.setdefault((a.layer, *(m.group(2, 3) if m else (None, a.what))), []).append(m.group(1) if m else None)
+    parts = []
+    for (layer, shape, why), tops in groups.items():
+        if shape is None:
+            parts.append(f"layer '{layer}': {why}")
+        else:
+            named = ", ".join(f"'{t}'" for t in tops)
+            parts.append(f"layer '{layer}': {'top' if len(tops) == 1 else 'tops'} {named} "
+                         f"{'is' if len(tops) == 1 else 'are'} {shape}: {why}")
+    return "; ".join(parts)
+
+
+_TOP_IS = re.compile(r"top '([^']*)' is ([^:\s]+): (.*)$", re.DOTALL)
 
 
 def _unseen_label(ctx, upstream):
