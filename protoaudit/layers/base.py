@@ -124,6 +124,7 @@ FORK_MODULES = {
     "dyndilation": ("dyndilation",),
     "ggl": ("ggl",),
     "jaanet": ("jaanet",),
+    "arl": ("arl",),
     "hrsod": ("hrsod",),
     "davsod": ("davsod",),
     "tt100k": ("tt100k",),

@@ -107,10 +107,15 @@ class MultiStageMeanfield(Layer):
 
     exact_bottoms = 3
     exact_tops = 1
+    param_name = "multi_stage_meanfield_param"  # the layer's message, and its source file's name
 
     def param_shapes(self, bottoms):
         n, c, h, w = legacy_shape(self, bottoms[0])
         return [(1, 1, c, c)] * 3
+
+    def features(self, bottoms):
+        """The image values a pixel gives the bilateral lattice: its first 3 channels (cpp:238-241)."""
+        return 3
 
     def reshape(self, bottoms):
         p = self.lp.multi_stage_meanfield_param
@@ -131,7 +136,8 @@ class MultiStageMeanfield(Layer):
 
     def touches(self, run):
         n, c, h, w = legacy_shape(self, run.bottoms[0])
-        T = self.lp.multi_stage_meanfield_param.num_iterations
+        T = getattr(self.lp, self.param_name).num_iterations
+        d = 2 + self.features(run.bottoms)  # the bilateral lattice's dimensions: position and features
         P, X, NP, CC = h * w, n * c * h * w, n * h * w, c * c
         gpu = run.mode == "gpu"
         backward = any(run.propagate_down) or any(run.param_propagate_down)
@@ -144,18 +150,18 @@ class MultiStageMeanfield(Layer):
               touch.bottom(2, "data", "forward", device="host" if gpu else "device"),
               touch.top(0, "data", "forward")]
         spatial_exact, spatial_most = lattice_bytes(2, P)
-        bilateral_exact, bilateral_most = lattice_bytes(5, P)
+        bilateral_exact, bilateral_most = lattice_bytes(d, P)
         t += [touch.buffer("spatial_norm_", P, "setup", per_sample=False, device="host", note=f"{h}x{w}"),
               touch.buffer("norm_feed_", P, "setup", per_sample=False, device="host", note=f"{h}x{w} ones"),
-              touch.buffer("bilateral_kernel_buffer_", 5 * P, "setup", per_sample=False, device="host",
-                           note=f"5 x {h}x{w} floats"),
+              touch.buffer("bilateral_kernel_buffer_", d * P, "setup", per_sample=False, device="host",
+                           note=f"{d} x {h}x{w} floats"),
               touch.buffer("spatial_lattice_", spatial_most, "setup", per_sample=False, itemsize=1, device="host",
                            note=f"2-D lattice of {P:,} points: {spatial_exact:,} bytes exact, blur_neighbors_ "
                                 "estimated at its most (3 vertices per point)"),
               touch.buffer("bilateral_norms_", NP, "forward", per_sample=True, device="host", note=f"{n}x{h}x{w}"),
               touch.buffer("bilateral_lattices_", n * bilateral_most, "forward", per_sample=True, itemsize=1,
-                           device="host", note=f"{n} x 5-D lattice of {P:,} points: {n * bilateral_exact:,} bytes exact, "
-                                           "blur_neighbors_ estimated at its most (6 vertices per point)")]
+                           device="host", note=f"{n} x {d}-D lattice of {P:,} points: {n * bilateral_exact:,} bytes exact, "
+                                           f"blur_neighbors_ estimated at its most ({d + 1} vertices per point)")]
         if T > 1:
             t.append(touch.buffer("iteration_output_blobs_", (T - 1) * X, "forward", per_sample=True,
                                   note=f"{T - 1} x {shape}"))

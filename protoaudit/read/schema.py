@@ -113,6 +113,8 @@ FORKS = {
     "ggl": "GGL's Caffe (liu-xb/GGL: a 2016 BVLC Caffe with NormalizationL2, VarLoss and SetLoss2)",
     "jaanet": "BVLC Caffe with JAA-Net's layers (ZhiwenShao/JAANet: AlignDataTransform, AUMaskBasedLand, Division, "
               "Combination, DiceCoefLoss, EuclideanLoss2-5, and its Data and SoftmaxWithLoss)",
+    "arl": "BVLC Caffe with ARL's layers (ZhiwenShao/ARL: JAA-Net's Division, Combination and EuclideanLoss2-4, "
+           "MultiStageMeanfieldAU3, L2Norm, CosineSimilarityLoss, EuclideanLoss6 and its SigmoidCrossEntropyLoss)",
     "tl_ssd": "the traffic-light SSD's Caffe (julimueller/tl_ssd: SSD's with PriorBox offset_w/offset_h and "
               "per-prior traffic-light states in DetectionOutput)",
     "faceboxes_fixed": "a FaceBoxes Caffe with fixed-size anchors (zihaozhang9/FaceBoxes: SSD's with PriorBox "
@@ -180,6 +182,10 @@ DESCENDS_FROM["dyndilation"] = "deeplab_v2"
 # DAVSOD's ConvLSTM Caffe carries PSPNet's BN and Interp (bn_layer, cudnn_bn_layer and interp files byte for byte):
 # a file with none of its own types or fields (no ConvLSTM, lstm_conv_param) stays PSPNet's
 DESCENDS_FROM["davsod"] = "pspnet"
+# ARL's layers are JAA-Net's Division and Combination (the same files) and EuclideanLoss2-4 (the same code) with
+# layers of its own: a file with none of its own types or fields (no MultiStageMeanfieldAU3, L2Norm,
+# CosineSimilarityLoss, EuclideanLoss6, multi_stage_meanfield_au3_param) stays JAA-Net's
+DESCENDS_FROM["arl"] = "jaanet"
 # Descendants whose caffe.proto reads a file as their ancestor's does (FaceBoxes' is SSD's byte for
 # byte; TextBoxes' is SSD's of 2016, fewer fields; R-FCN's MATLAB Caffe's has py-R-FCN's fields by the
 # same names), so that only a build tells
