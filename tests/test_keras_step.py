@@ -52,12 +52,12 @@ SLOTS = {"sgd": {"tf_keras": 1, "keras3": 0}, "sgdm": {"tf_keras": 1, "keras3": 
 # TensorFlow ran the filter gradients beside the input gradients (its Adam run, the same model, ran
 # them after the chain, as modelled: 143.3 MB against 130.5 MB).
 KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_bn_dropout_sgdm_k3:b32",
-                "conv1d_text_sgdm:b128",
                 # measured after the step model was frozen, configurations it had never seen:
-                # conv1d_text with RMSprop (+10.5%) and LocallyConnected2D implementation 2 with Adam
+                # conv1d_text with RMSprop (+10.5%; within 10% with the no-joins rule at the end) and
+                # LocallyConnected2D implementation 2 with Adam
                 # (+15.4%: TensorFlow ran the input gradient before the kernel's, the reverse of its
                 # order with momentum SGD)
-                "conv1d_text_rmsprop:b64", "lc2_F500_adam:b8",
+                "lc2_F500_adam:b8",
                 # and after the MatMul buffers: tf_keras's run of Keras's image classification tutorial
                 # (+10.6%: traced, TensorFlow ran its filter gradients inside the chain, where the model
                 # ran them all after it; with them inside, as for every tf_keras model with a Dropout,
@@ -74,13 +74,14 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # CNN (-11%) came within 10% once its max-pool gradients' indicators were made in the
                 # forward pass, as traced
                 # and a second batch measured after that (the same folder): a VGG-style CNN with batch
-                # norm and no joins (tf_keras +16%, Keras 3 -17%: TensorFlow ran its filter gradients
+                # norm and no joins (tf_keras +16%, within 10% with the no-joins rule at the end; Keras 3
+                # -17%: TensorFlow ran its filter gradients
                 # in the order the model gives the other flavour); its wide-and-deep model (+27%,
                 # +10%), its Xception and transformer block with RMSprop in Keras 3 (-13%, -12%) came
                 # within 10% once traced (a transposed MatMul with a dimension of 1 needs no
                 # temporary; separable convolutions set aside; the embedding's rho * v alive until
                 # its update)
-                "vgg_bn_gap_sgdm:b16", "vgg_bn_gap_sgdm_k3:b16",
+                "vgg_bn_gap_sgdm_k3:b16",
                 # the same transposed MatMul: Keras 3's wide-and-deep model at batch 512 (-19%) has
                 # two runs at 10.07 MB, where a third process, traced, held 8.05 MB (8.19 MB
                 # modelled); tf_keras's two runs of it held 8.08 and 10.12 MB
@@ -225,7 +226,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # unfused BatchNormalization gradient), a GRU tagger with a Dense on its sequence in
                 # Keras 3 (+52.3%) and a CNN with a class head and a box head (+33.3%, -23.7%: the
                 # flavours' filter gradients in the order the model gives the other flavour)
-                "lstm_imdb_dropout_adam:b32", "bn_relu_cnn_sgdm:b32", "separable_cnn_adam_k3:b32",
+                "lstm_imdb_dropout_adam:b32", "separable_cnn_adam_k3:b32",
                 "cnn_two_outputs_adam:b32", "cnn_two_outputs_adam_k3:b32",
                 # Then, traced on its GRU tagger (no weight-sized partial gradient in its loop at the
                 # peak, 60 unit-sized ones), Keras 3's gradient loop holds about three unit-sized
@@ -361,8 +362,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # CNN padded and cropped in both flavours (+46.6%, +29.6%) and Keras 3's PReLU CNN
                 # (-32.2%). Traced, tf_keras's pad-and-crop CNN ran every filter gradient in the chain,
                 # before its input gradient, where without a Dropout the model sets them aside
-                "pad_crop_cnn_rmsprop:b256",
-                # (the ConvLSTM2D pair came within 10%, -1.2% and -1.3%, with each flavour's traced
+                                # (the ConvLSTM2D pair came within 10%, -1.2% and -1.3%, with each flavour's traced
                 # count of a step's kept tensors; the GRU pair, +3.6% and +5.0%, once a GRU without
                 # reset_after ran its cell's own step; Keras 3's pad-and-crop CNN, +4.4%, once a
                 # convolution's input no longer outlived its filter gradient; the PReLU CNN, -2.2%,
@@ -396,7 +396,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # Keras 3's wide-and-deep embedding model (+23.6%, a 0.77 MB step)
                 # (the dilated Conv2D stack came within 10%, +5.6%, once a loss on a spatial output
                 # set the filter gradients aside: rules.Conv.grads_late)
-                "pad_crop1d_rmsprop:b128", "wide_deep_embed_adam_k3:b256",
+                "wide_deep_embed_adam_k3:b256",
                 # (the bidirectional SimpleRNNs came within 10%, -0.5% and 0.0%, once a SimpleRNN's
                 # input gradient was the list of zeros both flavours make at the forward loop's end,
                 # one per direction: Recurrent.listed)
@@ -467,7 +467,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # alive at TensorFlow's peak, in the same filter gradient's im2col buffer): the
                 # executor's order. Setting aside every undilated Conv1D's filter gradient in Keras 3
                 # brought both text CNNs' Keras 3 configurations in and took four others out
-                "conv1d_maxpool_text_rmsprop:b128", "conv1d_maxpool_text_rmsprop_k3:b128",
+                "conv1d_maxpool_text_rmsprop_k3:b128",
                 "resnet_block_small_adam_k3:b32",
                 # and a fortieth, queued after that and audited at 5c57a07 before any change for it: 15 of
                 # 16, median 0.8%. Its miss: Keras 3's wide pre-activation ResNet (-14.1%; traced, its
@@ -488,8 +488,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # -9.3% with its filter gradients in the chain) and SeparableConv1D text CNN (-11.8%),
                 # and Keras 3's DenseNet block with plain SGD (-15.3%; tf_keras +11.9%: each flavour in
                 # the order the model takes for the other)
-                "cnn_gmp_elu_rmsprop:b64",
-                "separable_text_cnn_adam:b64", "densenet_block_small_sgd_k3:b32",
+                                "separable_text_cnn_adam:b64", "densenet_block_small_sgd_k3:b32",
                 # and a forty-third, queued after that and audited at 1bfbc29 before any change for it:
                 # 12 of 12, median 1.4%
                 # and a forty-fourth, queued after that and audited at 5baccda before any change for it
@@ -567,6 +566,16 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # tf_keras's BiLSTM tagger (+17.7%) and siamese CNN (+11.8%), Keras 3's two-filter text CNN
                 # (-12.3%)
                 "bilstm_token_tagger_rmsprop:b32", "siamese_cnn_shared_sgdm:b64", "text_cnn_two_filters_adam_k3:b64",
+                # Then tf_keras's filter gradients were taken in the chain, as with a Dropout, wherever the
+                # optimizer has update ops that read no gradient (SGD, RMSprop) and no branches join
+                # (rules.Conv.grads_late; eight small SGD CNNs of real users' files had shown it, as a
+                # held-out set measured before). Eight came within 10%: the Conv1D text model with
+                # momentum SGD and RMSprop, the VGG-style CNN with batch norm, the Conv-BN-ReLU CNN, the
+                # padded-and-cropped CNNs in 1-D and 2-D, the Conv1D max-pool text CNN and the ELU CNN
+                # with global max pooling; five went out (-10.4% to -19.1%), whose filter gradients
+                # TensorFlow still set aside:
+                "cnn_prelu_gmp_sgdm:b128", "mobilenet_like_small_rmsprop:b32", "fcn_gap_softmax_sgd:b64",
+                "sigmoid_multilabel_cnn_rmsprop:b64", "deep_cnn_bn_gap_sgd:b64",
                 }
 
 @functools.lru_cache(maxsize=None)
@@ -600,12 +609,12 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
                                                   (("shared", "new", "unseen", "seeds"), 0.88, 0.03)])
 def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
-    outside that range under 3%. Met on the shared measurements (46 of 50, 1.2%), on the
-    configurations measured since (tests/data/keras_oracle/new: 81 of 86, 1.8%; the rules were read
+    outside that range under 3%. Met on the shared measurements (47 of 50, 0.8%), on the
+    configurations measured since (tests/data/keras_oracle/new: 82 of 86, 1.9%; the rules were read
     off the traces of some of them). On the 982 configurations of tests/data/keras_oracle/unseen,
     fifty-three batches each measured after the last change before it and audited before any change
     for it: 777 (79.1%) as first audited over all of them, the last three 33 of 40 (82.5%; 6 of 8,
-    14 of 16, 13 of 16); now 865 (88.1%), a median of 1.9%; all 1,119: 993 (88.7%), 1.8%. Those two are
+    14 of 16, 13 of 16); now 866 (88.2%), a median of 1.9%; all 1,119: 996 (89.0%), 1.8%. Those two are
     under the issue's 90% and are held where they stand, at 87.5% and 88%, so that a regression fails
     (the unseen share was held at 89% until the thirty-third batch brought it to 88.8%, and at 88% until
     the forty-eighth brought it to 87.9%; all of them at 89% until the forty-fifth brought them to
@@ -633,7 +642,7 @@ def test_the_executor_orders_laid_out_meet_tensorflows_range(folders, share, und
     weight gradient set aside and with every one in the chain, and the optimizer's two orders, and gives
     the range of their peaks (the verdict takes its high end). Against the measured ranges: on the 982
     unseen configurations, the modelled range meets TensorFlow's within 10% for 940 (95.7%; the guess
-    alone, 865), and its high end falls more than 10% under TensorFlow's low end for 26 (2.6%); on the
+    alone, 866), and its high end falls more than 10% under TensorFlow's low end for 26 (2.6%); on the
     shared 47 of 50 (3 under), on the new 83 of 86 (1). Held where they stand."""
     meets = low_under = n = 0
     for p in CONFIGS:
