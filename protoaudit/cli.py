@@ -142,8 +142,8 @@ def _common(p, formats=True):
     p.add_argument("--log", metavar="LOG",
                    help="a Caffe log of a run of this net: its data layers' shapes are taken from it")
     p.add_argument("--optimizer", metavar="NAME",
-                   help="Keras models: the optimizer (sgd, adam, rmsprop, adagrad, ...) when the file holds none, or "
-                   "instead of the file's")
+                   help="Keras models: the optimizer (sgd, adam, rmsprop, adagrad, ...; settings as Keras takes them: "
+                   "'sgd(momentum=0.9)') when the file holds none, or instead of the file's")
     p.add_argument("--loss", metavar="NAME",
                    help="Keras models: the loss (e.g. sparse_categorical_crossentropy, mse) when the file holds none")
     p.add_argument("--root", metavar="DIR",

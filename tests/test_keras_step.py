@@ -1880,3 +1880,18 @@ def test_an_lstms_inputs_masked_by_dropout_keep_one_input_sized_tensor_a_gate(tm
     [lists] = [b for b in program.bufs if b.label == "rnn per-step tensors kept for the gradient"]
     step_in = 32 * 100 * 4
     assert lists.bytes == 50 * (step_in + 4 * step_in + 16 * 32 * 64 * 4 + 4 * 64 * 64 * 4 + 4 * 100 * 64 * 4)
+
+
+def test_optimizer_settings_are_given_as_keras_takes_them(protoaudit):
+    """--optimizer "sgd(momentum=0.9)": Keras 3's SGD keeps a momentum slot only with momentum, as measured
+    (the MNIST MLP with momentum SGD in Keras 3, unseen/measurements.tsv: 669,706 trainable parameters,
+    2,678,824 bytes, one slot each; SLOTS above: none without momentum). The settings are read as numbers
+    or true/false, never evaluated."""
+    path = os.path.join(ORACLE, "unseen", "models", "mlp_mnist_sgdm_k3.keras")
+    with_momentum = audit_keras(path, batch=64, mode="cpu", optimizer="sgd(momentum=0.9)")
+    plain = audit_keras(path, batch=64, mode="cpu", optimizer="sgd")
+    assert with_momentum.slot_bytes == 2_678_824 and plain.slot_bytes == 0
+    assert audit_keras(path, batch=64, mode="cpu", optimizer="rmsprop(centered=true)").slot_bytes == 2 * 2_678_824
+    for bad in ("sgd(momentum=__import__('os'))", "sgd(0.9)"):
+        r = protoaudit(path, "--optimizer", bad, "--mode", "cpu")
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "key=number" in r.stderr

@@ -15,6 +15,7 @@ Measured on the oracle: tf_keras SGD and RMSprop hold about the trainable weight
 the same batch (ResNet50 b4: 463 MB against 363 MB), Keras 3 plain SGD about that less than tf_keras SGD.
 """
 import math
+import re
 from collections import OrderedDict
 
 from ...errors import InputError
@@ -34,11 +35,13 @@ def canonical(optimizer):
     if optimizer is None:
         return None
     if isinstance(optimizer, str):
-        name = _NAMES.get(optimizer.lower())
+        m = _GIVEN.fullmatch(optimizer)
+        name = _NAMES.get(m.group(1).lower()) if m else None
         if name is None:
             raise InputError(f"--optimizer {optimizer}: not a Keras optimizer",
-                             fix="one of " + ", ".join(sorted(_NAMES)))
-        return name, {}
+                             fix="one of " + ", ".join(sorted(_NAMES)) + ", with settings as Keras takes them: "
+                                 "sgd(momentum=0.9), rmsprop(centered=true)")
+        return name, _settings(optimizer, m.group(2) or "")
     if isinstance(optimizer, dict):
         name = optimizer.get("class_name")
         config = optimizer.get("config") or {}
@@ -46,6 +49,32 @@ def canonical(optimizer):
             name = _NAMES.get(name.lower(), name)
             return name, config if isinstance(config, dict) else {}
     raise InputError("the file's optimizer is neither a name nor a {class_name, config} entry")
+
+
+# --optimizer NAME or NAME(key=value, ...): the settings that decide its slots (momentum, centered, amsgrad)
+_GIVEN = re.compile(r"\s*(\w+)\s*(?:\((.*)\))?\s*", re.DOTALL)
+
+
+def _settings(given, text):
+    """{key: number or bool} of `key=value, ...`, values read as numbers or true/false, never evaluated."""
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, eq, value = (x.strip() for x in part.partition("="))
+        low = value.lower()
+        if not eq or not key.isidentifier():
+            value = None
+        elif low in ("true", "false"):
+            value = low == "true"
+        else:
+            try:
+                value = float(value)
+            except ValueError:
+                value = None
+        if value is None:
+            raise InputError(f"--optimizer {given}: '{part}' is not a setting of the form key=number or "
+                             "key=true/false", fix="write it as Keras takes it: sgd(momentum=0.9)")
+        out[key] = value
+    return out
 
 
 def slots_per_variable(flavour, optimizer):
