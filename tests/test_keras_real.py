@@ -1,4 +1,5 @@
-"""Real users' Keras model files against TensorFlow (tests/data/keras_oracle/real).
+"""Real users' Keras model files against TensorFlow (tests/data/keras_oracle/real, and real2 from other
+repositories).
 
 Each file is one a user committed to GitHub (SOURCES.md: a model.to_json() output or a TensorFlow.js
 model.json), measured in the oracle's kit as it stands: TensorFlow 2.21 on CPU, the exact heap
@@ -15,8 +16,10 @@ import pytest
 from protoaudit.keras.audit import audit_keras
 
 REAL = os.path.join(os.path.dirname(__file__), "data", "keras_oracle", "real")
+# a second set, from other repositories, measured the same way (real2/README.md)
+REAL2 = os.path.join(os.path.dirname(__file__), "data", "keras_oracle", "real2")
 SLOTS = {"sgd": {"tf_keras": 1, "keras3": 0}, "adam": {"tf_keras": 2, "keras3": 2},
-         "rmsprop": {"tf_keras": 1, "keras3": 1}}
+         "rmsprop": {"tf_keras": 1, "keras3": 1}, "sgd(momentum=0.9)": {"tf_keras": 1, "keras3": 1}}
 # The 36 files the step model misses by more than 10% (README.md), by kind of model; traced where said:
 KNOWN_MISSES = {
     # CNNs: the order of a convolution's or a Dense layer's gradient ops, which Grappler's graph order
@@ -33,22 +36,30 @@ KNOWN_MISSES = {
     # steps under 1 MB, where TensorFlow's own allocations weigh most
     "028", "149", "158", "171",
 }
-# Held where they stand (README.md: 145 of 180, a median of 3.1%; the issue's bar is 90% and 3%), so that a
-# regression fails
+# The second set's misses (real2/README.md): small tf_keras CNNs with plain SGD (their filter-gradient order),
+# recurrent models (a GRU of 1,582 steps with implementation 1 and dropout, bidirectional LSTMs with and
+# without recurrent_dropout, four LSTMs on one time step), two CNNs under by 14%, a one-Dense model's step
+# under 1 MB
+KNOWN_MISSES2 = {"014", "016", "018", "025", "032", "038", "041", "043", "049", "053", "055", "062"}
+# Held where they stand (README.md: 145 of 180, a median of 3.1%; real2: 40 of 52, 4.8%; the issue's bar is 90%
+# and 3%), so that a regression fails
 SHARE, MEDIAN = 0.79, 0.04
+SHARE2, MEDIAN2 = 0.76, 0.05
 
 
-def _configurations():
-    if not os.path.exists(os.path.join(REAL, "runs.tsv")):
+def _configurations(folder, prefix=""):
+    if not os.path.exists(os.path.join(folder, "runs.tsv")):
         return []
     runs = defaultdict(list)
-    with open(os.path.join(REAL, "runs.tsv")) as f:
+    with open(os.path.join(folder, "runs.tsv")) as f:
         for r in csv.DictReader(f, delimiter="\t"):
             runs[(r["file"], r["optimizer"], r["batch"])].append(r)
-    return [pytest.param(os.path.join(REAL, "models", k[0]), rs, id=k[0][:3]) for k, rs in sorted(runs.items())]
+    return [pytest.param(os.path.join(folder, "models", k[0]), rs, id=prefix + k[0][:3])
+            for k, rs in sorted(runs.items())]
 
 
-CONFIGS = _configurations()
+CONFIGS = _configurations(REAL)
+CONFIGS2 = _configurations(REAL2, "real2:")
 
 
 @functools.lru_cache(maxsize=None)
@@ -56,7 +67,7 @@ def audited(path, optimizer, batch):
     return audit_keras(path, batch=batch, optimizer=optimizer, loss="mse", mode="cpu")
 
 
-@pytest.mark.parametrize("path,runs", CONFIGS)
+@pytest.mark.parametrize("path,runs", CONFIGS + CONFIGS2)
 def test_weights_and_slots_are_what_tensorflow_holds(path, runs):
     r = runs[0]
     a = audited(path, r["optimizer"], int(r["batch"]))
@@ -66,9 +77,10 @@ def test_weights_and_slots_are_what_tensorflow_holds(path, runs):
     assert abs(a.slot_bytes - int(r["trainable_bytes"]) * SLOTS[r["optimizer"]][r["flavour"]]) <= 65536
 
 
-@pytest.mark.parametrize("path,runs", CONFIGS)
+@pytest.mark.parametrize("path,runs", CONFIGS + CONFIGS2)
 def test_step_peak_is_within_ten_percent_of_tensorflow(path, runs, request):
-    if os.path.basename(path)[:3] in KNOWN_MISSES:
+    known = KNOWN_MISSES2 if path.startswith(REAL2) else KNOWN_MISSES
+    if os.path.basename(path)[:3] in known:
         request.applymarker(pytest.mark.xfail(strict=True, reason="a known miss of the step model"))
     r = runs[0]
     peaks = [int(x["step2_peak_extra"]) for x in runs]
@@ -76,13 +88,15 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, runs, request):
     assert 0.9 * min(peaks) <= peak <= 1.1 * max(peaks), (peak, peaks)
 
 
-def test_real_files_are_matched_overall():
+@pytest.mark.parametrize("configs,share,median", [(CONFIGS, SHARE, MEDIAN), (CONFIGS2, SHARE2, MEDIAN2)],
+                         ids=["real", "real2"])
+def test_real_files_are_matched_overall(configs, share, median):
     """The issue's bar on files nobody here wrote: 10% of TensorFlow's measured range for 90% of them,
     a median under 3%; held where they stand."""
-    if not CONFIGS:
+    if not configs:
         pytest.skip("no measurements")
     errors = []
-    for p in CONFIGS:
+    for p in configs:
         path, runs = p.values
         r = runs[0]
         peaks = [int(x["step2_peak_extra"]) for x in runs]
@@ -90,6 +104,6 @@ def test_real_files_are_matched_overall():
         peak = audited(path, r["optimizer"], int(r["batch"])).step_peak_bytes
         errors.append(0.0 if low <= peak <= high else min(abs(peak - low) / low, abs(peak - high) / high))
     errors.sort()
-    assert sum(e <= 0.10 for e in errors) >= SHARE * len(errors)
-    assert errors[len(errors) // 2] < MEDIAN
+    assert sum(e <= 0.10 for e in errors) >= share * len(errors)
+    assert errors[len(errors) // 2] < median
 
