@@ -128,6 +128,7 @@ FORK_MODULES = {
     "hrsod": ("hrsod",),
     "davsod": ("davsod",),
     "tt100k": ("tt100k",),
+    "glad": ("glad",),
 }
 _IMPORTED_FORKS = set()
 

@@ -125,6 +125,8 @@ FORKS = {
               "Interp, ConvLSTM and DummyForward)",
     "tt100k": "Tsinghua-Tencent 100K's Caffe (asyncbridge/tsinghua-tencent-100k code/caffe: an August 2015 BVLC Caffe "
               "with DriveNet's DriveData, Tiling and L1Loss)",
+    "glad": "GLAD's Caffe (southatsouth/GLAD caffe/: an August 2016 BVLC Caffe whose Crop takes one bottom and "
+            "crop_param's height and weight)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
