@@ -127,3 +127,12 @@ def test_the_net_audits_with_no_flags():
     r = run_in_process("frd_test.prototxt", cwd=NETS, timeout=300)
     assert r.returncode in (0, 1), r.stderr
     assert "Total:" in r.stdout and "HRSOD's Caffe" in r.stdout
+
+
+def test_batch_norm_statistics_keep_the_files_lr_mult(tmp_path):
+    """HRSOD's upgrade_proto.cpp (BVLC 9e9e9ba, August 2016) predates BVLC a8ec123's BatchNorm upgrade (it
+    names no BatchNorm): three params given lr_mult 1 stay 1, and its batch_norm_layer.cpp adds no ParamSpec."""
+    body = inputs(x=(2, 3, 4, 4)) + ('layer { name: "bn" type: "BatchNorm" bottom: "x" top: "bn" param { lr_mult: 1 } '
+                                     'param { lr_mult: 1 } param { lr_mult: 1 } }\n')
+    net = build(tmp_path, body)
+    assert [p.lr_mult for p in net.layer("bn").params] == [1, 1, 1]
