@@ -128,6 +128,7 @@ FORK_MODULES = {
     "hrsod": ("hrsod",),
     "davsod": ("davsod",),
     "tt100k": ("tt100k",),
+    "jiangqh": ("jiangqh",),
 }
 _IMPORTED_FORKS = set()
 

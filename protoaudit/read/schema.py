@@ -125,6 +125,8 @@ FORKS = {
               "Interp, ConvLSTM and DummyForward)",
     "tt100k": "Tsinghua-Tencent 100K's Caffe (asyncbridge/tsinghua-tencent-100k code/caffe: an August 2015 BVLC Caffe "
               "with DriveNet's DriveData, Tiling and L1Loss)",
+    "jiangqh": "JiangQH's Caffe (JiangQH/caffe, of JiangQH/Hypercolumns-Based-Surface-Normal-Recovery: a May 2016 "
+               "BVLC Caffe with ImageNormalData and HyperColumns)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
