@@ -50,6 +50,15 @@ def test_its_bvlc_layers_are_of_may_2016():
         assert issubclass(layer_class(kind, "jiangqh"), layer_class(kind, fork)), kind
 
 
+
+def test_batch_norm_statistics_keep_the_files_lr_mult(tmp_path):
+    """Its upgrade_proto.cpp (BVLC e79bc8f, May 2016) predates BVLC a8ec123's BatchNorm upgrade (it names no
+    BatchNorm): three params given lr_mult 1 stay 1, and its batch_norm_layer.cpp adds no ParamSpec (cpp:10-36)."""
+    body = inputs(x=(2, 3, 4, 4)) + ('layer { name: "bn" type: "BatchNorm" bottom: "x" top: "bn" param { lr_mult: 1 } '
+                                     'param { lr_mult: 1 } param { lr_mult: 1 } }\n')
+    net = build(tmp_path, body)
+    assert [p.lr_mult for p in net.layer("bn").params] == [1, 1, 1]
+
 IND = """layer {{ name: "data" type: "ImageNormalData" top: "data" top: "normal"
   transform_param {{ {transform} }}
   image_data_param {{ new_height: 48 new_width: 64 batch_size: 4 source: "{source}" {more} }} }}

@@ -218,8 +218,9 @@ def _copy(message):
 
 # forks whose upgrade_proto.cpp predates BVLC a8ec123 (September 2016), which zeroes old BatchNorm
 # definitions' param specs: YOLOv2's port (June 2016 BVLC), GGL's Caffe (July 2016 BVLC) and
-# caffe-dynamic-dilation (its upgrade_proto.cpp names no BatchNorm) keep the lr_mult the file gives
-BEFORE_BATCH_NORM_UPGRADE = frozenset({"yolov2", "ggl", "dyndilation"})
+# caffe-dynamic-dilation (its upgrade_proto.cpp names no BatchNorm) keep the lr_mult the file gives; so does
+# JiangQH's Caffe (May 2016 BVLC, no BatchNorm in its upgrade_proto.cpp)
+BEFORE_BATCH_NORM_UPGRADE = frozenset({"yolov2", "ggl", "dyndilation", "jiangqh"})
 
 
 def upgrade_batch_norm(net):
