@@ -129,6 +129,7 @@ FORK_MODULES = {
     "davsod": ("davsod",),
     "tt100k": ("tt100k",),
     "glad": ("glad",),
+    "jiangqh": ("jiangqh",),
 }
 _IMPORTED_FORKS = set()
 

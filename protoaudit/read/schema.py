@@ -127,6 +127,8 @@ FORKS = {
               "with DriveNet's DriveData, Tiling and L1Loss)",
     "glad": "GLAD's Caffe (southatsouth/GLAD caffe/: an August 2016 BVLC Caffe whose Crop takes one bottom and "
             "crop_param's height and weight)",
+    "jiangqh": "JiangQH's Caffe (JiangQH/caffe, of JiangQH/Hypercolumns-Based-Surface-Normal-Recovery: a May 2016 "
+               "BVLC Caffe with ImageNormalData and HyperColumns)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 

@@ -218,9 +218,10 @@ def _copy(message):
 
 # forks whose upgrade_proto.cpp predates BVLC a8ec123 (September 2016), which zeroes old BatchNorm
 # definitions' param specs: YOLOv2's port (June 2016 BVLC), GGL's Caffe (July 2016 BVLC), GLAD's Caffe
-# (BVLC 1464368 of August 2016), HRSOD's Caffe (BVLC 9e9e9ba of August 2016) and caffe-dynamic-dilation
-# (their upgrade_proto.cpp names no BatchNorm) keep the lr_mult the file gives
-BEFORE_BATCH_NORM_UPGRADE = frozenset({"yolov2", "ggl", "glad", "hrsod", "dyndilation"})
+# (BVLC 1464368 of August 2016), HRSOD's Caffe (BVLC 9e9e9ba of August 2016), JiangQH's Caffe (BVLC e79bc8f
+# of May 2016) and caffe-dynamic-dilation (their upgrade_proto.cpp names no BatchNorm) keep the lr_mult the
+# file gives
+BEFORE_BATCH_NORM_UPGRADE = frozenset({"yolov2", "ggl", "glad", "hrsod", "jiangqh", "dyndilation"})
 
 
 def upgrade_batch_norm(net):
