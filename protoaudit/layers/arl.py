@@ -33,7 +33,7 @@ from . import crfrnn, jaanet, touch
 from .base import carry, count, legacy_shape, register
 from .activations import Neuron
 from .data import Data as BvlcData
-from .losses import Loss
+from .losses import LabelWeights, Loss
 from .losses import SigmoidCrossEntropyLoss as BvlcSigmoidCrossEntropyLoss
 from ..read.datasets.examples import Example
 
@@ -202,7 +202,7 @@ class EuclideanLoss6(jaanet._EuclideanLossN):
 
 
 @register("SigmoidCrossEntropyLoss", fork=FORK)
-class SigmoidCrossEntropyLoss(BvlcSigmoidCrossEntropyLoss):
+class SigmoidCrossEntropyLoss(LabelWeights, BvlcSigmoidCrossEntropyLoss):
     """SigmoidCrossEntropyLossLayer: BVLC's of November 2016 (ignore_label, normalization) with an optional
     third bottom, one weight a label (2 or 3 bottoms, sigmoid_cross_entropy_loss_layer.hpp:58-60; CHECK_EQ
     of its count with the label's, cpp:46-48). Reshape keeps bottom 2's host data pointer (cpp:50), which
@@ -211,19 +211,4 @@ class SigmoidCrossEntropyLoss(BvlcSigmoidCrossEntropyLoss):
     bottom 2 is a data layer's top, pointing into its pinned prefetch batch (mapped under unified
     addressing). Never written."""
 
-    exact_bottoms = None
-    min_bottoms = 2
-    max_bottoms = 3
-
-    def check_bottoms(self, bottoms):
-        super().check_bottoms(bottoms)
-        if len(bottoms) == 3:
-            self.check(count(bottoms[1]) == count(bottoms[2]),
-                       f"number of weights must match number of labels (sigmoid_cross_entropy_loss_layer.cpp:47): "
-                       f"bottom 2 {tuple(bottoms[2])} for the label {tuple(bottoms[1])}")
-
-    def touches(self, run):
-        t = super().touches(run)
-        if len(run.bottoms) == 3:
-            t.append(touch.bottom(2, "data", "setup", device="host"))
-        return t
+    weights_check = "sigmoid_cross_entropy_loss_layer.cpp:47"

@@ -10,8 +10,6 @@ data_param.prefetch batches, base_data_layer.cpp).
 File and line references are to that commit's src/caffe/layers/*.cpp/.cu, include/caffe/layers/
 *.hpp and src/caffe/layers/ctcpp_entrypoint.cpp (warp-ctc's workspace).
 """
-import os
-
 from . import touch
 from .base import Layer, carry, count, legacy_shape, refuse_in_place, register
 from .ctpn import Lstm as CtpnLstm, Transpose

@@ -16,10 +16,8 @@ files (the changes since: logging, USE_HDF5 guards, a cuDNN descriptor leak).
 File:line references are to mycaffe-convlstm/src/caffe/layers/ and mycaffe-convlstm/include/caffe/layers/
 at that commit.
 """
-import dataclasses
-
 from . import deeplab, drml, pspnet, recurrent_unrolled, touch
-from .base import Layer, carry, count, register
+from .base import Layer, carry, register
 from .recurrent import LSTMUnit, Recurrent
 
 FORK = "davsod"

@@ -27,7 +27,7 @@ from .base import Layer, count, float32, legacy_shape, register
 from .data import Data as BvlcData
 from .drml import _check_inside, _coords, _int, _written, host_paste_touches
 from .losses import EuclideanLoss as BvlcEuclideanLoss
-from .losses import Loss
+from .losses import LabelWeights, Loss
 from .losses import SoftmaxWithLoss as BvlcSoftmaxWithLoss
 from ..read.datasets.examples import Example
 
@@ -322,7 +322,7 @@ class EuclideanLoss5(_EuclideanLossN):
 
 
 @register("SoftmaxWithLoss", fork=FORK)
-class SoftmaxWithLoss(BvlcSoftmaxWithLoss):
+class SoftmaxWithLoss(LabelWeights, BvlcSoftmaxWithLoss):
     """SoftmaxWithLossLayer: BVLC's with an optional third bottom, one weight a label (2 or 3 bottoms,
     softmax_loss_layer.hpp:66-68; CHECK_EQ of its count with the label's, cpp:57-59). Reshape keeps
     bottom 2's host data pointer (cpp:61), which both the CPU loops (cpp:115-117, :155-158) and, in GPU
@@ -330,22 +330,7 @@ class SoftmaxWithLoss(BvlcSoftmaxWithLoss):
     where bottom 2 is a data layer's top, pointing into its pinned prefetch batch (mapped under
     unified addressing). Never written."""
 
-    exact_bottoms = None
-    min_bottoms = 2
-    max_bottoms = 3
-
-    def check_bottoms(self, bottoms):
-        super().check_bottoms(bottoms)
-        if len(bottoms) == 3:
-            self.check(count(bottoms[1]) == count(bottoms[2]),
-                       f"number of weights must match number of labels (softmax_loss_layer.cpp:58): bottom 2 "
-                       f"{tuple(bottoms[2])} for the label {tuple(bottoms[1])}")
+    weights_check = "softmax_loss_layer.cpp:58"
 
     def allow_force_backward(self, bottom_index):
         return bottom_index != 1  # BVLC's LossLayer
-
-    def touches(self, run):
-        t = super().touches(run)
-        if len(run.bottoms) == 3:
-            t.append(touch.bottom(2, "data", "setup", device="host"))
-        return t

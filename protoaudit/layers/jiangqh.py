@@ -19,7 +19,7 @@ statistics (batch_norm_layer.cpp:10-36, the same file as GGL's).
 File:line references are to src/caffe/layers/, include/caffe/layers/ and src/caffe/ at that commit.
 """
 from . import enet, ggl, ssd, touch
-from .base import Layer, carry, count, register
+from .base import Layer, carry, register
 from .cxx import grown
 from .data import OPENCV_RESIZE_BYTES, ImageData
 

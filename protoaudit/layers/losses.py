@@ -33,6 +33,31 @@ def legacy_num_pair(layer, bottoms, same="the same number (loss_layer.cpp:25)"):
     return data, label
 
 
+class LabelWeights:
+    """A fork's loss with an optional third bottom, one weight a label (JAA-Net's SoftmaxWithLoss, ARL's
+    SigmoidCrossEntropyLoss): CHECK_EQ of its count with the label's (`weights_check` names the line), and
+    Reshape keeps its host data pointer, which the CPU loops and, in GPU mode, the kernels read: a host
+    touch of bottom 2 at setup. Mixed in before the BVLC class it extends."""
+
+    exact_bottoms = None
+    min_bottoms = 2
+    max_bottoms = 3
+    weights_check = ""
+
+    def check_bottoms(self, bottoms):
+        super().check_bottoms(bottoms)
+        if len(bottoms) == 3:
+            self.check(count(bottoms[1]) == count(bottoms[2]),
+                       f"number of weights must match number of labels ({self.weights_check}): bottom 2 "
+                       f"{tuple(bottoms[2])} for the label {tuple(bottoms[1])}")
+
+    def touches(self, run):
+        t = super().touches(run)
+        if len(run.bottoms) == 3:
+            t.append(touch.bottom(2, "data", "setup", device="host"))
+        return t
+
+
 def one_label_per_item(layer, prediction, axis):
     """The prediction's shape with its class axis 1: the label check_label_count accepts."""
     axis = canonical_axis(layer, axis, len(prediction))

@@ -46,7 +46,7 @@ def _cudnn_only(layer, run, lines):
         return None
     why = CUDNN_ONLY.format(type=layer.lp.type, lines=lines)
     if run.mode == "gpu" and run.engine == "cudnn":
-        return touch.stop("setup", why, fix=f"leave its engine DEFAULT or CUDNN")
+        return touch.stop("setup", why, fix="leave its engine DEFAULT or CUDNN")
     return touch.stop("setup", why, fix="audit a cuDNN build in GPU mode: --mode gpu --engine cudnn")
 
 
