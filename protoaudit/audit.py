@@ -656,7 +656,7 @@ def _nets_in_a_fork(path, inference, options):
     try:
         return _nets_to_audit(path, inference, options)
     except InputError as e:
-        if options["schema"] is not None or e.fork is None or isinstance(e, ShapesNeeded):
+        if options["schema"] is not None or getattr(e, "fork", None) is None or isinstance(e, ShapesNeeded):
             raise
         stop = e
     options["schema"] = stop.fork
