@@ -130,6 +130,7 @@ FORK_MODULES = {
     "tt100k": ("tt100k",),
     "glad": ("glad",),
     "jiangqh": ("jiangqh",),
+    "mixup": ("mixup",),
 }
 _IMPORTED_FORKS = set()
 

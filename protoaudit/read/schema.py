@@ -129,6 +129,8 @@ FORKS = {
             "crop_param's height and weight)",
     "jiangqh": "JiangQH's Caffe (JiangQH/caffe, of JiangQH/Hypercolumns-Based-Surface-Normal-Recovery: a May 2016 "
                "BVLC Caffe with ImageNormalData and HyperColumns)",
+    "mixup": "BVLC Caffe with Bag-of-Tricks' Mixup (Wheatly2/Bag-of-Tricks-for-Image-Classification: a BVLC "
+             "caffe.proto from before clip_param, with mixup_param, label_smooth_param and drop_block_param)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
