@@ -301,17 +301,8 @@ class ConvLSTMUnit(LSTMUnit):
     (.cu:145). Backward, when c_{t-1} or the gates propagate down, writes both their diffs (cpp:92-110,
     .cu:131-151): LSTMUnit's buffers and touches (lstm_unit_layer.cu's kernels, over C x H x W)."""
 
-    def reshape(self, bottoms):
-        c_prev, gates, cont = bottoms
-        self.check(len(c_prev) == 5 and len(gates) == 5 and len(cont) == 2,
-                   f"ConvLSTMUnit takes c_prev (1, N, C, H, W), gates (1, N, 4C, H, W) and cont (1, N) "
-                   f"(conv_lstm_unit_layer.cpp:29-34); got {tuple(c_prev)}, {tuple(gates)}, {tuple(cont)}")
-        n = c_prev[1]
-        self.check(all(s[0] == 1 and s[1] == n for s in bottoms), f"every bottom must be one timestep of the same "
-                   f"{n} streams (cpp:35-36): got {tuple(c_prev)}, {tuple(gates)}, {tuple(cont)}")
-        self.check(gates[2] == 4 * c_prev[2], f"the gates {tuple(gates)} must have 4 x the cell's {c_prev[2]} "
-                   "channels (cpp:45)")
-        return [tuple(c_prev), tuple(c_prev)]
+    cell = ("C", "H", "W")
+    cited = (" (conv_lstm_unit_layer.cpp:29-34)", " (cpp:35-36)", " (cpp:45)")
 
 
 @register("DummyForward", fork=FORK)

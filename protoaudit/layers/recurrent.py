@@ -182,20 +182,24 @@ class LSTMUnit(Layer):
 
     exact_bottoms = 3
     exact_tops = 2
+    cell = ("D",)  # the cell's axes after (1, N), as the messages name them (a fork's unit: C, H, W)
+    cited = ("", "", "")  # where each of the three checks stands in a fork's source
 
     def allow_force_backward(self, bottom_index):
         return bottom_index != 2
 
     def reshape(self, bottoms):
         c_prev, gates, cont = bottoms
-        self.check(len(c_prev) == 3 and len(gates) == 3 and len(cont) == 2,
-                   f"LSTMUnit takes c_prev (1, N, D), gates (1, N, 4D) and cont (1, N); got "
-                   f"{tuple(c_prev)}, {tuple(gates)}, {tuple(cont)}")
+        got = f"{tuple(c_prev)}, {tuple(gates)}, {tuple(cont)}"
+        axes = 2 + len(self.cell)
+        self.check(len(c_prev) == axes and len(gates) == axes and len(cont) == 2,
+                   f"{self.lp.type} takes c_prev (1, N, {', '.join(self.cell)}), gates (1, N, "
+                   f"{', '.join(('4' + self.cell[0],) + self.cell[1:])}) and cont (1, N){self.cited[0]}; got {got}")
         n = c_prev[1]
         self.check(all(shape[0] == 1 and shape[1] == n for shape in bottoms),
-                   f"every bottom must be one timestep of the same {n} streams: got "
-                   f"{tuple(c_prev)}, {tuple(gates)}, {tuple(cont)}")
-        self.check(gates[2] == 4 * c_prev[2], f"the gates {tuple(gates)} must be 4 x the cell size {c_prev[2]}")
+                   f"every bottom must be one timestep of the same {n} streams{self.cited[1]}: got {got}")
+        self.check(gates[2] == 4 * c_prev[2],
+                   f"the gates {tuple(gates)} must be 4 x the cell size {c_prev[2]}{self.cited[2]}")
         return [tuple(c_prev), tuple(c_prev)]
 
     def touches(self, run):
