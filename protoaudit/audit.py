@@ -640,13 +640,16 @@ def audit(path, *, phase=None, stages=(), level=None, inputs=None, batch=None, t
 
 
 def log_mode(path):
-    """(mode, what caffe.cpp printed, its line) of the last run of a Caffe log given as the path, where it
-    says ("Use CPU." or "Use GPU with device ID 0", before the run's solver or net); None otherwise."""
+    """(mode, what caffe.cpp printed, its line) of the run of a Caffe log given as the path that the audit
+    reads (caffe_log.chosen_run), where it says ("Use CPU." or "Use GPU with device ID 0"); None otherwise."""
     if not is_log_file(path):
         return None
     from .read import caffe_log
 
-    return caffe_log.run_mode(path)
+    try:
+        return caffe_log.chosen_run(caffe_log.read(path), path).device
+    except InputError:
+        return None  # (refused where the nets are read, in its own words)
 
 
 def _nets_in_a_fork(path, inference, options):

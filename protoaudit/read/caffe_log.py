@@ -134,6 +134,9 @@ class Run:
     nets: list = field(default_factory=list)
     failure: Failure = None
     gpus: list = field(default_factory=list)  # the card names Caffe printed ("GPU 0: GeForce GTX 1080 Ti")
+    # ("cpu" or "gpu", what caffe.cpp printed before the run began: "Use CPU.", "Use GPU with device ID 0", its
+    # line); None where it printed neither (a pycaffe script's run)
+    device: tuple = None
 
 
 def read(path):
@@ -195,6 +198,7 @@ class _Reader:
         self.iteration = None
         self.solving = self.testing = False
         self.gpus = []  # card names caffe.cpp prints before the solver starts the run
+        self.device = None  # (Run.device) what caffe.cpp printed of the mode before the run began
         self.sources = {}  # thread -> the net file solver.cpp said its next net comes from
         self.python_error = None  # (run, Failure): the last Python exception while it set up a net
 
@@ -243,8 +247,8 @@ class _Reader:
 
     def _new_run(self, number, thread):
         self._settle()
-        self.run = Run(number, thread, gpus=self.gpus)
-        self.gpus = []
+        self.run = Run(number, thread, gpus=self.gpus, device=self.device)
+        self.gpus, self.device = [], None
         self.runs.append(self.run)
         self.iteration, self.solving, self.testing = None, False, False
 
@@ -282,6 +286,9 @@ class _Reader:
                     or (self.run.solver is None and self.run.failure is not None)):
                 self._new_run(number, thread)  # a pycaffe process builds nets with no solver
             self.text = ["net", [], number + 1, size, thread]
+            return
+        if msg == "Use CPU." or msg.startswith("Use GPU with device ID "):
+            self.device = ("cpu" if msg == "Use CPU." else "gpu"), msg, number
             return
         if msg.startswith("GPU ") and ": " in msg:
             (self.run.gpus if self.run is not None and not self.run.nets else self.gpus).append(msg.split(": ", 1)[1])
@@ -392,25 +399,6 @@ def _state_phase(lines):
         elif not inside and line.startswith("layer"):
             return None
     return None
-
-
-_MODE = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ caffe\.cpp:\d+\] (Use CPU\.|Use GPU with device ID \d+)")
-
-
-def run_mode(path):
-    """("cpu" or "gpu", the message, its line) of the last `caffe` run in the log that says which it used
-    (caffe.cpp's train and test print it first); None where none does (a pycaffe script's log)."""
-    found, read = None, 0
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for number, line in enumerate(f, 1):
-            read += len(line)
-            if read > MAX_LOG_BYTES:
-                break
-            if "] Use " in line:
-                m = _MODE.match(line)
-                if m:
-                    found = ("cpu" if m.group(1) == "Use CPU." else "gpu"), m.group(1), number
-    return found
 
 
 def died_setting_up(runs, names):
