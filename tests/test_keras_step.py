@@ -3,6 +3,7 @@ CPU, exact heap), and the step model's parts against hand derivations from Tenso
 import csv
 import functools
 import json
+import math
 import os
 
 import pytest
@@ -861,6 +862,28 @@ def test_tf_keras_sparse_sgd_copies_the_momentum_and_the_embedding_once_each():
     program = _program("gru_text_sgd.keras", 16)
     step = next(st for st in program.steps if st.label == "embedding/embeddings assign_add m")
     assert step.scratch == 2 * 10_000 * 64 * 4
+
+
+def test_tf_keras_sparse_rmsprop_works_on_the_unique_rows_and_reads_v_whole_once():
+    # tf_keras's RMSprop on an IndexedSlices gradient (optimizers/rmsprop.py, update_step's sparse
+    # branch): v.assign(rho * v) at the step's start; v.scatter_add(square(values) * (1 - rho));
+    # denominator = v + epsilon, v read whole; gather(denominator, indices); the increment
+    # lr * values * rsqrt(those rows), scattered into the variable. The values are first summed per
+    # unique id (_deduplicate_sparse_grad). Embedding(10000, 16) on 100 ids, batch 128: 12,800 ids drawn
+    # evenly from 10,000 rows leave on average 10000 * (1 - (1 - 1/10000)^12800) = 7,220 unique ones
+    # (ceiling), so the square and the gather are 7,220 x 16 x 4 = 462,080 bytes and v + eps
+    # 10,000 x 16 x 4 = 640,000 (traced at batch 128 with ids drawn so: RMSprop/Square and
+    # RMSprop/GatherV2 462,080 bytes each, RMSprop/ReadVariableOp_1 640,000, no other 640,000-byte
+    # block after the backward pass).
+    program = _program("embedding_flatten_rmsprop.keras", 128, folder="unseen")
+    unique = math.ceil(10_000 * -math.expm1(12_800 * math.log1p(-1 / 10_000)))
+    assert unique * 16 * 4 == 462_080
+    label = "embedding/embeddings "
+    assert _made(program, label + "square(values)")[0] == [462_080]
+    assert _made(program, label + "v+eps (v read whole)")[0] == [640_000]
+    assert _made(program, label + "gather v+eps at the rows")[0] == [462_080]
+    update = [st for st in program.steps if st.label.startswith(label) and "UnsortedSegmentSum" not in st.label]
+    assert sum(program.bufs[m].bytes == 640_000 for st in update for m in st.makes) == 1
 
 
 def test_an_embeddings_gradient_is_its_output_gradient_and_keras3_momentum_makes_it_dense():

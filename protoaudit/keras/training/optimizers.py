@@ -217,6 +217,9 @@ def _update(s, layer, weight, grads, optimizer):
             t = s.one(f"{label} g*lr", [g], size, forward=True, kind="optimizer temporary")
             s.one(f"{label} assign_sub", [t], 0)
         return
+    if name == "RMSprop" and g in s.sparse and s.flavour == "tf_keras":
+        _sparse_rmsprop(s, label, g, size, float(config.get("momentum") or 0))
+        return
     if name == "RMSprop":
         a = _no_gradient_op(s, layer, weight, "rho*v", size)
         b = s.one(f"{label} square(g)", [g], size, kind="optimizer temporary")
@@ -284,6 +287,27 @@ def _no_gradient_op(s, layer, weight, what, size):
     if made is None:
         made = s.one(f"{layer.name}/{weight.name} {what}", [], size, kind="optimizer temporary")
     return made
+
+
+def _sparse_rmsprop(s, label, g, size, momentum):
+    """tf_keras's RMSprop on an IndexedSlices gradient (rmsprop.py, update_step's sparse branch), the
+    values summed per unique row (`g`): rho * v was assigned at the step's start; square(values) is
+    scattered into v while the values live on; v + eps reads v whole (the scatter left it copied on
+    every read) for a gather of the unique rows; the increment is made in the values' and the
+    gather's memory and scattered into the variable. With momentum, -m is read whole for the
+    variable's AssignAdd. Traced (an Embedding(10000, 16), Flatten and Dense(32) at batch 128): the
+    Square, then ReadVariableOp_1 (640,000 bytes) beside the 462,080-byte sums and their GatherV2."""
+    rows = s.prog.bufs[g].bytes
+    sq = s.one(f"{label} square(values)", [g], rows, kind="optimizer temporary")
+    s.one(f"{label} scatter_add v", [sq], 0)
+    den = s.one(f"{label} v+eps (v read whole)", [], size, kind="optimizer temporary")
+    rows_den = s.one(f"{label} gather v+eps at the rows", [den], rows, kind="optimizer temporary")
+    inc = s.one(f"{label} increment", [g, rows_den], rows, forward=True, kind="optimizer temporary")
+    if momentum:
+        s.one(f"{label} scatter_add m", [inc], 0)
+        s.one(f"{label} assign_add -m", [], 0, scratch=size, kind="optimizer temporary")
+    else:
+        s.one(f"{label} scatter_add", [inc], 0)
 
 
 def _sparse_two_moments(s, label, g, size):
