@@ -30,6 +30,10 @@ def parser():
 def check(path, args):
     """(exit status, one line) for one file."""
     try:
+        from .keras.cli import is_keras_file
+
+        if not is_keras_file(path):
+            cli.refuse_keras_options(args)
         result, fit = cli._audit_and_fit(path, args, parse_inputs(args.input), args.batch)
     except InputError as e:
         return cli.EXIT_BAD_INPUT, f"{path}: bad input: {e}"

@@ -146,6 +146,14 @@ def _common(p, formats=True):
                    "'sgd(momentum=0.9)') when the file holds none, or instead of the file's")
     p.add_argument("--loss", metavar="NAME",
                    help="Keras models: the loss (e.g. sparse_categorical_crossentropy, mse) when the file holds none")
+    p.add_argument("--gpu-cc", metavar="MAJOR.MINOR",
+                   help="Keras models: the card's compute capability (6.1 a GTX 1080 Ti, 7.5 a T4, 8.0 an A100, 9.0 an "
+                   "H100), which sets the memory TensorFlow keeps off its allocator (gpu_device.cc: 500 MiB up to 6.x, "
+                   "1050 MiB 7.x, 1536 MiB 8.x, 1800 MiB from 9.0; 225 MiB where under 2 GiB is free); with --gpu-mem "
+                   "(default: the largest, 1800 MiB)")
+    p.add_argument("--gpu-reserve", metavar="SIZE",
+                   help="Keras models: that reserve, as TF_DEVICE_MIN_SYS_MEMORY_IN_MB sets it (500M for =500; 0 for "
+                   "none), instead of the one --gpu-cc chooses; with --gpu-mem")
     p.add_argument("--root", metavar="DIR",
                    help="the folder Caffe ran in: dataset and net paths in the file are relative to it "
                    "(default: the working directory)")
@@ -183,6 +191,18 @@ def _schema(args):
     return user_schema(args.caffe_proto).name
 
 
+# options of the Keras audit that a Caffe net has no use for: refused by name, never ignored (the
+# mirror of protoaudit.keras.cli.CAFFE_ONLY)
+KERAS_ONLY = ("optimizer", "loss", "gpu_cc", "gpu_reserve")
+
+
+def refuse_keras_options(args):
+    for name in KERAS_ONLY:
+        if getattr(args, name, None) is not None:
+            raise InputError(f"--{name.replace('_', '-')} is for Keras models; a Caffe net has no use for it",
+                             fix="leave it out")
+
+
 def _audit_and_fit(path, args, inputs, batch, freeze=None, sweep=None):
     options = dict(_options(args), inputs=inputs, freeze=args.freeze if freeze is None else freeze)
     result = library.audit(path, batch=batch, gpu_mem=args.gpu_mem, sweep=sweep, **options)
@@ -197,6 +217,7 @@ def _audit(args):
         from .keras.cli import run
 
         return run(args)
+    refuse_keras_options(args)
     inputs = parse_inputs(args.input)
     if args.caffe_log:
         from .audit import build_nets
@@ -262,6 +283,7 @@ def _diff(args):
         from .keras.cli import run_diff
 
         return run_diff(args)
+    refuse_keras_options(args)
     shared = parse_inputs(args.input)
     a, fit_a = _audit_and_fit(args.path_a, args, {**shared, **parse_inputs(args.input_a, "--input-a")},
                               args.batch_a if args.batch_a is not None else args.batch, args.freeze + args.freeze_a)

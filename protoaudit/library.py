@@ -7,21 +7,27 @@ Comparison (protoaudit.memory.explain.Comparison: `delta`, `layers`, `sentences`
 """
 import functools
 
-from .options import parse_batches, parse_size
+from .errors import InputError
+from .options import parse_batches, parse_cc, parse_size
 
 
-def audit(path, *, gpu_mem=None, sweep=None, **options):
+def audit(path, *, gpu_mem=None, sweep=None, gpu_cc=None, gpu_reserve=None, **options):
     """Audit `path` (a net, a solver or a Caffe log) with the command's options (protoaudit.audit.audit's
     keywords: batch, inputs, phase, engine, mode, freeze, ...). `gpu_mem` (bytes, or "8G" as --gpu-mem
     writes it) gives `.fit`: the verdict, the largest batch that fits and the iter_size that keeps the
     effective batch. `sweep` (batches, or "1,2,4,8" / "1..64" as --sweep writes it) gives `.sweep`:
     the totals at each batch. A Keras model file (.keras, .h5, model.to_json()) gives a
     protoaudit.keras.audit.KerasAudit instead, with the options batch, optimizer, loss, mode, inputs,
-    freeze and context."""
+    freeze and context; on a GPU with `gpu_mem`, TensorFlow's reserve is held out of the card by the
+    card's compute capability `gpu_cc` ("6.1" or (6, 1) as --gpu-cc writes it; default: the largest
+    reserve) or `gpu_reserve` (bytes, or "500M" as --gpu-reserve writes it)."""
     from .keras.cli import is_keras_file
 
     if is_keras_file(path):
-        return _keras(path, gpu_mem, sweep, **options)
+        return _keras(path, gpu_mem, sweep, gpu_cc, gpu_reserve, **options)
+    for flag, value in (("--gpu-cc", gpu_cc), ("--gpu-reserve", gpu_reserve)):
+        if value is not None:
+            raise InputError(f"{flag} is for Keras models; a Caffe net has no use for it", fix="leave it out")
     from .audit import audit as _run, reaudit, split_at
     from .memory.fit import check_fit
 
@@ -62,13 +68,26 @@ def diff(path_a, path_b, *, gpu_mem=None, a=None, b=None, **options):
     return compare(audit_a, audit_b)
 
 
-def _keras(path, gpu_mem, sweep, **options):
+def _keras(path, gpu_mem, sweep, gpu_cc, gpu_reserve, **options):
     from .keras.audit import audit_keras, check_fit, sweep as sweep_batches
+    from .keras.reserve import tensorflow_reserve
 
-    result = audit_keras(path, **dict(options, mode=options.get("mode") or "gpu"))
+    mode = options.get("mode") or "gpu"
+    for flag, value in (("--gpu-cc", gpu_cc), ("--gpu-reserve", gpu_reserve)):
+        if value is not None and mode == "cpu":
+            raise InputError(f"{flag}: TensorFlow keeps a reserve on a GPU only; --mode cpu has none",
+                             fix="leave it out")
+        if value is not None and gpu_mem is None:
+            raise InputError(f"{flag} sets what TensorFlow keeps off the card of --gpu-mem", fix="give --gpu-mem too")
+    cc = None if gpu_cc is None else parse_cc(gpu_cc)
+    given = None if gpu_reserve is None else parse_size(
+        f"{gpu_reserve}B" if isinstance(gpu_reserve, int) else gpu_reserve, "--gpu-reserve")
+    result = audit_keras(path, **dict(options, mode=mode))
     budget = None
     if gpu_mem is not None:
         budget = gpu_mem if isinstance(gpu_mem, int) else parse_size(gpu_mem)
+        if mode == "gpu":
+            result.reserve = tensorflow_reserve(budget, result.context, cc, given)
         result.fit = check_fit(result, budget)
     if sweep is not None:
         batches = parse_batches(sweep) if isinstance(sweep, str) else sorted(set(sweep))

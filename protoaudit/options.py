@@ -49,7 +49,8 @@ def parse_batch(value, flag="--batch"):
 DEFAULT_CONTEXT_BYTES = 300 * 2**20
 UNITS = {"B": 1, "K": 2**10, "KIB": 2**10, "KB": 10**3, "M": 2**20, "MIB": 2**20, "MB": 10**6,
          "G": 2**30, "GIB": 2**30, "GB": 10**9, "T": 2**40, "TIB": 2**40, "TB": 10**12}
-SIZE_FIXES = {"--gpu-mem": "write it like 8G, 8GiB, 11.5G, 8000M or 8GB", "--context": "write it like 300M, 1G or 0"}
+SIZE_FIXES = {"--gpu-mem": "write it like 8G, 8GiB, 11.5G, 8000M or 8GB", "--context": "write it like 300M, 1G or 0",
+              "--gpu-reserve": "write it like 500M (TF_DEVICE_MIN_SYS_MEMORY_IN_MB=500), 1800M or 0"}
 MIN_CARD = 2**20  # no GPU has less: a smaller --gpu-mem is a unit gone wrong
 
 
@@ -67,7 +68,8 @@ def parse_size(text, flag="--gpu-mem"):
     if number == 0 and flag == "--gpu-mem":
         raise InputError(f"{flag} {text}: the card must have some memory", fix=fix)
     if not unit and number != 0:
-        raise InputError(f"{flag} {text}: a size needs a unit (did you mean {_meant(m.group(1))}?)",
+        meant = f"{m.group(1)}M" if flag == "--gpu-reserve" else _meant(m.group(1))  # in MB, as TensorFlow's variable
+        raise InputError(f"{flag} {text}: a size needs a unit (did you mean {meant}?)",
                          fix=f"{fix}; bytes are written with B, e.g. 8000000B")
     size = int(number * UNITS[unit or "B"])
     if flag == "--gpu-mem" and size < MIN_CARD:
@@ -79,6 +81,26 @@ def parse_size(text, flag="--gpu-mem"):
 def _meant(number):
     """The unit a bare number most likely left out: 8 -> 8G, 8000 or 12287 -> 8000M."""
     return f"{number}M" if float(number) >= 1000 else f"{number}G"
+
+
+CC_FIX = "write your card's compute capability as MAJOR.MINOR: 6.1 for a GTX 1080 Ti, 8.0 an A100, 9.0 an H100"
+MIN_CC = 3  # TensorFlow's GPU device ignores cards below compute capability 3.0 (3.5 in its own builds)
+
+
+def parse_cc(text, flag="--gpu-cc"):
+    """`6.1` -> (6, 1): a card's CUDA compute capability, as nvidia-smi --query-gpu=compute_cap writes it.
+    A (major, minor) pair, or a number (8.6), is taken as it is written."""
+    if isinstance(text, tuple) and len(text) == 2 and all(isinstance(v, int) for v in text):
+        text = f"{text[0]}.{text[1]}"
+    text = str(text).strip()
+    m = re.fullmatch(r"([0-9]+)\.([0-9]+)", text)
+    if not m:
+        meant = f" (did you mean {text[:-1]}.{text[-1]}?)" if text.isdigit() and len(text) >= 2 else ""
+        raise InputError(f"{flag} {text}: not a compute capability{meant}", fix=CC_FIX)
+    major, minor = int(m.group(1)), int(m.group(2))
+    if major < MIN_CC:
+        raise InputError(f"{flag} {text}: TensorFlow runs on no card below compute capability {MIN_CC}.0", fix=CC_FIX)
+    return major, minor
 
 
 def parse_defines(values):
@@ -150,6 +172,10 @@ def checked(args):
         args.gpu_mem = parse_size(args.gpu_mem)
     if args.context is not None:
         args.context = parse_size(args.context, "--context")
+    if get("gpu_cc") is not None:
+        args.gpu_cc = parse_cc(args.gpu_cc)
+    if get("gpu_reserve") is not None:
+        args.gpu_reserve = parse_size(args.gpu_reserve, "--gpu-reserve")
     if get("sweep") is not None:
         args.sweep = parse_batches(args.sweep)
     if args.solver_type is not None and args.solver_type != "none":

@@ -3,7 +3,8 @@
 What lives across steps (weights, the optimizer's slots) is counted exactly; what one step holds on
 top of it is the peak of the step's timeline (protoaudit.keras.training), the same memory model as
 Caffe's (protoaudit.memory.timeline). On the CPU that is what TensorFlow allocates; on a GPU the
-figures add TensorFlow's BFC rounding and the CUDA context, estimates until a device confirms them.
+figures add TensorFlow's BFC rounding and the CUDA context, estimates until a device confirms them;
+against a card, TensorFlow's reserve is held out of it too (protoaudit.keras.reserve).
 """
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -82,6 +83,7 @@ class KerasAudit:
     frozen: list = field(default_factory=list)
     fit: object = None
     sweep: object = None
+    reserve: object = None  # protoaudit.keras.reserve.Reserve: on a GPU with a card, what TensorFlow keeps off it
     again: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -92,6 +94,12 @@ class KerasAudit:
     def high_total_bytes(self):
         """The total with the step's peak at the high end of the executor's orders: what the verdict takes."""
         return self.total_bytes + self.step_peak_high_bytes - self.step_peak_bytes
+
+    @property
+    def reserve_bytes(self):
+        """TensorFlow's reserve on the card (0 without a card, or on the CPU): held out of the card by the
+        verdict, the largest batch and --sweep, as the context is."""
+        return self.reserve.bytes if self.reserve is not None else 0
 
     @property
     def activation_bytes(self):
@@ -223,16 +231,18 @@ def reaudit(result, batch):
 def check_fit(result, budget):
     """The verdict on a card of `budget` bytes and the largest batch that fits, each batch audited
     (a step's peak is not always linear in the batch: a kernel's scratch is capped, LocallyConnected's
-    gradients grow with the batch)."""
+    gradients grow with the batch). On a GPU the card holds TensorFlow's reserve beside the total
+    (result.reserve): the Fit's total is the two, as Caffe's is its total and cudaMalloc's pages."""
     from ..memory.fit import Fit
 
-    total = result.high_total_bytes
+    held = result.reserve_bytes
+    total = result.high_total_bytes + held
     fit = Fit(budget, total, total <= budget, result.batch, None, result.batch, None, None)
     totals = {result.batch: total}
 
     def fits(batch):
         if batch not in totals:
-            totals[batch] = reaudit(result, batch).high_total_bytes
+            totals[batch] = reaudit(result, batch).high_total_bytes + held
         return totals[batch] <= budget
 
     if not fits(1):
@@ -258,9 +268,10 @@ def check_fit(result, budget):
 
 
 def sweep(result, batches, budget=None):
-    """(batch, total, fits) at each batch, the total at the high end of the executor's orders (as the verdict's)."""
+    """(batch, total, fits) at each batch, the total at the high end of the executor's orders (as the
+    verdict's); whether it fits holds TensorFlow's reserve out of the card, as the verdict does."""
     out = []
     for b in batches:
         total = (result if b == result.batch else reaudit(result, b)).high_total_bytes
-        out.append((b, total, None if budget is None else total <= budget))
+        out.append((b, total, None if budget is None else total + result.reserve_bytes <= budget))
     return out

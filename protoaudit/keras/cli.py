@@ -64,8 +64,10 @@ def _audit(path, args, batch, freeze):
     _refuse_caffe_options(args)
     from ..library import audit
 
-    # --gpu-mem in bytes and --sweep's batches, as protoaudit.options.checked made them
+    # --gpu-mem, --gpu-reserve in bytes, --gpu-cc (major, minor) and --sweep's batches, as
+    # protoaudit.options.checked made them
     return audit(path, gpu_mem=args.gpu_mem or None, sweep=getattr(args, "sweep", None) or None, batch=batch,
+                 gpu_cc=args.gpu_cc, gpu_reserve=args.gpu_reserve,
                  optimizer=args.optimizer, loss=args.loss, mode=args.mode or "gpu", inputs=parse_inputs(args.input),
                  freeze=freeze, context=args.context)
 

@@ -73,6 +73,7 @@ def figure(a, path=""):
     if a.fit is not None:
         ax.axhline(a.fit.budget / scale, color="#000000", linestyle="--", linewidth=1.2, gid="card",
                    label=f"card: {size(a.fit.budget)}")
+        _reserve_line(ax, a, scale)
     ax.set_ylim(0, top / scale * 1.1)
     ax.set_xlim(0, max(len(steps) - 1, 1))
     ticks = layer_ticks([label for label, _ in steps])
@@ -103,4 +104,14 @@ def sweep_figure(a, path=""):
     scale = chart.unit(top)[1]
     ax.plot([b for b, _, _ in a.sweep], [t / scale for _, t, _ in a.sweep], marker="o", markersize=3,
             color="#c00000", label="total (the high end of the executor's orders)", gid="sweep-total")
+    if budget is not None:
+        _reserve_line(ax, a, scale)
     return chart.against_batch(fig, ax, a.path, budget, top, "lower right")
+
+
+def _reserve_line(ax, a, scale):
+    """On a GPU with a card, the line the total must stay under: the card less TensorFlow's reserve."""
+    if a.reserve is not None and a.reserve.bytes:
+        below = a.reserve.card - a.reserve.bytes
+        ax.axhline(below / scale, color="#000000", linestyle=":", linewidth=1.2, gid="card-less-reserve",
+                   label=f"the card less TensorFlow's reserve: {size(below)}")

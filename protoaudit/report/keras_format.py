@@ -43,8 +43,31 @@ def headline(a):
         lines.append(f"  CUDA context      {size(a.context):>10}   (estimate; --context)")
     lines.append(f"  total             {size(a.total_bytes):>10}" + (
         f"   up to {size(a.high_total_bytes)} in another order, which the verdict takes" if _wider(a) else ""))
+    if a.reserve is not None:
+        lines.append(f"  TensorFlow reserve{size(a.reserve.bytes):>10}   " + reserve_words(a.reserve))
     lines += _verdict(a)
     return lines
+
+
+def reserve_words(r):
+    """Where TensorFlow's reserve on the card comes from, in words, with the flag that changes it."""
+    from ..keras.reserve import LOW
+
+    source = "gpu_device.cc's MinSystemMemory"
+    if not r.from_tier:
+        return "kept off TensorFlow's allocator, as TF_DEVICE_MIN_SYS_MEMORY_IN_MB sets it (--gpu-reserve)"
+    ignored = (f"--gpu-reserve {size(r.given)} is more than the card leaves after the context, which TensorFlow "
+               "ignores; " if r.ignored else "")
+    if r.bytes == 0:
+        return ignored + (f"none: the card leaves no more than {source}'s reserve after the context, and "
+                          "TensorFlow then keeps none")
+    if r.tier_assumed:
+        return ignored + (f"kept off TensorFlow's allocator ({source}); assumed: compute capability 9.0 or higher, "
+                          "the largest reserve: give your card's with --gpu-cc (6.1 a GTX 1080 Ti, 8.0 an A100), "
+                          "or --gpu-reserve")
+    if r.free < LOW:
+        return ignored + f"kept off TensorFlow's allocator ({source}: 225 MiB where under 2 GiB is free after the context)"
+    return ignored + f"kept off TensorFlow's allocator ({source} at compute capability {r.cc[0]}.{r.cc[1]}, --gpu-cc)"
 
 
 def _wider(a):
@@ -155,6 +178,9 @@ def text_lines(a, table=True):
     if a.sweep:
         lines += ["", "batch  total" + ("  fits" if a.sweep[0][2] is not None else "")]
         lines += [f"{b:>5}  {size(t):>10}" + ("" if f is None else ("  yes" if f else "  no")) for b, t, f in a.sweep]
+        if a.reserve is not None and a.sweep[0][2] is not None:
+            lines.append(f"(fits: the total and TensorFlow's {size(a.reserve.bytes)} reserve within the "
+                         f"{size(a.reserve.card)} card)")
     return lines
 
 
@@ -173,6 +199,8 @@ def to_dict(a):
         "step_peak_high_bytes": a.step_peak_high_bytes, "high_total_bytes": a.high_total_bytes,
         "step_peak_growing_bytes": a.grows,
         "context_bytes": a.context, "total_bytes": a.total_bytes, "recipe_bytes": a.recipe_bytes,
+        "gpu_reserve_bytes": None if a.reserve is None else a.reserve.bytes,
+        "gpu_reserve_from": None if a.reserve is None else reserve_words(a.reserve),
         "peak": {"at": p.step, "live": p.live,
                  "largest": [{"bytes": b, "count": n, "what": label, "kind": kind} for b, n, label, kind in p.groups]},
         "layers": [{"name": r.name, "type": r.class_name, "output_shapes": [list(s) for s in r.output_shapes],
@@ -181,8 +209,12 @@ def to_dict(a):
                    for r in a.rows],
         "frozen": a.frozen, "unmodelled": a.unmodelled,
         "undercounted": [{"layer": layer, "what": what} for layer, what in a.undercounted],
+        # with a card: its total is the high total with TensorFlow's reserve (on a GPU) held against the card;
+        # allocator_limit_bytes, what TensorFlow's allocator may take there (the card less the context and
+        # the reserve), against weights, slots and the step's peak
         "fit": None if fit is None else {"budget": fit.budget, "total": fit.total, "fits": fit.fits,
-                                         "largest_batch": fit.largest_batch},
+                                         "largest_batch": fit.largest_batch,
+                                         "allocator_limit_bytes": None if a.reserve is None else a.reserve.limit},
         "sweep": None if not a.sweep else [{"batch": b, "total": t, "fits": f} for b, t, f in a.sweep],
     }
 
@@ -236,10 +268,12 @@ def render_diff(a, b, fmt="text"):
         lines.append(f"  {k:18}{size(x):>12}{size(y):>12}{('+' if y >= x else '-') + size(abs(y - x)):>12}")
     lines += ["", "A's peak: " + _why(a), "B's peak: " + _why(b), ""]
     lines += _because(a, b)
-    for side, fit in (("A", a.fit), ("B", b.fit)):
+    for side, x in (("A", a), ("B", b)):
+        fit = x.fit
         if fit is not None:
-            lines.append(f"{side}: {'fits' if fit.fits else 'does not fit'} a {size(fit.budget)} card; largest batch "
-                         f"{fit.largest_batch}")
+            lines.append(f"{side}: {'fits' if fit.fits else 'does not fit'} a {size(fit.budget)} card"
+                         + (f" with TensorFlow's {size(x.reserve.bytes)} reserve" if x.reserve is not None else "")
+                         + f"; largest batch {fit.largest_batch}")
     return "\n".join(lines)
 
 
