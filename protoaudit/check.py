@@ -17,9 +17,9 @@ from .report.units import size
 
 def parser():
     p = cli._OneLineParser(prog="protoaudit-check",
-                           description="Audit each Caffe net given with the same options; fail if one does not "
+                           description="Audit each Caffe net or Keras model given with the same options; fail if one does not "
                            "fit the card (--gpu-mem) or cannot be read.")
-    p.add_argument("paths", nargs="+", metavar="FILE", help="nets, solvers or Caffe logs")
+    p.add_argument("paths", nargs="+", metavar="FILE", help="nets, solvers, Caffe logs or Keras model files")
     p.add_argument("--input", action="append", default=[], metavar="TOP=NxCxHxW",
                    help="the full shape of a data layer's (or net input's) top, batch included (repeatable)")
     p.add_argument("--batch", help="the first dimension of every data source")
@@ -32,11 +32,12 @@ def check(path, args):
     try:
         from .keras.cli import is_keras_file
 
-        if not is_keras_file(path):
-            cli.refuse_keras_options(args)
+        if is_keras_file(path):
+            return _check_keras(path, args)
+        cli.refuse_keras_options(args)
         result, fit = cli._audit_and_fit(path, args, parse_inputs(args.input), args.batch)
     except InputError as e:
-        return cli.EXIT_BAD_INPUT, f"{path}: bad input: {e}"
+        return cli.EXIT_BAD_INPUT, f"{path}: bad input: {str(e).removeprefix('<input>: ')}"
     except RecursionError:
         return cli.EXIT_BAD_INPUT, f"{path}: bad input: the net is too deeply nested to read"
     except Exception as e:  # one line, and a way to report it
@@ -45,6 +46,20 @@ def check(path, args):
     if fit is None:
         return cli.EXIT_FITS, f"{path}: {size(result.total_bytes)} ({result.total_bytes:,} bytes)"
     return (cli.EXIT_FITS if fit.fits else cli.EXIT_DOES_NOT_FIT), f"{path}: " + " ".join(verdict_lines(fit, result))
+
+
+def _check_keras(path, args):
+    """A Keras model's line: its total (weights, slots, the step's peak, the context on a GPU) and,
+    with --gpu-mem, the verdict at the high end of the executor's orders."""
+    from .keras.cli import audit_with_options
+    from .report.keras_format import verdict_lines as keras_verdict
+
+    a = audit_with_options(path, args, args.batch, args.freeze)
+    line = f"{path}: {size(a.total_bytes)} ({a.total_bytes:,} bytes)"
+    if a.fit is None:
+        return cli.EXIT_FITS, line
+    return (cli.EXIT_FITS if a.fit.fits else cli.EXIT_DOES_NOT_FIT), line + "; " + "; ".join(
+        text.strip() for text in keras_verdict(a))
 
 
 def main(argv=None):

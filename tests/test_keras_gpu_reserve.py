@@ -230,3 +230,21 @@ def test_the_chart_draws_the_card_less_the_reserve(tmp_path):
     assert r.returncode in (0, 1), r.stderr
     ids = {g.get("id") for g in ET.parse(out).getroot().iter("{http://www.w3.org/2000/svg}g")}
     assert {"card", "card-less-reserve"} <= ids
+
+
+def test_protoaudit_check_audits_keras_models_with_the_reserve_beside_caffe_nets(capsys):
+    """protoaudit-check takes Keras models among the files of a change: seed 000 at batch 7, on a card
+    250 MiB above its total (context included) with cc 6.1, is refused for the 500 MiB reserve (exit 1);
+    with --gpu-reserve 0 it fits; a Caffe option is refused by name for the Keras file (exit 2)."""
+    from protoaudit import check
+
+    t = audit_keras(SEED000, batch=7, mode="gpu").high_total_bytes
+    card = f"{t + 250 * MiB}B"
+    assert check.main([SEED000, "--batch", "7", "--gpu-mem", card, "--gpu-cc", "6.1"]) == 1
+    out = capsys.readouterr().out
+    assert f"({t:,} bytes)" in out and "DOES NOT FIT" in out and "250 MiB over" in out
+    assert check.main([SEED000, "--batch", "7", "--gpu-mem", card, "--gpu-reserve", "0"]) == 0
+    assert "FITS" in capsys.readouterr().out
+    assert check.main([SEED003, "--phase", "TEST"]) == 2
+    err = capsys.readouterr().err
+    assert "--phase is for Caffe nets" in err and "<input>" not in err and "internal error" not in err

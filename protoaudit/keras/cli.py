@@ -60,7 +60,8 @@ def _refuse_caffe_options(args):
                              fix="leave it out")
 
 
-def _audit(path, args, batch, freeze):
+def audit_with_options(path, args, batch, freeze):
+    """The audit of the Keras model at `path` with the command line's options (Caffe's refused by name)."""
     _refuse_caffe_options(args)
     from ..library import audit
 
@@ -78,7 +79,7 @@ def run(args):
     if args.plot:  # matplotlib is imported only then; a missing one is refused before the audit
         from ..report import chart
         chart.check(args.plot)
-    result = _audit(args.path, args, args.batch, args.freeze)
+    result = audit_with_options(args.path, args, args.batch, args.freeze)
     print(render(result, args.format))
     if args.plot:
         from ..report import keras_chart
@@ -89,7 +90,9 @@ def run(args):
 def run_diff(args):
     from ..report.keras_format import render_diff
 
-    a = _audit(args.path_a, args, args.batch_a if args.batch_a is not None else args.batch, args.freeze + args.freeze_a)
-    b = _audit(args.path_b, args, args.batch_b if args.batch_b is not None else args.batch, args.freeze + args.freeze_b)
+    a = audit_with_options(args.path_a, args, args.batch_a if args.batch_a is not None else args.batch,
+                           args.freeze + args.freeze_a)
+    b = audit_with_options(args.path_b, args, args.batch_b if args.batch_b is not None else args.batch,
+                           args.freeze + args.freeze_b)
     print(render_diff(a, b, "json" if args.format == "json" else "text"))
     return 1 if b.fit is not None and not b.fit.fits else 0

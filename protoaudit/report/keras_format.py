@@ -45,7 +45,7 @@ def headline(a):
         f"   up to {size(a.high_total_bytes)} in another order, which the verdict takes" if _wider(a) else ""))
     if a.reserve is not None:
         lines.append(f"  TensorFlow reserve{size(a.reserve.bytes):>10}   " + reserve_words(a.reserve))
-    lines += _verdict(a)
+    lines += verdict_lines(a)
     return lines
 
 
@@ -105,7 +105,8 @@ def _loss(a):
     return describe(a.loss) or "mse"
 
 
-def _verdict(a):
+def verdict_lines(a):
+    """The verdict on --gpu-mem's card and the largest batch, indented lines of the text report."""
     fit = a.fit
     if fit is None:
         return []
