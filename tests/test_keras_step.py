@@ -886,6 +886,24 @@ def test_tf_keras_sparse_rmsprop_works_on_the_unique_rows_and_reads_v_whole_once
     assert sum(program.bufs[m].bytes == 640_000 for st in update for m in st.makes) == 1
 
 
+def test_keras3_copies_a_kernel_read_later_at_its_updates_last_op():
+    # Keras 3 updates a variable before the layer's input gradient reads it: the update's last op,
+    # AssignAddVariableOp (momentum SGD: variable.assign_add(m)), writes a copy of the variable, made
+    # once the update's temporaries and the gradient they consumed are gone (traced: Keras 3's MNIST MLP
+    # with momentum at batch 64, AssignAddVariableOp_2 of the 512 x 512 kernel, 1,048,576 bytes, made
+    # after the kernel gradient's MatMul_1 was freed). The classic MNIST CNN's second convolution,
+    # 3 x 3 x 32 x 64 floats: the copy is 73,728 bytes and follows the assignment of m.
+    program = _program("cnn_mnist_dropout_classic_sgdm_k3.keras", 128, folder="unseen")
+    labels = [st.label for st in program.steps]
+    at = labels.index("conv2d_1/kernel copy of the variable")
+    assert labels[at - 1] == "conv2d_1/kernel assign m"
+    assert _made(program, "conv2d_1/kernel copy of the variable")[0] == [3 * 3 * 32 * 64 * 4]
+    temporaries = [st for st in program.steps[:at] if st.label.startswith("conv2d_1/kernel ")]
+    last_read = max(k for k, st in enumerate(program.steps) for t in temporaries for r in st.reads
+                    if r in t.makes)
+    assert last_read < at
+
+
 def test_an_embeddings_gradient_is_its_output_gradient_and_keras3_momentum_makes_it_dense():
     # Traced (the fastText model: Embedding(20000, 64) on 200 ids, batch 128, momentum SGD): the
     # IndexedSlices' values are the embedding's output gradient itself, 128 x 200 x 64 x 4 = 6,553,600
