@@ -416,3 +416,28 @@ def test_a_layers_tops_assumed_for_one_reason_are_said_once(tmp_path):
     run = run_in_process("n.prototxt", cwd=tmp_path)
     assert run.returncode == 2
     assert "tops 'a', 'b', 'c' are " in run.stderr and run.stderr.count("its data comes from Python code") == 1
+
+
+def test_a_check_no_size_of_the_assumed_data_passes_is_not_blamed_on_it(tmp_path):
+    """Tried as a new user would (a voxel generator's train net): a Python data layer's image is
+    assumed (16x3x224x224), while an InnerProduct and a Reshape make a 5-axis blob of the net's own,
+    16x4x2x2x2 = 16 x 32 values whatever the image, and PReLU reads its bottom through Blob::channels(),
+    which refuses more than 4 axes (blob.hpp LegacyShape: CHECK_LE(num_axes(), 4)). No size of the data
+    changes that: the refusal says Caffe stops there, not that the shapes follow from the assumed size.
+    A Reshape that needs the data's own batch (32 x 64 = 2,048 values asked of the assumed 16 items of 32
+    values, 512; a batch of 64 gives them) still says the size was assumed."""
+    voxels = ('layer { name: "r" type: "Reshape" bottom: "fc" top: "v" '
+              'reshape_param { shape { dim: 0 dim: 4 dim: 2 dim: 2 dim: 2 } } }\n'
+              'layer { name: "p" type: "PReLU" bottom: "v" top: "v" }\n')
+    path = write(tmp_path, PYDATA.format(params="{'batch_size': 16}") + ip("data", "fc", 32) + voxels
+                 + 'layer { name: "s" type: "Silence" bottom: "label" }\n')
+    run = run_in_process(path)
+    assert run.returncode == 2 and "layer 'p'" in run.stderr and "(16, 4, 2, 2, 2)" in run.stderr
+    assert "Caffe stops here too" in run.stderr and "follow from a size protoaudit assumed" not in run.stderr
+    batch = ('layer { name: "r" type: "Reshape" bottom: "fc" top: "v" '
+             'reshape_param { shape { dim: 32 dim: 64 } } }\n')
+    path = write(tmp_path, PYDATA.format(params="{'batch_size': 16}") + ip("data", "fc", 32) + batch
+                 + 'layer { name: "s" type: "Silence" bottom: "label" bottom: "v" }\n')
+    run = run_in_process(path)
+    assert run.returncode == 2 and "layer 'r'" in run.stderr
+    assert "follow from a size protoaudit assumed" in run.stderr and "Caffe stops here too" not in run.stderr

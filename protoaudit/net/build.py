@@ -134,7 +134,7 @@ class Net:
 
 def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=None, path=None, keep_own_batch=False,
           root=None, logged=None, logged_from="", defines=None, read=None, logged_layers=None, guesses=(),
-          sources=None, labels=(), logged_repeated=None, strict=False):
+          sources=None, labels=(), logged_repeated=None, strict=False, _varied=False):
     """Build the net `net_param` (V2, upgraded) for `state`, as Caffe's Net::Init would. Tops
     whose shape cannot be known are collected, and raised at the end as one ShapesNeeded.
     `logged` are shapes a Caffe log gives for data tops (`logged_from` says where), under --input;
@@ -146,8 +146,35 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
     was assumed, which a loss or accuracy that stops on them as its label may size instead (LabelSized).
     `strict` (--strict): a shape a layer would take on a guess is asked for instead (Context.strict).
     `read`: a dict the caller keeps for the builds of one message it does not change between them
-    (a file's TRAIN and TEST nets): the layers' wiring is read from the message once, for them all."""
+    (a file's TRAIN and TEST nets): the layers' wiring is read from the message once, for them all.
+    `_varied`: this build tries the assumed sizes at others (stops_anyway, below): it says no more about them."""
     given = dict(inputs or {})
+
+    def stops_anyway(lp, error, assumed):
+        """Whether layer `lp` stops with the same `error` when the `assumed` origins' tops are given at
+        other sizes (_varied_shape), and at another batch (the message's shapes then read at that batch):
+        then no assumed size is what stops it (a rank the net's own layers make)."""
+        def stops(varied, same):
+            try:
+                build(net_param, state, inputs={**given, **varied}, batch=batch, schema=schema, lines=lines,
+                      path=path, keep_own_batch=keep_own_batch, root=root, logged=logged, logged_from=logged_from,
+                      defines=defines, logged_layers=logged_layers, guesses=guesses, sources=sources, labels=labels,
+                      logged_repeated=logged_repeated, strict=strict, _varied=True)
+            except InputError as other:
+                return other.layer == lp.name and same(other.message) == error.message
+            return False
+
+        batches = {o.shape[0] for o in assumed if o.shape}
+        at_other_batch = {o.top: (o.shape[0] + 1,) + tuple(o.shape[1:]) for o in assumed if o.shape}
+
+        def read_back(message):
+            for b in batches:
+                message = message.replace(f"({b + 1},", f"({b},")
+            return message
+
+        return (stops({o.top: _varied_shape(o.shape) for o in assumed}, lambda m: m)
+                and stops(at_other_batch, read_back))
+
     logged = {top: tuple(shape) for top, shape in (logged or {}).items() if top not in given}
     inputs = {**logged, **given}
     layers, wires, forms = _wiring_of(net_param, read)
@@ -196,10 +223,13 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
                 raise label from None
             if not isinstance(e, (Unwired, Miscounted)):  # a layer's own CHECK: say what stands behind it
                 upstream = builder.upstream(lp)
-                e.fix = _behind_check(builder.ctx, lp, e.fix, upstream)
-                if any(o.source.startswith("assumed") and o.top in upstream for o in builder.ctx.origins):
-                    e.assumed = [(o.layer, o.top, o.shape) for o in builder.ctx.origins
-                                 if o.source.startswith("assumed")]
+                assumed = [o for o in builder.ctx.origins if o.source.startswith("assumed")]
+                behind = any(o.top in upstream for o in assumed)
+                anyway = behind and not _varied and stops_anyway(lp, e, [o for o in assumed if o.top not in given])
+                behind = behind and not anyway
+                e.fix = _behind_check(builder.ctx, lp, e.fix, set() if anyway else upstream)
+                if behind:
+                    e.assumed = [(o.layer, o.top, o.shape) for o in assumed]
             raise e.located(file=path, line=line, layer=lp.name) from None
     if builder.needs:
         raise ShapesNeeded(builder.needs, path)
@@ -224,6 +254,17 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
         origins=builder.ctx.origins,
         context=builder.ctx,
     )
+
+
+def _varied_shape(shape):
+    """An assumed top's shape at other sizes, its batch, channels and rank kept: each axis after the
+    second one twice as large and one more (a vector's length, where it has two axes; a label's count
+    is its batch)."""
+    shape = tuple(shape)
+    if len(shape) <= 1:
+        return shape
+    start = 2 if len(shape) > 2 else 1
+    return shape[:start] + tuple(2 * d + 1 for d in shape[start:])  # (no pooling's rounding maps both to one)
 
 
 class Rebuild(Exception):
