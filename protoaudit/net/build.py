@@ -159,9 +159,11 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
                 build(net_param, state, inputs={**given, **varied}, batch=batch, schema=schema, lines=lines,
                       path=path, keep_own_batch=keep_own_batch, root=root, logged=logged, logged_from=logged_from,
                       defines=defines, logged_layers=logged_layers, guesses=guesses, sources=sources, labels=labels,
-                      logged_repeated=logged_repeated, strict=strict, _varied=True)
+                      logged_repeated=logged_repeated, strict=strict, read=read, _varied=True)
             except InputError as other:
                 return other.layer == lp.name and same(other.message) == error.message
+            except Exception:  # (a net that fails otherwise at other sizes: the assumed size stays blamed)
+                return False
             return False
 
         batches = {o.shape[0] for o in assumed if o.shape}
