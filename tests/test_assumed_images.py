@@ -441,3 +441,24 @@ def test_a_check_no_size_of_the_assumed_data_passes_is_not_blamed_on_it(tmp_path
     run = run_in_process(path)
     assert run.returncode == 2 and "layer 'r'" in run.stderr
     assert "follow from a size protoaudit assumed" in run.stderr and "Caffe stops here too" not in run.stderr
+
+
+def test_a_rank_protoaudit_guessed_is_blamed_where_another_rank_passes(tmp_path):
+    """Tried as a new user would (a pose regressor's HDF5 net, its data absent): the data's two axes are
+    a guess, the EuclideanLoss's size beside a 4-wide slice (1x5), so the Convolution makes a 2-axis blob
+    that LRN refuses (lrn_layer.cpp: CHECK_EQ(4, bottom[0]->num_axes())). The data as an image of one
+    pixel, 1x5x1x1, passes: the refusal says the shape was assumed, not that Caffe stops there."""
+    path = write(tmp_path,
+                 'layer { name: "d" type: "HDF5Data" top: "full" top: "fake" '
+                 'hdf5_data_param { source: "/nowhere/x.txt" batch_size: 1 } }\n'
+                 'layer { name: "cut" type: "Slice" bottom: "full" top: "data" top: "label" '
+                 'slice_param { axis: 1 slice_point: 4 } }\n'
+                 + conv("data", "conv", 2, 1)
+                 + 'layer { name: "norm" type: "LRN" bottom: "conv" top: "norm" }\n' + ip("norm", "fc", 1)
+                 + loss("EuclideanLoss", "fc", "label")
+                 + 'layer { name: "s" type: "Silence" bottom: "fake" }\n')
+    run = run_in_process(path)
+    assert run.returncode == 2 and "layer 'norm': LRN needs a 4-axis bottom" in run.stderr
+    assert "top 'full' is 1x5" in run.stderr and "Caffe stops here too" not in run.stderr
+    run = run_in_process(path, "--input", "full=1x5x1x1", "--input", "fake=1x3x224x224")
+    assert run.returncode == 0, run.stderr

@@ -152,8 +152,9 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
 
     def stops_anyway(lp, error, assumed):
         """Whether layer `lp` stops with the same `error` when the `assumed` origins' tops are given at
-        other sizes (_varied_shape), and at another batch (the message's shapes then read at that batch):
-        then no assumed size is what stops it (a rank the net's own layers make)."""
+        other sizes (_varied_shape), at another batch (the message's shapes then read at that batch) and
+        at another rank (_other_rank): then nothing assumed is what stops it (a rank the net's own layers
+        make)."""
         def stops(varied, same):
             try:
                 build(net_param, state, inputs={**given, **varied}, batch=batch, schema=schema, lines=lines,
@@ -175,7 +176,8 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
             return message
 
         return (stops({o.top: _varied_shape(o.shape) for o in assumed}, lambda m: m)
-                and stops(at_other_batch, read_back))
+                and stops(at_other_batch, read_back)
+                and stops({o.top: _other_rank(o.shape) for o in assumed}, lambda m: m))
 
     logged = {top: tuple(shape) for top, shape in (logged or {}).items() if top not in given}
     inputs = {**logged, **given}
@@ -267,6 +269,13 @@ def _varied_shape(shape):
         return shape
     start = 2 if len(shape) > 2 else 1
     return shape[:start] + tuple(2 * d + 1 for d in shape[start:])  # (no pooling's rounding maps both to one)
+
+
+def _other_rank(shape):
+    """An assumed top's shape with other axes: fewer than four padded to four with ones (a vector as
+    an image of one pixel), else one more of size one."""
+    shape = tuple(shape)
+    return shape + (1,) * (4 - len(shape)) if len(shape) < 4 else shape + (1,)
 
 
 class Rebuild(Exception):
