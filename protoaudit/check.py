@@ -19,7 +19,8 @@ def parser():
     p = cli._OneLineParser(prog="protoaudit-check",
                            description="Audit each Caffe net or Keras model given with the same options; fail if one does not "
                            "fit the card (--gpu-mem) or cannot be read.")
-    p.add_argument("paths", nargs="+", metavar="FILE", help="nets, solvers, Caffe logs or Keras model files")
+    p.add_argument("paths", nargs="+", metavar="FILE",
+                   help="nets, solvers, Caffe logs or Keras model files")
     p.add_argument("--input", action="append", default=[], metavar="TOP=NxCxHxW",
                    help="the full shape of a data layer's (or net input's) top, batch included (repeatable)")
     p.add_argument("--batch", help="the first dimension of every data source")

@@ -323,14 +323,17 @@ def test_a_not_equal_mask_in_a_keras3_captioner_elrath017():
 # -- every layer that must be declared, named at once -----------------------------------------------------
 def test_all_the_custom_classes_are_named_in_one_line_channelcs():
     # ZeroPadding (twice) and CorrnetCost are the user's classes (Keras has only ZeroPadding1D/2D/3D);
-    # one run names all three, with counts, and every --input to declare
+    # one run names all three, with counts, and every --input to declare, each at its input's shape
+    # (what a layer that keeps it outputs): zero_padding_3 reads input_4 and zero_padding_4 input_3,
+    # both (None, 392), so 32x392 at the default batch; corrnet_cost_2 reads model_3's third output
+    # (tensor index 2), merge_2, the sum of hid_l and hid_r (Dense(50) each): 32x50
     with pytest.raises(InputError) as e:
         build_graph(read_model(REAL / "channelCS_image-generate_model_arch.json"))
     text = str(e.value)
     assert "\n" not in text
     assert "3 layers cannot be read here: class 'ZeroPadding' x2 (zero_padding_3, zero_padding_4)" in text
     assert "class 'CorrnetCost' x1 (corrnet_cost_2)" in text
-    assert "--input zero_padding_3=32x10 --input zero_padding_4=32x10 --input corrnet_cost_2=32x10" in text
+    assert "--input zero_padding_3=32x392 --input zero_padding_4=32x392 --input corrnet_cost_2=32x50" in text
 
 
 def _lambda_model(tmp_path, n, input_shape):
@@ -363,11 +366,13 @@ def test_an_unknown_input_and_a_lambda_are_named_together(tmp_path):
 
 
 def test_a_long_list_is_cut_in_the_fix_but_counted(tmp_path):
+    # each Lambda reads the one before, the first x, (None, 4): in a trial build where each passes its
+    # input on, every one's input is 32x4 at the default batch
     with pytest.raises(InputError) as e:
         build_graph(_lambda_model(tmp_path, 9, [None, 4]))
     text = str(e.value)
     assert "9 layers cannot be read here: Lambda x9 (lam0, lam1, lam2, lam3, lam4, lam5, lam6, lam7, lam8)" in text
-    assert "--input lam5=32x10 ... (3 more)" in text
+    assert "--input lam5=32x4 ... (3 more)" in text and "a layer's input shape is given" in text
 
 
 # -- a file with no keras_version -------------------------------------------------------------------------
@@ -391,3 +396,14 @@ def test_a_file_without_a_version_says_so(tmp_path):
     doc = {"class_name": "Sequential", "config": {"name": "s", "layers": [
         {"class_name": "Dense", "config": {"name": "d", "units": 2, "batch_input_shape": [None, 3]}}]}}
     assert keras_named(audit_keras(_write(tmp_path, doc), mode="cpu")) == "Keras 2 (tf_keras, version not in the file)"
+
+
+def test_one_custom_layer_is_offered_its_inputs_shape(tmp_path):
+    # one layer of a class no Keras has, after a Dense(16) on (None, 8): its input is 32x16 at the
+    # default batch, which it outputs if it keeps its input's shape (a custom dropout, a scaling)
+    doc = {"class_name": "Sequential", "keras_version": "2.4.0", "config": {"name": "s", "layers": [
+        {"class_name": "Dense", "config": {"name": "d", "units": 16, "batch_input_shape": [None, 8]}},
+        {"class_name": "FixedDropout", "config": {"name": "drop", "rate": 0.2}}]}}
+    with pytest.raises(InputError) as e:
+        build_graph(read_model(_write(tmp_path, doc)))
+    assert "e.g. --input drop=32x16 if it keeps its input's shape" in str(e.value)

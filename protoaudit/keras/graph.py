@@ -100,6 +100,9 @@ class _Builder:
         self.layers = {}  # id(entry) -> KerasLayer
         self.calls = {}  # id(entry) -> calls so far
         self.nodes, self.weights, self.gaps = [], [], []
+        # a trial build (_input_shapes): the paths of the layers no rule reads, each passed its first input
+        # as its output, and the shape of that input by name
+        self.passed, self.probed = None, {}
 
     def error(self, message, layer=None, fix=None):
         return InputError(message, file=self.file.path, layer=layer, fix=fix)
@@ -178,12 +181,29 @@ class _Builder:
             what = "; ".join(f"{label} x{len(names)} ({', '.join(names)}): {why}"
                              for (label, why), names in groups.items())
             parts.append(f"{len(layers)} layer{'s' if len(layers) > 1 else ''} cannot be read here: {what}")
+        seen = {} if unknown else self._input_shapes(top, root, inputs, [lpath for lpath, _ in layers])
+        given = {lpath: self._as_given(seen[lpath]) if lpath in seen else f"{self.batch}x10" for lpath, _ in layers}
         examples = [f"--input {name}={self._example(shape)}" for name, shape in unknown] \
-            + [f"--input {lpath.split('/', 1)[-1]}={self.batch}x10" for lpath, _ in layers]
+            + [f"--input {lpath.split('/', 1)[-1]}={given[lpath]}" for lpath, _ in layers]
         more = len(examples) - LISTED
         raise self.error(", and ".join(parts),
-                         fix="declare each one's shape, batch first, an input's or a layer's output: "
+                         fix="declare each one's shape, batch first, an input's or a layer's output"
+                             + (" (a layer's input shape is given, which a layer that keeps its input's shape has)"
+                                if seen else "") + ": "
                              + " ".join(examples[:LISTED]) + (f" ... ({more} more)" if more > 0 else ""))
+
+    def _input_shapes(self, top, root, inputs, paths):
+        """{path: the shape of its first input} of the layers at `paths`, from a trial build in which each
+        passes that input on as its output; {} where that build stops on anything else."""
+        trial = _Builder(self.file, self.batch, {})
+        trial.declared, trial.passed = self.declared, set(paths)
+        try:
+            tensors = [Tensor(name, Spec((self.batch,) + tuple(shape[1:]), dtype), None)
+                       for name, shape, dtype in inputs]
+            trial.expand(top, tensors, root, True, policy_name(self._config(top).get("dtype")))
+        except (InputError, KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError, RecursionError):
+            return {}
+        return trial.probed
 
     def _unreadable(self, entry, path, depth=0):
         """[(path, entry)] of the layers no rule reads (custom classes, Lambda, unknown operations and
@@ -437,7 +457,13 @@ class _Builder:
         key = id(entry)
         layer = self.layers.get(key)
         if layer is None:
-            layer = self._make(entry, name, lpath, trainable, policy)
+            try:
+                layer = self._make(entry, name, lpath, trainable, policy)
+            except InputError as e:
+                if tensors and layer_class(entry) is None:  # its input's shape: what a layer keeping it outputs
+                    e.fix = f"declare its output shape, e.g. --input {name}={self._as_given(tensors[0].spec.shape)}" \
+                            " if it keeps its input's shape"
+                raise
             self.layers[key] = layer
         call_index = self.calls.get(key, 0)
         self.calls[key] = call_index + 1
@@ -450,6 +476,9 @@ class _Builder:
             declared = self._declared(name, lpath)
             if declared:
                 outs = [Spec((self.batch,) + s[1:], layer.compute_dtype) for s in declared]
+            elif self.passed is not None and lpath in self.passed and specs:
+                self.probed.setdefault(lpath, specs[0].shape)
+                outs = [specs[0]]
             else:
                 layer.call_options = options or {}
                 outs = layer.output_specs(specs)
@@ -466,6 +495,11 @@ class _Builder:
         self.nodes.append(node)
         return node.outputs
 
+    @staticmethod
+    def _as_given(shape):
+        """A shape as --input writes it: 32x56x56x96."""
+        return "x".join(str(d) for d in shape)
+
     def _declared(self, name, lpath):
         """Declared output shapes of a layer, by its name or its path without the model's."""
         return self.declared.get(name) or self.declared.get(lpath.split("/", 1)[-1])
@@ -473,7 +507,8 @@ class _Builder:
     def _make(self, entry, name, lpath, trainable, policy):
         if not isinstance(entry.get("config"), dict):
             raise self.error("has no config", layer=lpath)
-        if self._declared(name, lpath):
+        passed = self.passed is not None and lpath in self.passed
+        if self._declared(name, lpath) or passed:
             self.gaps.append(lpath)
             if layer_class(entry) is None:  # unknown or never run: outputs declared, no weights known
                 return KerasLayer(entry["class_name"], entry["config"], trainable=trainable, policy=policy,
