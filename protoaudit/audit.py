@@ -16,7 +16,7 @@ from .read.glog import is_log_file
 from .net.netstate import keeps_the_same_layers, make_state
 from .read.load import ForksDisagree
 from .read.netspecs import net_specs
-from .read.schema import SAME_FIELDS, described
+from .read.schema import SAME_FIELDS, USER_PREFIX, described
 from .read.sidecar import declared_shapes
 from .options import DEFAULT_CONTEXT_BYTES, INT_MAX, MAX_AXES, parse_batch
 
@@ -195,6 +195,7 @@ def build_nets(path, *, phase=None, stages=(), level=None, inputs=None, batch=No
         if log is not None:
             logged.update(log.get(spec.phase, {}))
         options = dict(inputs=inputs, batch=test_batch if is_test else batch, schema=spec.schema.layers,
+                       read_with=spec.schema.name if spec.schema.name.startswith(USER_PREFIX) else None,
                        lines=spec.lines, path=spec.path, keep_own_batch=keep_test_batch and is_test, root=root,
                        logged=logged, logged_from=log_from.get(spec.phase, spec.shapes_from), defines=defines,
                        logged_layers=spec.logged_layers or log_layers.get(spec.phase, {}),

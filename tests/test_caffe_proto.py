@@ -77,3 +77,22 @@ def test_fork_and_caffe_proto_together_are_refused(tmp_path):
     users_fork(tmp_path)
     run = run_in_process("net.prototxt", "--caffe-proto", "caffe.proto", "--fork", "bvlc", cwd=tmp_path)
     assert run.returncode == 2 and "give --fork or --caffe-proto, not both" in run.stderr
+
+
+def test_a_caffe_proto_in_a_folder_with_a_plus_in_its_name(tmp_path):
+    """Tried as a new user would: the caffe.proto of a fork checked out in a folder named with a '+'
+    (a schema read with another's layer types is named "A+B" inside protoaudit). It reads the net as
+    from any other folder, and a layer of a type no rule sizes is refused without offering
+    --caffe-proto again, naming the user's file."""
+    folder = tmp_path / "caffe+mine"
+    folder.mkdir()
+    users_fork(folder)
+    proto = str(folder / "caffe.proto")
+    run = run_in_process(str(folder / "net.prototxt"), "--caffe-proto", proto, "--input", "odd=2x3x8x8",
+                         "--format", "json")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["nets"][0]["caffe_proto"] == "user:" + proto
+    refused = run_in_process(str(folder / "net.prototxt"), "--caffe-proto", proto)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "unknown layer type 'MyLayer'" in refused.stderr and f"your caffe.proto ({proto})" in refused.stderr
+    assert "(--caffe-proto) reads its fields" not in refused.stderr

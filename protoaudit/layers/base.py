@@ -267,6 +267,7 @@ class Context:
     read: frozenset = frozenset()  # the name of every blob a layer of the net reads (a bottom)
     layers: tuple = ()  # the LayerParameters Net::Init sets up, in order, splits included (PoseNet's Data reads them)
     strict: bool = False  # --strict: a shape a layer would take on a guess is asked for instead
+    read_with: str = None  # the name of the user's caffe.proto that read the file (--caffe-proto), if any
 
 
 class Layer:

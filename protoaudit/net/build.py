@@ -134,7 +134,7 @@ class Net:
 
 def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=None, path=None, keep_own_batch=False,
           root=None, logged=None, logged_from="", defines=None, read=None, logged_layers=None, guesses=(),
-          sources=None, labels=(), logged_repeated=None, strict=False, _varied=False):
+          sources=None, labels=(), logged_repeated=None, strict=False, read_with=None, _varied=False):
     """Build the net `net_param` (V2, upgraded) for `state`, as Caffe's Net::Init would. Tops
     whose shape cannot be known are collected, and raised at the end as one ShapesNeeded.
     `logged` are shapes a Caffe log gives for data tops (`logged_from` says where), under --input;
@@ -147,6 +147,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
     `strict` (--strict): a shape a layer would take on a guess is asked for instead (Context.strict).
     `read`: a dict the caller keeps for the builds of one message it does not change between them
     (a file's TRAIN and TEST nets): the layers' wiring is read from the message once, for them all.
+    `read_with`: the name of the user's caffe.proto that read the file (--caffe-proto), for messages.
     `_varied`: this build tries the assumed sizes at others (stops_anyway, below): it says no more about them."""
     given = dict(inputs or {})
 
@@ -160,7 +161,8 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
                 build(net_param, state, inputs={**given, **varied}, batch=batch, schema=schema, lines=lines,
                       path=path, keep_own_batch=keep_own_batch, root=root, logged=logged, logged_from=logged_from,
                       defines=defines, logged_layers=logged_layers, guesses=guesses, sources=sources, labels=labels,
-                      logged_repeated=logged_repeated, strict=strict, read=read, _varied=True)
+                      logged_repeated=logged_repeated, strict=strict, read=read, read_with=read_with,
+                      _varied=True)
             except InputError as other:
                 return other.layer == lp.name and same(other.message) == error.message
             except Exception:  # (a net that fails otherwise at other sizes: the assumed size stays blamed)
@@ -207,6 +209,7 @@ def build(net_param, state, *, inputs=None, batch=None, schema="bvlc", lines=Non
     builder.repeated = {name: list(found) for name, found in (logged_repeated or {}).items()}
     builder.ctx.read = frozenset(name for _, wire, _ in planned for name in wire[2])
     builder.ctx.strict = strict
+    builder.ctx.read_with = read_with
     builder.ctx.layers = tuple(lp for lp, _, _ in planned)
     builder.planned = planned
     builder.left_out, builder.stages = left_out, tuple(state.stage)
@@ -577,7 +580,8 @@ class _Builder:
             raise typo
         if (cls is None and not self.unread(lp)) or (cls is not None and issubclass(cls, Declared) and undeclared
                                                      and cls.asks(lp)):
-            reason = (_unknown_type(lp, self.ctx.schema, self.unsized(), self.ctx.path).message if cls is None
+            ctx = self.ctx
+            reason = (_unknown_type(lp, ctx.schema, self.unsized(), ctx.path, ctx.read_with).message if cls is None
                       else cls.why(lp))
             self.missing(lp, line, MissingShape(reason, [(t, ()) for t in undeclared]))
         self.unknown.update(lp.top)
@@ -638,7 +642,7 @@ class _Builder:
                 typo = _typo(lp, ctx.schema)
                 if typo is not None:
                     raise typo
-                e = _unknown_type(lp, ctx.schema, self.unsized(), ctx.path)
+                e = _unknown_type(lp, ctx.schema, self.unsized(), ctx.path, ctx.read_with)
                 if not tops:
                     raise e
                 if not self.unread(lp):
@@ -1108,11 +1112,12 @@ def _unread_assumption(lp, unknown):
                       "caffe.proto with --caffe-proto")
 
 
-def _unknown_type(lp, schema, beside=(), path=None):
+def _unknown_type(lp, schema, beside=(), path=None, read_with=None):
     """The refusal of a layer of a type no class sizes: which fork most likely has it (by its name or
     its fields, else the one fork the file's other unknown types, `beside`, point to); for a net in a
-    Caffe source tree (at `path`) that registers the type, that tree's source and its caffe.proto."""
-    from ..read.schema import USER_PREFIX, described
+    Caffe source tree (at `path`) that registers the type, that tree's source and its caffe.proto.
+    `read_with`: the user's caffe.proto that read the file, which is then not offered again."""
+    from ..read.schema import described
     from ..read.source_tree import caffe_proto, registering, tree_of
     from ..read.whose import OWN_UNSIZED, fork_of
 
@@ -1123,8 +1128,8 @@ def _unknown_type(lp, schema, beside=(), path=None):
     if source is not None:
         message = (f"unknown layer type '{lp.type}': a layer of the Caffe source tree of this net's repository "
                    f"({os.path.relpath(os.path.join(tree, source), os.path.dirname(os.path.abspath(path)))}), which "
-                   f"protoaudit has no rule for; that tree's caffe.proto (--caffe-proto {caffe_proto(path, tree)}) reads "
-                   "the file's fields")
+                   "protoaudit has no rule for" + ("" if read_with else f"; that tree's caffe.proto (--caffe-proto "
+                                                   f"{caffe_proto(path, tree)}) reads the file's fields"))
         tops = ", ".join(f"--input {t}=NxCxHxW" for t in lp.top) or "--input TOP=NxCxHxW"
         return InputError(message, layer=lp.name, fix=f"declare its tops ({tops}) to audit the rest of the net around it")
     others = Counter() if fork or sized else Counter(fork_of(o) for o in beside if o.type != lp.type and fork_of(o))
@@ -1143,8 +1148,9 @@ def _unknown_type(lp, schema, beside=(), path=None):
                    f"fork this file's '{named[fork]}' comes from, {fork}, which protoaudit has no rule for")
     else:
         # the schema's description ends the clause, whatever its length or parentheses
-        message = f"unknown layer type '{lp.type}': protoaudit has no rule for it in {described(schema)}; "
-        if not schema.startswith(USER_PREFIX):
+        message = (f"unknown layer type '{lp.type}': protoaudit has no rule for it in "
+                   f"{described(read_with or schema)}; ")
+        if not read_with:
             message += "a fork's own caffe.proto (--caffe-proto) reads its fields, and "
         message += "declaring its tops audits the rest of the net around it"
     tops = ", ".join(f"--input {t}=NxCxHxW" for t in lp.top) or "--input TOP=NxCxHxW"

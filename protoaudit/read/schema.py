@@ -220,7 +220,7 @@ SAME_FIELDS = {"ssd": ("faceboxes", "textboxes"), "rfcn": ("rfcn_matlab", "affor
 def described(name):
     """How messages name a schema: BVLC Caffe, the fork's own words, or the user's file."""
     if name.startswith(USER_PREFIX):
-        return f"your caffe.proto ({name[len(USER_PREFIX):]})"
+        return f"your caffe.proto ({user_path(name)})"
     if "+" in name:  # a fork's layers with another's added (protoaudit.layers.base.fork_layers)
         first, *others = name.split("+")
         return f"{described(first)} with layer types of {' and of '.join(described(o) for o in others)}"
@@ -229,6 +229,17 @@ def described(name):
 
 USER_PREFIX = "user:"  # a schema compiled from --caffe-proto FILE is named "user:FILE"
 _USER_SCHEMAS = {}
+
+
+def _user_name(proto_path):
+    """The schema name of a user's caffe.proto: "user:" and its path, a "+" in it escaped ("A+B" names a
+    fork with another's layer types) and so "%" too."""
+    return USER_PREFIX + proto_path.replace("%", "%25").replace("+", "%2B")
+
+
+def user_path(name):
+    """The path of the user's caffe.proto a schema name holds (_user_name)."""
+    return name[len(USER_PREFIX):].replace("%2B", "+").replace("%25", "%")
 
 
 _CLASSES = {}  # (id of a schema's pool, message name) -> its message class; the pools live as long
@@ -428,7 +439,7 @@ def user_schema(proto_path):
     from . import special
 
     path = os.path.abspath(proto_path)
-    name = USER_PREFIX + proto_path
+    name = _user_name(proto_path)
     if name in _USER_SCHEMAS:
         return _USER_SCHEMAS[name]
     special.refuse(proto_path, ".proto file")

@@ -96,7 +96,7 @@ def to_dict(audit, summary, fit=None, many=listed):
         nets.append({
             "name": net_audit.name,
             "file": net_audit.net.path,
-            "caffe_proto": getattr(net_audit.net, "schema", "bvlc"),
+            "caffe_proto": _schema_said(getattr(net_audit.net, "schema", "bvlc")),
             "label": label,
             "role": net_audit.role,
             "phase": net_audit.phase,
@@ -285,3 +285,11 @@ def diff_dict(c, fit_a=None, fit_b=None, many=listed):
                     "bytes_b": d.bytes_b, "change": d.delta} for d in c.causes],
         "explanation": c.sentences,
     }
+
+
+def _schema_said(name):
+    """A net's schema as the report names it: a shipped one's name, or "user:" and the path of the
+    user's caffe.proto as given."""
+    from ..read.schema import USER_PREFIX, user_path
+
+    return USER_PREFIX + user_path(name) if name.startswith(USER_PREFIX) else name
