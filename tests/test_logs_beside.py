@@ -161,3 +161,20 @@ def test_a_log_in_a_folder_beside_shows_a_layer_its_caffe_set_up_with_fewer_tops
     shutil.copytree(os.path.join(here, "caffenet_proto"), tmp_path / "caffenet_proto")
     run = run_in_process(str(tmp_path / "caffenet_proto" / "train_val.prototxt"))
     assert run.returncode == 2 and "layer 'data': takes exactly 2 top blobs, got 1" in run.stderr
+
+
+def test_of_two_logs_of_the_net_the_one_that_read_its_dataset_is_taken(tmp_path):
+    """Tried as a new user would (a flat folder of several repositories' files): two logs set up the
+    same LeNet-like net, one of another repository's run on another dataset (64 x 64 images), and the
+    net's own run, which read the file's source. The own run's shapes are taken, though its file sorts
+    after the other's. Here: the captcha net's log, and a copy whose run read './other_h5.txt' and
+    logged 128 1 64 64 for the data; the net reads './train_h5.txt', so 128 1 32 72 is taken."""
+    shutil.copy(os.path.join(HERE, "train_ResNet_20.prototxt"), tmp_path / "train_ResNet_20.prototxt")
+    text = open(os.path.join(HERE, LOG)).read()
+    assert text.count('source: "./train_h5.txt"') == 1 and text.count("Top shape: 128 1 32 72 (294912)") == 1
+    other = text.replace('source: "./train_h5.txt"', 'source: "./other_h5.txt"').replace(
+        "Top shape: 128 1 32 72 (294912)", "Top shape: 128 1 64 64 (524288)")
+    (tmp_path / "a_other_run.log").write_text(other)
+    (tmp_path / "b_own_run.log").write_text(text)
+    shapes, _ = _shapes(tmp_path / "train_ResNet_20.prototxt")
+    assert shapes[("net", "data")] == ([128, 1, 32, 72], "Caffe's log b_own_run.log beside the net")

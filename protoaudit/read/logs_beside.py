@@ -22,22 +22,44 @@ _INIT = b"] Initializing net from parameters"
 def logged_beside(path, param, phase):
     """(LoggedNet, file) of a Caffe log beside the net file `path` (its folder, a log/logs folder in
     it or beside it) that initialised this net in `phase`: the same name and nine in ten of the net's layers
-    by name. The last run in the file to build it wins; None where no log did."""
+    by name. The last run in the file to build it wins; of several files, the first whose data layers read
+    the most of the file's own data sources (a folder of several repositories' logs, one of them this
+    net's own run); None where no log did."""
     folder = os.path.dirname(os.path.abspath(path))
     names = {lp.name for lp in param.layer}
-    found = None
+    sources = {_source(lp) for lp in param.layer if not lp.bottom} - {None}
+    best, best_score = None, -1
     for candidate in _candidates(folder, param.name):
         try:
             runs = caffe_log.read(candidate)
         except (InputError, OSError):
             continue
+        found = None
         for run in runs:
             for net in run.nets:
                 if net.phase == phase and net.layers and _same_net(net, param, names):
                     found = (net, candidate)
         if found:
-            return found
+            printed = set(_PRINTED_SOURCE.findall(found[0].params.text if found[0].params else ""))
+            score = len(printed & sources)
+            if score > best_score:
+                best, best_score = found, score
+            if score == len(printed):  # every dataset it read is the file's
+                break
+    return best
+
+
+def _source(lp):
+    """The dataset a data layer reads (its parameter message's `source`), or None."""
+    for field, value in lp.ListFields():
+        if field.message_type is not None and not field.is_repeated and "source" in field.message_type.fields_by_name:
+            if value.source:
+                return value.source
     return None
+
+
+# a data source as Caffe prints a layer's parameters
+_PRINTED_SOURCE = re.compile(r'^\s*source: "([^"\n]*)"$', re.MULTILINE)
 
 
 def _candidates(folder, name):
