@@ -462,3 +462,25 @@ def test_a_rank_protoaudit_guessed_is_blamed_where_another_rank_passes(tmp_path)
     assert "top 'full' is 1x5" in run.stderr and "Caffe stops here too" not in run.stderr
     run = run_in_process(path, "--input", "full=1x5x1x1", "--input", "fake=1x3x224x224")
     assert run.returncode == 0, run.stderr
+
+
+def test_a_python_data_layer_whose_param_str_is_a_shape_takes_it(tmp_path):
+    """Tried as a new user would (a 3D-ResNet's net, its CustomData module not in the folder): each
+    Python data layer's param_str is its top's shape, '2,3,16,112,112' and '2,1,16,112,112' (the
+    repository's CustomData.py reads it so). They are taken, said as assumptions, where a 224x224
+    image was assumed, which the 5-axis convolution refuses. A 3x3x3 convolution with pad 1 keeps
+    16x112x112: 2x4x16x112x112. --batch sets the first axis, as for any data layer."""
+    py = ('layer {{ name: "{name}" type: "Python" top: "{name}" python_param {{ module: "CustomData" '
+          'layer: "CustomData" param_str: "{shape}" }} }}\n')
+    path = write(tmp_path, py.format(name="data", shape="2,3,16,112,112")
+                 + py.format(name="gt", shape="2 1 16 112 112")
+                 + 'layer { name: "c" type: "Convolution" bottom: "data" top: "c" convolution_param { num_output: 4 '
+                   'kernel_size: 3 kernel_size: 3 kernel_size: 3 pad: 1 pad: 1 pad: 1 } }\n'
+                 + 'layer { name: "s" type: "Silence" bottom: "gt" bottom: "c" }\n')
+    net = build_nets(path)[0]
+    got = shapes(net)
+    assert got["data"] == (2, 3, 16, 112, 112) and got["gt"] == (2, 1, 16, 112, 112)
+    assert got["c"] == (2, 4, 16, 112, 112)
+    said = [a.what for a in net.assumptions if a.layer == "data"]
+    assert said and "param_str '2,3,16,112,112' is read as its top's shape" in said[0]
+    assert shapes(build_nets(path, batch=4)[0])["data"] == (4, 3, 16, 112, 112)

@@ -85,11 +85,33 @@ class Python(Declared):
                 return outputs
             if self.lp.bottom or e.absent or not self.assumes_data:
                 raise
+            given = self.shape_given()
+            if given is not None:
+                return [given]
             # a data layer: its tops are the data its code reads, which the audit may assume as it
             # assumes a dataset's that is not on this machine (an image; a label its loss sizes)
             batch = self.ctx.batch or self.batch_size() or 1
             raise MissingShape(e.reason, [(t, known if len(known) >= 4 else (batch, None, None, None))
                                           for t, known in e.tops], DATA_FROM_CODE) from None
+
+    def shape_given(self):
+        """The top's shape where a data layer of one top has a param_str of four or five positive
+        integers and nothing else ('2,3,16,112,112', '[2, 3, 16, 112, 112]', '2 3 16 112 112': many
+        repositories' own data layers take their top's shape so), said as an assumption; else None."""
+        text = self.lp.python_param.param_str.strip().strip("[]()").replace(",", " ")
+        parts = text.split()
+        if len(self.lp.top) != 1 or not 4 <= len(parts) <= 5 or not all(p.isdigit() and int(p) > 0 for p in parts):
+            return None
+        shape = tuple(int(p) for p in parts)
+        if self.ctx.batch:
+            shape = (self.ctx.batch,) + shape[1:]
+        top = self.lp.top[0]
+        self.data_source = True
+        self.note_origin(0, shape, f"assumed: the shape its param_str gives, {DATA_FROM_CODE_WHERE}")
+        said = "x".join(map(str, shape))
+        self.assume(f"{self.why(self.lp)}; its param_str {self.lp.python_param.param_str!r} is read as its top's "
+                    f"shape, {said}", f"--input {top}={said} (your data's size)")
+        return shape
 
     def batch_size(self):
         """The batch_size (or batch) its param_str gives as a plain value (a dict literal, JSON or YAML,
