@@ -376,7 +376,7 @@ def _with_deploy_inputs(spec, options, needs, assume=False):
 
     def given(top, known):
         lacking = DATA_FROM_CODE_WHERE if top in from_code else NOT_HERE
-        found = beside.get(top)
+        found = beside.get(top) if use_beside or top not in absent else None
         shape = fill(known, found[0]) if found else None
         colour = ""
         if shape is None and found and top in absent and len(found[0]) == 4 and found[0][1] == 0:
@@ -400,7 +400,12 @@ def _with_deploy_inputs(spec, options, needs, assume=False):
     first = None  # the refusal at the first image, where no image fits
     furthest = None  # the refusal that comes latest in the file
     images = ASSUMED_IMAGES + _named_image(spec) + SEARCHED_IMAGES if absent else ASSUMED_IMAGES[:1]
-    for k, image in enumerate(images):
+    # a deploy net's input for an absent dataset's top first; where a layer stops on it, the images instead
+    # (the deploy net may be a whole-slide inference net of another size than the training crops)
+    borrowed = sorted({found[1] for top, found in beside.items() if top in absent})
+    trials = [(images[0], True)] * bool(borrowed) + [(image, not borrowed) for image in images]
+    for k, (image, use_beside) in enumerate(trials):
+        k -= bool(borrowed)
         labels, guessed = {}, set()
         try:
             net = _labelled(spec, options, needs, given, absent, labels)
@@ -414,7 +419,9 @@ def _with_deploy_inputs(spec, options, needs, assume=False):
             first = first or e
             if furthest is None or (e.line or 0) > (furthest.line or 0):
                 furthest = e
-            if k < len(ASSUMED_IMAGES):  # (the searched ones are said together)
+            if k < 0:  # the deploy net's shape
+                passed = f"; the input of {' and '.join(borrowed)} beside the net stops layer '{e.layer}'"
+            elif k < len(ASSUMED_IMAGES):  # (the searched ones are said together)
                 passed = _passed_over(passed, image, e)
             elif k == len(ASSUMED_IMAGES):
                 passed += ", and the searched sizes before it"

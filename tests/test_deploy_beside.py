@@ -182,3 +182,29 @@ def test_a_check_that_fails_on_a_shape_taken_from_the_deploy_net_says_so(tmp_pat
     assert "Caffe stops here too" not in run.stderr
     assert "follow from a size protoaudit assumed" in run.stderr and "deploy.prototxt" in run.stderr
     assert "--input label=" in run.stderr
+
+
+def test_a_deploy_input_a_layer_of_the_train_net_refuses_gives_way_to_the_assumed_image(tmp_path):
+    """Tried as a new user would (a whole-slide pathology FCN: its inference net beside takes 1204x1204
+    tiles, its train net 244-pixel patches whose logits are one per image): the deploy net's 300x300
+    input makes the 224x224-kernel convolution's output 77x77, so SoftmaxWithLoss wants 4 x 77 x 77
+    labels of the Data layer's 4 (softmax_loss_layer.cpp: outer_num_ * inner_num_ == label count).
+    The assumed 224x224 image makes it 1x1, 4 predictions for 4 labels: the net audits at 4x3x224x224,
+    and the assumption says the deploy net's input stopped layer 'loss'."""
+    (tmp_path / "train.prototxt").write_text(
+        'layer { name: "data" type: "Data" top: "data" top: "label" '
+        'data_param { source: "/nowhere/train_lmdb" batch_size: 4 backend: LMDB } }\n'
+        'layer { name: "score" type: "Convolution" bottom: "data" top: "score" '
+        'convolution_param { num_output: 2 kernel_size: 224 } }\n'
+        'layer { name: "loss" type: "SoftmaxWithLoss" bottom: "score" bottom: "label" top: "loss" }\n')
+    (tmp_path / "deploy.prototxt").write_text(
+        'layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 1 dim: 3 dim: 300 dim: 300 } } }\n'
+        'layer { name: "score" type: "Convolution" bottom: "data" top: "score" '
+        'convolution_param { num_output: 2 kernel_size: 224 } }\n')
+    run = run_in_process(str(tmp_path / "train.prototxt"), "--format", "json")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    shapes = {d["top"]: d["shape"] for d in report["data_shapes"]}
+    assert shapes["data"] == [4, 3, 224, 224]
+    said = [a["assumption"] for a in report["assumptions"] if a["layer"] == "data"]
+    assert any("the input of deploy.prototxt beside the net stops layer 'loss'" in a for a in said)
