@@ -1116,11 +1116,13 @@ def _unknown_type(lp, schema, beside=(), path=None, read_with=None):
     """The refusal of a layer of a type no class sizes: which fork most likely has it (by its name or
     its fields, else the one fork the file's other unknown types, `beside`, point to); for a net in a
     Caffe source tree (at `path`) that registers the type, that tree's source and its caffe.proto.
-    `read_with`: the user's caffe.proto that read the file, which is then not offered again."""
-    from ..read.schema import described
+    `read_with`: the user's caffe.proto that read the file (or `schema`, where it is one), which is then
+    not offered again."""
+    from ..read.schema import USER_PREFIX, described
     from ..read.source_tree import caffe_proto, registering, tree_of
     from ..read.whose import OWN_UNSIZED, fork_of
 
+    read_with = read_with or (schema if schema.startswith(USER_PREFIX) else None)
     fork = fork_of(lp)
     sized = _forks_sizing(lp.type, schema)
     tree = tree_of(path) if not sized else None
