@@ -407,3 +407,22 @@ def test_one_custom_layer_is_offered_its_inputs_shape(tmp_path):
     with pytest.raises(InputError) as e:
         build_graph(read_model(_write(tmp_path, doc)))
     assert "e.g. --input drop=32x16 if it keeps its input's shape" in str(e.value)
+
+
+def test_a_nested_sequential_built_on_its_input_counts_its_calls_from_node_1(tmp_path):
+    # Keras 2.2's network.py get_config keeps node 0 of every nested Network for its own input-to-output
+    # node (kept_nodes = 1), as tf_keras does for one built on an InputLayer (_should_skip_first_node): a
+    # Siamese tower whose first layer has batch_input_shape, called on two inputs, is called at nodes 1
+    # and 2 (tried as a new user would: a face-attendance model saved by tf.keras 2.2.4-tf, and a
+    # TensorFlow.js phoneme model whose output is ['sequential_5', 1, 0]). Two Dense(8) calls on 4
+    # features: two (32, 8) outputs, one set of weights, 4 x 8 + 8 = 40 parameters.
+    tower = {"class_name": "Sequential", "config": {"name": "tower", "layers": [
+        {"class_name": "Dense", "config": {"name": "d", "units": 8, "batch_input_shape": [None, 4]}}]},
+        "name": "tower", "inbound_nodes": [[["a", 0, 0, {}]], [["b", 0, 0, {}]]]}
+    doc = {"class_name": "Model", "keras_version": "2.2.4-tf", "config": {"name": "m", "layers": [
+        *({"class_name": "InputLayer", "name": n, "inbound_nodes": [],
+           "config": {"name": n, "batch_input_shape": [None, 4]}} for n in "ab"),
+        tower], "input_layers": [["a", 0, 0], ["b", 0, 0]], "output_layers": [["tower", 1, 0], ["tower", 2, 0]]}}
+    graph = build_graph(read_model(_write(tmp_path, doc)))
+    assert [t.spec.shape for t in graph.outputs] == [(32, 8), (32, 8)]
+    assert sum(w.shape[0] * (w.shape[1] if len(w.shape) > 1 else 1) for _, w in graph.weights) == 40

@@ -385,8 +385,8 @@ class _Builder:
         return outputs
 
     def _first_node(self, entry, output=False):
-        """The node index of a layer's first call in the config: a nested Functional model (in tf_keras,
-        a Sequential with an InputLayer too) keeps node 0 for its own input-to-output node. Keras 3
+        """The node index of a layer's first call in the config: a nested Functional model (and a
+        Sequential built on its own input) keeps node 0 for its own input-to-output node. Keras 3
         counts it only in `output_layers` (functional.py get_config's node_reindexing_map); a layer's
         inbound_nodes leave out every node of another model (serialize_node), so there its first call
         is node 0."""
@@ -397,7 +397,14 @@ class _Builder:
         if entry["class_name"] != "Sequential":
             return 1
         layers = self._layers_of(entry)
-        return int(self.file.flavour == "tf_keras" and bool(layers) and _class(layers[0]) == "InputLayer")
+        if not layers:
+            return 0
+        first = layers[0].get("config") if isinstance(layers[0].get("config"), dict) else {}
+        # built on its own input: an InputLayer, or (Keras 2.0-2.2, tf.keras 2.2.4-tf, TensorFlow.js) the
+        # first layer's input shape, from which Keras made the model's own node (Keras 2.2's network.py
+        # get_config: kept_nodes = 1 for every nested Network; tf_keras's _should_skip_first_node)
+        return int(_class(layers[0]) == "InputLayer"
+                   or any(first.get(key) for key in ("batch_input_shape", "input_shape", "batch_shape")))
 
     def _node_refs(self, node, index, lpath):
         """(data refs in call order, other refs, the call's constant keyword arguments) of one inbound
