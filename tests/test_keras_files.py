@@ -533,3 +533,24 @@ def test_attention_scores_come_back_when_the_call_asks(tmp_path):
     graph = _graph(tmp_path, doc, batch=3)
     assert [s.shape for s in (t.spec for t in graph.nodes[0].outputs)] == [(3, 8, 16), (3, 2, 8, 4)]
     assert [t.spec.shape for t in graph.outputs] == [(3, 8, 16), (3, 64)]
+
+
+def test_a_json_string_of_a_models_json_is_read_as_that_json(tmp_path):
+    """Tried as a new user would (a stock-prediction app's model1.json): `json.dump(model.to_json(), f)`
+    writes the config as one JSON string. It is read once more, as model.to_json() wrote it, and said so;
+    its weights are the plain JSON's: Dense(3) on 5 features, 5 x 3 + 3 = 18 floats, 72 bytes."""
+    from protoaudit.keras.audit import audit_keras
+
+    doc = {"class_name": "Sequential", "keras_version": "2.3.1", "config": {"name": "s", "layers": [
+        {"class_name": "Dense", "config": {"name": "d", "units": 3, "batch_input_shape": [None, 5]}}]}}
+    plain, string = tmp_path / "plain.json", tmp_path / "string.json"
+    plain.write_text(json.dumps(doc))
+    string.write_text(json.dumps(json.dumps(doc)))
+    assert string.read_text().startswith('"{\\"class_name\\"')
+    a, b = audit_keras(plain, mode="cpu"), audit_keras(string, mode="cpu")
+    assert a.weights_bytes == b.weights_bytes == 72 and a.step_peak_bytes == b.step_peak_bytes
+    assert b.container and "json.dump of model.to_json()" in b.container and a.container is None
+    from conftest import run_in_process
+
+    run = run_in_process(string, "--mode", "cpu")  # the command tells it from a Caffe prototxt by its content
+    assert run.returncode == 0 and "read as model.to_json() writes it" in run.stdout, run.stderr

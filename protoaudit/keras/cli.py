@@ -38,6 +38,8 @@ def is_keras_file(path):
     text = head.lstrip()
     if text.startswith(b"{") and text[1:].lstrip().startswith(b'"'):  # a JSON object: no prototxt opens so
         return True
+    if text.startswith(b'"') and b'class_name' in head:  # a JSON string of model.to_json()'s output
+        return True
     if text.startswith(b"{") and b'"class_name"' in head:
         try:
             first = json.loads(head.decode("utf-8", "replace")) if len(head) < 4096 else None

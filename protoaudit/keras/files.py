@@ -50,6 +50,9 @@ def read_model(path):
     return _read_json_file(path)
 
 
+JSON_STRING = "JSON string (json.dump of model.to_json()'s output)"
+
+
 def _parse_json(text, path, what):
     try:
         return json.loads(text)
@@ -68,10 +71,13 @@ def _read_json_file(path):
     except UnicodeDecodeError:
         raise InputError("this is a binary file, not a Keras model's JSON, .h5 or .keras", file=path) from None
     doc = _parse_json(text, path, "the file")
+    container = None
+    if isinstance(doc, str):  # json.dump(model.to_json(), f): the config as one JSON string, read once more
+        doc, container = _parse_json(doc, path, "the JSON string the file holds"), JSON_STRING
     if isinstance(doc, dict) and "modelTopology" in doc:
         return _read_tfjs(doc, path)
     return _model_file(doc, path, version=_dict(doc).get("keras_version"),
-                       compile_config=_dict(doc).get("compile_config"))
+                       compile_config=_dict(doc).get("compile_config"), container=container)
 
 
 def _read_tfjs(doc, path):

@@ -27,7 +27,8 @@ def headline(a):
         f"{a.path}: {keras_named(a)}, one training step at batch {a.batch} "
         f"({_batch_from(a)}), {how}",
         *([f"the Keras model of a {a.container}: these are TensorFlow's figures for training it in Python, "
-           "not TensorFlow.js's"] if a.container else []),
+           "not TensorFlow.js's"] if a.container and "TensorFlow.js" in a.container else
+          [f"the Keras model in a {a.container}, read as model.to_json() writes it"] if a.container else []),
         *([f"Keras 1 arguments (output_dim, nb_filter, border_mode, dim_ordering, ...) of {a.keras1_layers} "
            f"layer{'s' if a.keras1_layers > 1 else ''} read as Keras 2.0-2.2 converted them on loading "
            "(keras/legacy/interfaces.py)"] if a.keras1_layers else []),
