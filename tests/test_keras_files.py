@@ -554,3 +554,34 @@ def test_a_json_string_of_a_models_json_is_read_as_that_json(tmp_path):
 
     run = run_in_process(string, "--mode", "cpu")  # the command tells it from a Caffe prototxt by its content
     assert run.returncode == 0 and "read as model.to_json() writes it" in run.stdout, run.stderr
+
+
+def test_channels_first_layers_the_cpu_kernels_refuse_are_said_in_cpu_mode(tmp_path):
+    """TensorFlow 2.21's CPU kernels without oneDNN take NHWC only for Conv2D's filter gradient and for
+    MaxPool (tried here: one train_on_batch step of each layer in channels_first, TF_ENABLE_ONEDNN_OPTS=0,
+    'Conv2DCustomBackpropFilterOp only supports NHWC.' and 'Default MaxPoolingOp only supports NHWC on
+    device type CPU'; both trained with oneDNN on). A channels_first CNN saved by tf_keras: --mode cpu says
+    both layers and the kernels' words; --mode gpu says nothing of it. Keras 3 transposes a channels_first
+    MaxPooling2D itself: its model lists only the Conv2D."""
+    from protoaudit.keras.audit import audit_keras
+
+    first = {"data_format": "channels_first"}
+    layers = [{"class_name": "Conv2D", "config": {"name": "c", "filters": 4, "kernel_size": [3, 3], **first,
+                                                  "batch_input_shape": [None, 3, 8, 8]}},
+              {"class_name": "MaxPooling2D", "config": {"name": "p", "pool_size": [2, 2], **first}},
+              {"class_name": "Flatten", "config": {"name": "f"}},
+              {"class_name": "Dense", "config": {"name": "d", "units": 1}}]
+    path = tmp_path / "cf.json"
+    for version, want in (("2.4.0", ["c", "p"]), ("3.3.3", ["c"])):
+        path.write_text(json.dumps({"class_name": "Sequential", "keras_version": version,
+                                    "config": {"name": "s", "layers": layers}}))
+        cpu = audit_keras(path, mode="cpu")
+        assert [layer for layer, _ in cpu.cpu_stops] == want
+        assert dict(cpu.cpu_stops)["c"] == "Conv2DCustomBackpropFilterOp only supports NHWC."
+        assert audit_keras(path, mode="gpu").cpu_stops == []
+    path.write_text(json.dumps({"class_name": "Sequential", "keras_version": "2.4.0",
+                                "config": {"name": "s", "layers": layers}}))
+    from conftest import run_in_process
+
+    run = run_in_process(path, "--mode", "cpu")
+    assert run.returncode == 0 and "its kernels refuse layer 'c' (and 1 more channels_first layer)" in run.stdout

@@ -12,6 +12,7 @@ from math import prod
 
 from ..errors import InputError
 from ..options import DEFAULT_CONTEXT_BYTES
+from .cpu_kernels import cpu_stops
 from .files import read_model
 from .graph import build_graph
 from .layers.base import nbytes
@@ -78,6 +79,7 @@ class KerasAudit:
     program: object = field(default=None, repr=False)  # the step's timeline (Program), in the guess's order
     unmodelled: list = field(default_factory=list)
     undercounted: list = field(default_factory=list)  # (layer, what its rule leaves out): the peak is low
+    cpu_stops: list = field(default_factory=list)  # (layer, kernel's message): the CPU without oneDNN refuses it
     rows: list = field(default_factory=list)
     recipe_bytes: int = 0  # the hand recipe: (outputs x batch + params) x 4 bytes
     frozen: list = field(default_factory=list)
@@ -193,6 +195,8 @@ def audit_keras(path, *, batch=None, optimizer=None, loss=None, mode="cpu", inpu
     result.program = step.program
     result.unmodelled = sorted(set(step.unmodelled))
     result.undercounted = step.undercounted
+    if mode == "cpu":
+        result.cpu_stops = cpu_stops(graph, model.flavour)
     result.step_peak_bytes = peak.bytes + STEP_OVERHEAD[model.flavour]
     result.step_peak_low_bytes = result.step_peak_bytes - (peak.bytes - min([peak.bytes] + others))
     result.step_peak_high_bytes = result.step_peak_bytes + (max([peak.bytes] + others) - peak.bytes)

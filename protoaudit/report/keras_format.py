@@ -146,6 +146,14 @@ def peak_lines(a):
                      + ", ".join(a.unmodelled))
     for layer, what in a.undercounted:
         lines.append(f"The step's peak is low for layer '{layer}': {what}.")
+    if a.cpu_stops:
+        layer, said = a.cpu_stops[0]
+        more = f" (and {len(a.cpu_stops) - 1} more channels_first layer{'s' if len(a.cpu_stops) > 2 else ''})" \
+            if len(a.cpu_stops) > 1 else ""
+        lines.append(f"On a CPU without oneDNN (TF_ENABLE_ONEDNN_OPTS=0, as these figures are measured), TensorFlow "
+                     f"cannot train it: its kernels refuse layer '{layer}'{more} in channels_first (\"{said}\"); "
+                     "with oneDNN, its x86 default, it trains, with oneDNN's kernels, whose scratch is not counted "
+                     "here.")
     if a.mode == "gpu":
         lines.append("GPU figures are estimates until a device confirms them: TensorFlow's BFC allocator "
                      "reserves most of the card at start unless memory growth is on; cuDNN's workspaces are "
@@ -211,6 +219,7 @@ def to_dict(a):
                    for r in a.rows],
         "frozen": a.frozen, "unmodelled": a.unmodelled,
         "undercounted": [{"layer": layer, "what": what} for layer, what in a.undercounted],
+        "cpu_stops": [{"layer": layer, "kernel_says": said} for layer, said in a.cpu_stops],
         # with a card: its total is the high total with TensorFlow's reserve (on a GPU) held against the card;
         # allocator_limit_bytes, what TensorFlow's allocator may take there (the card less the context and
         # the reserve), against weights, slots and the step's peak
