@@ -1,5 +1,5 @@
-"""Real users' Keras model files against TensorFlow (tests/data/keras_oracle/real, and real2 from other
-repositories).
+"""Real users' Keras model files against TensorFlow (tests/data/keras_oracle/real, and real2 and real3
+from other repositories).
 
 Each file is one a user committed to GitHub (SOURCES.md: a model.to_json() output or a TensorFlow.js
 model.json), measured in the oracle's kit as it stands: TensorFlow 2.21 on CPU, the exact heap
@@ -18,6 +18,8 @@ from protoaudit.keras.audit import audit_keras
 REAL = os.path.join(os.path.dirname(__file__), "data", "keras_oracle", "real")
 # a second set, from other repositories, measured the same way (real2/README.md)
 REAL2 = os.path.join(os.path.dirname(__file__), "data", "keras_oracle", "real2")
+# a third, from others again, measured the same way and audited before any change made for it (real3/README.md)
+REAL3 = os.path.join(os.path.dirname(__file__), "data", "keras_oracle", "real3")
 SLOTS = {"sgd": {"tf_keras": 1, "keras3": 0}, "adam": {"tf_keras": 2, "keras3": 2},
          "rmsprop": {"tf_keras": 1, "keras3": 1}, "sgd(momentum=0.9)": {"tf_keras": 1, "keras3": 1}}
 # The 36 files the step model misses by more than 10% (README.md), by kind of model; traced where said:
@@ -41,10 +43,14 @@ KNOWN_MISSES = {
 # without recurrent_dropout, four LSTMs on one time step), two CNNs under by 14%, a one-Dense model's step
 # under 1 MB
 KNOWN_MISSES2 = {"014", "016", "018", "025", "032", "038", "041", "043", "049", "053", "055", "062"}
+# The third set's (real3/README.md): recurrent models (GRUs and LSTMs over 1 to 52 steps, a stateful LSTM at
+# batch 1), two Conv1D models
+KNOWN_MISSES3 = {"015", "018", "019", "020", "022", "026", "038", "040", "047"}
 # Held where they stand (README.md: 145 of 180, a median of 3.1%; real2: 40 of 52, 4.8%; the issue's bar is 90%
 # and 3%), so that a regression fails
 SHARE, MEDIAN = 0.79, 0.04
 SHARE2, MEDIAN2 = 0.76, 0.05
+SHARE3, MEDIAN3 = 0.78, 0.04  # (32 of 41, 3.75%)
 
 
 def _configurations(folder, prefix=""):
@@ -60,6 +66,7 @@ def _configurations(folder, prefix=""):
 
 CONFIGS = _configurations(REAL)
 CONFIGS2 = _configurations(REAL2, "real2:")
+CONFIGS3 = _configurations(REAL3, "real3:")
 
 
 @functools.lru_cache(maxsize=None)
@@ -67,7 +74,7 @@ def audited(path, optimizer, batch):
     return audit_keras(path, batch=batch, optimizer=optimizer, loss="mse", mode="cpu")
 
 
-@pytest.mark.parametrize("path,runs", CONFIGS + CONFIGS2)
+@pytest.mark.parametrize("path,runs", CONFIGS + CONFIGS2 + CONFIGS3)
 def test_weights_and_slots_are_what_tensorflow_holds(path, runs):
     r = runs[0]
     a = audited(path, r["optimizer"], int(r["batch"]))
@@ -77,9 +84,9 @@ def test_weights_and_slots_are_what_tensorflow_holds(path, runs):
     assert abs(a.slot_bytes - int(r["trainable_bytes"]) * SLOTS[r["optimizer"]][r["flavour"]]) <= 65536
 
 
-@pytest.mark.parametrize("path,runs", CONFIGS + CONFIGS2)
+@pytest.mark.parametrize("path,runs", CONFIGS + CONFIGS2 + CONFIGS3)
 def test_step_peak_is_within_ten_percent_of_tensorflow(path, runs, request):
-    known = KNOWN_MISSES2 if path.startswith(REAL2) else KNOWN_MISSES
+    known = KNOWN_MISSES3 if path.startswith(REAL3) else KNOWN_MISSES2 if path.startswith(REAL2) else KNOWN_MISSES
     if os.path.basename(path)[:3] in known:
         request.applymarker(pytest.mark.xfail(strict=True, reason="a known miss of the step model"))
     r = runs[0]
@@ -88,8 +95,8 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, runs, request):
     assert 0.9 * min(peaks) <= peak <= 1.1 * max(peaks), (peak, peaks)
 
 
-@pytest.mark.parametrize("configs,share,median", [(CONFIGS, SHARE, MEDIAN), (CONFIGS2, SHARE2, MEDIAN2)],
-                         ids=["real", "real2"])
+@pytest.mark.parametrize("configs,share,median", [(CONFIGS, SHARE, MEDIAN), (CONFIGS2, SHARE2, MEDIAN2),
+                                                   (CONFIGS3, SHARE3, MEDIAN3)], ids=["real", "real2", "real3"])
 def test_real_files_are_matched_overall(configs, share, median):
     """The issue's bar on files nobody here wrote: 10% of TensorFlow's measured range for 90% of them,
     a median under 3%; held where they stand."""
