@@ -56,7 +56,8 @@ def test_the_schemas_fields():
 INPUT = 'layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 2 dim: 3 dim: 10 dim: 10 } } }\n'
 CONV = ('layer { name: "c" type: "Convolution" bottom: "data" top: "c" convolution_param { num_output: 4 '
         'kernel_size: 3 pad: 1 } %s}\n')
-PRECISION = "precision_param { bw_layer_in: 8 bw_layer_out: 8 bw_params: 8 fl_layer_in: 0 fl_layer_out: 2 fl_params: 7 } "
+PRECISION = ("precision_param { bw_layer_in: 8 bw_layer_out: 8 bw_params: 8 fl_layer_in: 0 fl_layer_out: 2 "
+             "fl_params: 7 } ")
 
 
 def test_precision_param_changes_nothing_caffe_allocates(tmp_path):
