@@ -131,6 +131,7 @@ FORK_MODULES = {
     "glad": ("glad",),
     "jiangqh": ("jiangqh",),
     "mixup": ("mixup",),
+    "kcnet": ("kcnet",),
 }
 _IMPORTED_FORKS = set()
 

@@ -133,6 +133,8 @@ FORKS = {
              "caffe.proto from before clip_param, with mixup_param, label_smooth_param and drop_block_param)",
     "chaidnn": "CHaiDNN (Xilinx/CHaiDNN, the FPGA library whose parser reads Caffe nets: a 2017 "
                "BVLC caffe.proto with SSD's parameters, quantization_param and the layers' precision_param)",
+    "kcnet": "Chen Feng's Caffe (simbaforrest/caffe, tag kcnet, KCNet's: an April 2018 BVLC Caffe with "
+             "TensorTranspose, MatrixMultiplication, KernelCorrelation and GraphPooling)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
@@ -197,6 +199,9 @@ DESCENDS_FROM["arl"] = "jaanet"
 # CHaiDNN's caffe.proto carries SSD's PriorBox, Normalize, Permute and DetectionOutput parameters (SSD's messages, field
 # for field): a file SSD's reads (no precision_param, quantization_param or xcustom_param) stays SSD's
 DESCENDS_FROM["chaidnn"] = "ssd"
+# Chen Feng's Caffe carries SSD's Permute (its permute_layer files and PermuteParameter): a file SSD's caffe.proto reads
+# (a Permute, no TensorTranspose or field of its own) stays SSD's
+DESCENDS_FROM["kcnet"] = "ssd"
 # Descendants whose caffe.proto reads a file as their ancestor's does (FaceBoxes' is SSD's byte for
 # byte; TextBoxes' is SSD's of 2016, fewer fields; R-FCN's MATLAB Caffe's has py-R-FCN's fields by the
 # same names), so that only a build tells
