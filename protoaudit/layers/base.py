@@ -132,6 +132,7 @@ FORK_MODULES = {
     "jiangqh": ("jiangqh",),
     "mixup": ("mixup",),
     "kcnet": ("kcnet",),
+    "drml_ejulio": ("drml_ejulio",),
 }
 _IMPORTED_FORKS = set()
 

@@ -135,6 +135,8 @@ FORKS = {
                "BVLC caffe.proto with SSD's parameters, quantization_param and the layers' precision_param)",
     "kcnet": "Chen Feng's Caffe (simbaforrest/caffe, tag kcnet, KCNet's: an April 2018 BVLC Caffe with "
              "TensorTranspose, MatrixMultiplication, KernelCorrelation and GraphPooling)",
+    "drml_ejulio": "Kaili Zhao's DRML layers as ejulio/DRML ports them (a 2016 BVLC Caffe with MultilabelImageData, "
+                   "Box, Splice and MultiSigmoidCrossEntropyLoss)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
@@ -202,6 +204,9 @@ DESCENDS_FROM["chaidnn"] = "ssd"
 # Chen Feng's Caffe carries SSD's Permute (its permute_layer files and PermuteParameter): a file SSD's caffe.proto reads
 # (a Permute, no TensorTranspose or field of its own) stays SSD's
 DESCENDS_FROM["kcnet"] = "ssd"
+# ejulio/DRML's Box, Splice and MultiSigmoidCrossEntropyLoss are jellyDL/drml_caffe's files: a file both read (no
+# MultilabelImageData) stays drml's
+DESCENDS_FROM["drml_ejulio"] = "drml"
 # Descendants whose caffe.proto reads a file as their ancestor's does (FaceBoxes' is SSD's byte for
 # byte; TextBoxes' is SSD's of 2016, fewer fields; R-FCN's MATLAB Caffe's has py-R-FCN's fields by the
 # same names), so that only a build tells
