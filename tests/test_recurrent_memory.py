@@ -291,3 +291,18 @@ def test_a_million_timesteps_take_no_longer_than_ten(tmp_path):
     assert time.process_time() - start < 5 and total > 1000000 * 3 * 4 * 4 * 10
     with pytest.raises(Exception, match="W_xc_x would hold 2,160,000,000 elements"):
         build_text(tmp_path, sequence_net("LSTM", 45000000))
+
+
+def test_an_absent_cont_takes_the_lstms_timesteps_and_streams(tmp_path):
+    """RecurrentLayer::Reshape CHECKs cont (bottom 1) is (T, N), x's first two axes (recurrent_layer.cpp): an
+    HDF5 cont whose list is not on this machine is given that shape, said as an assumption, where an assumed
+    image of 4 axes would stop the layer."""
+    text = ('layer { name: "x" type: "Input" top: "x" input_param { shape { dim: 5 dim: 3 dim: 7 } } }\n'
+            'layer { name: "cont" type: "HDF5Data" top: "cont" hdf5_data_param { source: "/nowhere/cont_h5.txt" '
+            'batch_size: 5 } }\n'
+            'layer { name: "lstm" type: "LSTM" bottom: "x" bottom: "cont" top: "h" '
+            'recurrent_param { num_output: 4 } }\n')
+    (tmp_path / "net.prototxt").write_text(text)
+    net = build_nets(str(tmp_path / "net.prototxt"))[0]
+    assert list(net.layer("cont").top_shapes) == [(5, 3)]
+    assert any(a.layer == "cont" and "LSTM layer 'lstm'" in a.what for a in net.assumptions)

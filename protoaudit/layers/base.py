@@ -131,6 +131,8 @@ FORK_MODULES = {
     "glad": ("glad",),
     "jiangqh": ("jiangqh",),
     "mixup": ("mixup",),
+    "kcnet": ("kcnet",),
+    "drml_ejulio": ("drml_ejulio",),
 }
 _IMPORTED_FORKS = set()
 

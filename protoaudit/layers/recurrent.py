@@ -43,6 +43,11 @@ class Recurrent(Layer):
     def allow_force_backward(self, bottom_index):
         return bottom_index != 1  # never into the sequence continuation indicators
 
+    def label_for(self, prediction):
+        """cont (bottom 1), where its dataset is absent: (T, N), x's first two axes (RecurrentLayer::Reshape's
+        CHECKs, recurrent_layer.cpp)."""
+        return tuple(prediction[:2]) if len(prediction) >= 2 else None
+
     def _setup(self, bottoms):
         """(T, N, num_output, x_static or None), after RecurrentLayer's checks."""
         x, cont = bottoms[0], bottoms[1]

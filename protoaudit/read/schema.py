@@ -131,6 +131,12 @@ FORKS = {
                "BVLC Caffe with ImageNormalData and HyperColumns)",
     "mixup": "BVLC Caffe with Bag-of-Tricks' Mixup (Wheatly2/Bag-of-Tricks-for-Image-Classification: a BVLC "
              "caffe.proto from before clip_param, with mixup_param, label_smooth_param and drop_block_param)",
+    "chaidnn": "CHaiDNN (Xilinx/CHaiDNN, the FPGA library whose parser reads Caffe nets: a 2017 "
+               "BVLC caffe.proto with SSD's parameters, quantization_param and the layers' precision_param)",
+    "kcnet": "Chen Feng's Caffe (simbaforrest/caffe, tag kcnet, KCNet's: an April 2018 BVLC Caffe with "
+             "TensorTranspose, MatrixMultiplication, KernelCorrelation and GraphPooling)",
+    "drml_ejulio": "Kaili Zhao's DRML layers as ejulio/DRML ports them (a 2016 BVLC Caffe with MultilabelImageData, "
+                   "Box, Splice and MultiSigmoidCrossEntropyLoss)",
 }
 SCHEMA_NAMES = ("bvlc",) + tuple(FORKS)
 
@@ -192,6 +198,15 @@ DESCENDS_FROM["davsod"] = "pspnet"
 # layers of its own: a file with none of its own types or fields (no MultiStageMeanfieldAU3, L2Norm,
 # CosineSimilarityLoss, EuclideanLoss6, multi_stage_meanfield_au3_param) stays JAA-Net's
 DESCENDS_FROM["arl"] = "jaanet"
+# CHaiDNN's caffe.proto carries SSD's PriorBox, Normalize, Permute and DetectionOutput parameters (SSD's messages, field
+# for field): a file SSD's reads (no precision_param, quantization_param or xcustom_param) stays SSD's
+DESCENDS_FROM["chaidnn"] = "ssd"
+# Chen Feng's Caffe carries SSD's Permute (its permute_layer files and PermuteParameter): a file SSD's caffe.proto reads
+# (a Permute, no TensorTranspose or field of its own) stays SSD's
+DESCENDS_FROM["kcnet"] = "ssd"
+# ejulio/DRML's Box, Splice and MultiSigmoidCrossEntropyLoss are jellyDL/drml_caffe's files: a file both read (no
+# MultilabelImageData) stays drml's
+DESCENDS_FROM["drml_ejulio"] = "drml"
 # Descendants whose caffe.proto reads a file as their ancestor's does (FaceBoxes' is SSD's byte for
 # byte; TextBoxes' is SSD's of 2016, fewer fields; R-FCN's MATLAB Caffe's has py-R-FCN's fields by the
 # same names), so that only a build tells
