@@ -246,10 +246,9 @@ ABSENT_WHY = ("the layer's dataset is not on this machine, so its tops' shapes a
 def _dataset_absent(spec, name, root):
     """Whether the data layer `name` of the net names a source (any *_param's `source`) and none of its
     sources is on this machine: its shape is then assumed or given, whatever its fields say."""
-    from .read.datasets.paths import locate
+    from .read.datasets.paths import locate, sources_of
 
-    sources = [value.source for lp in spec.param.layer if lp.name == name for _, value in lp.ListFields()
-               if hasattr(value, "DESCRIPTOR") and "source" in value.DESCRIPTOR.fields_by_name and value.source]
+    sources = [source for lp in spec.param.layer if lp.name == name for source in sources_of(lp)]
     return bool(sources) and all(locate(source, root, spec.path) is None for source in sources)
 
 

@@ -7,6 +7,7 @@ import re
 
 from ..errors import InputError
 from . import caffe_log
+from .datasets.paths import sources_of
 
 MAX_FILES = 16  # files opened, in the net's folder and its log folders
 MAX_BYTES = 64 << 20  # a larger file is passed over (Caffe's own logs of a run are rarely this large)
@@ -27,7 +28,7 @@ def logged_beside(path, param, phase):
     net's own run); None where no log did."""
     folder = os.path.dirname(os.path.abspath(path))
     names = {lp.name for lp in param.layer}
-    sources = {_source(lp) for lp in param.layer if not lp.bottom} - {None}
+    sources = {source for lp in param.layer if not lp.bottom for source in sources_of(lp)}
     best, best_score = None, -1
     for candidate in _candidates(folder, param.name):
         try:
@@ -47,15 +48,6 @@ def logged_beside(path, param, phase):
             if score == len(printed):  # every dataset it read is the file's
                 break
     return best
-
-
-def _source(lp):
-    """The dataset a data layer reads (its parameter message's `source`), or None."""
-    for field, value in lp.ListFields():
-        if field.message_type is not None and not field.is_repeated and "source" in field.message_type.fields_by_name:
-            if value.source:
-                return value.source
-    return None
 
 
 # a data source as Caffe prints a layer's parameters

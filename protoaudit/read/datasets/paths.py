@@ -69,3 +69,10 @@ def shown(found, name):
     if found.base is None or found.how == "the working directory":
         return name
     return f"{name} (from {found.base}, {found.how})"
+
+
+def sources_of(lp):
+    """The datasets a layer names: the `source` of each of its parameter messages that has one and sets it."""
+    return [value.source for field, value in lp.ListFields()
+            if field.message_type is not None and not field.is_repeated
+            and "source" in field.message_type.fields_by_name and value.source]
