@@ -19,9 +19,6 @@ STOPS = {
     },
     "keras3": {"Conv1D": BACKPROP_FILTER, "Conv2D": BACKPROP_FILTER, "Conv2DTranspose": BACKPROP_INPUT},
 }
-ALIASES = {"Convolution1D": "Conv1D", "Convolution2D": "Conv2D", "Convolution3D": "Conv3D", "MaxPool2D": "MaxPooling2D",
-           "AvgPool2D": "AveragePooling2D", "SeparableConvolution2D": "SeparableConv2D",
-           "Convolution2DTranspose": "Conv2DTranspose"}
 
 
 def cpu_stops(graph, flavour):
@@ -31,7 +28,7 @@ def cpu_stops(graph, flavour):
     out, seen = [], set()
     for node in graph.nodes:
         layer = node.layer
-        kind = ALIASES.get(layer.class_name, layer.class_name)
+        kind = type(layer).__name__  # the registry's class of each alias (Convolution2D: Conv2D)
         if kind in stops and layer.config.get("data_format") == "channels_first" and layer.name not in seen:
             seen.add(layer.name)
             out.append((layer.name, stops[kind]))
