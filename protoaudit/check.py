@@ -10,15 +10,15 @@ import sys
 
 from . import cli
 from .errors import InputError
-from .options import checked, parse_inputs
+from .options import checked, parse_inputs, refuse_keras_options
 from .report.text import verdict_lines
 from .report.units import size
 
 
 def parser():
     p = cli._OneLineParser(prog="protoaudit-check",
-                           description="Audit each Caffe net or Keras model given with the same options; fail if one does not "
-                           "fit the card (--gpu-mem) or cannot be read.")
+                           description="Audit each Caffe net or Keras model given with the same options; fail if one "
+                           "does not fit the card (--gpu-mem) or cannot be read.")
     p.add_argument("paths", nargs="+", metavar="FILE",
                    help="nets, solvers, Caffe logs or Keras model files")
     p.add_argument("--input", action="append", default=[], metavar="TOP=NxCxHxW",
@@ -35,7 +35,7 @@ def check(path, args):
 
         if is_keras_file(path):
             return _check_keras(path, args)
-        cli.refuse_keras_options(args)
+        refuse_keras_options(args)
         result, fit = cli._audit_and_fit(path, args, parse_inputs(args.input), args.batch)
     except InputError as e:
         return cli.EXIT_BAD_INPUT, f"{path}: bad input: {str(e).removeprefix('<input>: ')}"

@@ -8,7 +8,7 @@ import sys
 from . import __version__, library
 from .collector import paused
 from .errors import InputError
-from .options import checked, parse_defines, parse_inputs
+from .options import checked, parse_defines, parse_inputs, refuse_keras_options
 from .read.schema import SCHEMA_NAMES
 
 EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
@@ -189,18 +189,6 @@ def _schema(args):
     from .read.schema import user_schema
 
     return user_schema(args.caffe_proto).name
-
-
-# options of the Keras audit that a Caffe net has no use for: refused by name, never ignored (the
-# mirror of protoaudit.keras.cli.CAFFE_ONLY)
-KERAS_ONLY = ("optimizer", "loss", "gpu_cc", "gpu_reserve")
-
-
-def refuse_keras_options(args):
-    for name in KERAS_ONLY:
-        if getattr(args, name, None) is not None:
-            raise InputError(f"--{name.replace('_', '-')} is for Keras models; a Caffe net has no use for it",
-                             fix="leave it out")
 
 
 def _audit_and_fit(path, args, inputs, batch, freeze=None, sweep=None):

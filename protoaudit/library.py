@@ -8,7 +8,7 @@ Comparison (protoaudit.memory.explain.Comparison: `delta`, `layers`, `sentences`
 import functools
 
 from .errors import InputError
-from .options import parse_batches, parse_cc, parse_size
+from .options import parse_batches, parse_cc, parse_size, refuse_keras_options
 
 
 def audit(path, *, gpu_mem=None, sweep=None, gpu_cc=None, gpu_reserve=None, **options):
@@ -25,9 +25,9 @@ def audit(path, *, gpu_mem=None, sweep=None, gpu_cc=None, gpu_reserve=None, **op
 
     if is_keras_file(path):
         return _keras(path, gpu_mem, sweep, gpu_cc, gpu_reserve, **options)
-    for flag, value in (("--gpu-cc", gpu_cc), ("--gpu-reserve", gpu_reserve)):
-        if value is not None:
-            raise InputError(f"{flag} is for Keras models; a Caffe net has no use for it", fix="leave it out")
+    from types import SimpleNamespace
+
+    refuse_keras_options(SimpleNamespace(gpu_cc=gpu_cc, gpu_reserve=gpu_reserve))
     from .audit import audit as _run, reaudit, split_at
     from .memory.fit import check_fit
 

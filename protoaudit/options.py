@@ -193,3 +193,17 @@ def checked(args):
             found = "a folder, not a file" if os.path.isdir(path) else "no such file"
             raise InputError(f"{flag} {path}: {found}", fix=f"give the path of {what}")
     return args
+
+
+# options of the Keras audit that a Caffe net has no use for: refused by name, never ignored (the
+# mirror of protoaudit.keras.cli.CAFFE_ONLY)
+KERAS_ONLY = ("optimizer", "loss", "gpu_cc", "gpu_reserve")
+
+
+def refuse_keras_options(args):
+    """InputError for the first Keras-only option `args` (a namespace: the command's, or the library's
+    keywords) sets."""
+    for name in KERAS_ONLY:
+        if getattr(args, name, None) is not None:
+            raise InputError(f"--{name.replace('_', '-')} is for Keras models; a Caffe net has no use for it",
+                             fix="leave it out")
