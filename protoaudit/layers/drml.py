@@ -157,17 +157,21 @@ class ImageDataMultilabel(ImageData):
     def first_names(self, list_path):
         return [self.param().root_folder + FIRST_TOKENS(list_path, 1, "image list")[0]]
 
+    # where its code takes the label's host data and where it shapes that Blob, cited where one top stops it
+    label_taken_at = "image_data_multilabel_layer.cpp:147"
+    label_shaped_at = "cpp:100"
+
     def touches(self, run):
         if len(run.tops) == 1:
-            return [touch.stop("setup", "ImageDataMultilabel with one top: load_batch takes the label's "
-                               "mutable_cpu_data (image_data_multilabel_layer.cpp:147) of a Blob it never shaped "
-                               "(cpp:100), and Blob's CHECK(data_) stops the prefetch thread",
+            return [touch.stop("setup", f"{self.lp.type} with one top: load_batch takes the label's "
+                               f"mutable_cpu_data ({self.label_taken_at}) of a Blob it never shaped "
+                               f"({self.label_shaped_at}), and Blob's CHECK(data_) stops the prefetch thread",
                                fix=f"give it a label top ('{self.lp.top[0]}' and 'label')")]
         return super().touches(run)
 
     def reader_touches(self, run):
         """lines_: per entry its name and a vector of multilabel_num floats, one entry a line."""
-        return self.float_list_touches("ImageDataMultilabel", self.multilabel_num(), lambda line: line.split()[:1])
+        return self.float_list_touches(self.lp.type, self.multilabel_num(), lambda line: line.split()[:1])
 
 
 @register("MultiSigmoidCrossEntropyLoss", fork=FORK)

@@ -15,7 +15,7 @@ batches of data_ and label_ and copies the current one into the tops; its DataLa
 its ImageData reads "name label" pairs: its Data, ImageData and WindowData are sized so. File:line references are
 to that commit's src/caffe/layers/ and include/caffe/layers/ files.
 """
-from . import drml, touch
+from . import drml
 from .base import carry, register
 from .data import LIST_ENTRY_BYTES, CopyingPrefetching, Data as BVLCData, ThroughDataReader, \
     WindowData as BVLCWindowData
@@ -70,15 +70,5 @@ class MultilabelImageData(ForkPrefetching, drml.ImageDataMultilabel):
     Blob's CHECK(data_) stops the prefetch thread."""
 
     label_origin = "the layer's batch size and image_data_param.multilabel_num (cpp:100)"
-
-    def touches(self, run):
-        if len(run.tops) == 1:
-            return [touch.stop("setup", "MultilabelImageData with one top: load_batch takes the label's "
-                               "mutable_cpu_data (multilabel_image_data_layer.cpp:144) of a Blob it never shaped "
-                               "(cpp:99-105), and Blob's CHECK(data_) stops the prefetch thread",
-                               fix=f"give it a label top ('{self.lp.top[0]}' and 'label')")]
-        return super().touches(run)
-
-    def reader_touches(self, run):
-        """lines_: per entry its name and a vector of multilabel_num floats (cpp:40-49)."""
-        return self.float_list_touches("MultilabelImageData", self.multilabel_num(), lambda line: line.split()[:1])
+    label_taken_at = "multilabel_image_data_layer.cpp:144"  # (its lines_ read as jellyDL's, cpp:40-49)
+    label_shaped_at = "cpp:99-105"
