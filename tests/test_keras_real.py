@@ -4,7 +4,8 @@ from other repositories).
 Each file is one a user committed to GitHub (SOURCES.md: a model.to_json() output or a TensorFlow.js
 model.json), measured in the oracle's kit as it stands: TensorFlow 2.21 on CPU, the exact heap
 interposer, tf_keras 2.21 for files Keras 2 wrote and Keras 3.15 for those Keras 3 wrote, a mean
-squared error on random targets, the optimizer and batch given in runs.tsv, two processes each.
+squared error on random targets, the optimizer and batch given in runs.tsv, three processes each (the
+third measured later on the same kit and builders: README.md).
 README.md says how they were chosen and what protoaudit said of them before any change."""
 import csv
 import functools
@@ -22,12 +23,13 @@ REAL2 = os.path.join(os.path.dirname(__file__), "data", "keras_oracle", "real2")
 REAL3 = os.path.join(os.path.dirname(__file__), "data", "keras_oracle", "real3")
 SLOTS = {"sgd": {"tf_keras": 1, "keras3": 0}, "adam": {"tf_keras": 2, "keras3": 2},
          "rmsprop": {"tf_keras": 1, "keras3": 1}, "sgd(momentum=0.9)": {"tf_keras": 1, "keras3": 1}}
-# The 36 files the step model misses by more than 10% (README.md), by kind of model; traced where said:
+# The 35 files the step model misses by more than 10% (README.md), by kind of model; traced where said:
 KNOWN_MISSES = {
     # CNNs: the order of a convolution's or a Dense layer's gradient ops, which Grappler's graph order
     # decides (traced: 029, whose last convolution ran its filter gradient before its input gradient)
     "010", "029", "040", "044", "055", "058", "093", "115", "116", "125", "127", "131", "154", "177",
-    "198", "201", "202", "211",
+    "198", "202", "211",
+    # (201, -26.9%, is within 10% since a third process took the order the model gives: README.md)
     # Keras 3's output Dense whose kernel gradient and update ran before its input gradient, copying the
     # 11 MB kernel (traced)
     "016",
@@ -46,9 +48,9 @@ KNOWN_MISSES2 = {"014", "016", "018", "025", "032", "038", "041", "043", "049", 
 # The third set's (real3/README.md): recurrent models (GRUs and LSTMs over 1 to 52 steps, a stateful LSTM at
 # batch 1), two Conv1D models
 KNOWN_MISSES3 = {"015", "018", "019", "020", "022", "026", "038", "040", "047"}
-# Held where they stand (README.md: 145 of 180, a median of 3.1%; real2: 40 of 52, 4.8%; the issue's bar is 90%
-# and 3%), so that a regression fails
-SHARE, MEDIAN = 0.79, 0.04
+# Held where they stand (README.md: 146 of 180 with three processes each, a median of 2.9%; real2: 40 of 52, 4.8%;
+# the issue's bar is 90% and 3%), so that a regression fails
+SHARE, MEDIAN = 0.8, 0.03
 SHARE2, MEDIAN2 = 0.76, 0.05
 SHARE3, MEDIAN3 = 0.78, 0.04  # (32 of 41, 3.75%)
 
