@@ -91,7 +91,6 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # traced, its Adam's Unique of the embedding's ids ran after the Conv1D's filter
                 # gradient, holding the embedding's 6.5 MB output gradient across it; in Kim's text
                 # CNN and the Conv1D text model the same Unique ran at the step's start)
-                "cnn_lstm_adam:b64",
                 # and a fourth, measured after that (not traced): a 13-feature regression MLP (a step
                 # of 0.1 MB in Keras 3 and 0.3 MB in tf_keras, +308% and +38%: the fixed per-step
                 # overhead, calibrated on tf_keras, is most of it), Keras 3's two-headed MLP (+43%,
@@ -99,13 +98,12 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # and its Conv1D filter gradients' traced order), tf_keras's dense autoencoder with RMSprop
                 # (-10.7%); the tutorial CNN with momentum SGD (+40%) came within 10% once tf_keras's
                 # filter gradients ran inside the chain where the model has a Dropout
-                "mlp_regression_sgd_k3:b32",
                 "dense_autoencoder_rmsprop:b32",
                 # and a fifth (tests/data/keras_oracle/unseen/README.md): a 3-D CNN in both flavours
                 # (+129%, +127%), and in Keras 3 VGG19 with Adam (-17.7%), a fastText model with Adam
                 # (-22.4%), a LayerNorm MLP (+24.3%), a GRU time-series model (-11.4%) and a Conv1D
                 # autoencoder (-11.8%)
-                "vgg19_adam_k3:b1", "deep_mlp_ln_sgdm_k3:b128",
+                "deep_mlp_ln_sgdm_k3:b128",
                 # (the Conv1D autoencoder came within 10% once a transposed convolution's im2col
                 # buffers were traced: rules.OtherConv.transposed_scratch)
                 # (the fastText model came within 10% once traced: Keras 3's Adam makes a sparse
@@ -146,7 +144,6 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # buffers in place of the im2col ones that do not exist there, RegNetX002 (+3.6% as
                 # first audited) fell to -11%: TensorFlow ran its head Dense's kernel gradient and
                 # update first, with every activation alive, where the model sets them aside
-                "regnetx002_adam:b4",
                 # and an eleventh, queued at 48a411d and audited at 8eb337c (no change for any of it
                 # between): 14 of 16, median 2.9%. Its misses: the 13-feature regression MLP with
                 # Adam at batch 128 in both flavours (+32%, +133%: a step of 0.24 to 0.42 MB, where the
@@ -196,7 +193,6 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # with Adam came within 10%; four fell out: Keras 3's SimpleRNN text model with RMSprop
                 # (+10.2%) and stock LSTM with momentum (+11.2%), tf_keras's IMDB BiLSTM with Adam
                 # (+10.2%) and GRU time-series model with Adam (+12.7%)
-                "simple_rnn_text_rmsprop_k3:b64",
                 # and a sixteenth, measured after the fifteenth and audited before any change for it:
                 # 16 of 20, median 3.6%. Its misses: a Kaggle MNIST CNN of Conv2D/BatchNorm pairs
                 # (-13.2%, -12.9%: traced in both flavours, TensorFlow set aside the filter gradients of
@@ -227,7 +223,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # unfused BatchNormalization gradient), a GRU tagger with a Dense on its sequence in
                 # Keras 3 (+52.3%) and a CNN with a class head and a box head (+33.3%, -23.7%: the
                 # flavours' filter gradients in the order the model gives the other flavour)
-                "lstm_imdb_dropout_adam:b32", "separable_cnn_adam_k3:b32",
+                "separable_cnn_adam_k3:b32",
                 "cnn_two_outputs_adam:b32", "cnn_two_outputs_adam_k3:b32",
                 # Then, traced on its GRU tagger (no weight-sized partial gradient in its loop at the
                 # peak, 60 unit-sized ones), Keras 3's gradient loop holds about three unit-sized
@@ -250,7 +246,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # emotion CNN with momentum in Keras 3 (-11.0%), tf_keras's recurrent-dropout GRUs with
                 # Adam (-15.1%) and IMDB LSTM with RMSprop (+12.9%), the SeparableConv2D CNN with plain
                 # SGD in both flavours (-15.7%, -10.1%)
-                "gru_dropout_adam:b64", "lstm_imdb_dropout_rmsprop:b16",
+                "gru_dropout_adam:b64",
                 # (Keras 3's TCN came within 10%, +8.3%, once a convolution's input no longer lived
                 # past its filter gradient, its last reader)
                 # (the SeparableConv2D CNN with plain SGD came within 10%, -6.7% and -0.2%, once its
@@ -331,7 +327,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # its input gradient, the order the model gives the other flavour), a TimeDistributed
                 # CNN-LSTM on video clips in both flavours (-12.6%, -10.5%) and tf_keras's Embedding and
                 # GlobalAveragePooling1D text model with Adam (-31.6%)
-                "cnn_cifar_augment_adam:b64", "cnn_cifar_augment_adam_k3:b64", "td_cnn_lstm_video_adam_k3:b8",
+                "cnn_cifar_augment_adam:b64", "cnn_cifar_augment_adam_k3:b64",
                 # (the text model came within 10%, +0.6%, once tf_keras's optimizers were made to sum a
                 # sparse gradient's repeated ids first, Unique's hash map with them, as traced: optimizers
                 # ._deduplicated; tf_keras's TimeDistributed CNN-LSTM, +10.0%, once its wrapped layers ran
@@ -346,7 +342,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # second Dense's kernel update run in the chain with the first blocks' activations
                 # alive, where the model sets Dense kernel gradients aside) and tf_keras's small
                 # DenseNet (+11.9%)
-                "vgg16_64_sgdm_k3:b16", "mlp_bn_wide_adam:b256", "mlp_bn_wide_adam_k3:b256", "densenet_tiny_sgdm:b32",
+                "mlp_bn_wide_adam:b256", "mlp_bn_wide_adam_k3:b256", "densenet_tiny_sgdm:b32",
                 # and a twenty-eighth, queued after those and audited before any change for it: 15 of 20,
                 # median 2.6%. Its misses: Keras 3's AlexNet-like CIFAR CNN with momentum (-13.4%), a CNN of
                 # SpatialDropout2D blocks in both flavours (-19.5%, -23.9%), tf_keras's depthwise CNN
@@ -532,7 +528,6 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # slot's old buffers before the peak), tf_keras's tabular model with an embedding (-12.8%)
                 # and its selu MLP with batch norms (+11.8%)
                 "cnn_mnist_dropout_classic_sgdm:b128", "cnn_mnist_dropout_classic_sgdm_k3:b128",
-                "deep_mlp_bn_selu_sgdm:b128",
                 # and a forty-ninth, eight encoder-decoders chosen to try the decoder rule, audited at
                 # 567b88e before any change for it: 11 of 16, median 4.9%. tf_keras's four decoders the rule
                 # names came within 10%; its misses: the attention seq2seq (+10.6%) and two second decoder
@@ -540,7 +535,6 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # translation model (-16.5%)
                 # (the two stacked decoders came within 10%, +0.6% and +1.0%, once every LSTM fed through
                 # other layers by a RepeatVector was taken as a decoder: Recurrent.decoder)
-                "lstm_attention_seq2seq_rmsprop:b32", "conv_lstm_encoder_decoder_ts_adam_k3:b32",
                 "translation_embed_seq2seq_adam_k3:b32",
                 # and after sgemm's workspace was counted (74,176 bytes beside every packed contraction,
                 # traced on an AVX-512 CPU): nine small MLPs came within 10% (the Titanic, housing,
@@ -550,8 +544,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # Keras 3's tanh MLP (+12.1%: its two runs differ by 33 KB; traced, one input copy and
                 # one 128x128 gradient fewer than the model holds at the peak), Keras 3's selu MLP
                 # (+10.6%) and a small DenseNet (+10.02%)
-                "mlp_regression_sgd:b32", "mlp_regression_adam:b128", "mlp_regression_adam_k3:b128",
-                "mlp_tanh_sgd_sgd_k3:b128", "deep_mlp_bn_selu_sgdm_k3:b128", "densenet_tiny_sgdm_k3:b32",
+                "mlp_tanh_sgd_sgd_k3:b128", "densenet_tiny_sgdm_k3:b32",
                 # and a fiftieth, eight user models audited at ff354f1 before any change for them: 14 of 16,
                 # median 5.5%; its misses tf_keras's tiny residual CNN (+13.3%) and Keras 3's Dropout MLP
                 # (+10.2%)
@@ -562,7 +555,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 "pipeline_aug_cnn_rmsprop_k3:b32",
                 # and a fifty-second, eight user models audited at b5616b9: 14 of 16, median 1.3%; its misses
                 # tf_keras's Fashion CNN with batch norm (-15.7%) and Keras 3's stacked GRU regressor (-10.5%)
-                "cnn_fashion_bn_adam:b64", "gru_regression_multi_adam_k3:b32",
+                "cnn_fashion_bn_adam:b64",
                 # and a fifty-third, eight user models audited at 9ce1672: 13 of 16, median 2.5%; its misses
                 # tf_keras's BiLSTM tagger (+17.7%) and siamese CNN (+11.8%), Keras 3's two-filter text CNN
                 # (-12.3%)
@@ -575,8 +568,10 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # padded-and-cropped CNNs in 1-D and 2-D, the Conv1D max-pool text CNN and the ELU CNN
                 # with global max pooling; five went out (-10.4% to -19.1%), whose filter gradients
                 # TensorFlow still set aside:
-                "cnn_prelu_gmp_sgdm:b128", "mobilenet_like_small_rmsprop:b32", "fcn_gap_softmax_sgd:b64",
+                "cnn_prelu_gmp_sgdm:b128", "fcn_gap_softmax_sgd:b64",
                 "sigmoid_multilabel_cnn_rmsprop:b64", "deep_cnn_bn_gap_sgd:b64",
+                # (a third process of every unseen configuration, measured on another machine, took 18 of
+                # these within 10%: tests/data/keras_oracle/unseen/README.md)
                 }
 
 @functools.lru_cache(maxsize=None)
@@ -606,8 +601,8 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, row, low, high, req
 
 
 @pytest.mark.parametrize("folders,share,median", [(("shared",), 0.9, 0.03), (("new",), 0.9, 0.03),
-                                                  (("unseen",), 0.875, 0.03),
-                                                  (("shared", "new", "unseen", "seeds"), 0.88, 0.03)])
+                                                  (("unseen",), 0.9, 0.03),
+                                                  (("shared", "new", "unseen", "seeds"), 0.9, 0.03)])
 def test_the_oracle_is_matched_overall(folders, share, median):
     """The issue's bar: at least 90% within 10% of TensorFlow's measured range, the median error
     outside that range under 3%. Met on the shared measurements (47 of 50, 0.8%), on the
@@ -615,11 +610,12 @@ def test_the_oracle_is_matched_overall(folders, share, median):
     off the traces of some of them). On the 982 configurations of tests/data/keras_oracle/unseen,
     fifty-three batches each measured after the last change before it and audited before any change
     for it: 777 (79.1%) as first audited over all of them, the last three 33 of 40 (82.5%; 6 of 8,
-    14 of 16, 13 of 16); now 866 (88.2%), a median of 1.9%; all 1,119: 996 (89.0%), 1.8%. Those two are
-    under the issue's 90% and are held where they stand, at 87.5% and 88%, so that a regression fails
-    (the unseen share was held at 89% until the thirty-third batch brought it to 88.8%, and at 88% until
-    the forty-eighth brought it to 87.9%; all of them at 89% until the forty-fifth brought them to
-    88.7%, and at 88.5% until the forty-ninth brought them to 88.3%)."""
+    14 of 16, 13 of 16); 866 (88.2%), a median of 1.9%, against their first two processes. A third process
+    of each (981 of them; tests/data/keras_oracle/unseen/README.md) fell more than 1% outside the first
+    two's range for 197: against every run, 884 (90.0%), a median of 1.5%; all 1,119: 1,014 (90.6%),
+    1.5%. Both are held at the issue's 90%, so that a regression fails (the unseen share was held at 89%
+    until the thirty-third batch brought it to 88.8%, at 88% until the forty-eighth brought it to 87.9%,
+    and at 87.5% until the third process)."""
     errors, inside = [], 0
     for p in CONFIGS:
         path, row, low, high = p.values
@@ -636,14 +632,14 @@ def test_the_oracle_is_matched_overall(folders, share, median):
 
 
 @pytest.mark.parametrize("folders,share,under", [(("shared",), 0.9, 0.06), (("new",), 0.95, 0.02),
-                                                 (("unseen",), 0.95, 0.03)])
+                                                 (("unseen",), 0.96, 0.02)])
 def test_the_executor_orders_laid_out_meet_tensorflows_range(folders, share, under):
     """Which of a Dense layer's or a convolution's input and weight gradients TensorFlow's executor runs
     first is guessed from traces (rules.weights_aside); the audit also lays out the step with every such
     weight gradient set aside and with every one in the chain, and the optimizer's two orders, and gives
     the range of their peaks (the verdict takes its high end). Against the measured ranges: on the 982
-    unseen configurations, the modelled range meets TensorFlow's within 10% for 940 (95.7%; the guess
-    alone, 866), and its high end falls more than 10% under TensorFlow's low end for 26 (2.6%); on the
+    unseen configurations, the modelled range meets TensorFlow's within 10% for 951 (96.8%; the guess
+    alone, 884), and its high end falls more than 10% under TensorFlow's low end for 19 (1.9%); on the
     shared 47 of 50 (3 under), on the new 83 of 86 (1). Held where they stand."""
     meets = low_under = n = 0
     for p in CONFIGS:
