@@ -29,6 +29,8 @@ KNOWN_MISSES = {
     # decides (traced: 029, whose last convolution ran its filter gradient before its input gradient)
     "010", "029", "040", "044", "055", "058", "093", "115", "116", "125", "127", "131", "154", "177",
     "198", "202", "211",
+    # (143 and 205, +39.8% and +44.6%, LSTMs on an Embedding with mask_zero, are within 10% since a
+    # masked input's LSTM holds one partial of each weight, traced on 205: Recurrent.masked)
     # (201, -26.9%, is within 10% since a third process took the order the model gives: README.md)
     # Keras 3's output Dense whose kernel gradient and update ran before its input gradient, copying the
     # 11 MB kernel (traced)
@@ -36,7 +38,7 @@ KNOWN_MISSES = {
     # recurrent loops: the weights' partial gradients the gradient loop holds (a GRU(1024) stack held 24
     # recurrent-kernel partials, traced: the oracle's GRUs held none to fifteen), LSTMs with
     # recurrent_dropout, hard_sigmoid LSTMs the cell-step counts over-predict
-    "022", "030", "100", "106", "107", "112", "119", "132", "142", "143", "166", "205",
+    "022", "030", "100", "106", "107", "112", "119", "132", "142", "166",
     # steps under 1 MB, where TensorFlow's own allocations weigh most
     "028", "149", "158", "171",
 }

@@ -371,7 +371,9 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # where the model counts one per iteration in flight, the high end traced on other
                 # LSTMs), tf_keras's Conv3D autoencoder with UpSampling3D (-23.0%) and an MLP with
                 # GaussianNoise and GaussianDropout in both flavours (-15.2%, -13.1%)
-                "bigru_attention_rmsprop:b32", "masking_lstm_sgd:b128",
+                "bigru_attention_rmsprop:b32",
+                # (the masked LSTM came within 10%, -0.9%, once a masked input's LSTM held one partial
+                # of each weight: Recurrent.masked)
                 # (the Conv3D autoencoder came within 10%, -0.1%, once tf_keras's UpSampling3D repeated
                 # each axis by split and concat, as its backend does: RepeatElements; the MLP, -1.4% and
                 # 0.0%, once GaussianNoise and GaussianDropout drew their noise in training)
@@ -494,7 +496,8 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # order the model gives models without joins), tf_keras's masked embedding LSTM
                 # (+28.4%, the recurrent partial gradients) and wide sigmoid multi-label MLP (-14.7%),
                 # and Keras 3's CNN of batch norms and LeakyReLUs (+10.04%)
-                "resnet_bottleneck_tiny_sgd:b32", "resnet_bottleneck_tiny_sgd_k3:b32", "embedding_lstm_mask_rmsprop:b64",
+                "resnet_bottleneck_tiny_sgd:b32", "resnet_bottleneck_tiny_sgd_k3:b32",
+                # (the masked embedding LSTM came within 10%, 0.0%, with Recurrent.masked)
                 "mlp_wide_sigmoid_multilabel_adam:b128", "cnn_bn_leaky_mnist_rmsprop_k3:b128",
                 # and a forty-fifth, models written as tutorials write them, queued after that and audited
                 # at 2fda99d before any change for it: 11 of 16, median 4.3%. Its misses: a character
@@ -1171,6 +1174,22 @@ def test_tf_keras_lstm_gradient_loop_against_its_trace():
     made, reads, scratch = _made(program, "lstm input gradient (backward loop)")
     assert scratch == 8 * unit + 32 * (57 * 512 + 128 * 512 + 512) * 4
     assert reads == ["dense input gradient", "lstm per-step tensors kept for the gradient"]
+
+
+def test_tf_keras_masked_lstm_gradient_loop_against_its_trace():
+    # Traced (tf_keras, an Embedding(3000, 32, mask_zero=True) + LSTM(32) on 60 steps, Adam, batch 128;
+    # 10,490,325 bytes above the step's start, 10,395,583 to 10,604,762 measured). Unit tensors and a step's
+    # input are both 128 x 32 floats, 16,384 bytes. At the peak, the input gradient's stack: 546 blocks of
+    # 16,384 bytes (9 a step: the 7 unit tensors and the step input of the lists, and the step's input
+    # gradient in the loop's list) and the stacked 128 x 60 x 32 gradient, 983,040 bytes; no partial of
+    # a kernel (32 x 128 floats, 16,384 bytes, or the bias's 512) beyond one per weight.
+    program = _program("lstm_masked_text_adam.keras", 128, folder="unseen")
+    unit = step_in = 128 * 32 * 4
+    sizes = {b.label: b.bytes for b in program.bufs}
+    assert sizes["lstm per-step tensors kept for the gradient"] == 60 * (7 * unit + step_in)
+    made, reads, scratch = _made(program, "lstm input gradient (backward loop)")
+    assert made == [128 * 60 * 32 * 4]
+    assert scratch == 8 * unit + (32 * 128 + 32 * 128 + 128) * 4 + 60 * step_in
 
 
 def test_a_causal_dilated_conv1d_pads_and_cuts_its_input_into_blocks():

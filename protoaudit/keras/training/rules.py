@@ -1373,6 +1373,30 @@ class Recurrent(_Weighted):
             todo.extend(t.producer for t in made.inputs)
         return False
 
+    @staticmethod
+    def masked(node):
+        """Whether the layer's input carries a Keras mask (an Embedding with mask_zero, a Masking layer,
+        through the layers that hand a mask on). tf_keras's LSTM then steps with a select of the new and
+        the old states, and its gradient loop holds one partial of each weight, not one per iteration in
+        flight; the list of the steps' input gradients is alive with every step's tensors when it is
+        stacked, the step's peak (traced: a user's Embedding(mask_zero) + LSTM(256) over 350 steps, 9 step
+        tensors of 32 KB a step and the stacked input gradient, 119.9 MB where 32 partials made 173.5 MB;
+        an Embedding-masked LSTM(32) and a Masking + LSTM(48), none of their partials at the peak)."""
+        todo, seen = [node.inputs[0].producer], set()
+        while todo:
+            made = todo.pop()
+            if made is None or id(made) in seen:
+                continue
+            seen.add(id(made))
+            cls, config = made.layer.class_name, made.layer.config
+            if cls == "Masking" or (cls == "Embedding" and config.get("mask_zero")):
+                return True
+            if cls in MASK_PASSING or (cls in ("LSTM", "GRU", "SimpleRNN", "Bidirectional")
+                                       and config.get("return_sequences", config.get("layer", {}).get(
+                                           "config", {}).get("return_sequences"))):
+                todo.extend(t.producer for t in made.inputs)
+        return False
+
     def partials(self, s, node, steps):
         """An LSTM's partial weight gradients, one of each weight per gradient-loop iteration in flight,
         one direction of a Bidirectional at a time; none for a GRU (traced: see in_flight)."""
@@ -1438,7 +1462,11 @@ class Recurrent(_Weighted):
             # RepeatVector none or one (+23%, +35% and +32% before, -5%, -1% and -2% now); a stacked
             # decoder's second layer is one too (measured, not traced: +10.8% and +20.9% before, +0.6%
             # and +1.0% now)
-            loop = 8 * unit + self.partials(s, node, 1 if self.decoder(node) else steps)
+            masked = self.masked(node)
+            loop = 8 * unit + self.partials(s, node, 1 if self.decoder(node) or masked else steps)
+            if masked and need[0]:
+                # its loop's list of the steps' input gradients, alive with the lists beside their stack
+                loop += _size(node.inputs[0].spec)
         elif path is None:
             # Keras 3's ConvLSTM2D: a few unit-sized gradients per iteration in flight, and the
             # weights' partial gradients of four iterations waiting for the accumulation (traced on
@@ -1485,6 +1513,9 @@ class Recurrent(_Weighted):
 
 
 CELL_LAYERS = {"SimpleRNNCell": "SimpleRNN", "LSTMCell": "LSTM", "GRUCell": "GRU"}
+# Layers that hand their input's Keras mask on unchanged (supports_masking, one input)
+MASK_PASSING = frozenset({"Dropout", "SpatialDropout1D", "GaussianNoise", "GaussianDropout", "Activation",
+                          "BatchNormalization", "LayerNormalization", "Dense", "TimeDistributed"})
 PARALLEL_ITERATIONS = 32  # tf.while_loop's default, which Keras's rnn loop keeps
 IN_FLIGHT_UNITS = 3  # unit-sized gradients per iteration in flight, Keras 3 (Recurrent.backward)
 PARTIALS_WAITING = 4  # iterations whose weight gradients wait for the accumulation, Keras 3
