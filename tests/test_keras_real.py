@@ -31,6 +31,8 @@ KNOWN_MISSES = {
     "198", "202", "211",
     # (143 and 205, +39.8% and +44.6%, LSTMs on an Embedding with mask_zero, are within 10% since a
     # masked input's LSTM holds one partial of each weight, traced on 205: Recurrent.masked)
+    # (119, -24.0%, a Keras 3 LSTM under a Dense output, is within 10% since Keras 3's output Dense runs its
+    # kernel gradient first: Dense.grads_late)
     # (201, -26.9%, is within 10% since a third process took the order the model gives: README.md)
     # Keras 3's output Dense whose kernel gradient and update ran before its input gradient, copying the
     # 11 MB kernel (traced)
@@ -38,7 +40,7 @@ KNOWN_MISSES = {
     # recurrent loops: the weights' partial gradients the gradient loop holds (a GRU(1024) stack held 24
     # recurrent-kernel partials, traced: the oracle's GRUs held none to fifteen), LSTMs with
     # recurrent_dropout, hard_sigmoid LSTMs the cell-step counts over-predict
-    "022", "030", "100", "106", "107", "112", "119", "132", "142", "166",
+    "022", "030", "100", "106", "107", "112", "132", "142", "166",
     # steps under 1 MB, where TensorFlow's own allocations weigh most
     "028", "149", "158", "171",
 }
