@@ -710,6 +710,14 @@ def test_keras3_output_dense_runs_its_kernel_gradient_before_its_input_gradient(
     for program, kernel_first in ((step.program, True), (late, False)):
         labels = [st.label for st in program.steps]
         assert (labels.index(f"{output} kernel gradient") < labels.index(f"{output} input gradient")) is kernel_first
+    # and its update ran between them, sgd/Mul_4 allocating its 128 x 10 floats (5,120 bytes) while the
+    # kernel gradient it read was alive, then AssignSubVariableOp_4
+    labels = [st.label for st in step.program.steps]
+    assert labels.index(f"{output} kernel gradient") < labels.index(f"{output}/kernel g*lr") \
+        < labels.index(f"{output}/kernel assign_sub") < labels.index(f"{output} input gradient")
+    made, reads, _ = _made(step.program, f"{output}/kernel g*lr")
+    assert made == [128 * 10 * 4] and reads == [f"{output} kernel gradient"]
+    assert next(st.forward for st in step.program.steps if st.label == f"{output}/kernel g*lr") == ()
 
 
 def test_conv_backprop_filter_scratch_is_tensorflows_col_buffer():

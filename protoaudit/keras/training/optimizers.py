@@ -131,7 +131,7 @@ def early(s, weights, optimizer):
     return out
 
 
-def after_gradient(s, layer, weight, grad, optimizer, read_later=False):
+def after_gradient(s, layer, weight, grad, optimizer, read_later=False, chain=False):
     """An update run as soon as the gradient is made. `read_later`: the layer's input gradient still
     reads the variable's old value (MatMul's and Conv2D's input gradients read the weights). Keras 3
     updates the variable before that gradient runs, so its AssignAdd/AssignSub, the update's last op,
@@ -142,7 +142,8 @@ def after_gradient(s, layer, weight, grad, optimizer, read_later=False):
     a traced MLP, none on VGG16's 411 MB fc1 kernel), and it is not counted. A layer called more
     than once adds its calls' gradients and updates once the last call's gradient is made (traced: the
     siamese MLP's tower, both flavours, AddN and the update right after the second call's kernel
-    gradient); a call that runs no backward leaves its layer to `apply`."""
+    gradient); a call that runs no backward leaves its layer to `apply`. `chain`: a Dense layer's update run
+    before its input gradient (Dense.updates_in_chain)."""
     if optimizer is None:
         return
     grads = [grad]
@@ -152,7 +153,7 @@ def after_gradient(s, layer, weight, grad, optimizer, read_later=False):
         grads.append(grad)
         if len(grads) < calls:
             return
-    _update(s, layer, weight, grads, optimizer)
+    _update(s, layer, weight, grads, optimizer, chain)
     if read_later and s.flavour == "keras3" and weight.name in ("kernel", "depthwise_kernel", "recurrent_kernel"):
         from ..layers.base import nbytes
 
@@ -175,7 +176,7 @@ def apply(s, weight_grads, optimizer):
         _update(s, layer, weight, grads, optimizer)
 
 
-def _update(s, layer, weight, grads, optimizer):
+def _update(s, layer, weight, grads, optimizer, chain=False):
     from ..layers.base import nbytes
 
     size = nbytes(weight)
@@ -214,7 +215,10 @@ def _update(s, layer, weight, grads, optimizer):
             t = s.one(f"{label} -g*lr + m*momentum", [t, u], size, forward=True, kind="optimizer temporary")
             s.one(f"{label} assign m", [t], 0)
         else:
-            t = s.one(f"{label} g*lr", [g], size, forward=True, kind="optimizer temporary")
+            # into the gradient's buffer (traced: VGG16's, every sgd/Mul), or, where a Dense layer's update runs
+            # before its input gradient (chain), a new buffer beside it (traced: Keras 3's tanh MLP and a user's
+            # 6,120-way Dense, each sgd/Mul allocating its output while its gradient was alive)
+            t = s.one(f"{label} g*lr", [g], size, forward=not chain, kind="optimizer temporary")
             s.one(f"{label} assign_sub", [t], 0)
         return
     if name == "RMSprop" and g in s.sparse and s.flavour == "tf_keras":

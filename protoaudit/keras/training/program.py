@@ -78,11 +78,13 @@ class StepBuilder:
         # filter gradients aside (rules.Conv.grads_late)
         self.after_dropout = set() if first is None else {id(node) for node in graph.nodes[first + 1:]}
 
-    def update_now(self, node, grads):
+    def update_now(self, node, grads, read_later=False, chain=False):
         """Run the updates of these (Weight, gradient buffer) pairs now, before the rest of the
-        layer's backward pass (where a trace shows TensorFlow's executor does so)."""
+        layer's backward pass (where a trace shows TensorFlow's executor does so); `read_later`: the
+        layer's input gradient, still to run, reads the variables; `chain`: a Dense layer's updates in
+        the chain (optimizers.after_gradient)."""
         for w, g in grads:
-            optimizers.after_gradient(self, node.layer, w, g, self.optimizer)
+            optimizers.after_gradient(self, node.layer, w, g, self.optimizer, read_later=read_later, chain=chain)
 
     def weights_of(self, node):
         """The layer's variables (Weight), as build() made them."""

@@ -155,6 +155,16 @@ class Dense(_Weighted):
         output = s.flavour == "keras3" and any(t is o for t in node.outputs for o in s.graph.outputs)
         return weights_aside(s, not output)
 
+    @staticmethod
+    def updates_in_chain(s, node):
+        """Whether Keras 3 runs the weights' updates as soon as their gradients are made, before the layer's
+        input gradient, where the chain runs them (traced: its tanh MLP, each Dense's bias and kernel update
+        right after its gradient; a user's 6,120-way Dense, its kernel's Mul and AssignSub before its input
+        gradient's MatMul; tf_keras's order is not traced): not for a layer called more than once or a
+        regularized one, whose gradients are added up first (program._summed, _penalized)."""
+        return s.flavour == "keras3" and not s.shared_layers.get(id(node.layer)) and not any(
+            node.layer.config.get(f"{w}_regularizer") for w in ("kernel", "bias"))
+
     def dims(self, node):
         """(rows, input features, units) of the layer's MatMul, the leading axes taken as rows."""
         x, y = node.inputs[0].spec, node.outputs[0].spec
@@ -190,6 +200,8 @@ class Dense(_Weighted):
             scratch = self.matmul_scratch(s, node, inner, rows, units, transposed=True) if w.name == "kernel" else 0
             grads.append((w, s.one(f"{name} {w.name} gradient", reads, nbytes(w), scratch=scratch,
                                    kind="weight gradient")))
+        if not self.grads_late(s, node) and self.updates_in_chain(s, node):
+            s.update_now(node, grads, read_later=need[0], chain=True)
         dx = None
         if need[0]:
             dx = s.one(f"{name} input gradient", [dz], _size(node.inputs[0].spec),
