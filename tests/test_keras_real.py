@@ -38,7 +38,7 @@ KNOWN_MISSES = {
     # Recurrent.runs_ahead)
     # (028, 158 and 171, recurrent steps under 1 MB, -21.1%, -17.8% and -25.2%, are within 10% since a
     # recurrent gradient loop's MatMul holds sgemm's workspace, as real2's 018 and real3's 038 too; 100, a GRU
-    # whose loop runs ahead, went from +9.5% to +10.9%: Recurrent.loop_matmul)
+    # whose loop runs ahead, went from +9.5% to +10.9%: Recurrent.loop_workspace)
     # (201, -26.9%, is within 10% since a third process took the order the model gives: README.md)
     # Keras 3's output Dense whose kernel gradient and update ran before its input gradient, copying the
     # 11 MB kernel (traced)
@@ -147,6 +147,6 @@ def test_a_grus_recurrent_partials_in_flight_are_held_where_its_loop_runs_ahead(
     def loop(program):
         return next(st.scratch for st in program.steps if st.label.endswith("input gradient (backward loop)"))
 
-    # + sgemm's workspace, held by the loop's running MatMul (Recurrent.loop_matmul)
+    # + sgemm's workspace, held by the loop's running MatMul (Recurrent.loop_workspace)
     assert loop(step.program) == 8 * unit + 34 * 128 * 384 * 4 + 74_176
     assert 0.9 * 12_474_947 <= a.step_peak_bytes <= 1.1 * 12_509_115

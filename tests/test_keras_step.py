@@ -578,7 +578,7 @@ KNOWN_MISSES = {"stack_mlp_frozen_adam:b32", "stack_mlp_frozen_adam:b128", "mlp_
                 # 2048-batch MLP (0.0% to -13.0%), whose trace runs its output layer's kernel gradient last
                 "mlp_tabular_adam_k3:b256", "mlp_big_batch_adam_k3:b2048", "mlp_bn_relu_sgd_sgd_k3:b256",
                 "dense_softplus_regression_adam_k3:b128",
-                # sgemm's workspace in recurrent gradient loops (Recurrent.loop_matmul) took tf_keras's Conv1D +
+                # sgemm's workspace in recurrent gradient loops (Recurrent.loop_workspace) took tf_keras's Conv1D +
                 # bidirectional GRU speech model within 10% (-10.2% to -9.8%) and its TimeDistributed CNN +
                 # LSTM video model out (+10.0% to +10.2%)
                 "td_cnn_lstm_video_adam:b8",
@@ -1176,7 +1176,7 @@ def test_keras3_lstm_gradient_loop_against_its_trace():
     assert sizes["lstm input gradient list (zeros until each step sets its own)"] == 200 * step_in
     weights = (128 * 256 + 64 * 256 + 256) * 4
     made, reads, scratch = _made(program, "lstm backward loop")
-    # + sgemm's workspace, held by the loop's running MatMul (Recurrent.loop_matmul)
+    # + sgemm's workspace, held by the loop's running MatMul (Recurrent.loop_workspace)
     assert scratch == 8 * unit + 32 * weights + 31 * step_in - 31 * (7 * unit + step_in) + 74_176
     assert "lstm per-step tensors kept for the gradient" in reads and "embedding Gather" not in reads
     # the stacked input gradient is made once the loop has run: the step tensors are gone by then
@@ -1201,7 +1201,7 @@ def test_tf_keras_lstm_gradient_loop_against_its_trace():
     sizes = {b.label: b.bytes for b in program.bufs}
     assert sizes["lstm per-step tensors kept for the gradient"] == 40 * (7 * unit + step_in)
     made, reads, scratch = _made(program, "lstm input gradient (backward loop)")
-    # + sgemm's workspace, held by the loop's running MatMul (Recurrent.loop_matmul)
+    # + sgemm's workspace, held by the loop's running MatMul (Recurrent.loop_workspace)
     assert scratch == 8 * unit + 32 * (57 * 512 + 128 * 512 + 512) * 4 + 74_176
     assert reads == ["dense input gradient", "lstm per-step tensors kept for the gradient"]
 
@@ -1219,7 +1219,7 @@ def test_tf_keras_masked_lstm_gradient_loop_against_its_trace():
     assert sizes["lstm per-step tensors kept for the gradient"] == 60 * (7 * unit + step_in)
     made, reads, scratch = _made(program, "lstm input gradient (backward loop)")
     assert made == [128 * 60 * 32 * 4]
-    # + sgemm's workspace, held by the loop's running MatMul (Recurrent.loop_matmul)
+    # + sgemm's workspace, held by the loop's running MatMul (Recurrent.loop_workspace)
     assert scratch == 8 * unit + (32 * 128 + 32 * 128 + 128) * 4 + 60 * step_in + 74_176
 
 
@@ -1636,7 +1636,7 @@ def test_recurrent_dropout_runs_the_cells_own_step(tmp_path):
     # each of 32 iterations in flight holds a kernel-sized gradient per slice: 3 x 64 x 192 x 4 and
     # 3 x 10 x 192 x 4 = 170,496 bytes, less the 111,616 of its step it has popped; 8 unit tensors besides
     loop = next(st for st in program.steps if st.label == "gru input gradient (backward loop)")
-    # + sgemm's workspace, held by the loop's running MatMul (Recurrent.loop_matmul)
+    # + sgemm's workspace, held by the loop's running MatMul (Recurrent.loop_workspace)
     assert loop.scratch == 32 * (170_496 - 111_616) + 8 * 8_192 + 74_176
     # its loops' bodies have many more ops, so more executor state per iteration in flight: traced,
     # 1.02 to 1.42 MB of such blocks at the single layers' peaks, forward and gradient loops together
@@ -1653,7 +1653,7 @@ def test_recurrent_dropout_runs_the_cells_own_step(tmp_path):
     program = _k3_program(tmp_path, [{"class_name": "Bidirectional", "config": {"name": "b", "layer": {
         "class_name": "GRU", "config": {"name": "g", "units": 8, "recurrent_dropout": 0.2}}}}], [12, 4])
     loop = next(st for st in program.steps if st.label == "b input gradient (backward loop)")
-    # + sgemm's workspace, held by the loop's running MatMul (Recurrent.loop_matmul)
+    # + sgemm's workspace, held by the loop's running MatMul (Recurrent.loop_workspace)
     assert loop.scratch == 12 * (6_912 - 5_376) + 8 * 512 + 74_176
 
 

@@ -1390,7 +1390,7 @@ class Recurrent(_Weighted):
             todo.extend(t.producer for t in made.inputs)
         return False
 
-    def loop_matmul(self, s, node):
+    def loop_workspace(self, s, node):
         """sgemm's workspace (kernels.gemm_workspace), held by whichever of the gradient loop's MatMuls runs
         at the peak on the CPU (traced: a user's LSTM(50) over one step at batch 32, the 74,176-byte
         workspace and a 31,040-byte packed block alive at the step's peak, the recurrent kernel's partial
@@ -1536,7 +1536,7 @@ class Recurrent(_Weighted):
             kernel_slices = path[1] if path[2] == 0 else 1
             partial = path[1] * recurrent + kernel_slices * kernel
             loop = min(PARALLEL_ITERATIONS, steps) * max(0, partial - per_step) + 8 * unit
-        loop += self.loop_matmul(s, node)
+        loop += self.loop_workspace(s, node)
         dys = [d for d in dys if d is not None]
         if zeros is not None:
             s.one(f"{name} backward loop", [*dys, lists, x, back, zeros], 0, scratch=loop, kind="gradient")
