@@ -39,6 +39,8 @@ KNOWN_MISSES = {
     # (028, 158 and 171, recurrent steps under 1 MB, -21.1%, -17.8% and -25.2%, are within 10% since a
     # recurrent gradient loop's MatMul holds sgemm's workspace, as real2's 018 and real3's 038 too; 100, a GRU
     # whose loop runs ahead, went from +9.5% to +10.9%: Recurrent.loop_workspace)
+    # (112, an implementation-0 LSTM over 200 steps, +11.9%, is within 10% since a loop of 90 steps or more
+    # keeps one iteration's slice gradients, not 32: Recurrent.backward, INLINE_AFTER_RUNS)
     # (201, -26.9%, is within 10% since a third process took the order the model gives: README.md)
     # Keras 3's output Dense whose kernel gradient and update ran before its input gradient, copying the
     # 11 MB kernel (traced)
@@ -46,7 +48,7 @@ KNOWN_MISSES = {
     # recurrent loops: the weights' partial gradients the gradient loop holds (a GRU(1024) stack held 24
     # recurrent-kernel partials, traced: the oracle's GRUs held none to fifteen), LSTMs with
     # recurrent_dropout, hard_sigmoid LSTMs the cell-step counts over-predict
-    "022", "030", "100", "106", "107", "112", "132", "142",
+    "022", "030", "100", "106", "107", "132", "142",
     # steps under 1 MB, where TensorFlow's own allocations weigh most
     "149",
 }
@@ -58,9 +60,9 @@ KNOWN_MISSES2 = {"014", "016", "025", "032", "038", "041", "043", "049", "053", 
 # The third set's (real3/README.md): recurrent models (GRUs and LSTMs over 1 to 52 steps, a stateful LSTM at
 # batch 1), two Conv1D models
 KNOWN_MISSES3 = {"015", "020", "022", "026", "040", "047"}
-# Held where they stand (README.md: 153 of 180 with three processes each, a median of 2.6%; real2: 41 of 52, 4.8%;
+# Held where they stand (README.md: 154 of 180 with three processes each, a median of 2.6%; real2: 41 of 52, 4.8%;
 # real3: 35 of 41, 2.9%; the issue's bar is 90% and 3%), so that a regression fails
-SHARE, MEDIAN = 0.85, 0.03
+SHARE, MEDIAN = 0.85, 0.03  # (154 of 180, 2.6%)
 SHARE2, MEDIAN2 = 0.78, 0.05
 SHARE3, MEDIAN3 = 0.85, 0.03  # (35 of 41, 2.9%)
 
@@ -132,8 +134,8 @@ def test_a_grus_recurrent_partials_in_flight_are_held_where_its_loop_runs_ahead(
     """real3's 018, a GRU(128) over 52 steps of one feature with three Dense after it, SGD at batch 32:
     TensorFlow held 12,474,947 to 12,509,115 bytes above the step's start, where the step's figure was
     6.1 MB without them. Traced, 34 of the GRU's recurrent-kernel partial gradients (128 x 384 floats,
-    196,608 bytes each) were alive at the peak, computed by the gradient loop's iterations in flight (parallel_iterations
-    32) ahead of their accumulation. The GRU returns its last output only, so its loop runs ahead: the step's
+    196,608 bytes each) were alive at the peak, computed by the gradient loop's iterations in flight
+    (parallel_iterations 32) ahead of their accumulation. The GRU returns its last output only, so its loop runs ahead: the step's
     loop holds min(32, 52) + 2 = 34 of them, 6,684,672 bytes, and so meets the measured range."""
     from protoaudit.keras.training.program import build_step
     from protoaudit.keras.audit import layer_weights
@@ -150,3 +152,24 @@ def test_a_grus_recurrent_partials_in_flight_are_held_where_its_loop_runs_ahead(
     # + sgemm's workspace, held by the loop's running MatMul (Recurrent.loop_workspace)
     assert loop(step.program) == 8 * unit + 34 * 128 * 384 * 4 + 74_176
     assert 0.9 * 12_474_947 <= a.step_peak_bytes <= 1.1 * 12_509_115
+
+
+def test_a_long_loops_accumulations_keep_up_with_its_iterations():
+    """real's 112, an LSTM(100) of implementation 0 (tf_keras runs it as 1) with hard_sigmoid gates over 200
+    steps of 100 features, SGD at batch 32: TensorFlow held 107,207,425 to 109,769,414 bytes. Traced, the
+    gradient loop's slice gradients of the recurrent kernel (100 x 400 floats, 160,000 bytes) were 4 at the
+    peak, one iteration's, where an LSTM over 29 steps held all 116: its executor runs a cheap op inline
+    once its estimate, 1e8 cycles less a tenth a run, is under 8,000 cycles, after 90 runs, and a loop of
+    200 steps has run its body that often before the measured step. So its loop holds one iteration's
+    partials: four recurrent-kernel slices' gradients and the split kernel's, 5 x 160,000 bytes, beside 8
+    unit tensors of 32 x 100 floats and sgemm's workspace."""
+    from protoaudit.keras.training.program import build_step
+    from protoaudit.keras.audit import layer_weights
+
+    path = next(p.values[0] for p in CONFIGS if os.path.basename(p.values[0]).startswith("112"))
+    a = audited(path, "sgd", 32)
+    step = build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
+                      weights=layer_weights(a.graph, []), device="cpu")
+    loop = next(st.scratch for st in step.program.steps if st.label.endswith("input gradient (backward loop)"))
+    assert loop == 5 * 160_000 + 8 * 32 * 100 * 4 + 74_176
+    assert 0.9 * 107_207_425 <= a.step_peak_bytes <= 1.1 * 109_769_414

@@ -1535,7 +1535,15 @@ class Recurrent(_Weighted):
             kernel = sum(nbytes(w) for w in ws if w.name.endswith("kernel")) - recurrent
             kernel_slices = path[1] if path[2] == 0 else 1
             partial = path[1] * recurrent + kernel_slices * kernel
-            loop = min(PARALLEL_ITERATIONS, steps) * max(0, partial - per_step) + 8 * unit
+            # TensorFlow's executor runs an op on its own thread's stack (inline) once its cost estimate, which
+            # starts at 1e8 cycles and moves a tenth of the way to each run's cost, falls under 8,000 cycles
+            # (executor.cc's KernelStats): after INLINE_AFTER_RUNS runs of a cheap op. A loop of that many
+            # steps has run its body's ops so often by the measured step that each iteration's accumulation
+            # keeps up, and one iteration's slice gradients are left (traced: an implementation-0 LSTM(100)
+            # over 200 steps, 4 recurrent-kernel sized blocks at the peak, where one over 29 steps held all
+            # 116). With recurrent_dropout they still piled up over 100 steps (measured, two LSTMs: not traced)
+            inline = steps >= INLINE_AFTER_RUNS and not float(self.cell(node)[1].get("recurrent_dropout") or 0)
+            loop = (partial if inline else min(PARALLEL_ITERATIONS, steps) * max(0, partial - per_step)) + 8 * unit
         loop += self.loop_workspace(s, node)
         dys = [d for d in dys if d is not None]
         if zeros is not None:
@@ -1557,6 +1565,7 @@ CELL_LAYERS = {"SimpleRNNCell": "SimpleRNN", "LSTMCell": "LSTM", "GRUCell": "GRU
 MASK_PASSING = frozenset({"Dropout", "SpatialDropout1D", "GaussianNoise", "GaussianDropout", "Activation",
                           "BatchNormalization", "LayerNormalization", "Dense", "TimeDistributed"})
 PARALLEL_ITERATIONS = 32  # tf.while_loop's default, which Keras's rnn loop keeps
+INLINE_AFTER_RUNS = 90  # runs after which a cheap op's estimate, 1e8 cycles less a tenth a run, is under 8,000
 IN_FLIGHT_UNITS = 3  # unit-sized gradients per iteration in flight, Keras 3 (Recurrent.backward)
 PARTIALS_WAITING = 4  # iterations whose weight gradients wait for the accumulation, Keras 3
 # Bytes of the executor's own state per in-flight iteration of a recurrent layer's loop, by the loop's
