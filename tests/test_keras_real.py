@@ -56,19 +56,21 @@ KNOWN_MISSES = {
     # steps under 1 MB, where TensorFlow's own allocations weigh most
     "149",
 }
+# (062, a Bidirectional LSTM stack with recurrent_dropout on a frozen Embedding, +19.9%, is within 10% since a
+# recurrent_dropout cell whose input gradient is not wanted keeps no pieces of its kernel: Recurrent.per_step)
 # The second set's misses (real2/README.md): small tf_keras CNNs with plain SGD (their filter-gradient order),
 # recurrent models (a GRU of 1,582 steps with implementation 1 and dropout, bidirectional LSTMs with and
 # without recurrent_dropout, four LSTMs on one time step), two CNNs under by 14%, a one-Dense model's step
 # under 1 MB
-KNOWN_MISSES2 = {"014", "016", "025", "032", "038", "041", "043", "049", "053", "055", "062"}
+KNOWN_MISSES2 = {"014", "016", "025", "032", "038", "041", "043", "049", "053", "055"}
 # The third set's (real3/README.md): recurrent models (GRUs and LSTMs over 1 to 52 steps, a stateful LSTM at
 # batch 1), two Conv1D models
 KNOWN_MISSES3 = {"015", "020", "022", "026", "040", "047"}
-# Held where they stand (README.md: 157 of 180 with three processes each, a median of 2.6%; real2: 41 of 52, 4.8%;
-# real3: 35 of 41, 2.9%; the issue's bar is 90% and 3%), so that a regression fails
+# Held where they stand (README.md: 157 of 180 with three processes each, a median of 2.5%; real2: 42 of 52, 2.5%;
+# real3: 35 of 41, 2.7%; the issue's bar is 90% and 3%), so that a regression fails
 SHARE, MEDIAN = 0.87, 0.03  # (157 of 180, 2.5%)
-SHARE2, MEDIAN2 = 0.78, 0.05
-SHARE3, MEDIAN3 = 0.85, 0.03  # (35 of 41, 2.9%)
+SHARE2, MEDIAN2 = 0.8, 0.03  # (42 of 52, 2.5%)
+SHARE3, MEDIAN3 = 0.85, 0.03  # (35 of 41, 2.7%)
 
 
 def _configurations(folder, prefix=""):
@@ -211,3 +213,20 @@ def test_a_recurrent_dropout_cells_steps_keep_their_input_dropout_masks():
     lists = next(b.bytes for b in a.program.bufs if b.label == "lstm per-step tensors kept for the gradient")
     assert lists == 200 * (13 * 6_400 + 4 * 50 * 50 * 4 + 4 * 6_400 + 9 * 4_096)
     assert a.step_peak_bytes >= 0.9 * 41_710_224
+
+
+def test_a_recurrent_dropout_cell_on_a_frozen_input_keeps_no_kernel_pieces():
+    """real2's 062, a frozen Embedding(16185 x 200) under three Bidirectional LSTMs (256, 128, 128 units)
+    with dropout and recurrent_dropout 0.2, SGD at batch 8: TensorFlow held 1,900,454,389 to 1,900,454,704
+    bytes. Traced at the peak: none of the first layer's kernel pieces (200 x 256 floats, 204,800 bytes),
+    4 masked inputs of 8 x 200 floats a step and direction (6,400 bytes x 2,048), where the next layers,
+    whose input gradient is wanted, kept their pieces (512 x 128 floats, 262,144 bytes, 4 a step)."""
+    path = next(p.values[0] for p in CONFIGS2 if os.path.basename(p.values[0]).startswith("062"))
+    a = audited(path, "sgd", 8)
+    name = next(n.layer.name for n in a.graph.nodes if n.layer.class_name == "Bidirectional")
+    lists = next(b.bytes for b in a.program.bufs if b.label == f"{name} per-step tensors kept for the gradient")
+    unit, step_in = 8 * 256 * 4, 8 * 200 * 4
+    # 256 steps, two directions: the step's input, 13 unit tensors, 4 slices of the recurrent kernel and 4
+    # masked inputs; no pieces of the kernel and no input masks
+    assert lists == 2 * 256 * (step_in + 13 * unit + 4 * 256 * 256 * 4 + 4 * step_in)
+    assert 0.9 * 1_900_454_389 <= a.step_peak_bytes <= 1.1 * 1_900_454_704
