@@ -65,12 +65,14 @@ KNOWN_MISSES = {
 KNOWN_MISSES2 = {"014", "016", "025", "032", "038", "041", "043", "049", "053", "055"}
 # The third set's (real3/README.md): recurrent models (GRUs and LSTMs over 1 to 52 steps, a stateful LSTM at
 # batch 1), two Conv1D models
-KNOWN_MISSES3 = {"015", "020", "022", "026", "040", "047"}
+KNOWN_MISSES3 = {"022", "026", "040", "047"}
+# (015 and 020, relu LSTMs, +12.3% and +45.0%, are within 10% since an off-fused LSTM's loop holds its kernel's
+# partials and its recurrent kernel's only over a few steps: Recurrent.partials)
 # Held where they stand (README.md: 157 of 180 with three processes each, a median of 2.5%; real2: 42 of 52, 2.5%;
-# real3: 35 of 41, 2.7%; the issue's bar is 90% and 3%), so that a regression fails
+# real3: 37 of 41, 2.6%; the issue's bar is 90% and 3%), so that a regression fails
 SHARE, MEDIAN = 0.87, 0.03  # (157 of 180, 2.5%)
 SHARE2, MEDIAN2 = 0.8, 0.03  # (42 of 52, 2.5%)
-SHARE3, MEDIAN3 = 0.85, 0.03  # (35 of 41, 2.7%)
+SHARE3, MEDIAN3 = 0.9, 0.03  # (37 of 41, 2.6%)
 
 
 def _configurations(folder, prefix=""):
@@ -230,3 +232,21 @@ def test_a_recurrent_dropout_cell_on_a_frozen_input_keeps_no_kernel_pieces():
     # masked inputs; no pieces of the kernel and no input masks
     assert lists == 2 * 256 * (step_in + 13 * unit + 4 * 256 * 256 * 4 + 4 * step_in)
     assert 0.9 * 1_900_454_389 <= a.step_peak_bytes <= 1.1 * 1_900_454_704
+
+
+def test_an_off_fused_lstms_loop_holds_its_kernels_partials():
+    """real3's 020, an LSTM(50) with relu over 40 steps of one feature, SGD at batch 32: TensorFlow held
+    2,579,964 to 2,586,102 bytes. Traced at the peak: 273 blocks of 32 x 50 floats (7 a step) and none of the
+    recurrent kernel's partial gradients (50 x 200 floats, 40,000 bytes), which counted one per iteration
+    in flight made 3.75 MB. Its loop holds its kernel's partials (1 x 200 floats), 32 of them, 8 unit
+    tensors and sgemm's workspace."""
+    from protoaudit.keras.training.program import build_step
+    from protoaudit.keras.audit import layer_weights
+
+    path = next(p.values[0] for p in CONFIGS3 if os.path.basename(p.values[0]).startswith("020"))
+    a = audited(path, "sgd", 32)
+    step = build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
+                      weights=layer_weights(a.graph, []), device="cpu")
+    loop = next(st.scratch for st in step.program.steps if st.label.endswith("input gradient (backward loop)"))
+    assert loop == 8 * 32 * 50 * 4 + 32 * 1 * 200 * 4 + 74_176
+    assert 0.9 * 2_579_964 <= a.step_peak_bytes <= 1.1 * 2_586_102
