@@ -62,16 +62,18 @@ KNOWN_MISSES = {
 # recurrent models (a GRU of 1,582 steps with implementation 1 and dropout, bidirectional LSTMs with and
 # without recurrent_dropout, four LSTMs on one time step), two CNNs under by 14%, a one-Dense model's step
 # under 1 MB
-KNOWN_MISSES2 = {"014", "016", "025", "032", "038", "041", "043", "049", "053", "055"}
+KNOWN_MISSES2 = {"016", "025", "032", "038", "041", "043", "049", "053", "055"}
+# (014, a one-Dense model's step under 1 MB, -41.8%, is within 10% since tf_keras's data adapter's second copy
+# of the batch, freed before the forward pass, is counted: program.build_step)
 # The third set's (real3/README.md): recurrent models (GRUs and LSTMs over 1 to 52 steps, a stateful LSTM at
 # batch 1), two Conv1D models
 KNOWN_MISSES3 = {"022", "026", "040", "047"}
 # (015 and 020, relu LSTMs, +12.3% and +45.0%, are within 10% since an off-fused LSTM's loop holds its kernel's
 # partials and its recurrent kernel's only over a few steps: Recurrent.partials)
-# Held where they stand (README.md: 157 of 180 with three processes each, a median of 2.5%; real2: 42 of 52, 2.5%;
+# Held where they stand (README.md: 157 of 180 with three processes each, a median of 2.5%; real2: 43 of 52, 2.5%;
 # real3: 37 of 41, 2.6%; the issue's bar is 90% and 3%), so that a regression fails
 SHARE, MEDIAN = 0.87, 0.03  # (157 of 180, 2.5%)
-SHARE2, MEDIAN2 = 0.8, 0.03  # (42 of 52, 2.5%)
+SHARE2, MEDIAN2 = 0.82, 0.03  # (43 of 52, 2.5%)
 SHARE3, MEDIAN3 = 0.9, 0.03  # (37 of 41, 2.6%)
 
 
@@ -250,3 +252,14 @@ def test_an_off_fused_lstms_loop_holds_its_kernels_partials():
     loop = next(st.scratch for st in step.program.steps if st.label.endswith("input gradient (backward loop)"))
     assert loop == 8 * 32 * 50 * 4 + 32 * 1 * 200 * 4 + 74_176
     assert 0.9 * 2_579_964 <= a.step_peak_bytes <= 1.1 * 2_586_102
+
+
+def test_tf_keras_copies_the_batch_once_more_at_the_steps_start():
+    """real2's 014, one Dense(1) on 2,400 features, SGD at batch 32: TensorFlow held 904,917 to 906,296 bytes
+    above the step's start. Traced: two blocks of 32 x 2,400 floats (307,200 bytes) made at the step's
+    start, from the array, one freed before the first op, and about 0.3 MB of TensorFlow's own small blocks.
+    The step's peak holds the batch twice there."""
+    path = next(p.values[0] for p in CONFIGS2 if os.path.basename(p.values[0]).startswith("014"))
+    a = audited(path, "sgd", 32)
+    assert a.step_peak_bytes >= 2 * 32 * 2_400 * 4
+    assert a.step_peak_bytes >= 0.9 * 904_917
