@@ -45,6 +45,8 @@ KNOWN_MISSES = {
     # is held to its backward: Recurrent.keeps_dropout_masks)
     # (030 and 142, LSTMs with dropout and recurrent_dropout, -12.3% and -11.7%, are within 10% since their
     # cell keeps its input dropout masks per step, traced on 030: Recurrent.per_step)
+    # (100, three stacked GRUs over 12 steps, +10.9%, is within 10% since a loop of no more steps than it runs at
+    # once holds every step's recurrent-kernel partial and no more, as the GRU(1024) stack's 24 over 24 steps)
     # (201, -26.9%, is within 10% since a third process took the order the model gives: README.md)
     # Keras 3's output Dense whose kernel gradient and update ran before its input gradient, copying the
     # 11 MB kernel (traced)
@@ -52,7 +54,7 @@ KNOWN_MISSES = {
     # recurrent loops: the weights' partial gradients the gradient loop holds (a GRU(1024) stack held 24
     # recurrent-kernel partials, traced: the oracle's GRUs held none to fifteen), LSTMs with
     # recurrent_dropout, hard_sigmoid LSTMs the cell-step counts over-predict
-    "100", "106", "107", "132",
+    "106", "107", "132",
     # steps under 1 MB, where TensorFlow's own allocations weigh most
     "149",
 }
@@ -70,9 +72,9 @@ KNOWN_MISSES2 = {"016", "025", "032", "038", "041", "043", "049", "053", "055"}
 KNOWN_MISSES3 = {"022", "026", "040", "047"}
 # (015 and 020, relu LSTMs, +12.3% and +45.0%, are within 10% since an off-fused LSTM's loop holds its kernel's
 # partials and its recurrent kernel's only over a few steps: Recurrent.partials)
-# Held where they stand (README.md: 157 of 180 with three processes each, a median of 2.5%; real2: 43 of 52, 2.5%;
+# Held where they stand (README.md: 158 of 180 with three processes each, a median of 2.5%; real2: 43 of 52, 2.5%;
 # real3: 37 of 41, 2.6%; the issue's bar is 90% and 3%), so that a regression fails
-SHARE, MEDIAN = 0.87, 0.03  # (157 of 180, 2.5%)
+SHARE, MEDIAN = 0.87, 0.03  # (158 of 180, 2.5%)
 SHARE2, MEDIAN2 = 0.82, 0.03  # (43 of 52, 2.5%)
 SHARE3, MEDIAN3 = 0.9, 0.03  # (37 of 41, 2.6%)
 
@@ -163,6 +165,16 @@ def test_a_grus_recurrent_partials_in_flight_are_held_where_its_loop_runs_ahead(
     # + sgemm's workspace, held by the loop's running MatMul (Recurrent.loop_workspace)
     assert loop(step.program) == 8 * unit + 34 * 128 * 384 * 4 + 74_176
     assert 0.9 * 12_474_947 <= a.step_peak_bytes <= 1.1 * 12_509_115
+    # a loop of no more steps than it runs at once holds every step's partial and no more (traced: a
+    # GRU(1024) stack over 24 steps, 24 of them): real's 100, its last GRU(100) over 12 steps, 12 of
+    # 100 x 300 floats; TensorFlow held 5,061,685 to 5,069,030 bytes
+    path = next(p.values[0] for p in CONFIGS if os.path.basename(p.values[0]).startswith("100"))
+    a = audited(path, "sgd", 32)
+    step = build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
+                      weights=layer_weights(a.graph, []), device="cpu")
+    last = [st.scratch for st in step.program.steps if st.label.endswith("input gradient (backward loop)")][0]
+    assert last == 8 * 32 * 100 * 4 + 12 * 100 * 300 * 4 + 74_176
+    assert 0.9 * 5_061_685 <= a.step_peak_bytes <= 1.1 * 5_069_030
 
 
 def test_a_long_loops_accumulations_keep_up_with_its_iterations():

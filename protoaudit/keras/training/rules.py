@@ -1556,10 +1556,11 @@ class Recurrent(_Weighted):
                 # a GRU's gradient loop may run its iterations' recurrent-kernel partial gradients ahead of
                 # their accumulation, as many as iterations are in flight: traced, 34 of a GRU(128)'s over 52
                 # steps at the peak (a real user's model, 11.9 MB measured against 6.1 MB without them),
-                # 24 of a GRU(1024) stack's, one to fifteen or none in the oracle's GRUs: the guess where
-                # the loop runs ahead (runs_ahead), else the high end
+                # 24 of a GRU(1024) stack's over 24 steps (every step's), one to fifteen or none in the oracle's
+                # GRUs: the guess where the loop runs ahead (runs_ahead), else the high end
                 recurrent = sum(nbytes(w) for w in s.weights_of(node) if w.name.endswith("recurrent_kernel"))
-                loop += (min(PARALLEL_ITERATIONS, steps) + 2) * recurrent // self.cell(node)[2]
+                held = steps if steps <= PARALLEL_ITERATIONS else PARALLEL_ITERATIONS + 2
+                loop += held * recurrent // self.cell(node)[2]
         else:
             # each iteration in flight holds the gradient of every slice of a kernel, each the whole
             # kernel's size (StridedSliceGrad; the LSTM's split kernel one concat), until the
