@@ -142,6 +142,11 @@ def test_real_files_are_matched_overall(configs, share, median):
 
 
 
+def _loop_scratch(a):
+    """The scratch of the first recurrent gradient loop the audit's step runs (the last layer's)."""
+    return next(st.scratch for st in a.program.steps if st.label.endswith("input gradient (backward loop)"))
+
+
 def test_a_grus_recurrent_partials_in_flight_are_held_where_its_loop_runs_ahead():
     """real3's 018, a GRU(128) over 52 steps of one feature with three Dense after it, SGD at batch 32:
     TensorFlow held 12,474,947 to 12,509,115 bytes above the step's start, where the step's figure was
@@ -150,30 +155,18 @@ def test_a_grus_recurrent_partials_in_flight_are_held_where_its_loop_runs_ahead(
     (parallel_iterations 32) ahead of their accumulation. The GRU returns its last output only, so its loop
     runs ahead: the step's loop holds min(32, 52) + 2 = 34 of them, 6,684,672 bytes, and so meets the
     measured range."""
-    from protoaudit.keras.training.program import build_step
-    from protoaudit.keras.audit import layer_weights
-
     path = next(p.values[0] for p in CONFIGS3 if os.path.basename(p.values[0]).startswith("018"))
     a = audited(path, "sgd", 32)
-    step = build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
-                      weights=layer_weights(a.graph, []), device="cpu")
     unit = 32 * 128 * 4
-
-    def loop(program):
-        return next(st.scratch for st in program.steps if st.label.endswith("input gradient (backward loop)"))
-
     # + sgemm's workspace, held by the loop's running MatMul (Recurrent.loop_workspace)
-    assert loop(step.program) == 8 * unit + 34 * 128 * 384 * 4 + 74_176
+    assert _loop_scratch(a) == 8 * unit + 34 * 128 * 384 * 4 + 74_176
     assert 0.9 * 12_474_947 <= a.step_peak_bytes <= 1.1 * 12_509_115
     # a loop of no more steps than it runs at once holds every step's partial and no more (traced: a
     # GRU(1024) stack over 24 steps, 24 of them): real's 100, its last GRU(100) over 12 steps, 12 of
     # 100 x 300 floats; TensorFlow held 5,061,685 to 5,069,030 bytes
     path = next(p.values[0] for p in CONFIGS if os.path.basename(p.values[0]).startswith("100"))
     a = audited(path, "sgd", 32)
-    step = build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
-                      weights=layer_weights(a.graph, []), device="cpu")
-    last = [st.scratch for st in step.program.steps if st.label.endswith("input gradient (backward loop)")][0]
-    assert last == 8 * 32 * 100 * 4 + 12 * 100 * 300 * 4 + 74_176
+    assert _loop_scratch(a) == 8 * 32 * 100 * 4 + 12 * 100 * 300 * 4 + 74_176
     assert 0.9 * 5_061_685 <= a.step_peak_bytes <= 1.1 * 5_069_030
 
 
@@ -186,14 +179,9 @@ def test_a_long_loops_accumulations_keep_up_with_its_iterations():
     200 steps has run its body that often before the measured step. So its loop holds one iteration's
     partials: four recurrent-kernel slices' gradients and the split kernel's, 5 x 160,000 bytes, beside 8
     unit tensors of 32 x 100 floats and sgemm's workspace."""
-    from protoaudit.keras.training.program import build_step
-    from protoaudit.keras.audit import layer_weights
-
     path = next(p.values[0] for p in CONFIGS if os.path.basename(p.values[0]).startswith("112"))
     a = audited(path, "sgd", 32)
-    step = build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
-                      weights=layer_weights(a.graph, []), device="cpu")
-    loop = next(st.scratch for st in step.program.steps if st.label.endswith("input gradient (backward loop)"))
+    loop = _loop_scratch(a)
     assert loop == 5 * 160_000 + 8 * 32 * 100 * 4 + 74_176
     assert 0.9 * 107_207_425 <= a.step_peak_bytes <= 1.1 * 109_769_414
 
@@ -204,13 +192,9 @@ def test_a_bidirectional_layers_input_dropout_masks_are_held_to_its_backward():
     (32 x 500 x 100 floats, each direction's input dropout mask) were alive at the peak, in the second GRU's
     gradient loop.
     The step holds both from the forward pass to the Bidirectional's backward loop, which reads them."""
-    from protoaudit.keras.training.program import build_step
-    from protoaudit.keras.audit import layer_weights
-
     path = next(p.values[0] for p in CONFIGS if os.path.basename(p.values[0]).startswith("022"))
     a = audited(path, "sgd", 32)
-    program = build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
-                         weights=layer_weights(a.graph, []), device="cpu").program
+    program = a.program
     masks = [k for k, b in enumerate(program.bufs) if b.label.endswith("input dropout masks")]
     assert [program.bufs[k].bytes for k in masks] == [2 * 32 * 500 * 100 * 4]
     loop = next(st for st in program.steps
@@ -254,14 +238,9 @@ def test_an_off_fused_lstms_loop_holds_its_kernels_partials():
     recurrent kernel's partial gradients (50 x 200 floats, 40,000 bytes), which counted one per iteration
     in flight made 3.75 MB. Its loop holds its kernel's partials (1 x 200 floats), 32 of them, 8 unit
     tensors and sgemm's workspace."""
-    from protoaudit.keras.training.program import build_step
-    from protoaudit.keras.audit import layer_weights
-
     path = next(p.values[0] for p in CONFIGS3 if os.path.basename(p.values[0]).startswith("020"))
     a = audited(path, "sgd", 32)
-    step = build_step(a.graph, flavour=a.flavour, optimizer=a.optimizer, loss=a.loss,
-                      weights=layer_weights(a.graph, []), device="cpu")
-    loop = next(st.scratch for st in step.program.steps if st.label.endswith("input gradient (backward loop)"))
+    loop = _loop_scratch(a)
     assert loop == 8 * 32 * 50 * 4 + 32 * 1 * 200 * 4 + 74_176
     assert 0.9 * 2_579_964 <= a.step_peak_bytes <= 1.1 * 2_586_102
 

@@ -1341,13 +1341,14 @@ class Recurrent(_Weighted):
             features = prod(x.shape[2:])
             masked = inputs if float(config.get("dropout") or 0) else 0
             wanted = bool(s.need and s.need[0])  # the layer's input gradient
-            if masked and float(config.get("recurrent_dropout") or 0) and s.flavour == "tf_keras" and wanted:
+            recurrent_dropout = bool(float(config.get("recurrent_dropout") or 0))
+            if masked and recurrent_dropout and s.flavour == "tf_keras" and wanted:
                 # tf_keras's cell makes its input dropout masks inside the loop's step, so each step keeps
                 # its gates' masks, which the input's gradient reads, beside the masked inputs (traced: a
                 # user's LSTM(50) with dropout and recurrent_dropout 0.5 over 200 steps of 32 features, 8.9
                 # input-sized blocks a step at the peak: -12.3% before, -5.7% now)
                 masked *= 2
-            if float(config.get("recurrent_dropout") or 0) and not wanted:
+            if recurrent_dropout and not wanted:
                 # nor the kernel's pieces, which only the input's gradient reads (traced: a user's
                 # Bidirectional LSTM stack with recurrent_dropout on a frozen Embedding, none of its first
                 # layer's 204,800-byte pieces at the peak, 4 masked inputs a step: +19.9% before, +0.4% now)
@@ -1389,18 +1390,7 @@ class Recurrent(_Weighted):
         """Whether the layer is a decoder: called with initial_state (an encoder's states), or fed,
         directly or through other layers, by a RepeatVector (an encoder's output repeated over the
         steps: a stacked decoder's layers too)."""
-        if len(node.inputs) > 1:
-            return True
-        seen, todo = set(), [node.inputs[0].producer]
-        while todo:
-            made = todo.pop()
-            if made is None or id(made) in seen:
-                continue
-            seen.add(id(made))
-            if made.layer.class_name == "RepeatVector":
-                return True
-            todo.extend(t.producer for t in made.inputs)
-        return False
+        return len(node.inputs) > 1 or any(made.layer.class_name == "RepeatVector" for made in _upstream(node))
 
     def loop_workspace(self, s, node):
         """sgemm's workspace (kernels.gemm_workspace), held by whichever of the gradient loop's MatMuls runs
@@ -1422,20 +1412,14 @@ class Recurrent(_Weighted):
         stacked, the step's peak (traced: a user's Embedding(mask_zero) + LSTM(256) over 350 steps, 9 step
         tensors of 32 KB a step and the stacked input gradient, 119.9 MB where 32 partials made 173.5 MB;
         an Embedding-masked LSTM(32) and a Masking + LSTM(48), none of their partials at the peak)."""
-        todo, seen = [node.inputs[0].producer], set()
-        while todo:
-            made = todo.pop()
-            if made is None or id(made) in seen:
-                continue
-            seen.add(id(made))
+        def hands_mask_on(made):
             cls, config = made.layer.class_name, made.layer.config
-            if cls == "Masking" or (cls == "Embedding" and config.get("mask_zero")):
-                return True
-            if cls in MASK_PASSING or (cls in ("LSTM", "GRU", "SimpleRNN", "Bidirectional")
-                                       and config.get("return_sequences", config.get("layer", {}).get(
-                                           "config", {}).get("return_sequences"))):
-                todo.extend(t.producer for t in made.inputs)
-        return False
+            return cls in MASK_PASSING or (cls in ("LSTM", "GRU", "SimpleRNN", "Bidirectional") and config.get(
+                "return_sequences", config.get("layer", {}).get("config", {}).get("return_sequences")))
+
+        return any(made.layer.class_name == "Masking" or (made.layer.class_name == "Embedding"
+                                                          and made.layer.config.get("mask_zero"))
+                   for made in _upstream(node, hands_mask_on))
 
     def keeps_dropout_masks(self, s, node):
         """tf_keras's Bidirectional LSTM or GRU on the fused step with input `dropout`, whose input's gradient
@@ -1596,6 +1580,20 @@ class Recurrent(_Weighted):
                    for t, n in zip(node.inputs[1:], need[1:])]
         s.one(f"{name} gradient done", [lists, x, back, mask] + ([] if need[0] else [dx]), 0)
         return [dx if need[0] else None, *dstates], grads
+
+
+def _upstream(node, through=lambda made: True):
+    """The calls upstream of a node's first input, each once, going on past a call only where
+    `through(call)` holds."""
+    seen, todo = set(), [node.inputs[0].producer]
+    while todo:
+        made = todo.pop()
+        if made is None or id(made) in seen:
+            continue
+        seen.add(id(made))
+        yield made
+        if through(made):
+            todo.extend(t.producer for t in made.inputs)
 
 
 CELL_LAYERS = {"SimpleRNNCell": "SimpleRNN", "LSTMCell": "LSTM", "GRUCell": "GRU"}
