@@ -21,14 +21,22 @@ REAL = os.path.join(os.path.dirname(__file__), "data", "keras_oracle", "real")
 REAL2 = os.path.join(os.path.dirname(__file__), "data", "keras_oracle", "real2")
 # a third, from others again, measured the same way and audited before any change made for it (real3/README.md)
 REAL3 = os.path.join(os.path.dirname(__file__), "data", "keras_oracle", "real3")
+# a fourth, kept apart while the weight gradients' order was traced on the other three and scored once after
+# (real4/README.md)
+REAL4 = os.path.join(os.path.dirname(__file__), "data", "keras_oracle", "real4")
 SLOTS = {"sgd": {"tf_keras": 1, "keras3": 0}, "adam": {"tf_keras": 2, "keras3": 2},
          "rmsprop": {"tf_keras": 1, "keras3": 1}, "sgd(momentum=0.9)": {"tf_keras": 1, "keras3": 1}}
-# The 35 files the step model misses by more than 10% (README.md), by kind of model; traced where said:
+# The 11 files the step model misses by more than 10% (README.md), by kind of model; traced where said:
 KNOWN_MISSES = {
     # CNNs: the order of a convolution's or a Dense layer's gradient ops, which Grappler's graph order
-    # decides (traced: 029, whose last convolution ran its filter gradient before its input gradient)
-    "010", "029", "040", "044", "055", "058", "093", "115", "116", "125", "127", "131", "154", "177",
-    "198", "202", "211",
+    # decides (traced: 116 and 125, Keras 3 with RMSprop, run every one in the chain; 093 and 198, Keras 3
+    # with Adam), or with the executor's order and under still (055, -10.3%; 177, -13.2%)
+    "055", "093", "116", "125", "177", "198",
+    # (010, 029, 040, 044, 115, 131, 154, 202 and 211, tf_keras CNNs with SGD or RMSprop, -16.7% to +38.4%,
+    # are within 10% since their first two layers that hand a gradient on run their weight gradients and
+    # updates in the chain and the others set theirs aside, as the executor's log of each shows:
+    # rules.leads_chain, Dense.updates_in_chain; 058 and 127, Keras 3 CNNs with plain SGD, +12.1%, since
+    # every convolution's runs in the chain: Conv.grads_late)
     # (143 and 205, +39.8% and +44.6%, LSTMs on an Embedding with mask_zero, are within 10% since a
     # masked input's LSTM holds one partial of each weight, traced on 205: Recurrent.masked)
     # (119, -24.0%, a Keras 3 LSTM under a Dense output, is within 10% since Keras 3's output Dense runs its
@@ -60,23 +68,29 @@ KNOWN_MISSES = {
 }
 # (062, a Bidirectional LSTM stack with recurrent_dropout on a frozen Embedding, +19.9%, is within 10% since a
 # recurrent_dropout cell whose input gradient is not wanted keeps no pieces of its kernel: Recurrent.per_step)
-# The second set's misses (real2/README.md): small tf_keras CNNs with plain SGD (their filter-gradient order),
-# recurrent models (a GRU of 1,582 steps with implementation 1 and dropout, bidirectional LSTMs with and
-# without recurrent_dropout, four LSTMs on one time step), two CNNs under by 14%, a one-Dense model's step
-# under 1 MB
-KNOWN_MISSES2 = {"016", "025", "032", "038", "041", "043", "049", "053", "055"}
+# The second set's misses (real2/README.md): two tf_keras CNNs with plain SGD (their weight gradients' order:
+# 041 runs every layer's in the chain), recurrent models (a GRU of 1,582 steps with implementation 1 and
+# dropout, a bidirectional LSTM)
+KNOWN_MISSES2 = {"002", "032", "041", "055"}
+# (016, 025, 038, 043, 049 and 053, tf_keras CNNs, -13.8% to +21.2%, are within 10% since their weight gradients'
+# order is the executor's (rules.leads_chain); 002, +10.4%, went out so, and 041 runs every layer's in the chain)
 # (014, a one-Dense model's step under 1 MB, -41.8%, is within 10% since tf_keras's data adapter's second copy
 # of the batch, freed before the forward pass, is counted: program.build_step)
-# The third set's (real3/README.md): recurrent models (GRUs and LSTMs over 1 to 52 steps, a stateful LSTM at
-# batch 1), two Conv1D models
-KNOWN_MISSES3 = {"022", "026", "040", "047"}
+# The third set's (real3/README.md): recurrent models (a hard_sigmoid GRU stack, a stateful LSTM at batch 1)
+KNOWN_MISSES3 = {"022", "047"}
+# (026 and 040, tf_keras Conv1D models, +20.7% and -10.6%, are within 10% since their weight gradients' order is
+# the executor's: rules.leads_chain)
 # (015 and 020, relu LSTMs, +12.3% and +45.0%, are within 10% since an off-fused LSTM's loop holds its kernel's
 # partials and its recurrent kernel's only over a few steps: Recurrent.partials)
-# Held where they stand (README.md: 158 of 180 with three processes each, a median of 2.5%; real2: 43 of 52, 2.5%;
-# real3: 37 of 41, 2.6%; the issue's bar is 90% and 3%), so that a regression fails
-SHARE, MEDIAN = 0.87, 0.03  # (158 of 180, 2.5%)
-SHARE2, MEDIAN2 = 0.82, 0.03  # (43 of 52, 2.5%)
-SHARE3, MEDIAN3 = 0.9, 0.03  # (37 of 41, 2.6%)
+# The fourth set's (real4/README.md): a Keras 3 CNN on 200 x 200 images with Adam, two masked SimpleRNNs over 387
+# steps, an InceptionV3 with a frozen base
+KNOWN_MISSES4 = {"014", "015", "026"}
+# Held where they stand (README.md: 169 of 180 with three processes each, a median of 1.2%; real2: 48 of 52, 1.5%;
+# real3: 39 of 41, 1.8%; the issue's bar is 90% and 3%), so that a regression fails
+SHARE, MEDIAN = 0.93, 0.02  # (169 of 180, 1.2%)
+SHARE2, MEDIAN2 = 0.92, 0.02  # (48 of 52, 1.5%)
+SHARE3, MEDIAN3 = 0.95, 0.02  # (39 of 41, 1.8%)
+SHARE4, MEDIAN4 = 0.92, 0.02  # (38 of 41, 1.5%)
 
 
 def _configurations(folder, prefix=""):
@@ -93,6 +107,7 @@ def _configurations(folder, prefix=""):
 CONFIGS = _configurations(REAL)
 CONFIGS2 = _configurations(REAL2, "real2:")
 CONFIGS3 = _configurations(REAL3, "real3:")
+CONFIGS4 = _configurations(REAL4, "real4:")
 
 
 @functools.lru_cache(maxsize=None)
@@ -100,7 +115,7 @@ def audited(path, optimizer, batch):
     return audit_keras(path, batch=batch, optimizer=optimizer, loss="mse", mode="cpu")
 
 
-@pytest.mark.parametrize("path,runs", CONFIGS + CONFIGS2 + CONFIGS3)
+@pytest.mark.parametrize("path,runs", CONFIGS + CONFIGS2 + CONFIGS3 + CONFIGS4)
 def test_weights_and_slots_are_what_tensorflow_holds(path, runs):
     r = runs[0]
     a = audited(path, r["optimizer"], int(r["batch"]))
@@ -110,9 +125,10 @@ def test_weights_and_slots_are_what_tensorflow_holds(path, runs):
     assert abs(a.slot_bytes - int(r["trainable_bytes"]) * SLOTS[r["optimizer"]][r["flavour"]]) <= 65536
 
 
-@pytest.mark.parametrize("path,runs", CONFIGS + CONFIGS2 + CONFIGS3)
+@pytest.mark.parametrize("path,runs", CONFIGS + CONFIGS2 + CONFIGS3 + CONFIGS4)
 def test_step_peak_is_within_ten_percent_of_tensorflow(path, runs, request):
-    known = KNOWN_MISSES3 if path.startswith(REAL3) else KNOWN_MISSES2 if path.startswith(REAL2) else KNOWN_MISSES
+    folder = os.path.dirname(os.path.dirname(path))
+    known = {REAL4: KNOWN_MISSES4, REAL3: KNOWN_MISSES3, REAL2: KNOWN_MISSES2}.get(folder, KNOWN_MISSES)
     if os.path.basename(path)[:3] in known:
         request.applymarker(pytest.mark.xfail(strict=True, reason="a known miss of the step model"))
     r = runs[0]
@@ -122,7 +138,8 @@ def test_step_peak_is_within_ten_percent_of_tensorflow(path, runs, request):
 
 
 @pytest.mark.parametrize("configs,share,median", [(CONFIGS, SHARE, MEDIAN), (CONFIGS2, SHARE2, MEDIAN2),
-                                                   (CONFIGS3, SHARE3, MEDIAN3)], ids=["real", "real2", "real3"])
+                                                   (CONFIGS3, SHARE3, MEDIAN3), (CONFIGS4, SHARE4, MEDIAN4)],
+                         ids=["real", "real2", "real3", "real4"])
 def test_real_files_are_matched_overall(configs, share, median):
     """The issue's bar on files nobody here wrote: 10% of TensorFlow's measured range for 90% of them,
     a median under 3%; held where they stand."""
@@ -140,6 +157,40 @@ def test_real_files_are_matched_overall(configs, share, median):
     assert sum(e <= 0.10 for e in errors) >= share * len(errors)
     assert errors[len(errors) // 2] < median
 
+
+
+def _order(a, *labels):
+    """Where each of these steps comes in the audit's step (its program), by label."""
+    steps = [st.label for st in a.program.steps]
+    return [steps.index(label) for label in labels]
+
+
+def test_tf_keras_runs_its_first_two_layers_weight_gradients_in_the_chain():
+    """The order TensorFlow's executor ran (its log of every op, step 2, tf_keras with SGD at batch 32).
+    real's 211, a VGG-like CNN (14 convolutions and Dense layers handing a gradient on): block1_conv2 and
+    block2_conv1 ran Conv2DBackpropFilter, then their updates, before Conv2DBackpropInput; block2_conv2 and
+    every layer above it ran Conv2DBackpropInput (MatMul) first and its filter (kernel) gradient after the
+    chain. TensorFlow held 230,319,352 to 230,321,706 bytes (the step's figure was 26% under with every
+    filter gradient in the chain). real's 115, a small CNN with two Dense: dense_1 ran BiasAddGrad and its
+    update's Neg, Mul, AddV2 and assigns, MatMul_1 and its update's, then the input gradient's MatMul;
+    conv2d_2 likewise; the output Dense its MatMul first. TensorFlow held 43,828,633 to 43,829,058 bytes
+    (11% over with dense_1's kernel gradient and its 4.7 MB m * momentum held to the chain's end)."""
+    path = next(p.values[0] for p in CONFIGS if os.path.basename(p.values[0]).startswith("211"))
+    a = audited(path, "sgd", 32)
+    for layer in ("block1_conv2", "block2_conv1"):
+        made, updated, handed = _order(a, f"{layer} Conv2DBackpropFilter", f"{layer}/kernel assign m",
+                                       f"{layer} Conv2DBackpropInput")
+        assert made < updated < handed
+    made, handed = _order(a, "block2_conv2 Conv2DBackpropFilter", "block2_conv2 Conv2DBackpropInput")
+    assert handed < made
+    assert 0.9 * 230_319_352 <= a.step_peak_bytes <= 1.1 * 230_321_706
+    path = next(p.values[0] for p in CONFIGS if os.path.basename(p.values[0]).startswith("115"))
+    a = audited(path, "sgd", 32)
+    made, updated, handed = _order(a, "dense_1 kernel gradient", "dense_1/kernel assign m", "dense_1 input gradient")
+    assert made < updated < handed
+    made, handed = _order(a, "dense_2 kernel gradient", "dense_2 input gradient")
+    assert handed < made
+    assert 0.9 * 43_828_633 <= a.step_peak_bytes <= 1.1 * 43_829_058
 
 
 def _loop_scratch(a):

@@ -141,28 +141,59 @@ def weights_aside(s, guess):
     return guess if s.weight_order is None else s.weight_order == "late"
 
 
+# the layers whose weight-gradient order tf_keras's executor gives by their rank (leads_chain)
+RANKED = frozenset({"Dense", "Conv1D", "Conv2D", "Conv3D", "Convolution1D", "Convolution2D", "Convolution3D"})
+
+
+def leads_chain(s, node):
+    """Whether tf_keras's executor runs this Dense layer's or convolution's weight gradients in the chain,
+    where the optimizer's updates have ops that read no gradient (SGD, RMSprop) and no branches join nor
+    a loss reads a spatial output: the first two of the layers that hand a gradient on (program's
+    `handing_on`) do, the later ones and the output layer set theirs aside. None where this does not
+    apply. Traced with the executor's log of the ops it runs (the real users' files of
+    tests/data/keras_oracle/real*, in tf_keras): a VGG-like CNN's 14 such layers, its first two in the
+    chain and the other twelve aside; 613 of the 673 layers of the 172 such configurations so, 122 of
+    them in every layer (most others recurrent models, whose Dense layer on the loop's output runs in
+    the chain, which moves no peak, or CNNs with a third layer in the chain). A guess, which build_step's
+    other orders bound: why the cut falls there is not derived. The executor runs the last of the ops a
+    gradient makes ready at once and the others after, last first; their order is the graph's after
+    Grappler's rewrites."""
+    if s.flavour != "tf_keras" or s.joins or s.spatial_loss or id(node) not in s.handing_on:
+        return None
+    if optimizers.reads_no_gradient(s.flavour, s.optimizer) is None:
+        return None
+    output = any(t is o for t in node.outputs for o in s.graph.outputs)
+    return not output and s.handing_on.index(id(node)) < 2
+
+
 @rule("Dense", "EinsumDense")
 class Dense(_Weighted):
     """MatMul (a Tensordot's reshapes share memory), BiasAdd into it, the activation. Its weight
     gradients run after the input-gradient chain (traced: tf_keras's small CNN, VGG16 and a CNN like
-    seed 002's; Keras 3's small CNN), so its input and output gradient live until then. Keras 3's output
+    seed 002's; Keras 3's small CNN), so its input and output gradient live until then, but in
+    tf_keras with SGD or RMSprop by its rank (leads_chain). Keras 3's output
     layer, the one the loss reads, runs its kernel gradient first (traced: a tanh MLP with SGD, each of its
     Dense layers' MatMul_1 before its MatMul; a user's Bidirectional LSTM with a 6,120-way Dense, whose 7.3 MB
     kernel gradient and its update ran before the LSTM's gradient loop; on the oracle's sets 10 Keras 3
     configurations came within 10% so and 4 MLPs went out: a guess, which build_step's other orders bound)."""
 
     def grads_late(self, s, node):
+        lead = leads_chain(s, node)
+        if lead is not None:
+            return weights_aside(s, not lead)
         output = s.flavour == "keras3" and any(t is o for t in node.outputs for o in s.graph.outputs)
         return weights_aside(s, not output)
 
     @staticmethod
     def updates_in_chain(s, node):
-        """Whether Keras 3 runs the weights' updates as soon as their gradients are made, before the layer's
-        input gradient, where the chain runs them (traced: its tanh MLP, each Dense's bias and kernel update
+        """Whether the weights' updates run as soon as their gradients are made, before the layer's input
+        gradient, where the chain runs them (traced: Keras 3's tanh MLP, each Dense's bias and kernel update
         right after its gradient; a user's 6,120-way Dense, its kernel's Mul and AssignSub before its input
-        gradient's MatMul; tf_keras's order is not traced): not for a layer called more than once or a
-        regularized one, whose gradients are added up first (program._summed, _penalized)."""
-        return s.flavour == "keras3" and not s.shared_layers.get(id(node.layer)) and not any(
+        gradient's MatMul; in tf_keras a user's CNN, BiasAddGrad and its update's Neg, Mul, AddV2 and assigns,
+        then MatMul_1 and its update's, then the input gradient's MatMul, its convolutions likewise): not for
+        a layer called more than once or a regularized one, whose gradients are added up first
+        (program._summed, _penalized)."""
+        return not s.shared_layers.get(id(node.layer)) and not any(
             node.layer.config.get(f"{w}_regularizer") for w in ("kernel", "bias"))
 
     def dims(self, node):
@@ -258,16 +289,17 @@ class Conv(_Weighted):
     """Conv2D (Conv1D through ExpandDims, which shares memory), BiasAdd into it, the activation; the
     gradients are Conv2DBackpropFilter (reads the input) and Conv2DBackpropInput (reads the filter),
     each with its im2col scratch (kernels.py). The filter gradient is set aside by the executor
-    (program._Executor) in tf_keras (traced: small CNN, VGG16, ResNet50, a U-Net) unless the optimizer
-    has update ops that read no gradient (SGD, RMSprop) and the model has a Dropout (traced: the Keras 2
-    CIFAR-10 CNN, the image classification tutorial) or no joining branches (measured: eight small SGD
-    CNNs of real users' files, and on the oracle's sets 8 configurations came within 10% so and 5 went
-    out; a guess, which build_step's other orders bound), and in Keras 3
+    (program._Executor) in tf_keras (traced: small CNN, VGG16, ResNet50, a U-Net) where the optimizer
+    has no update op that reads no gradient (Adam...); with SGD or RMSprop, by its rank where no branches
+    join (leads_chain), and where they do unless the model has a Dropout (traced: the Keras 2 CIFAR-10
+    CNN, the image classification tutorial). In tf_keras a filter gradient run in the chain has its
+    update run at once, before the input gradient (Dense.updates_in_chain). In Keras 3 it is set aside
     where the model's branches join (traced: ResNet50, MobileNetV2 and V3, a CIFAR ResNet, a U-Net),
     a Conv1D's aside (traced: the text CNN) unless it is dilated (traced: a TCN, whose dilated
-    Conv1Ds' filter gradients wait and its undilated ones' do not), and in Keras 3 after the model's
-    first Dropout (traced: an emotion CNN, the Keras 2 CIFAR-10 CNN, an MNIST CNN, whose convolutions
-    before it ran theirs in the chain), and in both where a loss is on a spatial output (an
+    Conv1Ds' filter gradients wait and its undilated ones' do not), and after the model's first Dropout
+    (traced: an emotion CNN, the Keras 2 CIFAR-10 CNN, an MNIST CNN, whose convolutions before it ran
+    theirs in the chain) unless the optimizer is plain SGD (traced: two users' emotion CNNs and an SVHN
+    CNN, every convolution's in the chain), and in both where a loss is on a spatial output (an
     autoencoder's or a segmentation net's: of the 72 such configurations measured here, 69 are within
     10% so and the other three in neither order; Keras 3's dilated segmentation CNN and a
     transposed-convolution segmentation net are only so); otherwise it runs before the layer's input
@@ -277,10 +309,15 @@ class Conv(_Weighted):
     def grads_late(self, s, node):
         if self.through_xla(s, node):
             return False
-        in_chain = optimizers.reads_no_gradient(s.flavour, s.optimizer) is not None and (s.dropout or not s.joins)
+        lead = leads_chain(s, node)
+        if lead is not None:
+            return weights_aside(s, not lead)
+        no_slot_op = optimizers.reads_no_gradient(s.flavour, s.optimizer) is None
+        in_chain = not no_slot_op and (s.dropout or not s.joins)
+        plain_sgd = no_slot_op and s.optimizer is not None and s.optimizer[0] == "SGD" and not s.joins
         conv2d = len(node.inputs[0].spec.shape) != 3 or self.reshaped(node)[1] is not None
         return weights_aside(s, (s.flavour == "tf_keras" and not in_chain) or (s.joins and conv2d) or s.spatial_loss
-                            or (s.flavour == "keras3" and id(node) in s.after_dropout))
+                            or (s.flavour == "keras3" and id(node) in s.after_dropout and not plain_sgd))
 
     @staticmethod
     def through_xla(s, node):
@@ -418,6 +455,8 @@ class Conv(_Weighted):
             else:
                 grads.append((w, s.one(f"{name} Conv2DBackpropFilter", [x, dzb], nbytes(w),
                                        scratch=self.filter_scratch(s, node, w), kind="weight gradient")))
+        if s.flavour == "tf_keras" and not self.grads_late(s, node) and Dense.updates_in_chain(s, node):
+            s.update_now(node, grads, read_later=need[0])
         dx = None
         if need[0]:
             if blocks is not None:
