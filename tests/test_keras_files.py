@@ -556,6 +556,29 @@ def test_a_json_string_of_a_models_json_is_read_as_that_json(tmp_path):
     assert run.returncode == 0 and "read as model.to_json() writes it" in run.stdout, run.stderr
 
 
+def test_keras_1_writes_its_optimizer_and_loss_beside_the_config(tmp_path):
+    """A user's Keras 1.0.4 file (a CNN's to_json() of a compiled model) holds, beside class_name and config,
+    "loss": "categorical_crossentropy" and "optimizer": {"name": "SGD", "lr": 0.01, "momentum": 0.9,
+    "nesterov": true, "decay": 1e-06}: the audit trains with them, as the file says. SGD with momentum
+    keeps one slot a variable: Dense(3) on 5 features, 18 floats, 72 bytes of slots."""
+    from protoaudit.keras.audit import audit_keras
+
+    doc = {"class_name": "Sequential", "keras_version": "1.0.4", "loss": "categorical_crossentropy",
+           "optimizer": {"name": "SGD", "lr": 0.01, "momentum": 0.9, "nesterov": True, "decay": 1e-06},
+           "sample_weight_mode": None,
+           "config": [{"class_name": "Dense", "config": {"name": "d", "output_dim": 3, "batch_input_shape": [None, 5],
+                                                         "activation": "softmax"}}]}
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(doc))
+    model = read_model(path)
+    assert model.optimizer == {"class_name": "SGD", "config": {"lr": 0.01, "momentum": 0.9, "nesterov": True,
+                                                               "decay": 1e-06}}
+    assert model.loss == "categorical_crossentropy"
+    a = audit_keras(path, mode="cpu")
+    assert a.optimizer == ("SGD", {"lr": 0.01, "momentum": 0.9, "nesterov": True, "decay": 1e-06})
+    assert a.slot_bytes == 72
+
+
 def test_channels_first_layers_the_cpu_kernels_refuse_are_said_in_cpu_mode(tmp_path):
     """TensorFlow 2.21's CPU kernels without oneDNN take NHWC only for Conv2D's filter gradient and for
     MaxPool (tried here: one train_on_batch step of each layer in channels_first, TF_ENABLE_ONEDNN_OPTS=0,

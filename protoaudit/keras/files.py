@@ -76,8 +76,21 @@ def _read_json_file(path):
         doc, container = _parse_json(doc, path, "the JSON string the file holds"), JSON_STRING
     if isinstance(doc, dict) and "modelTopology" in doc:
         return _read_tfjs(doc, path)
+    compile_config = _dict(doc).get("compile_config") or _keras1_compile(_dict(doc))
     return _model_file(doc, path, version=_dict(doc).get("keras_version"),
-                       compile_config=_dict(doc).get("compile_config"), container=container)
+                       compile_config=compile_config, container=container)
+
+
+def _keras1_compile(doc):
+    """Keras 1.0's to_json() of a compiled model writes its optimizer (the class's name and settings in
+    one dict: {"name": "SGD", "lr": 0.01, "momentum": 0.9, ...}) and its loss beside the config (a user's
+    Keras 1.0.4 file); None where the file has neither."""
+    optimizer, loss = doc.get("optimizer"), doc.get("loss")
+    if isinstance(optimizer, dict) and isinstance(optimizer.get("name"), str):
+        optimizer = {"class_name": optimizer["name"], "config": {k: v for k, v in optimizer.items() if k != "name"}}
+    if optimizer is None and loss is None:
+        return None
+    return {"optimizer": optimizer, "loss": loss}
 
 
 def _read_tfjs(doc, path):
