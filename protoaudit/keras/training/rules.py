@@ -312,9 +312,9 @@ class Conv(_Weighted):
         lead = leads_chain(s, node)
         if lead is not None:
             return weights_aside(s, not lead)
-        no_slot_op = optimizers.reads_no_gradient(s.flavour, s.optimizer) is None
-        in_chain = not no_slot_op and (s.dropout or not s.joins)
-        plain_sgd = no_slot_op and s.optimizer is not None and s.optimizer[0] == "SGD" and not s.joins
+        no_early_op = optimizers.reads_no_gradient(s.flavour, s.optimizer) is None
+        in_chain = not no_early_op and (s.dropout or not s.joins)
+        plain_sgd = no_early_op and s.optimizer is not None and s.optimizer[0] == "SGD" and not s.joins
         conv2d = len(node.inputs[0].spec.shape) != 3 or self.reshaped(node)[1] is not None
         return weights_aside(s, (s.flavour == "tf_keras" and not in_chain) or (s.joins and conv2d) or s.spatial_loss
                             or (s.flavour == "keras3" and id(node) in s.after_dropout and not plain_sgd))
