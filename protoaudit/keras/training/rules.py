@@ -152,7 +152,7 @@ def leads_chain(s, node):
     `handing_on`) do, the later ones and the output layer set theirs aside. None where this does not
     apply. Traced with the executor's log of the ops it runs (the real users' files of
     tests/data/keras_oracle/real*, in tf_keras): a VGG-like CNN's 14 such layers, its first two in the
-    chain and the other twelve aside; 613 of the 673 layers of the 172 such configurations so, 122 of
+    chain and the other twelve aside; 612 of the 672 layers of the 172 such configurations so, 122 of
     them in every layer (most others recurrent models, whose Dense layer on the loop's output runs in
     the chain, which moves no peak, or CNNs with a third layer in the chain). A guess, which build_step's
     other orders bound: why the cut falls there is not derived. The executor runs the last of the ops a
