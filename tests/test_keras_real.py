@@ -26,7 +26,7 @@ REAL3 = os.path.join(os.path.dirname(__file__), "data", "keras_oracle", "real3")
 REAL4 = os.path.join(os.path.dirname(__file__), "data", "keras_oracle", "real4")
 SLOTS = {"sgd": {"tf_keras": 1, "keras3": 0}, "adam": {"tf_keras": 2, "keras3": 2},
          "rmsprop": {"tf_keras": 1, "keras3": 1}, "sgd(momentum=0.9)": {"tf_keras": 1, "keras3": 1}}
-# The 11 files the step model misses by more than 10% (README.md), by kind of model; traced where said:
+# The 9 files the step model misses by more than 10% (README.md), by kind of model; traced where said:
 KNOWN_MISSES = {
     # CNNs: the order of a convolution's or a Dense layer's gradient ops, which Grappler's graph order
     # decides (traced: 116 and 125, Keras 3 with RMSprop, run every one in the chain; 093 and 198, Keras 3
@@ -56,13 +56,13 @@ KNOWN_MISSES = {
     # (100, three stacked GRUs over 12 steps, +10.9%, is within 10% since a loop of no more steps than it runs at
     # once holds every step's recurrent-kernel partial and no more, as the GRU(1024) stack's 24 over 24 steps)
     # (201, -26.9%, is within 10% since a third process took the order the model gives: README.md)
-    # Keras 3's output Dense whose kernel gradient and update ran before its input gradient, copying the
-    # 11 MB kernel (traced)
-    "016",
+    # (016 and 106, Keras 3 LSTM models under a wide output Dense, -10.8% and -10.9%, are within 10% since an
+    # element-wise loss's value is taken after the backward pass, its difference alive till then, traced on 106:
+    # losses.loss_ops)
     # recurrent loops: the weights' partial gradients the gradient loop holds (a GRU(1024) stack held 24
     # recurrent-kernel partials, traced: the oracle's GRUs held none to fifteen), LSTMs with
     # recurrent_dropout, hard_sigmoid LSTMs the cell-step counts over-predict
-    "106", "107", "132",
+    "107", "132",
     # steps under 1 MB, where TensorFlow's own allocations weigh most
     "149",
 }
@@ -82,15 +82,17 @@ KNOWN_MISSES3 = {"022", "047"}
 # the executor's: rules.leads_chain)
 # (015 and 020, relu LSTMs, +12.3% and +45.0%, are within 10% since an off-fused LSTM's loop holds its kernel's
 # partials and its recurrent kernel's only over a few steps: Recurrent.partials)
-# The fourth set's (real4/README.md): a Keras 3 CNN on 200 x 200 images with Adam, two masked SimpleRNNs over 387
-# steps, an InceptionV3 with a frozen base
-KNOWN_MISSES4 = {"014", "015", "026"}
-# Held where they stand (README.md: 169 of 180 with three processes each, a median of 1.2%; real2: 48 of 52, 1.5%;
-# real3: 39 of 41, 1.8%; the issue's bar is 90% and 3%), so that a regression fails
-SHARE, MEDIAN = 0.93, 0.02  # (169 of 180, 1.2%)
+# The fourth set's (real4/README.md): an LSTM text model, a Keras 3 CNN on 200 x 200 images with Adam, two masked
+# SimpleRNNs over 387 steps, an InceptionV3 with a frozen base
+KNOWN_MISSES4 = {"008", "014", "015", "026"}
+# (008, an LSTM on an Embedding, went from +9.5% to +10.3% when the loss's value was taken after the backward pass,
+# as traced on real's 106, after the set's one scoring: losses.loss_ops)
+# Held where they stand (README.md: 171 of 180 with three processes each, a median of 1.2%; real2: 48 of 52, 1.5%;
+# real3: 39 of 41, 1.6%; the issue's bar is 90% and 3%), so that a regression fails
+SHARE, MEDIAN = 0.95, 0.02  # (171 of 180, 1.2%)
 SHARE2, MEDIAN2 = 0.92, 0.02  # (48 of 52, 1.5%)
-SHARE3, MEDIAN3 = 0.95, 0.02  # (39 of 41, 1.8%)
-SHARE4, MEDIAN4 = 0.92, 0.02  # (38 of 41, 1.5%)
+SHARE3, MEDIAN3 = 0.95, 0.02  # (39 of 41, 1.6%)
+SHARE4, MEDIAN4 = 0.9, 0.02  # (37 of 41, 1.5%; 38 when scored once, before losses.loss_ops took the loss value last)
 
 
 def _configurations(folder, prefix=""):
@@ -215,6 +217,22 @@ def test_the_weight_gradients_order_is_the_executors_for_most_layers():
                 total += 1
                 agree += ("chain" if made[0] < handed[0] else "late") == r["weight_gradient"]
     assert total > 1000 and agree >= 0.88 * total, (agree, total)
+
+
+def test_an_element_wise_losss_value_is_taken_after_the_backward_pass():
+    """real's 106, Embedding -> Bidirectional(LSTM) -> Dense(6,120, softmax), Keras 3, mean squared error, SGD
+    at batch 32: TensorFlow held 24,036,847 to 25,062,707 bytes. Its executor's log (step 2) ran
+    compile_loss/mse/sub (y_true - y_pred, 32 x 6,120 floats, 783,360 bytes) with the forward pass and its
+    gradient's Mul at once, and the loss value's Square and Mean after the LSTMs' backward loops: the
+    difference was alive at the peak, the output Dense's kernel gradient and its update (7,344,000 bytes
+    each), and the step's figure was 10.9% under without it. tf_keras's log of a user's CNN (real's 115)
+    ran mean_squared_error/SquaredDifference, of the labels and the output, after every gradient op."""
+    path = next(p.values[0] for p in CONFIGS if os.path.basename(p.values[0]).startswith("106"))
+    a = audited(path, "sgd", 32)
+    steps = [st.label for st in a.program.steps]
+    assert steps.index("loss square") > steps.index("bidirectional backward loop")
+    assert (32 * 6120 * 4, 1, "loss difference", "activation") in a.peak.groups
+    assert 0.9 * 24_036_847 <= a.step_peak_bytes <= 1.1 * 25_062_707
 
 
 def _loop_scratch(a):

@@ -85,11 +85,14 @@ def loss_ops(s, tensor, y, loss):
     if name in BINARY_CE:
         s.logits.add(id(tensor))
         return _logistic_loss(s, y, labels, size, prod(tensor.spec.shape))
-    # mean squared error and the other element-wise losses: (y - t)^2's mean, gradient 2(y - t)/n
+    # mean squared error and the other element-wise losses: (y - t)^2's mean, gradient 2(y - t)/n. The
+    # loss's value is read by no gradient, so TensorFlow's executor leaves its ops on its stack until the
+    # backward pass is done, and what they read lives until then (program._build): tf_keras's
+    # SquaredDifference reads the output and the labels (its gradient takes a difference of its own), Keras 3's
+    # Square the difference its gradient reads too, whose gradient then takes a new buffer
     d = s.one("loss difference", [y, labels], size)
-    sq = s.one("loss square", [d], size, forward=False)
-    s.one("loss mean", [sq], 4)
-    return s.one("loss gradient", [d], size, forward=True, kind="gradient")
+    s.loss_values.append((d if s.flavour == "keras3" else y, size))
+    return s.one("loss gradient", [d], size, forward=s.flavour != "keras3", kind="gradient")
 
 
 def _on_probabilities(tensor, loss, activation_name="softmax"):

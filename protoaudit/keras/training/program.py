@@ -52,6 +52,11 @@ class StepBuilder:
         self.prog = Program()
         self.batch = graph.batch
         self.logits = set()  # id(output tensor) whose loss took the logits under its softmax/sigmoid
+        # (buffer, bytes) an element-wise loss's value reads: its square and mean run after the backward pass
+        # (losses.loss_ops; traced: Keras 3's compile_loss/mse/Square of a user's BiLSTM model ran after the
+        # LSTMs' backward loops, tf_keras's mean_squared_error/SquaredDifference of a user's CNN after every
+        # gradient op)
+        self.loss_values = []
         self.sparse = {}  # IndexedSlices gradient buffer -> its variable's bytes
         self.applied = set()  # weight gradient buffers already applied (streamed updates)
         self.shared_layers = {}  # id(layer) -> its calls, for a layer called more than once
@@ -227,6 +232,8 @@ def _build(graph, flavour, optimizer, loss, weights, device, metrics, early, wei
         s.defer = None
     step.undercounted = s.undercounted
     _place_deferred(s, start, order.flush_at)
+    for value, size in s.loss_values:
+        s.one("loss mean", [s.one("loss square", [value], size)], 4)
     optimizers.apply(s, weight_grads, optimizer)
     return step, s.order_guessed
 
