@@ -82,8 +82,9 @@ class StepBuilder:
         # the nodes after the first Dropout, in the graph's order: Keras 3's convolutions there set their
         # filter gradients aside (rules.Conv.grads_late)
         self.after_dropout = set() if first is None else {id(node) for node in graph.nodes[first + 1:]}
-        # the Dense layers and convolutions that hand a gradient on, in the forward order (rules.leads_chain)
-        self.handing_on = []
+        # id(node) -> rank, in the forward order, of the Dense layers and convolutions that hand a gradient on
+        # (rules.leads_chain)
+        self.handing_on = {}
 
     def update_now(self, node, grads, read_later=False, chain=False):
         """Run the updates of these (Weight, gradient buffer) pairs now, before the rest of the
@@ -196,8 +197,8 @@ def _build(graph, flavour, optimizer, loss, weights, device, metrics, early, wei
             ids[id(t)] = o
             trainable_up[id(t)] = up
         saved[id(node)] = (rule, keep, own, up, s.need)
-    s.handing_on = [id(node) for node in graph.nodes if node.layer.class_name in RANKED
-                    and id(node) in saved and saved[id(node)][2] and any(saved[id(node)][4])]
+        if own and any(s.need) and node.layer.class_name in RANKED:
+            s.handing_on[id(node)] = len(s.handing_on)
     grads = defaultdict(list)
     for k, t in enumerate(graph.outputs):
         its_loss = losses.of_output(loss, k, graph.output_names[k])

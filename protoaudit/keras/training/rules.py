@@ -158,12 +158,17 @@ def leads_chain(s, node):
     other orders bound: why the cut falls there is not derived. The executor runs the last of the ops a
     gradient makes ready at once and the others after, last first; their order is the graph's after
     Grappler's rewrites."""
-    if s.flavour != "tf_keras" or s.joins or s.spatial_loss or id(node) not in s.handing_on:
+    rank = s.handing_on.get(id(node))
+    if s.flavour != "tf_keras" or s.joins or s.spatial_loss or rank is None:
         return None
     if optimizers.reads_no_gradient(s.flavour, s.optimizer) is None:
         return None
-    output = any(t is o for t in node.outputs for o in s.graph.outputs)
-    return not output and s.handing_on.index(id(node)) < 2
+    return not _makes_an_output(s, node) and rank < 2
+
+
+def _makes_an_output(s, node):
+    """Whether the call makes one of the model's outputs, which a loss reads."""
+    return any(t is o for t in node.outputs for o in s.graph.outputs)
 
 
 @rule("Dense", "EinsumDense")
@@ -181,8 +186,7 @@ class Dense(_Weighted):
         lead = leads_chain(s, node)
         if lead is not None:
             return weights_aside(s, not lead)
-        output = s.flavour == "keras3" and any(t is o for t in node.outputs for o in s.graph.outputs)
-        return weights_aside(s, not output)
+        return weights_aside(s, not (s.flavour == "keras3" and _makes_an_output(s, node)))
 
     @staticmethod
     def updates_in_chain(s, node):
